@@ -1,0 +1,109 @@
+"""Typed, frozen dataclasses that cross stage boundaries.
+
+book file --ingest--> Book(Chapters) --text--> Sentences --batching--> Batches
+          --engine--> SynthesisResults --audio--> audiobook files
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+SAMPLE_RATE = 24_000  # ChatTTS (Vocos) output rate, Hz
+GPT_STEPS_PER_SECOND = 46.875  # one GPT step -> 2 mel frames of 256 samples at 24 kHz
+
+
+@dataclass(frozen=True)
+class BookMetadata:
+    """What the audiobook is tagged with."""
+
+    title: str
+    authors: tuple[str, ...] = ()
+    language: str = ""  # BCP-47 such as "en", "zh-CN"; "" when unknown
+    publisher: str = ""
+    date: str = ""  # as the book states it; the year is its first four digits
+    description: str = ""
+    cover: bytes | None = field(default=None, repr=False)  # image bytes as stored in the book
+    cover_mime: str = ""  # "image/jpeg", "image/png", ...
+
+
+@dataclass(frozen=True)
+class Chapter:
+    """One chapter as the author laid it out: a title and its paragraphs of plain text."""
+
+    index: int  # 0-based position in reading order
+    title: str
+    paragraphs: tuple[str, ...]  # paragraph boundaries become longer pauses
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(self.paragraphs)
+
+
+@dataclass(frozen=True)
+class Book:
+    """A parsed book: metadata, chapters in reading order, and reader warnings."""
+
+    source: str  # the path it was read from
+    format: str  # "epub", "txt", "md", "html"
+    metadata: BookMetadata
+    chapters: tuple[Chapter, ...]
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One speakable unit. ``text`` is already normalised for ChatTTS."""
+
+    chapter_index: int
+    index: int  # 0-based position within the chapter
+    paragraph_index: int  # which paragraph of the chapter it came from
+    text: str
+
+
+@dataclass(frozen=True)
+class PlannedSentence:
+    """What the batch planner needs to know about a pending sentence."""
+
+    id: int  # opaque to the planner (the database id)
+    max_new_tokens: int  # the GPT step budget of this sentence
+    prompt_tokens: int  # the length of its tokenised prompt (approximate is fine)
+    priority: int = 0  # higher goes first
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A group of sentences synthesised together. ``sentence_ids`` keep the planner's order."""
+
+    sentence_ids: tuple[int, ...]
+    estimated_bytes: int  # the planner's estimate of the batch's peak memory
+
+
+@dataclass(frozen=True)
+class SynthesisRequest:
+    """One sentence to speak."""
+
+    text: str
+    voice: str  # a ChatTTS speaker embedding, as the compact string upstream uses
+    seed: int  # per-sentence sampling seed, so a retried sentence sounds the same
+    max_new_tokens: int  # hard cap on GPT steps (46.875 steps = 1 s of audio)
+    min_new_tokens: int = 0  # EOS is masked before this many steps
+    prompt: str = "[speed_5]"  # upstream's code prompt (speed, laughter, ...)
+    temperature: float = 0.3
+    top_p: float = 0.7
+    top_k: int = 20
+    repetition_penalty: float = 1.05
+
+
+@dataclass(frozen=True)
+class SynthesisResult:
+    """The audio of one request."""
+
+    waveform: np.ndarray = field(repr=False)  # float32 mono, 24 kHz, shape [n_samples]
+    gpt_steps: int  # audio tokens generated (EOS excluded)
+    hit_limit: bool  # True when it stopped at max_new_tokens instead of choosing EOS
+
+    @property
+    def seconds(self) -> float:
+        return len(self.waveform) / SAMPLE_RATE
