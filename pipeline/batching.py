@@ -1,0 +1,71 @@
+"""Batch planning: every pending sentence, sorted globally by length, cut into memory-capped batches.
+
+Pure: no torch, no database. The engine's memory model supplies the per-batch estimate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from pipeline.types import Batch, PlannedSentence
+
+
+@dataclass(frozen=True)
+class MemoryModel:
+    """Peak memory of a batch = fixed + per_row_position * rows * positions (+ activations).
+
+    ``positions`` is the longest row's prompt + new tokens, since a batch pads to its longest row.
+    Calibrated per device by the engine; these defaults are conservative for fp16 full-size ChatTTS.
+    """
+
+    fixed_bytes: int = 1_200_000_000  # weights, Decoder/Vocos workspace, allocator slack
+    bytes_per_row_position: int = 160_000  # KV cache (61 kB fp16) + activations/logits per position
+
+    def estimate(self, rows: int, positions: int) -> int:
+        return self.fixed_bytes + self.bytes_per_row_position * rows * positions
+
+
+@dataclass(frozen=True)
+class PlanLimits:
+    memory_cap_bytes: int  # the worker's cap (a fraction of device memory)
+    max_rows: int = 256  # never more rows than this in one batch
+
+
+def plan_batches(
+    sentences: Sequence[PlannedSentence],
+    limits: PlanLimits,
+    memory: MemoryModel = MemoryModel(),
+    estimate: Callable[[int, int], int] | None = None,
+) -> list[Batch]:
+    """Sort by (priority desc, length) and cut into batches under the memory cap.
+
+    Every sentence lands in exactly one batch; a sentence too large even alone gets a batch of its
+    own (the engine then fails it alone with a clear error).
+    """
+    estimate = estimate or memory.estimate
+    ordered = sorted(sentences, key=lambda s: (-s.priority, _positions(s), s.id))
+    batches: list[Batch] = []
+    current: list[PlannedSentence] = []
+    for sentence in ordered:
+        candidate = current + [sentence]
+        longest = max(_positions(s) for s in candidate)
+        fits = estimate(len(candidate), longest) <= limits.memory_cap_bytes
+        same_class = not current or current[0].priority == sentence.priority
+        if current and (not fits or len(candidate) > limits.max_rows or not same_class):
+            batches.append(_close(current, estimate))
+            current = [sentence]
+        else:
+            current = candidate
+    if current:
+        batches.append(_close(current, estimate))
+    return batches
+
+
+def _positions(sentence: PlannedSentence) -> int:
+    return sentence.prompt_tokens + sentence.max_new_tokens
+
+
+def _close(rows: list[PlannedSentence], estimate: Callable[[int, int], int]) -> Batch:
+    longest = max(_positions(s) for s in rows)
+    return Batch(sentence_ids=tuple(s.id for s in rows), estimated_bytes=estimate(len(rows), longest))

@@ -1,0 +1,43 @@
+"""How long a sentence may speak: GPT step limits from its text.
+
+Random weights rarely choose EOS and real ChatTTS sometimes babbles to its 2048-token cap, so every
+sentence gets a cap that scales with its text, and a floor that prevents clipped endings.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+from pipeline.types import GPT_STEPS_PER_SECOND
+
+# Seconds of speech per character: a CJK character is a syllable (~0.22 s at ChatTTS's speed 5),
+# a Latin letter about a fifteenth of a second (~13 letters per second, spaces included).
+_CJK_SECONDS = 0.22
+_OTHER_SECONDS = 0.075
+MAX_TOKENS_CAP = 2048  # upstream's own hard cap
+
+
+def estimated_seconds(text: str) -> float:
+    """Expected duration of ``text`` spoken at normal speed."""
+    seconds = 0.0
+    for ch in text:
+        if _is_cjk(ch):
+            seconds += _CJK_SECONDS
+        elif not ch.isspace() or ch == " ":
+            seconds += _OTHER_SECONDS
+    return seconds
+
+
+def max_new_tokens(text: str, slack: float = 2.0, floor_seconds: float = 2.0) -> int:
+    """The cap: ``slack`` times the expected length, at least ``floor_seconds``, at most 2048."""
+    seconds = max(estimated_seconds(text) * slack, floor_seconds)
+    return min(MAX_TOKENS_CAP, int(round(seconds * GPT_STEPS_PER_SECOND)))
+
+
+def min_new_tokens(text: str, fraction: float = 0.4) -> int:
+    """The floor below which EOS is masked: a fraction of the expected length."""
+    return int(estimated_seconds(text) * fraction * GPT_STEPS_PER_SECOND)
+
+
+def _is_cjk(ch: str) -> bool:
+    return unicodedata.east_asian_width(ch) in ("W", "F") and ch.isalnum()
