@@ -1,0 +1,1 @@
+"""Orchestration: the CLI, the Celery app and tasks, the use cases and the settings."""

@@ -1,0 +1,71 @@
+"""The Celery application: JSON only, late acknowledgement, one task at a time per process.
+
+Queues: ``cpu`` (ingest, plan, assemble) and ``synth`` (GPU batches). Messages carry ids only.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from celery import Celery
+from celery.signals import worker_process_init, worker_process_shutdown
+from kombu import Queue
+
+from jobs.settings import Settings
+
+log = logging.getLogger(__name__)
+
+CPU_QUEUE = "cpu"
+SYNTH_QUEUE = "synth"
+ALL_QUEUES = (CPU_QUEUE, SYNTH_QUEUE)
+# Set by `tts-jobs worker` so the child process knows whether to load the model after the fork.
+WORKER_QUEUES_ENV = "TTS_JOBS_WORKER_QUEUES"
+
+
+def make_celery(settings: Settings) -> Celery:
+    app = Celery("tts_jobs", include=["jobs.tasks"])
+    transport = {"visibility_timeout": settings.visibility_timeout}
+    app.conf.update(
+        broker_url=settings.broker_url,
+        # JSON only: a pickle- or yaml-typed message is refused, never executed.
+        task_serializer="json",
+        result_serializer="json",
+        accept_content=["json"],
+        task_ignore_result=True,
+        # At-least-once: a message is acknowledged after its task ends, and redelivered when the
+        # worker process dies mid-task. The job table makes every task idempotent.
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        # Redis redelivers unacknowledged messages after this; it must outlast any batch, or healthy
+        # batches are delivered twice (the batch lease would still keep only one result).
+        broker_transport_options=transport,
+        visibility_timeout=settings.visibility_timeout,
+        broker_connection_retry_on_startup=True,
+        task_queues=[Queue(q) for q in ALL_QUEUES],
+        task_default_queue=CPU_QUEUE,
+        task_routes={"tts_jobs.synthesize_batch": {"queue": SYNTH_QUEUE}},
+        worker_send_task_events=True,  # Flower
+        task_send_sent_event=True,
+        worker_hijack_root_logger=False,
+    )
+    return app
+
+
+app = make_celery(Settings.from_env())
+
+
+@worker_process_init.connect
+def _load_model_after_fork(**_: object) -> None:
+    """Load and warm the model in the child process, never in the parent (CUDA is not fork-safe)."""
+    queues = os.environ.get(WORKER_QUEUES_ENV, ",".join(ALL_QUEUES)).split(",")
+    if SYNTH_QUEUE in queues:
+        from jobs import tasks
+
+        tasks.worker_engine()
+
+
+@worker_process_shutdown.connect
+def _close(**_: object) -> None:
+    log.info("worker process shutting down")

@@ -1,0 +1,614 @@
+"""Use cases shared by the CLI, the Celery tasks and the tests.
+
+Each stage reads what the previous one recorded and records its own result before the next starts:
+
+    submit_book ─> ingest_job ─> plan_pending ─> synthesize_batch ─> assemble_job
+    (validate, store)  (chapters,     (batches)       (sentence audio)    (audiobook files)
+                        sentences)
+
+Every function is idempotent: running it twice gives the same rows and files, so a redelivered
+Celery message or a rerun after a crash only redoes what is missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import shutil
+import threading
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from jobs.settings import Settings
+from pipeline import lengths
+from pipeline.batching import PlanLimits, plan_batches
+from pipeline.errors import (
+    AssemblyError,
+    BookError,
+    SentenceTooLargeError,
+    TtsJobsError,
+    VoiceError,
+)
+from pipeline.types import BookMetadata, PlannedSentence, SynthesisRequest, SynthesisResult
+from storage import repo
+from storage.artifacts import ArtifactStore
+from storage.db import make_engine, make_session_factory, upgrade
+from storage.models import BatchState, Job, JobState, SentenceState
+
+if TYPE_CHECKING:
+    from pipeline.engine import Engine
+
+log = logging.getLogger(__name__)
+
+DEFAULT_VOICE = "default"
+DEFAULT_VOICE_SEED = 2222  # a voice every installation has without asking
+SEED_VOICE_PREFIX = "seed:"  # a voice stored as its seed; the worker derives the embedding
+FORMATS = ("m4b", "mp3", "ogg", "flac", "wav")
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    """What a user chooses per book on `submit` / `run`."""
+
+    formats: tuple[str, ...] = ("m4b",)
+    out_dir: Path | None = None
+    voice: str = DEFAULT_VOICE
+    priority: int = 0
+    refine: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"formats": list(self.formats), "out_dir": str(self.out_dir) if self.out_dir else None,
+                "refine": self.refine}
+
+
+@dataclass
+class Runtime:
+    """What one process needs to run use cases: settings, the database and the artifact store."""
+
+    settings: Settings
+    sessions: sessionmaker[Session]
+    artifacts: ArtifactStore
+
+    def session(self) -> Session:
+        return self.sessions()
+
+
+def open_runtime(settings: Settings, upgrade_schema: bool | None = None) -> Runtime:
+    """Connect to the database. The embedded SQLite default upgrades its own schema."""
+    if upgrade_schema is None:
+        upgrade_schema = settings.database_url.startswith("sqlite")
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    if upgrade_schema:
+        upgrade(settings.database_url)
+    engine = make_engine(settings.database_url)
+    return Runtime(settings=settings, sessions=make_session_factory(engine),
+                   artifacts=ArtifactStore(settings.data_dir))
+
+
+# ---------------------------------------------------------------- submit
+
+
+def validate_book(path: Path):  # type: ignore[no-untyped-def]
+    """Read the book the way the job will, so that bad input is reported before anything is queued."""
+    from pipeline.ingest import SUPPORTED_EXTENSIONS, read_book
+
+    if not path.exists():
+        raise BookError(path, "no such file", "check the path")
+    if not path.is_file():
+        raise BookError(path, "not a file", "pass a book file, not a folder")
+    if path.suffix.lower() not in SUPPORTED_EXTENSIONS:
+        supported = ", ".join(sorted(SUPPORTED_EXTENSIONS))
+        raise BookError(path, f"unsupported file type {path.suffix or '(none)'}",
+                        f"convert it to one of {supported}")
+    return read_book(path)
+
+
+def submit_book(rt: Runtime, path: Path, options: JobOptions) -> int:
+    """Validate a book, store a copy in the data directory and record a queued job. Returns its id."""
+    path = Path(path)
+    book = validate_book(path)
+    bad = [f for f in options.formats if f not in FORMATS]
+    if bad or not options.formats:
+        raise TtsJobsError(f"unknown output format {', '.join(bad) or '(none)'}: use {', '.join(FORMATS)}")
+    with rt.session() as session:
+        voice_spec = resolve_voice(session, options.voice)
+        job = Job(source_name=path.name, source_path="", source_sha256=file_sha256(path),
+                  book_format=book.format, title=book.metadata.title or path.stem,
+                  authors=list(book.metadata.authors), language=book.metadata.language,
+                  priority=options.priority, voice_name=options.voice, voice_embedding=voice_spec,
+                  options=options.to_json(), warnings=list(book.warnings))
+        session.add(job)
+        session.flush()
+        job.source_path = str(rt.artifacts.store_source(job.id, path))
+        session.commit()
+        log.info("job=%s: submitted %s (%s)", job.id, path, book.format)
+        return job.id
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def resolve_voice(session: Session, name: str) -> str:
+    """The voice spec a job is read with: a stored embedding, or ``seed:N`` for seed voices."""
+    voice = repo.get_voice(session, name)
+    if voice is not None:
+        return voice.embedding if voice.embedding else f"{SEED_VOICE_PREFIX}{voice.seed}"
+    if name == DEFAULT_VOICE:
+        return f"{SEED_VOICE_PREFIX}{DEFAULT_VOICE_SEED}"
+    known = ", ".join([DEFAULT_VOICE] + [v.name for v in repo.list_voices(session)])
+    raise VoiceError(f"unknown voice {name!r}: use one of {known}, or create it with "
+                     f"`tts-jobs voice new {name}`")
+
+
+# ---------------------------------------------------------------- ingest
+
+
+def ingest_job(rt: Runtime, job_id: int) -> bool:
+    """Read the stored book into chapters and sentences. True when the job is ready for planning."""
+    from pipeline.ingest import read_book
+    from pipeline.text import split_sentences
+
+    with rt.session() as session:
+        job = repo.get_job(session, job_id)
+        if job is None or job.job_state not in (JobState.QUEUED, JobState.INGESTING):
+            return job is not None and job.job_state == JobState.SYNTHESIZING
+        if repo.has_chapters(session, job_id):  # a previous delivery got this far
+            repo.move_job(session, job_id, JobState.SYNTHESIZING, only_from=[JobState.QUEUED, JobState.INGESTING])
+            session.commit()
+            return True
+        try:
+            book = read_book(rt.artifacts.resolve(job.source_path))
+            chapters = [(chapter, split_sentences(chapter)) for chapter in book.chapters]
+        except BookError as exc:
+            _fail_job(session, job_id, f"{job.source_name}: {exc.problem}"
+                      + (f" ({exc.fix})" if exc.fix else ""))
+            session.commit()
+            return False
+        _record_book(rt, session, job, book, chapters)
+        repo.move_job(session, job_id, JobState.SYNTHESIZING, only_from=[JobState.QUEUED, JobState.INGESTING])
+        session.commit()
+        log.info("job=%s: %d chapters, %d sentences", job_id, len(chapters),
+                 sum(len(s) for _, s in chapters))
+        return True
+
+
+def _record_book(rt: Runtime, session: Session, job: Job, book, chapters) -> None:  # type: ignore[no-untyped-def]
+    meta = book.metadata
+    job.title = meta.title or job.title
+    job.authors = list(meta.authors)
+    job.language = meta.language
+    job.warnings = list(book.warnings)
+    job.book_metadata = {"publisher": meta.publisher, "date": meta.date, "description": meta.description,
+                         "cover_path": None, "cover_mime": meta.cover_mime}
+    if meta.cover:
+        job.book_metadata = {**job.book_metadata,
+                             "cover_path": str(rt.artifacts.store_cover(job.id, meta.cover, meta.cover_mime))}
+    for chapter, sentences in chapters:
+        rows = [repo.NewSentence(index=s.index, paragraph_index=s.paragraph_index, text=s.text,
+                                 seed=sentence_seed(job.id, chapter.index, s.index),
+                                 min_new_tokens=lengths.min_new_tokens(s.text),
+                                 max_new_tokens=lengths.max_new_tokens(s.text))
+                for s in sentences]
+        repo.add_chapter(session, job.id, chapter.index, chapter.title, rows)
+
+
+def sentence_seed(job_id: int, chapter_index: int, sentence_index: int) -> int:
+    """A stable per-sentence seed: a retried or re-batched sentence sounds the same."""
+    return zlib.crc32(f"{job_id}:{chapter_index}:{sentence_index}".encode()) & 0x7FFFFFFF
+
+
+# ---------------------------------------------------------------- plan
+
+
+def plan_pending(rt: Runtime, job_ids: Sequence[int] | None = None) -> list[int]:
+    """Cut every unplanned sentence of active jobs into batches (sorted globally by length)."""
+    with rt.session() as session:
+        sentences = repo.unplanned_sentences(session, job_ids)
+        if not sentences:
+            session.commit()
+            return []
+        priorities = repo.job_priorities(session, {s.job_id for s in sentences})
+        planned = [PlannedSentence(id=s.id, max_new_tokens=s.max_new_tokens,
+                                   prompt_tokens=estimated_prompt_tokens(s.text),
+                                   priority=priorities.get(s.job_id, 0))
+                   for s in sentences]
+        batches = repo.create_batches(session, plan_batches(planned, plan_limits(rt.settings)))
+        session.commit()
+        ids = [b.id for b in batches]
+        log.info("planned %d sentences into %d batches", len(planned), len(ids))
+        return ids
+
+
+def plan_limits(settings: Settings) -> PlanLimits:
+    gpu = settings.device.startswith("cuda")
+    max_rows = settings.max_batch or (256 if gpu else 16)
+    # NOTE: without a calibrated GPU at hand the planner assumes an 80 GB-class card; workers
+    # halve any batch that does not fit (OOM halving), so an optimistic cap costs time, not jobs.
+    cap = int(80e9 * settings.memory_fraction)
+    return PlanLimits(memory_cap_bytes=cap, max_rows=max_rows)
+
+
+def estimated_prompt_tokens(text: str) -> int:
+    # One token per character plus upstream's control tokens ([Stts][spk_emb][speed_5]...[Ptts]).
+    return len(text) + 8
+
+
+# ---------------------------------------------------------------- synthesize
+
+
+VoiceResolver = Callable[[str], str]
+
+
+def synthesize_batch(rt: Runtime, engine: Engine, batch_id: int, worker: str) -> list[int]:
+    """Speak one batch and record every sentence's audio. Returns the jobs now ready to assemble.
+
+    A batch held by a live lease elsewhere (a duplicate delivery) is left alone; a batch whose lease
+    expired (its worker died) is taken over. Results are kept only while this worker holds the lease.
+    """
+    settings = rt.settings
+    with rt.session() as session:
+        batch = repo.claim_batch(session, batch_id, worker, settings.lease_seconds)
+        if batch is None:
+            session.commit()
+            log.info("batch=%s: finished or leased elsewhere; nothing to do", batch_id)
+            return []
+        sentences = repo.batch_pending_sentences(session, batch_id)
+        attempts = batch.attempts
+        work = [_SentenceWork.from_row(s, _voice_of(session, s.job_id)) for s in sentences]
+        session.commit()
+    if not work:
+        return _finish_batch(rt, batch_id, worker)
+    with _LeaseKeeper(rt, batch_id, worker):
+        try:
+            results = _synthesize_all(engine, work)
+        except Exception as exc:
+            _give_back_or_fail(rt, batch_id, worker, work, attempts, exc)
+            raise
+    audio = [(w, r, _write_audio(rt, w, r)) for w, r in results]
+    return _record_results(rt, batch_id, worker, audio)
+
+
+@dataclass(frozen=True)
+class _SentenceWork:
+    sentence_id: int
+    job_id: int
+    chapter_index: int
+    index: int
+    request: SynthesisRequest
+
+    @classmethod
+    def from_row(cls, s, voice: str) -> _SentenceWork:  # type: ignore[no-untyped-def]
+        return cls(sentence_id=s.id, job_id=s.job_id, chapter_index=s.chapter.index, index=s.index,
+                   request=SynthesisRequest(text=s.text, voice=voice, seed=s.seed,
+                                            max_new_tokens=s.max_new_tokens,
+                                            min_new_tokens=s.min_new_tokens))
+
+
+def _voice_of(session: Session, job_id: int) -> str:
+    job = repo.get_job(session, job_id)
+    assert job is not None
+    return job.voice_embedding
+
+
+def _synthesize_all(engine: Engine, work: list[_SentenceWork]) -> list[tuple[_SentenceWork, Any]]:
+    """Synthesise with OOM halving; a sentence too large even alone is returned as its error."""
+    from pipeline.engine import synthesize_with_oom_halving
+
+    requests = [_with_voice(engine, w.request) for w in work]
+    try:
+        results = synthesize_with_oom_halving(engine, requests)
+        return list(zip(work, results))
+    except SentenceTooLargeError:
+        if len(work) == 1:
+            return [(work[0], SentenceTooLargeError(f"sentence too long for this device: {work[0].request.text[:60]!r}"))]
+    out: list[tuple[_SentenceWork, Any]] = []
+    for w in work:  # isolate the culprit: the others still get their audio
+        out.extend(_synthesize_all(engine, [w]))
+    return out
+
+
+_voice_cache: dict[str, str] = {}
+_voice_lock = threading.Lock()
+
+
+def _with_voice(engine: Engine, request: SynthesisRequest) -> SynthesisRequest:
+    """Turn ``seed:N`` voices into the speaker embedding the engine samples for that seed."""
+    from dataclasses import replace
+
+    if not request.voice.startswith(SEED_VOICE_PREFIX):
+        return request
+    with _voice_lock:
+        if request.voice not in _voice_cache:
+            _voice_cache[request.voice] = engine.sample_voice(int(request.voice[len(SEED_VOICE_PREFIX):]))
+        return replace(request, voice=_voice_cache[request.voice])
+
+
+def _write_audio(rt: Runtime, work: _SentenceWork, result: Any) -> tuple[str, float] | None:
+    """Write one sentence's WAV atomically; None for a sentence that failed."""
+    from pipeline.audio import write_sentence_wav
+
+    if not isinstance(result, SynthesisResult):
+        return None
+    relative = rt.artifacts.sentence_audio(work.job_id, work.chapter_index, work.index)
+    seconds = write_sentence_wav(rt.artifacts.resolve(relative), result.waveform)
+    return str(relative), seconds
+
+
+def _record_results(rt: Runtime, batch_id: int, worker: str, audio: list) -> list[int]:  # type: ignore[type-arg]
+    with rt.session() as session:
+        if not repo.holds_lease(session, batch_id, worker):
+            session.commit()
+            log.warning("batch=%s: lease lost to another worker; its result is kept instead", batch_id)
+            return []
+        for work, result, written in audio:
+            sentence = session.get(repo.Sentence, work.sentence_id)
+            if sentence is None or sentence.state == SentenceState.DONE.value:
+                continue
+            if written is None:
+                repo.fail_sentence(session, sentence, str(result))
+                _fail_job(session, work.job_id, f"chapter {work.chapter_index + 1}, sentence "
+                          f"{work.index + 1}: {result}")
+                continue
+            path, seconds = written
+            repo.record_sentence_audio(session, sentence, path, seconds, result.gpt_steps, result.hit_limit)
+        session.commit()
+    return _finish_batch(rt, batch_id, worker)
+
+
+def _finish_batch(rt: Runtime, batch_id: int, worker: str) -> list[int]:
+    with rt.session() as session:
+        repo.finish_batch(session, batch_id, BatchState.DONE)
+        job_ids = repo.batch_job_ids(session, batch_id)
+        ready = [j for j in job_ids if _start_assembly_if_complete(session, j)]
+        session.commit()
+    return ready
+
+
+def _start_assembly_if_complete(session: Session, job_id: int) -> bool:
+    progress = repo.job_progress(session, [job_id])[job_id]
+    if progress.total == 0 or progress.done < progress.total:
+        return False
+    return repo.move_job(session, job_id, JobState.ASSEMBLING, only_from=[JobState.SYNTHESIZING])
+
+
+def _give_back_or_fail(rt: Runtime, batch_id: int, worker: str, work: list[_SentenceWork],
+                       attempts: int, exc: Exception) -> None:
+    """A batch that keeps failing fails its jobs after ``max_attempts``; otherwise it is retried."""
+    reason = f"{type(exc).__name__}: {exc}"
+    with rt.session() as session:
+        if attempts >= rt.settings.max_attempts:
+            repo.finish_batch(session, batch_id, BatchState.FAILED, error=reason)
+            for job_id in {w.job_id for w in work}:
+                _fail_job(session, job_id, f"synthesis failed {attempts} times: {reason}")
+        else:
+            repo.release_batch(session, batch_id, worker, reason)
+        session.commit()
+
+
+class _LeaseKeeper:
+    """Renews a batch's lease from a background thread while the GPU works."""
+
+    def __init__(self, rt: Runtime, batch_id: int, worker: str) -> None:
+        self._rt, self._batch_id, self._worker = rt, batch_id, worker
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"lease-{batch_id}", daemon=True)
+
+    def __enter__(self) -> _LeaseKeeper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        interval = max(1.0, self._rt.settings.lease_seconds / 5)
+        while not self._stop.wait(interval):
+            try:
+                with self._rt.session() as session:
+                    repo.renew_lease(session, self._batch_id, self._worker)
+                    session.commit()
+            except Exception:  # a database blip must not kill the batch; the next beat retries
+                log.warning("batch=%s: lease renewal failed", self._batch_id, exc_info=True)
+
+
+def requeue_stale_batches(rt: Runtime) -> list[int]:
+    """Batches whose worker went silent (host crash, OOM kill): sent out again by live workers."""
+    with rt.session() as session:
+        stale = repo.stale_batches(session, rt.settings.lease_seconds)
+        session.commit()
+    return stale
+
+
+# ---------------------------------------------------------------- assemble
+
+
+def assemble_job(rt: Runtime, job_id: int) -> list[Path]:
+    """Stitch a finished job's sentence audio into its audiobook files. Idempotent."""
+    from pipeline.audio import AssemblyOptions, ChapterAudio, SentenceAudio, assemble_audiobook
+
+    with rt.session() as session:
+        job = repo.get_job(session, job_id)
+        if job is None or job.job_state != JobState.ASSEMBLING:
+            return [Path(p) for p in job.outputs] if job is not None else []
+        chapters = [
+            ChapterAudio(index=c.index, title=c.title, sentences=tuple(
+                SentenceAudio(path=rt.artifacts.resolve(s.audio_path), paragraph_index=s.paragraph_index)
+                for s in repo.chapter_sentences(session, c.id) if s.audio_path))
+            for c in repo.job_chapters(session, job_id)
+        ]
+        metadata = _book_metadata(rt, job)
+        out_dir = Path(job.options["out_dir"]) if job.options.get("out_dir") else \
+            rt.artifacts.default_output_dir(job_id)
+        options = AssemblyOptions(formats=tuple(job.options.get("formats", ["m4b"])), narrator=job.voice_name)
+        work_dir = rt.artifacts.work_dir(job_id)
+        shutil.rmtree(work_dir, ignore_errors=True)
+        work_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            report = assemble_audiobook(chapters, metadata, out_dir, work_dir, options)
+        except AssemblyError as exc:
+            _fail_job(session, job_id, str(exc))
+            session.commit()
+            raise
+        finally:
+            shutil.rmtree(work_dir, ignore_errors=True)
+        job.outputs = [str(p) for p in report.outputs]
+        repo.move_job(session, job_id, JobState.DONE, only_from=[JobState.ASSEMBLING])
+        session.commit()
+        log.info("job=%s: done, %.1f s of audio in %s", job_id, report.total_seconds,
+                 ", ".join(job.outputs))
+        return list(report.outputs)
+
+
+def _book_metadata(rt: Runtime, job: Job) -> BookMetadata:
+    meta = job.book_metadata or {}
+    cover = None
+    if meta.get("cover_path"):
+        cover = rt.artifacts.resolve(meta["cover_path"]).read_bytes()
+    return BookMetadata(title=job.title, authors=tuple(job.authors), language=job.language,
+                        publisher=meta.get("publisher", ""), date=meta.get("date", ""),
+                        description=meta.get("description", ""), cover=cover,
+                        cover_mime=meta.get("cover_mime", ""))
+
+
+# ---------------------------------------------------------------- the embedded default
+
+
+def run_book(rt: Runtime, path: Path, options: JobOptions, engine: Engine,
+             on_progress: Callable[[int, int], None] | None = None) -> int:
+    """The whole job in this process: submit, ingest, plan, synthesize every batch, assemble.
+
+    Returns the job id; the job ends done or failed (never left running), see `job_statuses`.
+    """
+    job_id = submit_book(rt, path, options)
+    try:
+        if not ingest_job(rt, job_id):
+            return job_id
+        for batch_id in plan_pending(rt, [job_id]):
+            synthesize_batch(rt, engine, batch_id, worker="embedded")
+            if on_progress:
+                status = job_statuses(rt, job_id)[0]
+                on_progress(status.sentences_done, status.sentences_total)
+        assemble_job(rt, job_id)
+    except AssemblyError:
+        pass  # already recorded on the job
+    except BaseException as exc:
+        with rt.session() as session:
+            _fail_job(session, job_id, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+            session.commit()
+        raise
+    return job_id
+
+
+# ---------------------------------------------------------------- cancel / retry / fail
+
+
+def _fail_job(session: Session, job_id: int, error: str) -> None:
+    if repo.move_job(session, job_id, JobState.FAILED, only_from=JobState.active(), error=error):
+        log.error("job=%s: failed: %s", job_id, error)
+
+
+def cancel_job(rt: Runtime, job_id: int) -> bool:
+    with rt.session() as session:
+        moved = repo.move_job(session, job_id, JobState.CANCELLED, only_from=JobState.active(),
+                              error="cancelled by the user")
+        session.commit()
+        return moved
+
+
+@dataclass(frozen=True)
+class RetryPlan:
+    """What a retried job needs next: ``ingest``, ``plan`` or ``assemble``."""
+
+    job_id: int
+    next_step: str
+    sentences_reset: int = 0
+
+
+def retry_job(rt: Runtime, job_id: int) -> RetryPlan:
+    """Re-queue only what is missing or failed; sentences with audio are kept."""
+    with rt.session() as session:
+        job = repo.get_job(session, job_id)
+        if job is None:
+            raise TtsJobsError(f"no job {job_id}: see `tts-jobs status`")
+        if job.job_state not in (JobState.FAILED, JobState.CANCELLED):
+            raise TtsJobsError(f"job {job_id} is {job.state}; only failed or cancelled jobs can be retried")
+        job.error = None
+        job.finished_at = None
+        if not repo.has_chapters(session, job_id):
+            job.state = JobState.QUEUED.value
+            step, reset = "ingest", 0
+        else:
+            reset = repo.reset_failed_sentences(session, job_id)
+            progress = repo.job_progress(session, [job_id])[job_id]
+            complete = progress.done == progress.total
+            job.state = (JobState.ASSEMBLING if complete else JobState.SYNTHESIZING).value
+            step = "assemble" if complete else "plan"
+        session.commit()
+        return RetryPlan(job_id=job_id, next_step=step, sentences_reset=reset)
+
+
+# ---------------------------------------------------------------- status
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    id: int
+    title: str
+    state: str
+    sentences_total: int
+    sentences_done: int
+    sentences_failed: int
+    audio_seconds: float
+    sentences_hit_limit: int
+    outputs: list[str]
+    error: str | None
+    source: str
+    voice: str
+    warnings: list[str] = field(default_factory=list)
+    chapters: list[dict[str, Any]] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        data = asdict(self)
+        if data["chapters"] is None:
+            del data["chapters"]
+        return data
+
+
+def job_statuses(rt: Runtime, job_id: int | None = None) -> list[JobStatus]:
+    with rt.session() as session:
+        if job_id is not None:
+            job = repo.get_job(session, job_id)
+            if job is None:
+                raise TtsJobsError(f"no job {job_id}: see `tts-jobs status` for the list")
+            jobs = [job]
+        else:
+            jobs = repo.list_jobs(session)
+        progress = repo.job_progress(session, [j.id for j in jobs])
+        statuses = []
+        for job in jobs:
+            p = progress[job.id]
+            chapters = None
+            if job_id is not None:
+                chapters = [{"index": c.index, "title": c.title, "sentences": n, "sentences_done": d,
+                             "audio_seconds": round(s, 2)}
+                            for c, n, d, s in repo.chapter_progress(session, job.id)]
+            statuses.append(JobStatus(
+                id=job.id, title=job.title, state=job.state, sentences_total=p.total,
+                sentences_done=p.done, sentences_failed=p.failed, audio_seconds=round(p.audio_seconds, 2),
+                sentences_hit_limit=p.hit_limit, outputs=list(job.outputs), error=job.error,
+                source=job.source_name, voice=job.voice_name, warnings=list(job.warnings),
+                chapters=chapters))
+        return statuses

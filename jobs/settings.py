@@ -1,0 +1,69 @@
+"""Every environment variable tts-jobs reads, declared and read here, once, at the edge.
+
+| variable | default | meaning |
+|---|---|---|
+| TTS_JOBS_DATA_DIR | the per-user data dir | SQLite file, stored books, sentence audio, outputs |
+| TTS_JOBS_DATABASE_URL | sqlite:///$DATA_DIR/tts-jobs.db | or postgresql://user@host/db |
+| TTS_JOBS_BROKER_URL | redis://127.0.0.1:6379/0 | Celery broker (Redis) |
+| TTS_JOBS_MODEL_DIR | (Hugging Face cache) | ChatTTS weights in upstream layout |
+| TTS_JOBS_DEVICE | auto | auto, cpu, cuda, cuda:N |
+| TTS_JOBS_PRECISION | auto | auto, fp32, fp16, bf16, int8 |
+| TTS_JOBS_MEMORY_FRACTION | 0.85 | share of GPU memory the planner may plan for |
+| TTS_JOBS_MAX_BATCH | 256 (GPU) / 16 (CPU) | most sentences in one batch |
+| TTS_JOBS_LEASE_SECONDS | 300 | a running batch whose worker is silent this long is taken over |
+| TTS_JOBS_VISIBILITY_TIMEOUT | 21600 | Redis redelivery of unacknowledged messages (longer than any batch) |
+| TTS_JOBS_MAX_ATTEMPTS | 3 | attempts per batch before its sentences fail |
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: Path
+    database_url: str
+    broker_url: str
+    model_dir: Path | None
+    device: str = "auto"
+    precision: str = "auto"
+    memory_fraction: float = 0.85
+    max_batch: int | None = None  # None: decided by the device (see batch_rows)
+    lease_seconds: float = 300.0
+    visibility_timeout: int = 21_600
+    max_attempts: int = 3
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        data_dir = Path(env.get("TTS_JOBS_DATA_DIR") or _default_data_dir()).expanduser()
+        model_dir = env.get("TTS_JOBS_MODEL_DIR")
+        max_batch = env.get("TTS_JOBS_MAX_BATCH")
+        return cls(
+            data_dir=data_dir,
+            database_url=env.get("TTS_JOBS_DATABASE_URL") or f"sqlite:///{data_dir / 'tts-jobs.db'}",
+            broker_url=env.get("TTS_JOBS_BROKER_URL") or "redis://127.0.0.1:6379/0",
+            model_dir=Path(model_dir).expanduser() if model_dir else None,
+            device=env.get("TTS_JOBS_DEVICE", "auto"),
+            precision=env.get("TTS_JOBS_PRECISION", "auto"),
+            memory_fraction=float(env.get("TTS_JOBS_MEMORY_FRACTION", "0.85")),
+            max_batch=int(max_batch) if max_batch else None,
+            lease_seconds=float(env.get("TTS_JOBS_LEASE_SECONDS", "300")),
+            visibility_timeout=int(env.get("TTS_JOBS_VISIBILITY_TIMEOUT", "21600")),
+            max_attempts=int(env.get("TTS_JOBS_MAX_ATTEMPTS", "3")),
+        )
+
+    def with_overrides(self, **changes: object) -> Settings:
+        from dataclasses import replace
+
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+def _default_data_dir() -> Path:
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("tts-jobs", appauthor=False))

@@ -1,0 +1,119 @@
+"""Thin Celery tasks: parse ids, call a use case in jobs/service.py, send the next message.
+
+Bad input (BookError) fails its job and is never retried; transient failures (database or broker
+blips, device errors) retry with backoff, a bounded number of times.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+from typing import TYPE_CHECKING
+
+from celery import shared_task
+from sqlalchemy.exc import InterfaceError, OperationalError
+
+from jobs import service
+from jobs.celery_app import app
+from jobs.settings import Settings
+
+if TYPE_CHECKING:
+    from pipeline.engine import Engine
+
+log = logging.getLogger(__name__)
+
+_runtime: service.Runtime | None = None
+_engine: Engine | None = None
+_lock = threading.Lock()
+
+# Connection-level faults worth retrying; everything about the book itself is final.
+RETRYABLE = (ConnectionError, TimeoutError, OSError, OperationalError, InterfaceError)
+
+
+def runtime() -> service.Runtime:
+    """This process's runtime, built lazily (after the fork)."""
+    global _runtime
+    with _lock:
+        if _runtime is None:
+            _runtime = service.open_runtime(Settings.from_env(), upgrade_schema=False)
+        return _runtime
+
+
+def worker_engine() -> Engine:
+    """This process's model, loaded and warmed once."""
+    global _engine
+    with _lock:
+        if _engine is None:
+            from pipeline.engine import EngineConfig, load_engine
+
+            settings = Settings.from_env()
+            _engine = load_engine(EngineConfig(model_dir=settings.model_dir, device=settings.device,
+                                               precision=settings.precision))
+            _engine.warm_up()
+            log.info("worker %s: model ready on %s (%s) from %s", worker_name(), _engine.device,
+                     _engine.precision, _engine.model_root)
+        return _engine
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{__import__('os').getpid()}"
+
+
+@shared_task(name="tts_jobs.ingest_job", bind=True, autoretry_for=RETRYABLE, retry_backoff=True,
+             retry_backoff_max=300, max_retries=8)
+def ingest_job(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
+    """Read job ``job_id``'s book into chapters and sentences, then plan."""
+    if service.ingest_job(runtime(), job_id):
+        plan_pending.delay()
+
+
+@shared_task(name="tts_jobs.plan_pending", bind=True, autoretry_for=RETRYABLE, retry_backoff=True,
+             retry_backoff_max=300, max_retries=8)
+def plan_pending(self) -> None:  # type: ignore[no-untyped-def]
+    """Cut every unplanned sentence into batches and send one message per batch."""
+    for batch_id in service.plan_pending(runtime()):
+        synthesize_batch.delay(batch_id)
+
+
+@shared_task(name="tts_jobs.synthesize_batch", bind=True, autoretry_for=RETRYABLE, retry_backoff=True,
+             retry_backoff_max=300, max_retries=8)
+def synthesize_batch(self, batch_id: int) -> None:  # type: ignore[no-untyped-def]
+    """Speak batch ``batch_id``; hand finished jobs to assembly."""
+    rt = runtime()
+    try:
+        ready = service.synthesize_batch(rt, worker_engine(), batch_id, worker_name())
+    except RETRYABLE:
+        raise
+    except Exception as exc:
+        # The batch was given back (or failed for good after max_attempts); retry the message.
+        if self.request.retries < rt.settings.max_attempts:
+            raise self.retry(exc=exc, countdown=5 * (self.request.retries + 1))
+        raise
+    for job_id in ready:
+        assemble_job.delay(job_id)
+
+
+@shared_task(name="tts_jobs.assemble_job", bind=True, autoretry_for=RETRYABLE, retry_backoff=True,
+             retry_backoff_max=300, max_retries=8)
+def assemble_job(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
+    """Stitch job ``job_id``'s audio into its audiobook files."""
+    from pipeline.errors import AssemblyError
+
+    try:
+        service.assemble_job(runtime(), job_id)
+    except AssemblyError:
+        pass  # recorded on the job; bad audio is not retried
+
+
+def enqueue_next(plan: service.RetryPlan) -> None:
+    """Send the message that continues a retried job."""
+    if plan.next_step == "ingest":
+        ingest_job.delay(plan.job_id)
+    elif plan.next_step == "plan":
+        plan_pending.delay()
+    else:
+        assemble_job.delay(plan.job_id)
+
+
+__all__ = ["app", "ingest_job", "plan_pending", "synthesize_batch", "assemble_job", "enqueue_next"]

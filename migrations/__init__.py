@@ -1,0 +1,1 @@
+"""Alembic migrations for the job table (a package so `tts-jobs db upgrade` finds them when installed)."""

@@ -1,0 +1,75 @@
+"""Artifact files under the data directory: stored book copies, covers and sentence audio.
+
+Paths in the database are relative to the data directory, so a cluster can mount it anywhere.
+Everything is written atomically (temp file in the same folder + rename): a crash never leaves a
+file with a final name that is incomplete.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+_COVER_SUFFIX = {"image/jpeg": ".jpg", "image/png": ".png", "image/gif": ".gif", "image/webp": ".webp"}
+
+
+class ArtifactStore:
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def resolve(self, relative: str | Path) -> Path:
+        """The absolute path of a stored artifact; refuses anything outside the data directory."""
+        path = (self.root / relative).resolve()
+        if not path.is_relative_to(self.root.resolve()):
+            raise ValueError(f"{relative}: outside the data directory {self.root}")
+        return path
+
+    def job_dir(self, job_id: int) -> Path:
+        return self.root / "jobs" / str(job_id)
+
+    def sentence_audio(self, job_id: int, chapter_index: int, sentence_index: int) -> Path:
+        """Relative path of one sentence's WAV."""
+        return Path("jobs", str(job_id), "audio", f"{chapter_index:04d}", f"{sentence_index:05d}.wav")
+
+    def work_dir(self, job_id: int) -> Path:
+        """Scratch space for assembly; emptied and refilled on every assembly attempt."""
+        return self.job_dir(job_id) / "work"
+
+    def default_output_dir(self, job_id: int) -> Path:
+        return self.root / "output" / str(job_id)
+
+    def store_source(self, job_id: int, source: Path) -> Path:
+        """Copy the user's book into the data directory so any worker host can read it."""
+        relative = Path("jobs", str(job_id), "source" + source.suffix.lower())
+        target = self.resolve(relative)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(source, "rb") as src:
+            atomic_write_bytes(target, src.read())
+        return relative
+
+    def store_cover(self, job_id: int, data: bytes, mime: str) -> Path:
+        relative = Path("jobs", str(job_id), "cover" + _COVER_SUFFIX.get(mime, ".img"))
+        target = self.resolve(relative)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(target, data)
+        return relative
+
+    def remove_job_audio(self, job_id: int) -> None:
+        shutil.rmtree(self.job_dir(job_id) / "audio", ignore_errors=True)
+
+
+def atomic_write_bytes(target: Path, data: bytes) -> None:
+    """Write ``data`` to ``target`` via a temporary sibling and a rename, fsynced."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

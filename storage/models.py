@@ -1,0 +1,190 @@
+"""The job table and its children: the source of truth for every book in flight.
+
+job ─< chapter ─< sentence >─ batch        voice (named speaker embeddings)
+
+States are ``str`` enums stored as readable text. The allowed transitions live next to each enum.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime, timezone
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+# Named constraints so Alembic can diff and alter them on every backend.
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class JobState(str, enum.Enum):
+    """A book's journey. ``done``, ``failed`` and ``cancelled`` are final."""
+
+    QUEUED = "queued"  # recorded; waiting for ingestion
+    INGESTING = "ingesting"
+    SYNTHESIZING = "synthesizing"
+    ASSEMBLING = "assembling"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def is_final(self) -> bool:
+        return self in (JobState.DONE, JobState.FAILED, JobState.CANCELLED)
+
+    @classmethod
+    def active(cls) -> tuple[JobState, ...]:
+        return tuple(s for s in cls if not s.is_final)
+
+
+class SentenceState(str, enum.Enum):
+    PENDING = "pending"  # no audio yet
+    DONE = "done"  # audio written and recorded
+    FAILED = "failed"  # gave up: the job fails with the reason
+
+
+class BatchState(str, enum.Enum):
+    QUEUED = "queued"  # planned, message sent
+    RUNNING = "running"  # leased by a worker (see leased_by / heartbeat_at)
+    DONE = "done"
+    FAILED = "failed"
+
+    @property
+    def is_final(self) -> bool:
+        return self in (BatchState.DONE, BatchState.FAILED)
+
+
+class Job(Base):
+    __tablename__ = "jobs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    state: Mapped[str] = mapped_column(String(16), default=JobState.QUEUED.value, index=True)
+    source_name: Mapped[str] = mapped_column(Text)  # the file name the user gave, for display
+    source_path: Mapped[str] = mapped_column(Text)  # the stored copy, relative to the data dir
+    source_sha256: Mapped[str] = mapped_column(String(64), index=True)
+    book_format: Mapped[str] = mapped_column(String(8))
+    title: Mapped[str] = mapped_column(Text, default="")
+    authors: Mapped[list] = mapped_column(JSON, default=list)
+    language: Mapped[str] = mapped_column(String(35), default="")
+    book_metadata: Mapped[dict] = mapped_column(JSON, default=dict)  # publisher, date, description, cover
+    priority: Mapped[int] = mapped_column(Integer, default=0)
+    voice_name: Mapped[str] = mapped_column(String(64))
+    voice_embedding: Mapped[str] = mapped_column(Text)  # frozen at submit: later voice edits don't change it
+    options: Mapped[dict] = mapped_column(JSON, default=dict)  # formats, output dir, pauses, ...
+    outputs: Mapped[list] = mapped_column(JSON, default=list)  # finished files, absolute paths
+    warnings: Mapped[list] = mapped_column(JSON, default=list)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+    chapters: Mapped[list[Chapter]] = relationship(
+        back_populates="job", cascade="all, delete-orphan", order_by="Chapter.index"
+    )
+
+    @property
+    def job_state(self) -> JobState:
+        return JobState(self.state)
+
+
+class Chapter(Base):
+    __tablename__ = "chapters"
+    __table_args__ = (UniqueConstraint("job_id", "index", name="uq_chapters_job_id_index"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    index: Mapped[int] = mapped_column(Integer)
+    title: Mapped[str] = mapped_column(Text, default="")
+
+    job: Mapped[Job] = relationship(back_populates="chapters")
+    sentences: Mapped[list[Sentence]] = relationship(
+        back_populates="chapter", cascade="all, delete-orphan", order_by="Sentence.index"
+    )
+
+
+class Sentence(Base):
+    __tablename__ = "sentences"
+    __table_args__ = (
+        UniqueConstraint("chapter_id", "index", name="uq_sentences_chapter_id_index"),
+        Index("ix_sentences_job_id_state", "job_id", "state"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    chapter_id: Mapped[int] = mapped_column(ForeignKey("chapters.id", ondelete="CASCADE"))
+    index: Mapped[int] = mapped_column(Integer)  # order within the chapter
+    paragraph_index: Mapped[int] = mapped_column(Integer)  # -1: the chapter title
+    text: Mapped[str] = mapped_column(Text)
+    seed: Mapped[int] = mapped_column(Integer)  # derived from job and sentence: same voice on retry
+    min_new_tokens: Mapped[int] = mapped_column(Integer)
+    max_new_tokens: Mapped[int] = mapped_column(Integer)
+    state: Mapped[str] = mapped_column(String(16), default=SentenceState.PENDING.value)
+    batch_id: Mapped[int | None] = mapped_column(
+        ForeignKey("batches.id", ondelete="SET NULL"), nullable=True, index=True
+    )
+    audio_path: Mapped[str | None] = mapped_column(Text, nullable=True)  # relative to the data dir
+    audio_seconds: Mapped[float | None] = mapped_column(Float, nullable=True)
+    gpt_steps: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    hit_limit: Mapped[bool] = mapped_column(Boolean, default=False)  # stopped at max_new_tokens
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+    chapter: Mapped[Chapter] = relationship(back_populates="sentences")
+
+
+class Batch(Base):
+    """The unit a GPU worker takes. Leased through ``leased_by``/``heartbeat_at`` while running."""
+
+    __tablename__ = "batches"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    state: Mapped[str] = mapped_column(String(16), default=BatchState.QUEUED.value, index=True)
+    size: Mapped[int] = mapped_column(Integer)
+    estimated_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    leased_by: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    leased_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class Voice(Base):
+    """A named ChatTTS speaker embedding."""
+
+    __tablename__ = "voices"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    embedding: Mapped[str] = mapped_column(Text)
+    seed: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    source: Mapped[str] = mapped_column(Text, default="")  # "seed N" or the reference recording
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -1,0 +1,314 @@
+"""Repository functions over the job table. Each takes the caller's Session and never commits."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import Select, and_, case, func, or_, select, update
+from sqlalchemy.orm import Session
+
+from pipeline.types import Batch as PlannedBatch
+from storage.models import (
+    Batch,
+    BatchState,
+    Chapter,
+    Job,
+    JobState,
+    Sentence,
+    SentenceState,
+    Voice,
+    utcnow,
+)
+
+# ---------------------------------------------------------------- jobs
+
+
+def get_job(session: Session, job_id: int) -> Job | None:
+    return session.get(Job, job_id)
+
+
+def list_jobs(session: Session, limit: int = 200) -> list[Job]:
+    return list(session.scalars(select(Job).order_by(Job.id.desc()).limit(limit)))
+
+
+def move_job(session: Session, job_id: int, to: JobState, *, only_from: Iterable[JobState],
+             error: str | None = None) -> bool:
+    """Change a job's state if it is in one of ``only_from``; False when another actor got there first."""
+    values: dict = {"state": to.value, "updated_at": utcnow()}
+    if to.is_final:
+        values["finished_at"] = utcnow()
+    if error is not None:
+        values["error"] = error
+    result = session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.state.in_([s.value for s in only_from]))
+        .values(**values)
+        .execution_options(synchronize_session="fetch")
+    )
+    return result.rowcount == 1
+
+
+def find_jobs_by_sha256(session: Session, sha256: str) -> list[Job]:
+    return list(session.scalars(select(Job).where(Job.source_sha256 == sha256)))
+
+
+# ---------------------------------------------------------------- chapters and sentences
+
+
+@dataclass(frozen=True)
+class NewSentence:
+    index: int
+    paragraph_index: int
+    text: str
+    seed: int
+    min_new_tokens: int
+    max_new_tokens: int
+
+
+def add_chapter(session: Session, job_id: int, index: int, title: str,
+                sentences: Sequence[NewSentence]) -> Chapter:
+    chapter = Chapter(job_id=job_id, index=index, title=title)
+    session.add(chapter)
+    session.flush()
+    session.add_all(
+        Sentence(job_id=job_id, chapter_id=chapter.id, index=s.index, paragraph_index=s.paragraph_index,
+                 text=s.text, seed=s.seed, min_new_tokens=s.min_new_tokens,
+                 max_new_tokens=s.max_new_tokens)
+        for s in sentences
+    )
+    return chapter
+
+
+def has_chapters(session: Session, job_id: int) -> bool:
+    return session.scalar(select(func.count()).select_from(Chapter).where(Chapter.job_id == job_id)) > 0
+
+
+def job_chapters(session: Session, job_id: int) -> list[Chapter]:
+    return list(session.scalars(select(Chapter).where(Chapter.job_id == job_id).order_by(Chapter.index)))
+
+
+def chapter_sentences(session: Session, chapter_id: int) -> list[Sentence]:
+    return list(session.scalars(
+        select(Sentence).where(Sentence.chapter_id == chapter_id).order_by(Sentence.index)))
+
+
+def unplanned_sentences(session: Session, job_ids: Sequence[int] | None = None) -> list[Sentence]:
+    """Pending sentences of active jobs that no live batch holds, locked against other planners.
+
+    On PostgreSQL the rows are locked FOR UPDATE SKIP LOCKED, so concurrent planners split the work
+    instead of planning the same sentence twice. (SQLite ignores the clause; it has one writer.)
+    """
+    query: Select = (
+        select(Sentence)
+        .join(Job, Job.id == Sentence.job_id)
+        .where(Sentence.state == SentenceState.PENDING.value, Sentence.batch_id.is_(None),
+               Job.state == JobState.SYNTHESIZING.value)
+        .order_by(Sentence.id)
+        .with_for_update(skip_locked=True, of=Sentence)
+    )
+    if job_ids is not None:
+        query = query.where(Sentence.job_id.in_(job_ids))
+    return list(session.scalars(query))
+
+
+def job_priorities(session: Session, job_ids: Iterable[int]) -> dict[int, int]:
+    rows = session.execute(select(Job.id, Job.priority).where(Job.id.in_(list(job_ids))))
+    return {job_id: priority for job_id, priority in rows}
+
+
+def record_sentence_audio(session: Session, sentence: Sentence, audio_path: str, seconds: float,
+                          gpt_steps: int, hit_limit: bool) -> None:
+    sentence.audio_path = audio_path
+    sentence.audio_seconds = seconds
+    sentence.gpt_steps = gpt_steps
+    sentence.hit_limit = hit_limit
+    sentence.state = SentenceState.DONE.value
+    sentence.error = None
+
+
+def fail_sentence(session: Session, sentence: Sentence, error: str) -> None:
+    sentence.state = SentenceState.FAILED.value
+    sentence.error = error
+
+
+def reset_failed_sentences(session: Session, job_id: int) -> int:
+    """Make failed and orphaned sentences of a job pending again (for `retry`)."""
+    result = session.execute(
+        update(Sentence)
+        .where(Sentence.job_id == job_id, Sentence.state != SentenceState.DONE.value)
+        .values(state=SentenceState.PENDING.value, batch_id=None, error=None, attempts=0)
+    )
+    return result.rowcount
+
+
+# ---------------------------------------------------------------- batches
+
+
+def create_batches(session: Session, plan: Sequence[PlannedBatch]) -> list[Batch]:
+    """Persist planned batches and attach their sentences (which the caller holds locked)."""
+    rows = []
+    for planned in plan:
+        batch = Batch(size=len(planned.sentence_ids), estimated_bytes=planned.estimated_bytes)
+        session.add(batch)
+        session.flush()
+        session.execute(
+            update(Sentence).where(Sentence.id.in_(planned.sentence_ids)).values(batch_id=batch.id)
+        )
+        rows.append(batch)
+    return rows
+
+
+def claim_batch(session: Session, batch_id: int, worker: str, lease_seconds: float,
+                now: datetime | None = None) -> Batch | None:
+    """Lease a batch for ``worker``: queued ones, or running ones whose lease expired.
+
+    Returns None when the batch is finished, unknown, or held by a live lease (a duplicate delivery).
+    """
+    now = now or utcnow()
+    stale = now - timedelta(seconds=lease_seconds)
+    result = session.execute(
+        update(Batch)
+        .where(Batch.id == batch_id,
+               or_(Batch.state == BatchState.QUEUED.value,
+                   and_(Batch.state == BatchState.RUNNING.value,
+                        or_(Batch.heartbeat_at.is_(None), Batch.heartbeat_at < stale))))
+        .values(state=BatchState.RUNNING.value, leased_by=worker, leased_at=now, heartbeat_at=now,
+                attempts=Batch.attempts + 1)
+        .execution_options(synchronize_session=False)
+    )
+    if result.rowcount != 1:
+        return None
+    return session.get(Batch, batch_id, populate_existing=True)
+
+
+def renew_lease(session: Session, batch_id: int, worker: str, now: datetime | None = None) -> bool:
+    result = session.execute(
+        update(Batch)
+        .where(Batch.id == batch_id, Batch.leased_by == worker, Batch.state == BatchState.RUNNING.value)
+        .values(heartbeat_at=now or utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    return result.rowcount == 1
+
+
+def holds_lease(session: Session, batch_id: int, worker: str) -> bool:
+    """True while ``worker`` still owns the running batch (checked again before results are kept)."""
+    return session.scalar(
+        select(func.count()).select_from(Batch).where(
+            Batch.id == batch_id, Batch.leased_by == worker, Batch.state == BatchState.RUNNING.value)
+    ) == 1
+
+
+def batch_pending_sentences(session: Session, batch_id: int) -> list[Sentence]:
+    """The sentences of a batch still to be spoken, skipping finished or cancelled jobs."""
+    return list(session.scalars(
+        select(Sentence)
+        .join(Job, Job.id == Sentence.job_id)
+        .where(Sentence.batch_id == batch_id, Sentence.state == SentenceState.PENDING.value,
+               Job.state == JobState.SYNTHESIZING.value)
+        .order_by(Sentence.id)
+    ))
+
+
+def batch_job_ids(session: Session, batch_id: int) -> list[int]:
+    return list(session.scalars(select(Sentence.job_id).where(Sentence.batch_id == batch_id).distinct()))
+
+
+def finish_batch(session: Session, batch_id: int, state: BatchState = BatchState.DONE,
+                 error: str | None = None) -> None:
+    session.execute(
+        update(Batch).where(Batch.id == batch_id)
+        .values(state=state.value, finished_at=utcnow(), error=error)
+        .execution_options(synchronize_session=False)
+    )
+
+
+def release_batch(session: Session, batch_id: int, worker: str, error: str) -> None:
+    """Give a leased batch back to the queue after a transient failure."""
+    session.execute(
+        update(Batch)
+        .where(Batch.id == batch_id, Batch.leased_by == worker)
+        .values(state=BatchState.QUEUED.value, leased_by=None, heartbeat_at=None, error=error)
+        .execution_options(synchronize_session=False)
+    )
+
+
+def stale_batches(session: Session, lease_seconds: float, now: datetime | None = None) -> list[int]:
+    """Running batches whose worker stopped heart-beating (crashed host, killed process)."""
+    stale = (now or utcnow()) - timedelta(seconds=lease_seconds)
+    return list(session.scalars(
+        select(Batch.id).where(Batch.state == BatchState.RUNNING.value, Batch.heartbeat_at < stale)))
+
+
+def queued_batches(session: Session) -> list[int]:
+    return list(session.scalars(select(Batch.id).where(Batch.state == BatchState.QUEUED.value)))
+
+
+# ---------------------------------------------------------------- progress
+
+
+@dataclass(frozen=True)
+class Progress:
+    total: int
+    done: int
+    failed: int
+    audio_seconds: float
+    hit_limit: int
+
+
+def job_progress(session: Session, job_ids: Sequence[int]) -> dict[int, Progress]:
+    """Sentence counts and produced audio per job, in one query."""
+    if not job_ids:
+        return {}
+    done = Sentence.state == SentenceState.DONE.value
+    rows = session.execute(
+        select(
+            Sentence.job_id,
+            func.count(),
+            func.sum(case((done, 1), else_=0)),
+            func.sum(case((Sentence.state == SentenceState.FAILED.value, 1), else_=0)),
+            func.coalesce(func.sum(case((done, Sentence.audio_seconds), else_=0.0)), 0.0),
+            func.sum(case((Sentence.hit_limit.is_(True), 1), else_=0)),
+        )
+        .where(Sentence.job_id.in_(list(job_ids)))
+        .group_by(Sentence.job_id)
+    )
+    progress = {job_id: Progress(0, 0, 0, 0.0, 0) for job_id in job_ids}
+    for job_id, total, n_done, n_failed, seconds, n_limit in rows:
+        progress[job_id] = Progress(int(total), int(n_done or 0), int(n_failed or 0), float(seconds or 0.0),
+                                    int(n_limit or 0))
+    return progress
+
+
+def chapter_progress(session: Session, job_id: int) -> list[tuple[Chapter, int, int, float]]:
+    """(chapter, sentences, done, audio seconds) for each chapter of a job."""
+    done = Sentence.state == SentenceState.DONE.value
+    rows = session.execute(
+        select(Chapter, func.count(Sentence.id), func.sum(case((done, 1), else_=0)),
+               func.coalesce(func.sum(case((done, Sentence.audio_seconds), else_=0.0)), 0.0))
+        .join(Sentence, Sentence.chapter_id == Chapter.id, isouter=True)
+        .where(Chapter.job_id == job_id)
+        .group_by(Chapter.id)
+        .order_by(Chapter.index)
+    )
+    return [(c, int(n), int(d or 0), float(s or 0.0)) for c, n, d, s in rows]
+
+
+# ---------------------------------------------------------------- voices
+
+
+def get_voice(session: Session, name: str) -> Voice | None:
+    return session.scalar(select(Voice).where(Voice.name == name))
+
+
+def list_voices(session: Session) -> list[Voice]:
+    return list(session.scalars(select(Voice).order_by(Voice.name)))
+
+
+def add_voice(session: Session, name: str, embedding: str, seed: int | None, source: str) -> Voice:
+    voice = Voice(name=name, embedding=embedding, seed=seed, source=source)
+    session.add(voice)
+    session.flush()
+    return voice

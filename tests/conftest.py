@@ -1,0 +1,110 @@
+"""Shared fixtures: tiny synthetic ChatTTS weights, databases (SQLite and the real PostgreSQL), Redis.
+
+PostgreSQL and Redis are the real servers on 127.0.0.1 (``.ci/run`` starts them when needed).
+Each test session gets its own PostgreSQL database and Redis database number, wiped around tests.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PG_ADMIN_URL = os.environ.get("TTS_JOBS_TEST_PG_ADMIN", "postgresql://postgres@127.0.0.1:5432/test")
+REDIS_TEST_URL = os.environ.get("TTS_JOBS_TEST_REDIS", "redis://127.0.0.1:6379/14")
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """ChatTTS weights in upstream layout with random values and tiny widths (noise, not speech)."""
+    from pipeline.engine.weights import write_synthetic_weights
+
+    return write_synthetic_weights(tmp_path_factory.mktemp("tiny-model"), size="tiny", seed=0).root
+
+
+@pytest.fixture(scope="session")
+def pg_database() -> Iterator[str]:
+    """A fresh PostgreSQL database for this test session; dropped at the end."""
+    import psycopg
+
+    admin = PG_ADMIN_URL.replace("postgresql://", "postgresql://", 1)
+    name = f"tts_jobs_test_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    base = admin.rsplit("/", 1)[0]
+    try:
+        yield f"{base}/{name}"
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """Each database test runs on both backends, against a schema migrated to head and empty."""
+    from storage.db import make_engine, upgrade
+    from storage.models import Base
+
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'jobs.db'}"
+        upgrade(url)
+        yield url
+        return
+    url = request.getfixturevalue("pg_database")
+    upgrade(url)
+    yield url
+    engine = make_engine(url)
+    with engine.begin() as conn:
+        for table in reversed(Base.metadata.sorted_tables):
+            conn.execute(table.delete())
+    engine.dispose()
+
+
+@pytest.fixture()
+def redis_url() -> Iterator[str]:
+    """A Redis database number reserved for tests, flushed before and after."""
+    import redis
+
+    client = redis.Redis.from_url(REDIS_TEST_URL)
+    client.flushdb()
+    yield REDIS_TEST_URL
+    client.flushdb()
+
+
+@pytest.fixture()
+def settings_factory(tmp_path: Path, tiny_model_dir: Path):  # type: ignore[no-untyped-def]
+    """Settings for a test: a private data dir, tiny weights on CPU, and the given database."""
+    from jobs.settings import Settings
+
+    def make(database_url: str | None = None, **overrides: object) -> Settings:
+        data_dir = tmp_path / "data"
+        base = Settings.from_env({
+            "TTS_JOBS_DATA_DIR": str(data_dir),
+            "TTS_JOBS_DATABASE_URL": database_url or f"sqlite:///{data_dir / 'tts-jobs.db'}",
+            "TTS_JOBS_BROKER_URL": REDIS_TEST_URL,
+            "TTS_JOBS_MODEL_DIR": str(tiny_model_dir),
+            "TTS_JOBS_DEVICE": "cpu",
+            "TTS_JOBS_PRECISION": "fp32",
+        })
+        return base.with_overrides(**overrides)
+
+    return make
+
+
+def env_for(settings) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """Environment variables that make a subprocess (CLI, worker) use ``settings``."""
+    env = dict(os.environ)
+    env.update({
+        "TTS_JOBS_DATA_DIR": str(settings.data_dir),
+        "TTS_JOBS_DATABASE_URL": settings.database_url,
+        "TTS_JOBS_BROKER_URL": settings.broker_url,
+        "TTS_JOBS_MODEL_DIR": str(settings.model_dir),
+        "TTS_JOBS_DEVICE": settings.device,
+        "TTS_JOBS_PRECISION": settings.precision,
+        "TTS_JOBS_LEASE_SECONDS": str(settings.lease_seconds),
+        "PYTHONUNBUFFERED": "1",
+    })
+    return env

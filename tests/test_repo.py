@@ -1,0 +1,137 @@
+"""Job-table rules that several workers rely on, checked on SQLite and on the real PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from sqlalchemy.orm import Session
+
+from pipeline.types import Batch as PlannedBatch
+from storage import repo
+from storage.db import make_engine, make_session_factory
+from storage.models import BatchState, Job, JobState, SentenceState, utcnow
+
+
+@pytest.fixture()
+def sessions(database_url: str):  # type: ignore[no-untyped-def]
+    engine = make_engine(database_url)
+    yield make_session_factory(engine)
+    engine.dispose()
+
+
+def _job_with_sentences(session: Session, n: int, state: JobState = JobState.SYNTHESIZING) -> Job:
+    job = Job(source_name="b.txt", source_path="jobs/1/source.txt", source_sha256="0" * 64,
+              book_format="txt", title="B", voice_name="default", voice_embedding="seed:1",
+              state=state.value)
+    session.add(job)
+    session.flush()
+    rows = [repo.NewSentence(index=i, paragraph_index=0, text=f"sentence {i}", seed=i,
+                             min_new_tokens=1, max_new_tokens=10 + i) for i in range(n)]
+    repo.add_chapter(session, job.id, 0, "One", rows)
+    session.flush()
+    return job
+
+
+def test_a_batch_is_leased_once_and_taken_over_only_after_its_lease_expires(sessions) -> None:  # type: ignore[no-untyped-def]
+    with sessions() as s:
+        job = _job_with_sentences(s, 3)
+        [batch] = repo.create_batches(s, [PlannedBatch(tuple(x.id for x in repo.unplanned_sentences(s)), 1)])
+        s.commit()
+        batch_id = batch.id
+    with sessions() as s:
+        assert repo.claim_batch(s, batch_id, "gpu0", lease_seconds=60) is not None
+        s.commit()
+    with sessions() as s:  # a duplicate delivery while gpu0 is alive
+        assert repo.claim_batch(s, batch_id, "gpu1", lease_seconds=60) is None
+        s.commit()
+    later = utcnow() + timedelta(seconds=120)
+    with sessions() as s:  # gpu0 went silent: its lease expired
+        claimed = repo.claim_batch(s, batch_id, "gpu1", lease_seconds=60, now=later)
+        assert claimed is not None and claimed.leased_by == "gpu1" and claimed.attempts == 2
+        s.commit()
+    with sessions() as s:
+        assert not repo.holds_lease(s, batch_id, "gpu0")
+        assert repo.holds_lease(s, batch_id, "gpu1")
+        repo.finish_batch(s, batch_id)
+        s.commit()
+    with sessions() as s:  # finished batches are never claimed again
+        assert repo.claim_batch(s, batch_id, "gpu2", lease_seconds=60, now=later + timedelta(hours=1)) is None
+        assert len(repo.batch_pending_sentences(s, batch_id)) == 3
+        assert repo.batch_job_ids(s, batch_id) == [job.id]
+
+
+def test_planned_sentences_are_not_planned_again(sessions) -> None:  # type: ignore[no-untyped-def]
+    with sessions() as s:
+        _job_with_sentences(s, 4)
+        first = repo.unplanned_sentences(s)
+        repo.create_batches(s, [PlannedBatch(tuple(x.id for x in first[:2]), 1)])
+        s.commit()
+    with sessions() as s:
+        rest = repo.unplanned_sentences(s)
+        assert [x.index for x in rest] == [2, 3]
+
+
+def test_only_synthesizing_jobs_are_planned(sessions) -> None:  # type: ignore[no-untyped-def]
+    with sessions() as s:
+        _job_with_sentences(s, 2, state=JobState.CANCELLED)
+        s.commit()
+        assert repo.unplanned_sentences(s) == []
+
+
+def test_progress_counts_done_failed_and_audio(sessions) -> None:  # type: ignore[no-untyped-def]
+    with sessions() as s:
+        job = _job_with_sentences(s, 3)
+        rows = repo.unplanned_sentences(s)
+        repo.record_sentence_audio(s, rows[0], "a.wav", 1.5, 70, hit_limit=True)
+        repo.fail_sentence(s, rows[1], "boom")
+        s.commit()
+        p = repo.job_progress(s, [job.id])[job.id]
+        assert (p.total, p.done, p.failed, p.hit_limit) == (3, 1, 1, 1)
+        assert p.audio_seconds == pytest.approx(1.5)
+        assert repo.reset_failed_sentences(s, job.id) == 2
+        s.commit()
+        assert [r.state for r in repo.chapter_sentences(s, rows[0].chapter_id)] == [
+            SentenceState.DONE.value, SentenceState.PENDING.value, SentenceState.PENDING.value]
+
+
+def test_a_state_change_happens_once(sessions) -> None:  # type: ignore[no-untyped-def]
+    with sessions() as s:
+        job = _job_with_sentences(s, 1)
+        s.commit()
+        assert repo.move_job(s, job.id, JobState.ASSEMBLING, only_from=[JobState.SYNTHESIZING])
+        assert not repo.move_job(s, job.id, JobState.ASSEMBLING, only_from=[JobState.SYNTHESIZING])
+        s.commit()
+
+
+def test_stale_batches_are_found(sessions) -> None:  # type: ignore[no-untyped-def]
+    with sessions() as s:
+        _job_with_sentences(s, 1)
+        [b] = repo.create_batches(s, [PlannedBatch(tuple(x.id for x in repo.unplanned_sentences(s)), 1)])
+        s.commit()
+        repo.claim_batch(s, b.id, "gpu0", lease_seconds=30)
+        s.commit()
+        assert repo.stale_batches(s, 30) == []
+        assert repo.stale_batches(s, 30, now=utcnow() + timedelta(seconds=31)) == [b.id]
+        assert b.state == BatchState.RUNNING.value
+
+
+def test_two_planners_on_postgresql_never_take_the_same_sentence(database_url: str, sessions) -> None:  # type: ignore[no-untyped-def]
+    """SKIP LOCKED: a second planner skips the rows the first holds instead of planning them twice."""
+    if not database_url.startswith("postgresql"):
+        pytest.skip("SQLite has a single writer and ignores FOR UPDATE; the rule is PostgreSQL's")
+    with sessions() as s:
+        _job_with_sentences(s, 5)
+        s.commit()
+    first, second = sessions(), sessions()
+    try:
+        held = repo.unplanned_sentences(first)  # first planner holds the row locks
+        assert len(held) == 5
+        assert repo.unplanned_sentences(second) == []
+        repo.create_batches(first, [PlannedBatch(tuple(x.id for x in held), 1)])
+        first.commit()
+        second.rollback()
+        assert repo.unplanned_sentences(second) == []
+    finally:
+        first.close()
+        second.close()
