@@ -116,16 +116,23 @@ def test_stale_batches_are_found(sessions) -> None:  # type: ignore[no-untyped-d
         assert b.state == BatchState.RUNNING.value
 
 
-def test_two_planners_on_postgresql_never_take_the_same_sentence(database_url: str, sessions) -> None:  # type: ignore[no-untyped-def]
-    """SKIP LOCKED: a second planner skips the rows the first holds instead of planning them twice."""
-    if not database_url.startswith("postgresql"):
-        pytest.skip("SQLite has a single writer and ignores FOR UPDATE; the rule is PostgreSQL's")
+def test_two_planners_on_postgresql_never_take_the_same_sentence(pg_database: str) -> None:
+    """SKIP LOCKED: a second planner skips the rows the first holds instead of planning them twice.
+
+    PostgreSQL only: SQLite has a single writer, and SQLAlchemy drops FOR UPDATE there.
+    """
+    from storage.db import upgrade
+    from storage.models import Base
+
+    upgrade(pg_database)
+    engine = make_engine(pg_database)
+    sessions = make_session_factory(engine)
     with sessions() as s:
         _job_with_sentences(s, 5)
         s.commit()
     first, second = sessions(), sessions()
     try:
-        held = repo.unplanned_sentences(first)  # first planner holds the row locks
+        held = repo.unplanned_sentences(first)  # the first planner holds the row locks
         assert len(held) == 5
         assert repo.unplanned_sentences(second) == []
         repo.create_batches(first, [PlannedBatch(tuple(x.id for x in held), 1)])
@@ -135,3 +142,7 @@ def test_two_planners_on_postgresql_never_take_the_same_sentence(database_url: s
     finally:
         first.close()
         second.close()
+        with engine.begin() as conn:
+            for table in reversed(Base.metadata.sorted_tables):
+                conn.execute(table.delete())
+        engine.dispose()
