@@ -463,6 +463,11 @@ def assemble_job(rt: Runtime, job_id: int) -> list[Path]:
         finally:
             shutil.rmtree(work_dir, ignore_errors=True)
         job.outputs = [str(p) for p in report.outputs]
+        job.report = {"total_seconds": round(report.total_seconds, 3),
+                      "sentence_seconds": round(report.sentence_seconds, 3),
+                      "pause_seconds": round(report.pause_seconds, 3),
+                      "chapters": [{"title": c.title, "start_seconds": round(c.start_seconds, 3),
+                                    "seconds": round(c.seconds, 3)} for c in report.chapters]}
         repo.move_job(session, job_id, JobState.DONE, only_from=[JobState.ASSEMBLING])
         session.commit()
         log.info("job=%s: done, %.1f s of audio in %s", job_id, report.total_seconds,
@@ -572,6 +577,7 @@ class JobStatus:
     audio_seconds: float
     sentences_hit_limit: int
     outputs: list[str]
+    report: dict[str, Any]
     error: str | None
     source: str
     voice: str
@@ -608,7 +614,8 @@ def job_statuses(rt: Runtime, job_id: int | None = None) -> list[JobStatus]:
             statuses.append(JobStatus(
                 id=job.id, title=job.title, state=job.state, sentences_total=p.total,
                 sentences_done=p.done, sentences_failed=p.failed, audio_seconds=round(p.audio_seconds, 2),
-                sentences_hit_limit=p.hit_limit, outputs=list(job.outputs), error=job.error,
+                sentences_hit_limit=p.hit_limit, outputs=list(job.outputs), report=dict(job.report or {}),
+                error=job.error,
                 source=job.source_name, voice=job.voice_name, warnings=list(job.warnings),
                 chapters=chapters))
         return statuses

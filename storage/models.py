@@ -99,6 +99,7 @@ class Job(Base):
     voice_embedding: Mapped[str] = mapped_column(Text)  # frozen at submit: later voice edits don't change it
     options: Mapped[dict] = mapped_column(JSON, default=dict)  # formats, output dir, pauses, ...
     outputs: Mapped[list] = mapped_column(JSON, default=list)  # finished files, absolute paths
+    report: Mapped[dict] = mapped_column(JSON, default=dict)  # assembly: durations, chapter starts
     warnings: Mapped[list] = mapped_column(JSON, default=list)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
@@ -187,4 +188,16 @@ class Voice(Base):
     embedding: Mapped[str] = mapped_column(Text)
     seed: Mapped[int | None] = mapped_column(Integer, nullable=True)
     source: Mapped[str] = mapped_column(Text, default="")  # "seed N" or the reference recording
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class BulkEntry(Base):
+    """A book a bulk run has submitted, by content: the UNIQUE hash makes double submission impossible."""
+
+    __tablename__ = "bulk_entries"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    path: Mapped[str] = mapped_column(Text)  # where it was first seen
+    job_id: Mapped[int | None] = mapped_column(ForeignKey("jobs.id", ondelete="SET NULL"), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

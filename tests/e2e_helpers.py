@@ -1,0 +1,97 @@
+"""Helpers for end-to-end tests that drive the real `tts-jobs` command and read real outputs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+TTS_JOBS = [sys.executable, "-m", "jobs.cli"]
+
+
+def cli(args: list[str], env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run `tts-jobs ARGS` as a user would, in a subprocess."""
+    return subprocess.run(TTS_JOBS + args, env=env, capture_output=True, text=True, timeout=timeout,
+                          cwd=Path(__file__).resolve().parent.parent)
+
+
+def status_json(env: dict[str, str], job: int | None = None) -> dict | list:  # type: ignore[type-arg]
+    result = cli(["status", "--json"] + ([str(job)] if job is not None else []), env, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def wait_for_final_state(env: dict[str, str], job: int, timeout: float = 240) -> dict:  # type: ignore[type-arg]
+    deadline = time.monotonic() + timeout
+    while True:
+        status = status_json(env, job)
+        assert isinstance(status, dict)
+        if status["state"] in ("done", "failed", "cancelled"):
+            return status
+        if time.monotonic() > deadline:
+            raise AssertionError(f"job {job} still {status['state']} after {timeout} s: {status}")
+        time.sleep(1.0)
+
+
+def ffprobe_seconds(path: Path) -> float:
+    out = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "format=duration", "-of", "json",
+                          str(path)], capture_output=True, text=True, check=True).stdout
+    return float(json.loads(out)["format"]["duration"])
+
+
+def ffprobe_chapters(path: Path) -> list[dict]:  # type: ignore[type-arg]
+    out = subprocess.run(["ffprobe", "-v", "error", "-show_chapters", "-of", "json", str(path)],
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)["chapters"]
+
+
+def sentence_audio_seconds(data_dir: Path, job: int) -> float:
+    """Total duration of a job's stored sentence WAVs, read from the files themselves."""
+    import wave
+
+    total = 0.0
+    for wav_path in sorted((data_dir / "jobs" / str(job) / "audio").rglob("*.wav")):
+        with wave.open(str(wav_path)) as w:
+            total += w.getnframes() / w.getframerate()
+    return total
+
+
+def assert_duration_matches_sentences_plus_pauses(output: Path, status: dict, data_dir: Path) -> None:  # type: ignore[type-arg]
+    """The audiobook is as long as its sentence audio plus the pauses assembly added (±2 %)."""
+    expected = sentence_audio_seconds(data_dir, status["id"]) + status["report"]["pause_seconds"]
+    actual = ffprobe_seconds(output)
+    assert abs(actual - expected) <= 0.02 * expected, (actual, expected)
+
+
+def terminate(process: subprocess.Popen) -> str:  # type: ignore[type-arg]
+    """Stop a process we started (warm shutdown first) and return its output."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+    return process.stdout.read() if process.stdout else ""
+
+
+def worker_command() -> list[str]:
+    return TTS_JOBS + ["worker", "--loglevel", "INFO"]
+
+
+def popen_worker(env: dict[str, str], log_path: Path) -> subprocess.Popen:  # type: ignore[type-arg]
+    log = open(log_path, "w")  # noqa: SIM115 - the process owns it until it exits
+    return subprocess.Popen(worker_command(), env=env, stdout=log, stderr=subprocess.STDOUT,
+                            cwd=Path(__file__).resolve().parent.parent, start_new_session=True)
+
+
+def read_log(path: Path) -> str:
+    return path.read_text(errors="replace") if path.exists() else ""
+
+
+__all__ = ["cli", "status_json", "wait_for_final_state", "ffprobe_seconds", "ffprobe_chapters",
+           "assert_duration_matches_sentences_plus_pauses", "terminate", "popen_worker", "read_log",
+           "os"]

@@ -1,0 +1,65 @@
+"""The cluster path with real parts: PostgreSQL, Redis, a `tts-jobs worker` subprocess, tiny weights."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.books import write_epub
+from tests.conftest import env_for
+from tests.e2e_helpers import (
+    assert_duration_matches_sentences_plus_pauses,
+    cli,
+    ffprobe_chapters,
+    popen_worker,
+    read_log,
+    status_json,
+    terminate,
+    wait_for_final_state,
+)
+
+CHAPTERS = [("One", ["The first chapter has two sentences.", "Here is the second one."]),
+            ("Two", ["第二章只有一句话。"]),
+            ("Three", ["And the third chapter ends the book."])]
+
+
+@pytest.fixture()
+def cluster_env(pg_database: str, redis_url: str, settings_factory):  # type: ignore[no-untyped-def]
+    """Settings on the real PostgreSQL (schema created by `tts-jobs db upgrade`) and Redis."""
+    settings = settings_factory(pg_database)
+    env = env_for(settings)
+    upgraded = cli(["db", "upgrade"], env, timeout=120)
+    assert upgraded.returncode == 0, upgraded.stderr
+    yield settings, env
+    from storage.db import make_engine
+    from storage.models import Base
+
+    engine = make_engine(pg_database)
+    with engine.begin() as conn:
+        for table in reversed(Base.metadata.sorted_tables):
+            conn.execute(table.delete())
+    engine.dispose()
+
+
+def test_a_submitted_book_is_finished_by_a_worker(tmp_path: Path, cluster_env) -> None:  # type: ignore[no-untyped-def]
+    settings, env = cluster_env
+    book = write_epub(tmp_path / "book.epub", "Cluster Book", CHAPTERS)
+    worker = popen_worker(env, tmp_path / "worker.log")
+    try:
+        submitted = cli(["submit", str(book)], env)
+        assert submitted.returncode == 0, submitted.stderr
+        job = int(submitted.stdout.strip())
+        status = wait_for_final_state(env, job)
+    finally:
+        terminate(worker)
+    assert status["state"] == "done", (status, read_log(tmp_path / "worker.log")[-4000:])
+    assert status["sentences_done"] == status["sentences_total"] >= 4
+    [output] = [Path(p) for p in status["outputs"]]
+    assert output.is_file()
+    assert [c["tags"]["title"] for c in ffprobe_chapters(output)] == ["One", "Two", "Three"]
+    assert_duration_matches_sentences_plus_pauses(output, status, settings.data_dir)
+    [listed] = status_json(env)
+    assert listed["id"] == job and listed["state"] == "done" and listed["outputs"] == status["outputs"]
+    assert [c["title"] for c in status["chapters"]] == ["One", "Two", "Three"]
+    assert all(c["sentences_done"] == c["sentences"] > 0 for c in status["chapters"])
