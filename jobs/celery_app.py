@@ -59,11 +59,12 @@ app = make_celery(Settings.from_env())
 @worker_process_init.connect
 def _load_model_after_fork(**_: object) -> None:
     """Load and warm the model in the child process, never in the parent (CUDA is not fork-safe)."""
+    from jobs import tasks
+
     queues = os.environ.get(WORKER_QUEUES_ENV, ",".join(ALL_QUEUES)).split(",")
     if SYNTH_QUEUE in queues:
-        from jobs import tasks
-
         tasks.worker_engine()
+    tasks.start_lease_sweeper()
 
 
 @worker_process_shutdown.connect

@@ -140,9 +140,13 @@ def submit(
 def status(
     job: Annotated[Optional[int], typer.Argument(help="A job id for the per-chapter detail.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    watch: Annotated[bool, typer.Option("--watch", help="Refresh every 2 seconds until Ctrl-C.")] = False,
 ) -> None:
-    """All jobs, or one job in detail."""
+    """All jobs, or one job in detail, with progress, throughput and ETA."""
     rt = service.open_runtime(_settings())
+    if watch and not as_json:
+        _watch_status(rt, job)
+        return
     statuses = service.job_statuses(rt, job)
     if as_json:
         payload = [s.to_json() for s in statuses]
@@ -155,14 +159,37 @@ def status(
 
 def _print_status_table(statuses: list[service.JobStatus]) -> None:
     from rich.console import Console
+
+    Console().print(_status_table(statuses))
+
+
+def _status_table(statuses: list[service.JobStatus]):  # type: ignore[no-untyped-def]
+    from rich.progress_bar import ProgressBar
     from rich.table import Table
 
-    table = Table("id", "title", "state", "sentences", "audio", "output")
+    table = Table("id", "title", "state", "progress", "sentences", "audio", "speed", "ETA", "output / error")
     for s in statuses:
-        done = f"{s.sentences_done}/{s.sentences_total}"
+        bar = ProgressBar(total=max(s.sentences_total, 1), completed=s.sentences_done, width=20)
+        speed = f"{s.x_realtime:.1f}× real time" if s.x_realtime else ""
+        eta = _duration(s.eta_seconds) if s.eta_seconds is not None else ""
         note = s.error if s.error else ", ".join(s.outputs)
-        table.add_row(str(s.id), s.title, s.state, done, _duration(s.audio_seconds), note)
-    Console().print(table)
+        table.add_row(str(s.id), s.title, s.state, bar, f"{s.sentences_done}/{s.sentences_total}",
+                      _duration(s.audio_seconds), speed, eta, note)
+    return table
+
+
+def _watch_status(rt: service.Runtime, job: int | None) -> None:
+    import time
+
+    from rich.live import Live
+
+    with Live(_status_table(service.job_statuses(rt, job)), refresh_per_second=1) as live:
+        try:
+            while True:
+                time.sleep(2)
+                live.update(_status_table(service.job_statuses(rt, job)))
+        except KeyboardInterrupt:
+            pass
 
 
 def _print_chapters(s: service.JobStatus) -> None:
@@ -208,21 +235,20 @@ def retry(job: Annotated[int, typer.Argument(help="Job id.")]) -> None:
 @app.command()
 def worker(
     queues: Annotated[Optional[str], typer.Option(help="Comma-separated: cpu, synth (default: both).")] = None,
-    concurrency: Annotated[int, typer.Option(help="Processes; keep 1 per GPU.")] = 1,
+    concurrency: Annotated[int, typer.Option(help="Processes (keep 1 for a GPU worker).")] = 1,
+    gpu: Annotated[Optional[int], typer.Option(help="Pin to GPU N: synthesis only, named gpuN@host.")] = None,
+    gpus: Annotated[Optional[str], typer.Option(help="'all' or a list like 0,1: one pinned worker per GPU.")] = None,
+    cpu: Annotated[bool, typer.Option("--cpu", help="Ingestion, planning and assembly only.")] = False,
     name: Annotated[Optional[str], typer.Option(help="Worker name (default tts@HOST).")] = None,
     loglevel: Annotated[str, typer.Option(help="Celery log level.")] = "INFO",
 ) -> None:
     """Start a Celery worker for this app. With no options it serves every queue."""
-    from jobs.celery_app import ALL_QUEUES, WORKER_QUEUES_ENV
+    from jobs import workers
 
-    chosen = queues or ",".join(ALL_QUEUES)
-    os.environ[WORKER_QUEUES_ENV] = chosen  # read by the child after the fork
-    from jobs.celery_app import app as celery_app
-
-    celery_app.worker_main([
-        "worker", "--pool", "prefork", "--concurrency", str(concurrency), "--queues", chosen,
-        "--hostname", name or "tts@%h", "--loglevel", loglevel, "--without-gossip", "--without-mingle",
-    ])
+    if gpus is not None:
+        raise SystemExit(workers.supervise_gpu_workers(workers.parse_gpu_list(gpus), loglevel))
+    spec = workers.worker_spec(queues=queues, concurrency=concurrency, gpu=gpu, cpu=cpu, name=name)
+    workers.run_worker(spec, loglevel)
 
 
 # ---------------------------------------------------------------- inspect

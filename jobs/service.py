@@ -582,6 +582,8 @@ class JobStatus:
     source: str
     voice: str
     warnings: list[str] = field(default_factory=list)
+    x_realtime: float | None = None  # audio seconds per wall second over the last few minutes
+    eta_seconds: float | None = None  # from that recent throughput
     chapters: list[dict[str, Any]] | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -603,9 +605,11 @@ def job_statuses(rt: Runtime, job_id: int | None = None) -> list[JobStatus]:
         else:
             jobs = repo.list_jobs(session)
         progress = repo.job_progress(session, [j.id for j in jobs])
+        speeds = _recent_speeds(session, [j.id for j in jobs if j.job_state == JobState.SYNTHESIZING])
         statuses = []
         for job in jobs:
             p = progress[job.id]
+            speed = speeds.get(job.id)
             chapters = None
             if job_id is not None:
                 chapters = [{"index": c.index, "title": c.title, "sentences": n, "sentences_done": d,
@@ -617,5 +621,33 @@ def job_statuses(rt: Runtime, job_id: int | None = None) -> list[JobStatus]:
                 sentences_hit_limit=p.hit_limit, outputs=list(job.outputs), report=dict(job.report or {}),
                 error=job.error,
                 source=job.source_name, voice=job.voice_name, warnings=list(job.warnings),
+                x_realtime=round(speed, 2) if speed else None, eta_seconds=_eta(p, speed),
                 chapters=chapters))
         return statuses
+
+
+THROUGHPUT_WINDOW_SECONDS = 300
+
+
+def _recent_speeds(session: Session, job_ids: list[int]) -> dict[int, float]:
+    from datetime import timedelta
+
+    from storage.models import utcnow
+
+    now = utcnow()
+    recent = repo.recent_audio(session, job_ids, now - timedelta(seconds=THROUGHPUT_WINDOW_SECONDS))
+    speeds = {}
+    for job_id, (seconds, started) in recent.items():
+        if started.tzinfo is None:  # SQLite returns naive UTC datetimes
+            started = started.replace(tzinfo=now.tzinfo)
+        span = max((now - started).total_seconds(), 1.0)
+        speeds[job_id] = seconds / min(span, THROUGHPUT_WINDOW_SECONDS)
+    return speeds
+
+
+def _eta(p: repo.Progress, speed: float | None) -> float | None:
+    """Remaining audio (estimated from the average sentence so far) over the recent throughput."""
+    if not speed or p.done == 0 or p.done >= p.total:
+        return None
+    remaining_audio = (p.total - p.done) * (p.audio_seconds / p.done)
+    return round(remaining_audio / speed, 1)

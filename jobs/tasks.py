@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+import time
 from typing import TYPE_CHECKING
 
 from celery import shared_task
@@ -54,6 +55,27 @@ def worker_engine() -> Engine:
             log.info("worker %s: model ready on %s (%s) from %s", worker_name(), _engine.device,
                      _engine.precision, _engine.model_root)
         return _engine
+
+
+def start_lease_sweeper() -> None:
+    """Resend batches whose worker went silent (host crash, OOM kill), from every live worker.
+
+    Redis's visibility timeout also redelivers them, but it must outlast the longest batch; the
+    lease on the batch row brings dead work back within minutes instead.
+    """
+    def sweep_forever() -> None:
+        rt = runtime()
+        interval = max(5.0, rt.settings.lease_seconds / 2)
+        while True:
+            time.sleep(interval)
+            try:
+                for batch_id in service.requeue_stale_batches(rt):
+                    log.warning("batch=%s: its worker went silent; sending it out again", batch_id)
+                    synthesize_batch.delay(batch_id)
+            except Exception:  # a broker or database blip; the next sweep retries
+                log.warning("lease sweep failed", exc_info=True)
+
+    threading.Thread(target=sweep_forever, name="lease-sweeper", daemon=True).start()
 
 
 def worker_name() -> str:

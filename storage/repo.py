@@ -312,3 +312,17 @@ def add_voice(session: Session, name: str, embedding: str, seed: int | None, sou
     session.add(voice)
     session.flush()
     return voice
+
+
+def recent_audio(session: Session, job_ids: Sequence[int], since: datetime) -> dict[int, tuple[float, datetime]]:
+    """Audio seconds each job produced in batches finished after ``since``, and when that work began."""
+    if not job_ids:
+        return {}
+    rows = session.execute(
+        select(Sentence.job_id, func.sum(Sentence.audio_seconds), func.min(Batch.leased_at))
+        .join(Batch, Batch.id == Sentence.batch_id)
+        .where(Sentence.job_id.in_(list(job_ids)), Sentence.state == SentenceState.DONE.value,
+               Batch.finished_at >= since)
+        .group_by(Sentence.job_id)
+    )
+    return {job_id: (float(seconds or 0.0), started) for job_id, seconds, started in rows if started}

@@ -1,0 +1,115 @@
+"""How worker processes are started: one per GPU, pinned before torch is imported.
+
+A GPU worker is a prefork pool with one child (not ``solo``, so time limits, heartbeats and child
+recycling work); the child loads the model after the fork, so CUDA is never touched in a parent.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+from jobs.celery_app import ALL_QUEUES, CPU_QUEUE, SYNTH_QUEUE, WORKER_QUEUES_ENV
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    queues: tuple[str, ...]
+    concurrency: int
+    name: str
+    gpu: int | None = None
+
+
+def worker_spec(queues: str | None, concurrency: int, gpu: int | None, cpu: bool, name: str | None) -> WorkerSpec:
+    host = socket.gethostname()
+    if gpu is not None:
+        return WorkerSpec(queues=(SYNTH_QUEUE,), concurrency=1, name=name or f"gpu{gpu}@{host}", gpu=gpu)
+    if cpu:
+        return WorkerSpec(queues=(CPU_QUEUE,), concurrency=max(concurrency, 1), name=name or f"cpu@{host}")
+    chosen = tuple(q.strip() for q in (queues or ",".join(ALL_QUEUES)).split(",") if q.strip())
+    unknown = [q for q in chosen if q not in ALL_QUEUES]
+    if unknown:
+        raise SystemExit(f"error: unknown queue {', '.join(unknown)}: use {', '.join(ALL_QUEUES)}")
+    return WorkerSpec(queues=chosen, concurrency=concurrency, name=name or f"tts@{host}")
+
+
+def run_worker(spec: WorkerSpec, loglevel: str) -> None:
+    """Become a Celery worker (does not return until shutdown)."""
+    if spec.gpu is not None:
+        # Before anything imports torch: the child then sees exactly one device, as cuda:0.
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(spec.gpu)
+        os.environ.setdefault("TTS_JOBS_DEVICE", "cuda")
+    os.environ[WORKER_QUEUES_ENV] = ",".join(spec.queues)  # read by the child after the fork
+    from jobs.celery_app import app
+
+    log.info("worker %s: queues %s, %d process(es)%s", spec.name, ",".join(spec.queues), spec.concurrency,
+             f", GPU {spec.gpu}" if spec.gpu is not None else "")
+    app.worker_main([
+        "worker", "--pool", "prefork", "--concurrency", str(spec.concurrency),
+        "--queues", ",".join(spec.queues), "--hostname", spec.name, "--loglevel", loglevel,
+        "--without-gossip", "--without-mingle",
+    ])
+
+
+def parse_gpu_list(value: str) -> list[int]:
+    """'all' (every GPU nvidia-smi lists) or '0,1,3'."""
+    if value.strip().lower() != "all":
+        return [int(v) for v in value.split(",") if v.strip()]
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible:
+        return [int(v) for v in visible.split(",") if v.strip()]
+    return list(range(count_gpus()))
+
+
+def count_gpus() -> int:
+    """Count GPUs without initialising CUDA in this (parent) process."""
+    if shutil.which("nvidia-smi") is None:
+        raise SystemExit("error: --gpus all needs nvidia-smi to count GPUs; pass a list like --gpus 0,1")
+    out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, check=True).stdout
+    return sum(1 for line in out.splitlines() if line.startswith("GPU "))
+
+
+def supervise_gpu_workers(gpu_ids: list[int], loglevel: str) -> int:
+    """Run one pinned worker per GPU as child processes; restart any that dies; stop all on SIGTERM."""
+    if not gpu_ids:
+        print("error: no GPUs to serve", file=sys.stderr)
+        return 2
+    children: dict[int, subprocess.Popen] = {g: _start_gpu_worker(g, loglevel) for g in gpu_ids}
+    stopping = False
+
+    def stop(signum: int, _frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+        for child in children.values():
+            if child.poll() is None:
+                child.send_signal(signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    restarts: dict[int, float] = {}
+    while not stopping:
+        time.sleep(1.0)
+        for gpu, child in list(children.items()):
+            if child.poll() is not None and not stopping:
+                delay = min(60.0, restarts.get(gpu, 1.0) * 2)
+                log.error("gpu%d worker exited with %s; restarting in %.0f s", gpu, child.returncode, delay)
+                time.sleep(delay)
+                restarts[gpu] = delay
+                children[gpu] = _start_gpu_worker(gpu, loglevel)
+    for child in children.values():
+        child.wait()
+    return 0
+
+
+def _start_gpu_worker(gpu: int, loglevel: str) -> subprocess.Popen:  # type: ignore[type-arg]
+    return subprocess.Popen([sys.executable, "-m", "jobs.cli", "worker", "--gpu", str(gpu),
+                             "--loglevel", loglevel])

@@ -1,0 +1,153 @@
+"""The use cases with the real engine (tiny synthetic weights on CPU) and a real database.
+
+Failures are injected at the engine boundary only: the engine itself runs for real.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from jobs import service
+from pipeline.errors import SentenceTooLargeError
+from storage import repo
+from storage.models import BatchState, JobState, SentenceState
+from tests.books import write_epub
+
+CHAPTERS = [("One", ["The first sentence.", "The second sentence, a little longer than the first."]),
+            ("Two", ["第二章的句子。", "And a last one."])]
+
+
+@pytest.fixture(scope="module")
+def tiny_engine(tiny_model_dir: Path):  # type: ignore[no-untyped-def]
+    from pipeline.engine import EngineConfig, load_engine
+
+    return load_engine(EngineConfig(model_dir=tiny_model_dir, device="cpu", precision="fp32"))
+
+
+class FailingEngine:
+    """The real engine, except for requests whose text contains ``poison``."""
+
+    def __init__(self, engine, poison: str, error: Exception) -> None:  # type: ignore[no-untyped-def]
+        self._engine, self._poison, self._error = engine, poison, error
+        self.calls = 0
+
+    def synthesize(self, requests):  # type: ignore[no-untyped-def]
+        self.calls += 1
+        if any(self._poison in r.text for r in requests):
+            raise self._error
+        return self._engine.synthesize(requests)
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return getattr(self._engine, name)
+
+
+@pytest.fixture()
+def rt(settings_factory, database_url: str) -> service.Runtime:  # type: ignore[no-untyped-def]
+    return service.open_runtime(settings_factory(database_url, max_attempts=2), upgrade_schema=False)
+
+
+def _ingested_job(rt: service.Runtime, tmp_path: Path, chapters=CHAPTERS, name: str = "book") -> int:  # type: ignore[no-untyped-def]
+    book = write_epub(tmp_path / f"{name}.epub", name.title(), chapters)
+    job_id = service.submit_book(rt, book, service.JobOptions(formats=("wav",)))
+    assert service.ingest_job(rt, job_id)
+    return job_id
+
+
+def test_a_duplicate_delivery_leaves_a_leased_batch_alone(rt, tmp_path: Path, tiny_engine) -> None:  # type: ignore[no-untyped-def]
+    job_id = _ingested_job(rt, tmp_path)
+    [batch_id] = service.plan_pending(rt)
+    with rt.session() as s:
+        repo.claim_batch(s, batch_id, "gpu0", rt.settings.lease_seconds)
+        s.commit()
+
+    assert service.synthesize_batch(rt, tiny_engine, batch_id, "gpu1") == []
+
+    assert service.job_statuses(rt, job_id)[0].sentences_done == 0
+
+
+def test_ingest_and_plan_are_idempotent(rt, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    job_id = _ingested_job(rt, tmp_path)
+    total = service.job_statuses(rt, job_id)[0].sentences_total
+    assert service.ingest_job(rt, job_id)  # a redelivered ingest message
+    assert service.plan_pending(rt) and service.plan_pending(rt) == []
+    assert service.job_statuses(rt, job_id)[0].sentences_total == total
+
+
+def test_a_sentence_too_long_for_the_device_fails_its_job_and_spares_the_others(rt, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                                                tiny_engine) -> None:
+    bad = _ingested_job(rt, tmp_path, [("Only", ["A poison sentence."])], name="bad")
+    good = _ingested_job(rt, tmp_path, name="good")
+    engine = FailingEngine(tiny_engine, "poison", SentenceTooLargeError("does not fit"))
+    for batch_id in service.plan_pending(rt):
+        for ready in service.synthesize_batch(rt, engine, batch_id, "gpu0"):
+            service.assemble_job(rt, ready)
+
+    bad_status, good_status = service.job_statuses(rt, bad)[0], service.job_statuses(rt, good)[0]
+    assert bad_status.state == "failed" and "does not fit" in bad_status.error
+    assert "chapter 1" in bad_status.error
+    assert good_status.state == "done" and len(good_status.outputs) == 2
+
+
+def test_a_batch_that_always_fails_is_given_up_after_max_attempts(rt, tmp_path: Path, tiny_engine) -> None:  # type: ignore[no-untyped-def]
+    job_id = _ingested_job(rt, tmp_path, [("Only", ["A poison sentence.", "Another one."])])
+    engine = FailingEngine(tiny_engine, "poison", RuntimeError("model exploded"))
+    [batch_id] = service.plan_pending(rt)
+    for _ in range(5):  # Celery would redeliver; the batch row caps the attempts
+        try:
+            service.synthesize_batch(rt, engine, batch_id, "gpu0")
+        except RuntimeError:
+            pass
+
+    assert engine.calls == rt.settings.max_attempts
+    status = service.job_statuses(rt, job_id)[0]
+    assert status.state == "failed" and "model exploded" in status.error
+    with rt.session() as s:
+        assert s.get(repo.Batch, batch_id).state == BatchState.FAILED.value
+
+
+def test_retry_redoes_only_what_is_missing(rt, tmp_path: Path, tiny_engine) -> None:  # type: ignore[no-untyped-def]
+    job_id = _ingested_job(rt, tmp_path)
+    for batch_id in service.plan_pending(rt):
+        service.synthesize_batch(rt, tiny_engine, batch_id, "gpu0")
+    with rt.session() as s:  # lose one sentence's audio and fail the job, as a crash might
+        [first_chapter, _] = repo.job_chapters(s, job_id)
+        lost, *kept = repo.chapter_sentences(s, first_chapter.id)
+        repo.fail_sentence(s, lost, "disk full")
+        repo.move_job(s, job_id, JobState.FAILED, only_from=JobState.active(), error="disk full")
+        kept_files = {k.audio_path: rt.artifacts.resolve(k.audio_path).stat().st_mtime_ns for k in kept}
+        s.commit()
+
+    plan = service.retry_job(rt, job_id)
+    assert (plan.next_step, plan.sentences_reset) == ("plan", 1)
+    [batch_id] = service.plan_pending(rt)
+    assert service.synthesize_batch(rt, tiny_engine, batch_id, "gpu0") == [job_id]
+    service.assemble_job(rt, job_id)
+
+    status = service.job_statuses(rt, job_id)[0]
+    assert status.state == "done" and status.sentences_done == status.sentences_total
+    assert {p: rt.artifacts.resolve(p).stat().st_mtime_ns for p in kept_files} == kept_files
+
+
+def test_a_cancelled_job_is_not_planned_or_spoken(rt, tmp_path: Path, tiny_engine) -> None:  # type: ignore[no-untyped-def]
+    job_id = _ingested_job(rt, tmp_path)
+    [batch_id] = service.plan_pending(rt)
+    assert service.cancel_job(rt, job_id)
+    assert not service.cancel_job(rt, job_id)
+
+    assert service.synthesize_batch(rt, tiny_engine, batch_id, "gpu0") == []
+    with rt.session() as s:
+        states = {x.state for c in repo.job_chapters(s, job_id) for x in repo.chapter_sentences(s, c.id)}
+    assert states == {SentenceState.PENDING.value}
+    assert service.job_statuses(rt, job_id)[0].state == "cancelled"
+
+
+def test_sentences_keep_their_seed_whatever_their_batch(rt, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A retried or re-batched sentence sounds the same: its seed comes from job and position only."""
+    job_id = _ingested_job(rt, tmp_path)
+    with rt.session() as s:
+        seeds = [(c.index, x.index, x.seed) for c in repo.job_chapters(s, job_id)
+                 for x in repo.chapter_sentences(s, c.id)]
+    assert all(seed == service.sentence_seed(job_id, c, i) for c, i, seed in seeds)
+    assert len({seed for *_, seed in seeds}) == len(seeds)
