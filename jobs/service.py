@@ -306,11 +306,12 @@ def _synthesize_all(engine: Engine, work: list[_SentenceWork]) -> list[tuple[_Se
 
     requests = [_with_voice(engine, w.request) for w in work]
     try:
-        results = synthesize_with_oom_halving(engine, requests)
-        return list(zip(work, results))
-    except SentenceTooLargeError:
+        return list(zip(work, synthesize_with_oom_halving(engine, requests)))
+    except SentenceTooLargeError as exc:
         if len(work) == 1:
-            return [(work[0], SentenceTooLargeError(f"sentence too long for this device: {work[0].request.text[:60]!r}"))]
+            return [(work[0], SentenceTooLargeError(
+                f"{exc}: the sentence {work[0].request.text[:60]!r} does not fit on this device; "
+                "lower TextOptions.max_chars or use a larger GPU"))]
     out: list[tuple[_SentenceWork, Any]] = []
     for w in work:  # isolate the culprit: the others still get their audio
         out.extend(_synthesize_all(engine, [w]))
