@@ -49,8 +49,13 @@ def test_run_writes_one_mp3_per_chapter(tmp_path: Path, settings_factory) -> Non
     result = cli(["run", str(book), "--out", str(tmp_path / "out"), "--format", "mp3"], env)
 
     assert result.returncode == 0, result.stderr
-    outputs = [Path(line) for line in result.stdout.split()]
+    outputs = [Path(line) for line in result.stdout.splitlines()]
     assert len(outputs) == 2 and all(p.suffix == ".mp3" and p.is_file() for p in outputs)
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
 
 
 def _corrupt_epub(path: Path) -> Path:
@@ -63,7 +68,7 @@ def _corrupt_epub(path: Path) -> Path:
 @pytest.mark.parametrize("command", ["submit", "run"])
 @pytest.mark.parametrize("make_book, problem", [
     (lambda d: d / "nowhere.epub", "no such file"),
-    (lambda d: (d / "book.docx").write_bytes(b"PK\x03\x04 not really") or d / "book.docx", "unsupported"),
+    (lambda d: _write(d / "book.docx", b"PK\x03\x04 not really"), "unsupported"),
     (lambda d: _corrupt_epub(d / "broken.epub"), "broken.epub"),
 ])
 def test_bad_books_fail_with_one_line_and_exit_code_2(tmp_path: Path, settings_factory, command, make_book,  # type: ignore[no-untyped-def]
