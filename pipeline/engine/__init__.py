@@ -1,0 +1,65 @@
+"""The synthesis engine: ChatTTS behind a batched, per-row generation loop.
+
+``import pipeline.engine`` stays light (no torch): the heavy modules load inside ``load_engine`` and
+on first access to ``Engine``.
+
+Usage::
+
+    engine = load_engine(EngineConfig(model_dir=Path("models/chattts"), device="cuda"))
+    engine.warm_up()
+    voice = engine.sample_voice(seed=7)
+    results = synthesize_with_oom_halving(engine, requests, on_split=learned_limit.update)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pipeline.engine.engine import Engine
+    from pipeline.types import SynthesisRequest, SynthesisResult
+
+__all__ = ["EngineConfig", "Engine", "load_engine", "synthesize_with_oom_halving"]
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Where the weights are and how to run them.
+
+    device: "auto" (CUDA when present), "cpu", "cuda" or "cuda:N".
+    precision: "auto" (fp16 on CUDA; fp32 on CPU, see docs/engine.md), "fp32", "fp16", "bf16",
+    "int8" (dynamic INT8 GPT linears; torchao on CUDA, torch.ao on CPU).
+    """
+
+    model_dir: Path | None = None  # None: the Hugging Face cache of 2Noise/ChatTTS
+    device: str = "auto"
+    precision: str = "auto"
+
+
+def load_engine(config: EngineConfig) -> Engine:
+    """Locate (and for real weights, verify) the weights and load the model once."""
+    from pipeline.engine.loading import load_engine as _load
+
+    return _load(config)
+
+
+def synthesize_with_oom_halving(
+    engine: Any,
+    requests: Sequence[SynthesisRequest],
+    on_split: Callable[[int], None] | None = None,
+) -> list[SynthesisResult]:
+    """``engine.synthesize`` that halves the batch on CUDA out-of-memory (see ``oom.py``)."""
+    from pipeline.engine.oom import synthesize_with_oom_halving as _run
+
+    return _run(engine, requests, on_split)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Engine":
+        from pipeline.engine.engine import Engine
+
+        return Engine
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -212,6 +212,12 @@ def _write_tokenizer(folder: Path, vocab_size: int) -> None:
     fast.add_special_tokens({"additional_special_tokens": CONTROL_TOKENS})
     folder.mkdir(parents=True, exist_ok=True)
     fast.save_pretrained(str(folder))
+    special = folder / "special_tokens_map.json"
+    if not special.is_file():  # transformers 5 no longer writes it; upstream's folder has it
+        tokens = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
+                  "cls_token": "[CLS]", "mask_token": "[MASK]",
+                  "additional_special_tokens": list(CONTROL_TOKENS)}
+        special.write_text(json.dumps(tokens, ensure_ascii=False, indent=2))
     # Upstream's folder holds exactly these three files.
     for extra in ("vocab.txt", "added_tokens.json"):
         (folder / extra).unlink(missing_ok=True)

@@ -1,0 +1,29 @@
+"""Audio assembly: sentence WAVs in, finished audiobooks out (M4B with chapters; MP3/Ogg/FLAC/WAV).
+
+Public API::
+
+    write_sentence_wav(path, waveform) -> seconds        # used by synthesis, atomic
+    assemble_audiobook(chapters, metadata, out_dir, work_dir, options) -> AssemblyReport
+"""
+
+from pipeline.audio.assemble import assemble_audiobook
+from pipeline.audio.model import (
+    SUPPORTED_FORMATS,
+    AssemblyOptions,
+    AssemblyReport,
+    ChapterAudio,
+    ChapterReport,
+    SentenceAudio,
+)
+from pipeline.audio.wavio import write_sentence_wav
+
+__all__ = [
+    "SUPPORTED_FORMATS",
+    "AssemblyOptions",
+    "AssemblyReport",
+    "ChapterAudio",
+    "ChapterReport",
+    "SentenceAudio",
+    "assemble_audiobook",
+    "write_sentence_wav",
+]

@@ -1,0 +1,105 @@
+"""Chapter-by-chapter AAC for M4B: encode chapters in parallel, join the frames, keep marks exact.
+
+One ffmpeg AAC encode runs on one core at roughly 150x real time; encoding the chapters
+separately (one per core) and concatenating their ADTS frames is what lets a 10-hour book finish
+in minutes. Concatenated streams need care with time:
+
+* ffmpeg's AAC encoder puts ``PRIMING`` samples of encoder delay in front of every stream and
+  rounds the end up to whole frames, so an encode of ``m`` samples yields ``ceil(m / 1024) + 1``
+  frames. The joined stream is muxed with an input offset of ``-PRIMING`` samples, so the M4B gets
+  an edit list that hides the first chapter's priming (as a direct encode would); the priming
+  frames of later chapters stay and are played as a frame of silence in the chapter pause.
+* So each chapter's *input* is cut (or padded) in its trailing pause, which is pure silence, such
+  that the next chapter's first sample lands within half a frame of where it lies in the stitched
+  timeline. Chapter marks are then placed from the frames actually written, exactly at each
+  chapter's first sample: no drift, however many chapters.
+* The joins fall inside the chapter pause, so the overlap of two independent streams is silence.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+FRAME = 1024  # samples per AAC-LC frame
+PRIMING = 1024  # ffmpeg's AAC encoder delay, in samples
+
+
+@dataclass(frozen=True)
+class AacChapterPlan:
+    """How much of a chapter's PCM to encode (``input_samples``; more than it has = padded silence)."""
+
+    input_samples: int
+    expected_frames: int
+
+
+def frames_for(input_samples: int) -> int:
+    """AAC frames ffmpeg produces for ``input_samples`` (priming frame included)."""
+    return math.ceil(input_samples / FRAME) + 1
+
+
+def plan_chapters(lengths: Sequence[int], trailing_silence: Sequence[int]) -> list[AacChapterPlan]:
+    """Choose each chapter's encoded length so chapter starts stay on the stitched timeline.
+
+    Args:
+        lengths: PCM samples of each chapter of one M4B part, in order.
+        trailing_silence: silence at the end of each chapter that may be shortened.
+
+    Returns:
+        One plan per chapter. The last chapter is encoded whole; no chapter loses anything but
+        trailing silence.
+    """
+    plans = []
+    encoded_start = 0  # where chapter k's first sample plays in the M4B (see chapter_starts)
+    pcm_end = 0  # where chapter k ends in the stitched timeline
+    last = len(lengths) - 1
+    for position, (length, silence) in enumerate(zip(lengths, trailing_silence)):
+        pcm_end += length
+        if position == last:
+            plans.append(AacChapterPlan(input_samples=length, expected_frames=frames_for(length)))
+            break
+        content = length - silence  # never cut into this
+        frames = max(frames_for(content), round((pcm_end - encoded_start) / FRAME))
+        plans.append(AacChapterPlan(input_samples=(frames - 1) * FRAME, expected_frames=frames))
+        encoded_start += frames * FRAME
+    return plans
+
+
+def chapter_starts(frame_counts: Sequence[int]) -> list[int]:
+    """Where each chapter's first sample plays in the M4B, from the frames actually written.
+
+    The stream plays from ``PRIMING`` on (edit list), and chapter k's first sample sits ``PRIMING``
+    into its own frames, so it plays at the sum of the earlier chapters' frames.
+    """
+    starts, encoded_start = [], 0
+    for frames in frame_counts:
+        starts.append(encoded_start)
+        encoded_start += frames * FRAME
+    return starts
+
+
+def playable_samples(frame_counts: Sequence[int]) -> int:
+    """The M4B's duration in samples: every frame but the hidden first priming."""
+    return sum(frame_counts) * FRAME - PRIMING
+
+
+def count_adts_frames(path: Path) -> int:
+    """Count the AAC frames of an ADTS file by walking its frame headers.
+
+    Raises:
+        ValueError: the file is not a clean ADTS stream (then it is damaged: re-encode it).
+    """
+    data = path.read_bytes()
+    position = frames = 0
+    while position < len(data):
+        header = data[position : position + 7]
+        if len(header) < 7 or header[0] != 0xFF or header[1] & 0xF6 != 0xF0:
+            raise ValueError(f"{path}: no ADTS header at byte {position}")
+        frame_length = ((header[3] & 0x03) << 11) | (header[4] << 3) | (header[5] >> 5)
+        if frame_length < 7:
+            raise ValueError(f"{path}: bad ADTS frame length at byte {position}")
+        frames += (header[6] & 0x03) + 1  # raw data blocks in this ADTS frame
+        position += frame_length
+    return frames

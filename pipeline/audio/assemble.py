@@ -1,0 +1,272 @@
+"""The assembly stage: sentence WAVs in, finished audiobook files out.
+
+1. Stitch: each chapter's sentences are trimmed and joined with pauses into a chapter WAV in the
+   work directory (in parallel threads), measuring loudness on the way.
+2. Decide loudness: the book's integrated loudness from all chapters' measurements gives one gain;
+   a limiter is added only if that gain would push peaks past the true-peak ceiling.
+3. Encode: the M4B (one file, or one per part with ``split_hours``) and/or one file per chapter
+   for each other format, all from the chapter WAVs, each under a temporary name until complete.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from pipeline.audio.aac import AacChapterPlan, plan_chapters
+from pipeline.audio.export import Loudness, encode_chapter_file, encode_m4b_chapter, mux_m4b
+from pipeline.audio.ffmpeg import image_decodes
+from pipeline.audio.loudness import integrated_lufs
+from pipeline.audio.model import AssemblyOptions, AssemblyReport, ChapterAudio, ChapterReport
+from pipeline.audio.names import numbered_names, safe_stem
+from pipeline.audio.stitch import StitchedChapter, stitch_chapter
+from pipeline.audio.wavio import _fix_for
+from pipeline.audio.tags import TrackTags, cover_mime, track_tags
+from pipeline.errors import AssemblyError
+from pipeline.types import SAMPLE_RATE, BookMetadata
+
+log = logging.getLogger(__name__)
+
+LIMITER_MARGIN_DB = 1.0  # headroom under the true-peak ceiling for lossy codecs' overshoot
+MAX_GAIN_DB = 30.0  # never amplify a near-silent book into a wall of noise
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
+
+def assemble_audiobook(
+    chapters: Sequence[ChapterAudio],
+    metadata: BookMetadata,
+    out_dir: Path,
+    work_dir: Path,
+    options: AssemblyOptions = AssemblyOptions(),
+) -> AssemblyReport:
+    """Turn chapters of sentence WAVs into finished audiobook files.
+
+    Args:
+        chapters: the book's chapters in reading order, each with its sentence WAVs in order.
+        metadata: what the files are tagged with (title, authors, cover, ...).
+        out_dir: receives only finished files (created if needed).
+        work_dir: scratch space for chapter WAVs and ffmpeg inputs (created if needed; left for the
+            caller to delete).
+        options: pauses, loudness, formats, bitrate, split, narrator.
+
+    Returns:
+        The files written (in a stable order) and where every chapter starts.
+
+    Raises:
+        AssemblyError: a sentence WAV is missing or corrupt, ffmpeg failed, or a disk is full. No
+            file with a final name is left incomplete.
+    """
+    if not chapters:
+        raise AssemblyError(f"{metadata.title!r}: no chapters to assemble (the book produced no text to read)")
+    out_dir, work_dir = Path(out_dir), Path(work_dir)
+    _make_dirs(out_dir, work_dir)
+    began = time.monotonic()
+    stitched = stitch_book(chapters, work_dir, options)
+    loudness, measured = choose_loudness(stitched, options)
+    log.info("%r: stitched %d chapters (%.0f s of audio) in %.1f s; loudness %.1f LUFS, gain %+.2f dB%s",
+             metadata.title, len(stitched), sum(c.seconds for c in stitched), time.monotonic() - began,
+             measured, loudness.gain_db, ", limiter on" if loudness.limit_dbfs is not None else "")
+    outputs = encode_outputs(stitched, metadata, out_dir, work_dir, options, loudness)
+    log.info("%r: wrote %d file(s) in %.1f s", metadata.title, len(outputs), time.monotonic() - began)
+    return _report(stitched, outputs, loudness, measured)
+
+
+def stitch_book(chapters: Sequence[ChapterAudio], work_dir: Path, options: AssemblyOptions) -> list[StitchedChapter]:
+    """Stitch every chapter into ``work_dir`` (chapter pause after all but the last)."""
+    last = len(chapters) - 1
+
+    def stitch(position: int) -> StitchedChapter:
+        wav_path = work_dir / f"chapter_{position + 1:04d}.wav"
+        pause = options.chapter_pause_ms if position < last else 0
+        return stitch_chapter(chapters[position], wav_path, options, trailing_pause_ms=pause)
+
+    return _parallel_map(stitch, range(len(chapters)))
+
+
+def choose_loudness(stitched: Sequence[StitchedChapter], options: AssemblyOptions) -> tuple[Loudness, float]:
+    """One gain for the whole book to reach the target, and a limiter only if peaks need one.
+
+    Returns:
+        The loudness treatment and the book's measured integrated loudness (LUFS) before it.
+    """
+    measured = integrated_lufs([chapter.step_energies for chapter in stitched])
+    if not options.normalize_loudness or math.isinf(measured):
+        return Loudness(), measured
+    gain = min(options.target_lufs - measured, MAX_GAIN_DB)
+    true_peak = max(chapter.true_peak for chapter in stitched)
+    peak_after_gain = 20.0 * math.log10(max(true_peak, 1.0) / 32768.0) + gain
+    ceiling = options.true_peak_db - LIMITER_MARGIN_DB
+    return Loudness(gain_db=gain, limit_dbfs=ceiling if peak_after_gain > ceiling else None), measured
+
+
+def encode_outputs(
+    stitched: Sequence[StitchedChapter],
+    metadata: BookMetadata,
+    out_dir: Path,
+    work_dir: Path,
+    options: AssemblyOptions,
+    loudness: Loudness,
+) -> list[Path]:
+    """Write every requested format; returns the final paths (M4B parts first, then per format)."""
+    m4b_parts = plan_m4b_parts(stitched, metadata, out_dir, work_dir, options) if "m4b" in options.formats else []
+    chapter_files = plan_chapter_files(stitched, metadata, out_dir, options)
+    # Every encode is independent: run them all on one pool, longest first so no core idles at the end.
+    encodes: list[tuple[int, Callable[[], object]]] = []
+    for part in m4b_parts:
+        for chapter, plan, aac_path in zip(part.chapters, part.plans, part.aac_paths):
+            encodes.append((chapter.samples, _bind(encode_m4b_chapter, chapter, plan, aac_path, loudness,
+                                                   options.bitrate)))
+    for chapter, audio_format, tags, final_path in chapter_files:
+        encodes.append((chapter.samples, _bind(encode_chapter_file, chapter, audio_format, tags, final_path,
+                                               loudness, options.bitrate)))
+    order = sorted(range(len(encodes)), key=lambda i: -encodes[i][0])
+    results = dict(zip(order, _parallel_map(lambda i: encodes[i][1](), order)))
+    frame_counts = iter(results[i] for i in range(sum(len(part.chapters) for part in m4b_parts)))
+    outputs = []
+    for part in m4b_parts:
+        frames = [next(frame_counts) for _ in part.chapters]
+        outputs.append(mux_m4b(part.chapters, part.aac_paths, frames, part.tags, part.final_path, part.cover_path))
+    outputs += [final_path for _, _, _, final_path in chapter_files]
+    return outputs
+
+
+@dataclass(frozen=True)
+class M4bPart:
+    """One M4B file to produce: its chapters, how each is encoded, and its tags."""
+
+    chapters: tuple[StitchedChapter, ...]
+    plans: tuple[AacChapterPlan, ...]
+    aac_paths: tuple[Path, ...]
+    tags: TrackTags
+    final_path: Path
+    cover_path: Path | None
+
+
+def plan_m4b_parts(
+    stitched: Sequence[StitchedChapter],
+    metadata: BookMetadata,
+    out_dir: Path,
+    work_dir: Path,
+    options: AssemblyOptions,
+) -> list[M4bPart]:
+    """One M4B part unless ``split_hours`` asks for more; each with its own chapter marks."""
+    groups = split_into_parts(stitched, options.split_hours)
+    stem = safe_stem(metadata.title, fallback="Audiobook")
+    cover_path = write_cover(metadata, work_dir)
+    parts = []
+    for number, chapters in enumerate(groups, start=1):
+        if len(groups) == 1:
+            name, title = f"{stem}.m4b", metadata.title
+        else:
+            name, title = f"{stem} - Part {number}.m4b", f"{metadata.title} (Part {number} of {len(groups)})"
+        plans = plan_chapters([c.samples for c in chapters], [c.trailing_silence for c in chapters])
+        parts.append(M4bPart(
+            chapters=tuple(chapters),
+            plans=tuple(plans),
+            aac_paths=tuple(work_dir / f"part{number:02d}_{chapter.wav_path.stem}.aac" for chapter in chapters),
+            tags=track_tags(metadata, options.narrator, title, number, len(groups)),
+            final_path=out_dir / name,
+            cover_path=cover_path,
+        ))
+    return parts
+
+
+def plan_chapter_files(
+    stitched: Sequence[StitchedChapter], metadata: BookMetadata, out_dir: Path, options: AssemblyOptions
+) -> list[tuple[StitchedChapter, str, TrackTags, Path]]:
+    """(chapter, format, tags, final path) for every per-chapter file, in format then chapter order."""
+    titles = [chapter.title for chapter in stitched]
+    files = []
+    for audio_format in (f for f in options.formats if f != "m4b"):
+        names = numbered_names(titles, audio_format)
+        for number, (chapter, name) in enumerate(zip(stitched, names), start=1):
+            tags = track_tags(metadata, options.narrator, chapter.title, number, len(stitched))
+            files.append((chapter, audio_format, tags, out_dir / name))
+    return files
+
+
+def split_into_parts(stitched: Sequence[StitchedChapter], split_hours: float | None) -> list[list[StitchedChapter]]:
+    """Group whole chapters into parts of at most ``split_hours`` (a longer chapter is a part alone)."""
+    if split_hours is None:
+        return [list(stitched)]
+    limit = split_hours * 3600 * SAMPLE_RATE
+    parts: list[list[StitchedChapter]] = [[]]
+    length = 0
+    for chapter in stitched:
+        if parts[-1] and length + chapter.samples > limit:
+            parts.append([])
+            length = 0
+        parts[-1].append(chapter)
+        length += chapter.samples
+    return parts
+
+
+def write_cover(metadata: BookMetadata, work_dir: Path) -> Path | None:
+    """Save the cover for ffmpeg; None (with a warning) if there is none or ffmpeg cannot read it."""
+    if not metadata.cover:
+        return None
+    extension = "png" if cover_mime(metadata) == "image/png" else "jpg"
+    path = work_dir / f"cover.{extension}"
+    try:
+        path.write_bytes(metadata.cover)
+    except OSError as exc:
+        raise AssemblyError(f"{path}: cannot write the cover: {exc.strerror} ({_fix_for(exc)})") from exc
+    if not image_decodes(path):
+        log.warning("%r: the cover image cannot be decoded; the audiobook is written without a cover", metadata.title)
+        return None
+    return path
+
+
+def _report(
+    stitched: Sequence[StitchedChapter], outputs: Sequence[Path], loudness: Loudness, measured: float
+) -> AssemblyReport:
+    reports, start = [], 0
+    for chapter in stitched:
+        reports.append(ChapterReport(chapter.title, start / SAMPLE_RATE, chapter.samples / SAMPLE_RATE))
+        start += chapter.samples
+    return AssemblyReport(
+        outputs=tuple(outputs),
+        chapters=tuple(reports),
+        total_seconds=start / SAMPLE_RATE,
+        sentence_seconds=sum(c.sentence_samples for c in stitched) / SAMPLE_RATE,
+        pause_seconds=sum(c.pause_samples for c in stitched) / SAMPLE_RATE,
+        gain_db=loudness.gain_db,
+        measured_lufs=measured,
+        limiter=loudness.limit_dbfs is not None,
+    )
+
+
+def _make_dirs(*directories: Path) -> None:
+    for directory in directories:
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise AssemblyError(f"{directory}: cannot create the directory: {exc.strerror} "
+                                "(check the path and its permissions)") from exc
+
+
+def _bind(function: Callable[..., _R], *args: object) -> Callable[[], _R]:
+    return lambda: function(*args)
+
+
+def _parallel_map(function: Callable[[_T], _R], items: Iterable[_T]) -> list[_R]:
+    """Map over threads (one per core): the heavy parts are numpy and ffmpeg, which release the GIL.
+
+    Threads, not processes: assembly runs inside Celery's daemonic pool processes, which may not fork.
+    The first error is raised once every started job has finished, so no temporary file is orphaned.
+    """
+    with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
+        futures = [pool.submit(function, item) for item in items]
+        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        if any(future.exception() is not None for future in done):
+            for future in futures:  # a failed book: do not start work whose result is moot
+                future.cancel()
+    return [future.result() for future in futures]

@@ -1,0 +1,200 @@
+"""Encode stitched chapters into the finished files, each written under a temporary name first.
+
+* M4B: every chapter is encoded to AAC on its own (in parallel; see :mod:`pipeline.audio.aac`),
+  then the frames are joined into one file with tags, QuickTime + Nero chapters, the cover as
+  attached picture, ``stik`` = audiobook and ``+faststart``.
+* MP3 / Ogg Opus / FLAC / WAV: one file per chapter, tagged afterwards with mutagen.
+
+Every file is produced as ``.<final name>.partial`` in the output directory (same file system, so
+the final ``os.replace`` is atomic) and renamed only once encoded and tagged. Bit-exact flags keep
+encoder version strings out, so re-running assembly reproduces identical bytes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from mutagen import MutagenError
+
+from pipeline.audio.aac import PRIMING, AacChapterPlan, chapter_starts, count_adts_frames, playable_samples
+from pipeline.audio.ffmeta import ChapterMark, render_ffmetadata
+from pipeline.audio.ffmpeg import run_ffmpeg
+from pipeline.audio.stitch import StitchedChapter
+from pipeline.audio.tags import GENRE, TrackTags, write_tags
+from pipeline.audio.wavio import _fix_for
+from pipeline.errors import AssemblyError
+from pipeline.types import SAMPLE_RATE
+
+log = logging.getLogger(__name__)
+
+PARTIAL_SUFFIX = ".partial"
+_BITEXACT = ["-fflags", "+bitexact", "-flags:a", "+bitexact"]
+_CODEC_ARGS = {
+    "mp3": lambda bitrate: ["-c:a", "libmp3lame", "-b:a", bitrate, "-f", "mp3"],
+    "ogg": lambda bitrate: ["-c:a", "libopus", "-b:a", bitrate, "-f", "ogg"],
+    "flac": lambda bitrate: ["-c:a", "flac", "-compression_level", "5", "-f", "flac"],
+    "wav": lambda bitrate: ["-c:a", "pcm_s16le", "-f", "wav"],
+}
+
+
+@dataclass(frozen=True)
+class Loudness:
+    """The one gain (and, if needed, limiter) applied to every output of a book."""
+
+    gain_db: float = 0.0
+    limit_dbfs: float | None = None  # sample-peak ceiling of the limiter; None = no limiter
+
+    def ffmpeg_filter(self, output_samples: int) -> str:
+        """An ffmpeg ``-af`` chain: gain, limiter, then exactly ``output_samples`` out.
+
+        The final pad+trim pins the length to the sample whatever the filters before it do, which
+        keeps chapter marks exact; padding adds silence, trimming only ever removes trailing silence.
+        """
+        steps = []
+        if abs(self.gain_db) >= 0.005:
+            steps.append(f"volume={self.gain_db:.2f}dB")
+        if self.limit_dbfs is not None:
+            # alimiter looks at samples; run at 4x the rate it sees (nearly) the true peaks between
+            # them too. latency=1 compensates its look-ahead delay so marks stay sample-accurate;
+            # level=0 stops it from re-normalising its output to full scale.
+            limit = 10.0 ** (self.limit_dbfs / 20.0)
+            steps += [f"aresample={4 * SAMPLE_RATE}:resampler=soxr",
+                      f"alimiter=limit={limit:.4f}:attack=5:release=50:level=0:latency=1",
+                      f"aresample={SAMPLE_RATE}:resampler=soxr"]
+        steps += ["apad", f"atrim=end_sample={output_samples}"]
+        return ",".join(steps)
+
+
+def partial_path(final_path: Path) -> Path:
+    """The temporary name a file is written under until it is complete."""
+    return final_path.with_name(f".{final_path.name}{PARTIAL_SUFFIX}")
+
+
+def publish(partial: Path, final_path: Path) -> Path:
+    """Atomically give a completed file its final name."""
+    try:
+        os.replace(partial, final_path)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise AssemblyError(f"{final_path}: cannot rename the finished file into place: {exc.strerror} "
+                            f"({_fix_for(exc)})") from exc
+    return final_path
+
+
+def m4b_tags(tags: TrackTags) -> dict[str, str]:
+    """ffmpeg metadata keys for an M4B (mapped by the mp4 muxer onto iTunes atoms)."""
+    entries = {
+        "title": tags.title,  # ©nam
+        "album": tags.album,  # ©alb
+        "artist": tags.artist,  # ©ART
+        "album_artist": tags.artist,  # aART
+        "composer": tags.narrator,  # ©wrt: where audiobook apps look for the narrator
+        "genre": GENRE,  # ©gen
+        "date": tags.year,  # ©day
+        "description": tags.description,  # desc
+        "comment": tags.description,  # ©cmt
+        "media_type": "2",  # stik = 2: Audiobook
+    }
+    if tags.track_total > 1:
+        entries["track"] = f"{tags.track}/{tags.track_total}"
+    return entries
+
+
+def encode_m4b_chapter(
+    chapter: StitchedChapter, plan: AacChapterPlan, aac_path: Path, loudness: Loudness, bitrate: str
+) -> int:
+    """Encode one chapter to an ADTS AAC file in the work directory; returns its frame count.
+
+    ``-aac_coder fast``: the default two-loop coder runs at ~25x real time on one core, far too slow
+    for a 20-hour book; at speech bitrates the difference is hard to hear.
+    """
+    args = ["-i", str(chapter.wav_path), "-map", "0:a", "-map_metadata", "-1",
+            "-af", loudness.ffmpeg_filter(plan.input_samples),
+            "-c:a", "aac", "-aac_coder", "fast", "-b:a", bitrate, *_BITEXACT, "-f", "adts"]
+    _encode(args, aac_path, f"encode chapter {chapter.index + 1} to AAC")
+    try:
+        frames = count_adts_frames(aac_path)
+    except ValueError as exc:
+        raise AssemblyError(f"{exc} (ffmpeg wrote a damaged AAC stream; run the assembly again)") from exc
+    if frames != plan.expected_frames:
+        log.debug("%s: %d AAC frames, %d planned; chapter marks follow the real count",
+                  aac_path, frames, plan.expected_frames)
+    return frames
+
+
+def mux_m4b(
+    chapters: Sequence[StitchedChapter],
+    aac_paths: Sequence[Path],
+    frame_counts: Sequence[int],
+    tags: TrackTags,
+    final_path: Path,
+    cover_path: Path | None,
+) -> Path:
+    """Join encoded chapters into one M4B with tags, chapter marks and cover (no re-encoding).
+
+    Raises:
+        AssemblyError: ffmpeg failed or the disk is full; no file is left under the final name.
+    """
+    work_dir = aac_paths[0].parent
+    meta_path = work_dir / f".{final_path.stem}.ffmetadata"
+    _write_text(meta_path, render_ffmetadata(m4b_tags(tags), m4b_marks(chapters, frame_counts), SAMPLE_RATE))
+    # The concat protocol joins the ADTS files byte for byte: one continuous stream, no timestamp
+    # seams. Names are relative (run in work_dir) because '|' separates them.
+    joined = "concat:" + "|".join(path.name for path in aac_paths)
+    # The negative input offset makes the muxer write an edit list hiding the first priming frame.
+    args = ["-itsoffset", f"-{PRIMING / SAMPLE_RATE:.9f}", "-f", "aac", "-i", joined, "-f", "ffmetadata", "-i", str(meta_path.resolve())]
+    if cover_path is not None:
+        args += ["-i", str(cover_path.resolve())]
+    args += ["-map", "0:a", "-c:a", "copy"]
+    if cover_path is not None:
+        args += ["-map", "2:v", "-c:v", "copy", "-disposition:v", "attached_pic"]
+    args += ["-map_metadata", "1", "-map_chapters", "1", "-movflags", "+faststart", *_BITEXACT, "-f", "ipod"]
+    return _encode(args, final_path.resolve(), "write the M4B", cwd=work_dir)
+
+
+def m4b_marks(chapters: Sequence[StitchedChapter], frame_counts: Sequence[int]) -> list[ChapterMark]:
+    """Chapter marks of one M4B part, from the AAC frames each chapter really occupies."""
+    starts = chapter_starts(frame_counts)
+    ends = starts[1:] + [playable_samples(frame_counts)]
+    return [ChapterMark(chapter.title, start, end) for chapter, start, end in zip(chapters, starts, ends)]
+
+
+def encode_chapter_file(
+    chapter: StitchedChapter, audio_format: str, tags: TrackTags, final_path: Path, loudness: Loudness, bitrate: str
+) -> Path:
+    """Encode one chapter to MP3/Ogg Opus/FLAC/WAV and tag it; returns the final path."""
+    args = ["-i", str(chapter.wav_path), "-map", "0:a", "-map_metadata", "-1",
+            "-af", loudness.ffmpeg_filter(chapter.samples),
+            *_CODEC_ARGS[audio_format](bitrate), *_BITEXACT]
+    return _encode(args, final_path, f"encode chapter {tags.track} as {audio_format}", tag=(audio_format, tags))
+
+
+def _encode(
+    args: list[str], final_path: Path, action: str, tag: tuple[str, TrackTags] | None = None, cwd: Path | None = None
+) -> Path:
+    partial = partial_path(final_path)
+    try:
+        run_ffmpeg([*args, str(partial)], final_path, action, cwd=cwd)
+        if tag is not None:
+            write_tags(partial, *tag)
+    except (OSError, MutagenError) as exc:
+        partial.unlink(missing_ok=True)
+        cause = exc if isinstance(exc, OSError) else exc.__cause__ or exc.__context__
+        if isinstance(cause, OSError):
+            raise AssemblyError(f"{final_path}: cannot write it: {cause.strerror} ({_fix_for(cause)})") from exc
+        raise AssemblyError(f"{final_path}: cannot tag it: {exc} (report a bug with this file's format)") from exc
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return publish(partial, final_path)
+
+
+def _write_text(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise AssemblyError(f"{path}: cannot write: {exc.strerror} ({_fix_for(exc)})") from exc

@@ -1,0 +1,160 @@
+"""Tags and covers for the per-chapter files (MP3, Ogg Opus, FLAC, WAV), written with mutagen.
+
+The M4B gets its tags from ffmpeg (see :mod:`pipeline.audio.export`); mutagen cannot write MP4
+chapters, and ffmpeg writes tags, chapters and cover in the same pass.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from pathlib import Path
+
+from mutagen.flac import FLAC, Picture
+from mutagen.id3 import APIC, COMM, ID3, TALB, TCOM, TCON, TDRC, TIT2, TPE1, TPE2, TRCK
+from mutagen.oggopus import OggOpus
+from mutagen.wave import WAVE
+
+from pipeline.types import BookMetadata
+
+GENRE = "Audiobook"
+FRONT_COVER = 3  # ID3/FLAC picture type
+
+
+@dataclass(frozen=True)
+class TrackTags:
+    """Everything one output file is tagged with."""
+
+    title: str
+    album: str
+    artist: str  # the author(s)
+    narrator: str
+    year: str
+    description: str
+    track: int  # 1-based
+    track_total: int
+    language: str = ""
+    cover: bytes | None = None
+    cover_mime: str = ""
+
+
+def book_year(metadata: BookMetadata) -> str:
+    """The year part of the book's date ('' when it has none)."""
+    year = metadata.date.strip()[:4]
+    return year if len(year) == 4 and year.isdigit() else ""
+
+
+def track_tags(metadata: BookMetadata, narrator: str, title: str, track: int, track_total: int) -> TrackTags:
+    """Tags for one file of the book."""
+    return TrackTags(
+        title=title,
+        album=metadata.title,
+        artist=", ".join(metadata.authors),
+        narrator=narrator,
+        year=book_year(metadata),
+        description=metadata.description,
+        track=track,
+        track_total=track_total,
+        language=metadata.language,
+        cover=metadata.cover,
+        cover_mime=cover_mime(metadata),
+    )
+
+
+def cover_mime(metadata: BookMetadata) -> str:
+    """The cover's MIME type, from the metadata or sniffed from its bytes ('' if there is no cover)."""
+    if not metadata.cover:
+        return ""
+    if metadata.cover.startswith(b"\x89PNG"):
+        return "image/png"
+    if metadata.cover.startswith(b"\xff\xd8"):
+        return "image/jpeg"
+    return metadata.cover_mime or "image/jpeg"
+
+
+def write_tags(path: Path, audio_format: str, tags: TrackTags) -> None:
+    """Tag ``path`` (already encoded as ``audio_format``) in place."""
+    writers = {"mp3": _tag_mp3, "ogg": _tag_opus, "flac": _tag_flac, "wav": _tag_wav}
+    writers[audio_format](path, tags)
+
+
+def _id3_frames(tags: TrackTags, with_cover: bool) -> list:
+    frames = [
+        TIT2(encoding=3, text=tags.title),
+        TALB(encoding=3, text=tags.album),
+        TCON(encoding=3, text=GENRE),
+        TRCK(encoding=3, text=f"{tags.track}/{tags.track_total}"),
+    ]
+    if tags.artist:
+        frames += [TPE1(encoding=3, text=tags.artist), TPE2(encoding=3, text=tags.artist)]
+    if tags.narrator:
+        frames.append(TCOM(encoding=3, text=tags.narrator))
+    if tags.year:
+        frames.append(TDRC(encoding=3, text=tags.year))
+    if tags.description:
+        frames.append(COMM(encoding=3, lang="eng", desc="", text=tags.description))
+    if with_cover and tags.cover:
+        frames.append(APIC(encoding=3, mime=tags.cover_mime, type=FRONT_COVER, desc="Cover", data=tags.cover))
+    return frames
+
+
+def _tag_mp3(path: Path, tags: TrackTags) -> None:
+    id3 = ID3()
+    for frame in _id3_frames(tags, with_cover=True):
+        id3.add(frame)
+    id3.save(str(path), v2_version=3)  # ID3v2.3: what most car stereos and older players read
+
+
+def _tag_wav(path: Path, tags: TrackTags) -> None:
+    wav = WAVE(str(path))
+    wav.add_tags()
+    for frame in _id3_frames(tags, with_cover=False):  # players ignore pictures in WAV
+        wav.tags.add(frame)
+    wav.save()
+
+
+def _vorbis_comments(tags: TrackTags) -> dict[str, str]:
+    comments = {
+        "TITLE": tags.title,
+        "ALBUM": tags.album,
+        "ARTIST": tags.artist,
+        "ALBUMARTIST": tags.artist,
+        "COMPOSER": tags.narrator,
+        "PERFORMER": tags.narrator,
+        "GENRE": GENRE,
+        "TRACKNUMBER": str(tags.track),
+        "TRACKTOTAL": str(tags.track_total),
+        "DATE": tags.year,
+        "DESCRIPTION": tags.description,
+        "LANGUAGE": tags.language,
+    }
+    return {key: value for key, value in comments.items() if value}
+
+
+def _flac_picture(tags: TrackTags) -> Picture:
+    picture = Picture()
+    picture.type = FRONT_COVER
+    picture.mime = tags.cover_mime
+    picture.desc = "Cover"
+    picture.data = tags.cover or b""
+    return picture
+
+
+def _tag_opus(path: Path, tags: TrackTags) -> None:
+    audio = OggOpus(str(path))
+    audio.delete()
+    audio.update(_vorbis_comments(tags))
+    if tags.cover:
+        # Ogg has no picture block: the FLAC picture structure goes in a comment, base64-encoded.
+        audio["METADATA_BLOCK_PICTURE"] = base64.b64encode(_flac_picture(tags).write()).decode("ascii")
+    audio.save()
+
+
+def _tag_flac(path: Path, tags: TrackTags) -> None:
+    audio = FLAC(str(path))
+    audio.delete()
+    audio.update(_vorbis_comments(tags))
+    audio.clear_pictures()
+    if tags.cover:
+        audio.add_picture(_flac_picture(tags))
+    audio.save()

@@ -1,0 +1,169 @@
+"""Sentence WAV files: written atomically by synthesis, read back (validated) by assembly.
+
+Sentence audio is stored as 16-bit PCM mono WAV at :data:`~pipeline.types.SAMPLE_RATE`. Reading is
+tolerant of other PCM layouts (pydub converts them) but strict about damage: a missing, truncated or
+undecodable file is an :class:`~pipeline.errors.AssemblyError` that names the file and the fix.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import tempfile
+import wave
+from pathlib import Path
+
+import numpy as np
+from pydub import AudioSegment
+from pydub.exceptions import CouldntDecodeError
+
+from pipeline.errors import AssemblyError
+from pipeline.types import SAMPLE_RATE
+
+log = logging.getLogger(__name__)
+
+SAMPLE_WIDTH = 2  # bytes: 16-bit PCM
+RESYNTHESIZE_FIX = "delete it and run the job again; synthesis redoes sentences whose audio is missing"
+
+
+def float_to_pcm16(waveform: np.ndarray) -> np.ndarray:
+    """Convert float audio in [-1, 1] to int16, clipping overs and silencing NaN/inf.
+
+    Args:
+        waveform: any real array; flattened to mono.
+
+    Returns:
+        A C-contiguous little-endian int16 array.
+    """
+    samples = np.nan_to_num(np.asarray(waveform, dtype=np.float32).reshape(-1), nan=0.0, posinf=1.0, neginf=-1.0)
+    # Scale by 32767 (not 32768) so +1.0 maps to the largest positive sample instead of wrapping.
+    return np.clip(np.rint(samples * 32767.0), -32768, 32767).astype("<i2")
+
+
+def write_sentence_wav(path: Path, waveform: np.ndarray) -> float:
+    """Write one sentence's audio as a 16-bit PCM mono WAV at 24 kHz, atomically.
+
+    The data goes to a temporary file in the same directory, is flushed to disk, and is renamed
+    over ``path`` only when complete, so a crash never leaves a truncated file under the final name.
+
+    Args:
+        path: where the WAV goes; its directory is created if needed.
+        waveform: float32 mono samples at :data:`SAMPLE_RATE`, nominally in [-1, 1].
+
+    Returns:
+        The duration written, in seconds.
+
+    Raises:
+        AssemblyError: the file cannot be written (disk full, permissions, ...).
+    """
+    path = Path(path)
+    pcm = float_to_pcm16(waveform)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise AssemblyError(f"{path}: cannot create the file: {exc.strerror} ({_fix_for(exc)})") from exc
+    try:
+        with os.fdopen(fd, "wb") as raw, wave.open(raw, "wb") as wav:
+            wav.setnchannels(1)
+            wav.setsampwidth(SAMPLE_WIDTH)
+            wav.setframerate(SAMPLE_RATE)
+            wav.writeframes(pcm.tobytes())
+            raw.flush()
+            os.fsync(raw.fileno())
+        os.replace(tmp_name, path)
+    except OSError as exc:
+        _remove_quietly(Path(tmp_name))
+        raise AssemblyError(f"{path}: cannot write the sentence audio: {exc.strerror} ({_fix_for(exc)})") from exc
+    except BaseException:
+        _remove_quietly(Path(tmp_name))
+        raise
+    return len(pcm) / SAMPLE_RATE
+
+
+def read_sentence_audio(path: Path) -> AudioSegment:
+    """Read a sentence WAV as a pydub segment in the canonical layout (16-bit mono 24 kHz).
+
+    Args:
+        path: the sentence WAV.
+
+    Returns:
+        The audio, converted by pydub if the file used another rate, width or channel count.
+
+    Raises:
+        AssemblyError: the file is missing, truncated or cannot be decoded.
+    """
+    path = Path(path)
+    try:
+        segment = _read_pcm_wav(path)
+    except FileNotFoundError as exc:
+        raise AssemblyError(f"{path}: sentence audio is missing (run the job again; synthesis redoes "
+                            "sentences whose audio is missing)") from exc
+    except (wave.Error, EOFError):
+        segment = _read_with_ffmpeg(path)  # e.g. float WAV, which the wave module cannot read
+    except OSError as exc:
+        raise AssemblyError(f"{path}: cannot read the sentence audio: {exc.strerror} ({_fix_for(exc)})") from exc
+    return to_canonical(segment)
+
+
+def to_canonical(segment: AudioSegment) -> AudioSegment:
+    """Convert any pydub segment to 16-bit mono at SAMPLE_RATE (a no-op when it already is)."""
+    if segment.channels != 1:
+        segment = segment.set_channels(1)
+    if segment.sample_width != SAMPLE_WIDTH:
+        segment = segment.set_sample_width(SAMPLE_WIDTH)
+    if segment.frame_rate != SAMPLE_RATE:
+        segment = segment.set_frame_rate(SAMPLE_RATE)
+    return segment
+
+
+def segment_samples(segment: AudioSegment) -> np.ndarray:
+    """View a canonical segment's PCM as an int16 array (no copy)."""
+    return np.frombuffer(segment.raw_data, dtype="<i2")
+
+
+def samples_segment(samples: np.ndarray) -> AudioSegment:
+    """Wrap int16 mono samples at SAMPLE_RATE as a pydub segment."""
+    return AudioSegment(
+        data=np.ascontiguousarray(samples, dtype="<i2").tobytes(),
+        sample_width=SAMPLE_WIDTH,
+        frame_rate=SAMPLE_RATE,
+        channels=1,
+    )
+
+
+def _read_pcm_wav(path: Path) -> AudioSegment:
+    with wave.open(str(path), "rb") as wav:
+        channels, width, rate, frames = wav.getnchannels(), wav.getsampwidth(), wav.getframerate(), wav.getnframes()
+        data = wav.readframes(frames)
+    expected = frames * channels * width
+    if len(data) != expected:
+        held = len(data) // max(1, channels * width)
+        raise AssemblyError(f"{path}: sentence audio is truncated (its header promises {frames} samples, "
+                            f"the file holds {held}); {RESYNTHESIZE_FIX}")
+    if width not in (1, 2, 3, 4):
+        raise AssemblyError(f"{path}: unsupported WAV sample width of {width} bytes; {RESYNTHESIZE_FIX}")
+    return AudioSegment(data=data, sample_width=width, frame_rate=rate, channels=channels)
+
+
+def _read_with_ffmpeg(path: Path) -> AudioSegment:
+    try:
+        return AudioSegment.from_file(str(path))
+    except (CouldntDecodeError, IndexError, OSError) as exc:
+        raise AssemblyError(f"{path}: sentence audio is corrupt or not a WAV file; {RESYNTHESIZE_FIX}") from exc
+
+
+def _fix_for(exc: OSError) -> str:
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "the disk is full: free some space and run the job again"
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return "check that the directory is writable by this user"
+    return "check the disk and run the job again"
+
+
+def _remove_quietly(path: Path) -> None:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass

@@ -1,0 +1,449 @@
+"""Throughput benchmark, following shared/PERFORMANCE.md's protocol.
+
+Workload: N mixed-length sentences (10-60 characters, Chinese and English) in book order, each
+forced to L = round(chars * 4.7) GPT steps (min = max = L). Useful audio = sum(L) / 46.875 s.
+Timed from text in to float waveforms out. Model load and one warm-up batch are reported apart.
+
+- tts-jobs rows: the planner's global length sort + memory-capped batches of at most ``batch``
+  rows, through ``synthesize_with_oom_halving``; one row per precision.
+- upstream rows: ``Chat.infer(batch, split_text=False, skip_refine_text=True)`` in fp32 with
+  batches in book order, each batch forced to its largest L and credited only sum(L), at batch 4
+  and at larger sizes; the best is picked in the same run. A row stops after the batch that
+  passes ``upstream_seconds`` (x real time is a rate; the row says how many sentences it used).
+- Fidelity (tts-jobs rows): against fp32 on the same weights, teacher-forced GPT top-1 agreement
+  and Decoder+Vocos SNR from identical hidden states.
+
+Run: ``python -m pipeline.engine.bench --synthetic full --device cuda --json out.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import gc
+import json
+import logging
+import math
+import platform
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from pipeline.types import GPT_STEPS_PER_SECOND, PlannedSentence, SynthesisRequest
+
+log = logging.getLogger(__name__)
+
+STEPS_PER_CHAR = 4.7
+_HANZI = ("的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能"
+          "下过子说产种面而方后多定行学法所民得经十三之进着等部度家电力里如水化高自二理起小物现实加量"
+          "都两体制机当使点从业本去把性好应开它合还因由其些然前外天政四日那社义事平形相全表间样与关各重"
+          "新线内数正心反你明看原又么利比或但质气第向道命此变条只没结解问意建月公无系军很情者最立代想已"
+          "通并提直题党程展五果料象员革位入常文总次品式活设及管特件长求老头基资边流路级少图山统接知较将")
+_WORDS = ("the of and to in is was he that it his her you as had with for she not at but be my on have "
+          "him which by this all they so were from one said me when there what we no if would an "
+          "could been more out them some then into time very about like man little only other over "
+          "before two now down upon old such house great night never long made know first good way "
+          "came eyes own hand say much life went must might again well way door looked room").split()
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    """What to benchmark. Exactly one of ``model_dir`` / ``synthetic``."""
+
+    model_dir: Path | None = None
+    synthetic: str | None = None  # "tiny" | "full": written to a temp dir, seed ``seed``
+    device: str = "auto"
+    precisions: tuple[str, ...] = ()  # () = fp32,fp16,bf16,int8(,int8-wo) on CUDA; fp32,int8 on CPU
+    sentences: int | None = None  # None = 1024 on CUDA, 48 on CPU
+    seed: int = 0
+    batch: int = 256  # tts-jobs: most rows in one planned batch
+    scaling_batches: tuple[int, ...] | None = None  # more tts-jobs rows at these batch sizes, in
+    # the first reduced precision; None = 64,512 on CUDA, none on CPU
+    upstream_batches: tuple[int, ...] | None = None  # None = 4,64,256,512 on CUDA; 4,16 on CPU
+    upstream: bool = True
+    fidelity_sentences: int = 16
+    memory_fraction: float = 0.5  # planner cap as a share of the device's memory
+    upstream_seconds: float = 75.0  # stop an upstream row after the batch that passes this
+
+
+@dataclass(frozen=True)
+class BenchRow:
+    system: str  # "tts-jobs" | "upstream"
+    precision: str
+    batch: int
+    sentences: int
+    audio_s: float
+    wall_s: float
+    x_realtime: float
+    peak_gib: float | None
+    top1_agreement: float | None = None
+    relative_logit_error: float | None = None
+    snr_db: float | None = None
+    load_s: float | None = None
+    warmup_s: float | None = None
+    batches: int = 0
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class BenchReport:
+    rows: tuple[BenchRow, ...]
+    device: str
+    weights: str
+    date: str
+    command: str = ""
+    ratios: dict[str, float] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        def clean(value: Any) -> Any:
+            return None if isinstance(value, float) and not math.isfinite(value) else value
+
+        rows = [{k: clean(v) for k, v in asdict(r).items()} for r in self.rows]
+        return json.dumps({"rows": rows, "device": self.device, "weights": self.weights,
+                           "date": self.date, "command": self.command, "ratios": self.ratios},
+                          indent=2, ensure_ascii=False)
+
+
+# ------------------------------------------------------------------------------------ workload
+def make_workload(count: int, seed: int) -> list[str]:
+    """``count`` sentences of 10-60 characters in book order: Chinese, English and mixed."""
+    rng = random.Random(seed)
+    texts = []
+    for _ in range(count):
+        target = rng.randint(10, 60)
+        kind = rng.random()
+        if kind < 0.5:
+            texts.append(_chinese(rng, target))
+        elif kind < 0.9:
+            texts.append(_english(rng, target))
+        else:
+            half = target // 2
+            texts.append(_chinese(rng, half) + " " + _english(rng, target - half - 1))
+    return texts
+
+
+def _chinese(rng: random.Random, length: int) -> str:
+    chars = [rng.choice(_HANZI) for _ in range(length - 1)]
+    return "".join(chars) + "。"
+
+
+def _english(rng: random.Random, length: int) -> str:
+    words: list[str] = []
+    while len(" ".join(words)) < length:
+        words.append(rng.choice(_WORDS))
+    text = " ".join(words)[: length - 1].rstrip()
+    return text[0].upper() + text[1:] + "."
+
+
+def forced_steps(text: str) -> int:
+    return max(1, round(len(text) * STEPS_PER_CHAR))
+
+
+# ------------------------------------------------------------------------------------ running
+def run_bench(opts: BenchOptions, progress: Callable[[str], None] | None = None) -> BenchReport:
+    """Run the protocol and return every row (see the module docstring)."""
+    import torch
+
+    from pipeline.engine.loading import resolve_device
+
+    say = progress or (lambda message: log.info("%s", message))
+    device = resolve_device(opts.device)
+    on_gpu = device.type == "cuda"
+    count = opts.sentences or (1024 if on_gpu else 48)
+    precisions = opts.precisions or (("fp32", "fp16", "bf16", "int8", "int8-wo") if on_gpu
+                                     else ("fp32", "int8"))
+    upstream_batches = opts.upstream_batches or ((4, 64, 256, 512) if on_gpu else (4, 16))
+    texts = make_workload(count, opts.seed)
+    steps = [forced_steps(t) for t in texts]
+    with _model_dir(opts) as (model_dir, weights_label):
+        say(f"workload: {count} sentences, {sum(steps)} GPT steps "
+            f"({sum(steps) / GPT_STEPS_PER_SECOND:.0f} s of audio); weights {weights_label}")
+        ref, voice = _reference(model_dir, device, texts, steps, opts, say)
+        rows: list[BenchRow] = []
+        for precision in precisions:
+            rows.append(_run_ours(model_dir, device, precision, texts, steps, opts, ref, say))
+            say(_describe(rows[-1]))
+        scaling = opts.scaling_batches if opts.scaling_batches is not None else (
+            (64, 512) if on_gpu else ())
+        reduced = [p for p in precisions if p != "fp32"][:1]
+        for batch in scaling if reduced else ():
+            row_opts = replace(opts, batch=batch)
+            rows.append(_run_ours(model_dir, device, reduced[0], texts, steps, row_opts, ref, say))
+            say(_describe(rows[-1]))
+        if opts.upstream:
+            for batch in upstream_batches:
+                rows.append(_run_upstream(model_dir, device, texts, steps, batch, voice,
+                                          opts.upstream_seconds))
+                say(_describe(rows[-1]))
+    name = torch.cuda.get_device_name(device) if on_gpu else platform.processor() or "cpu"
+    return BenchReport(rows=tuple(rows), device=f"{device.type}: {name}", weights=weights_label,
+                       date=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                       command=" ".join(sys.argv), ratios=_ratios(rows))
+
+
+class _model_dir:
+    """The benchmark's weights: the given directory, or synthetic ones in a temp dir."""
+
+    def __init__(self, opts: BenchOptions) -> None:
+        self.opts = opts
+        self.tmp: tempfile.TemporaryDirectory | None = None
+
+    def __enter__(self) -> tuple[Path, str]:
+        from pipeline.engine.weights import NOISE_WARNING, write_synthetic_weights
+
+        if self.opts.synthetic:
+            self.tmp = tempfile.TemporaryDirectory(prefix="tts-jobs-bench-")
+            write_synthetic_weights(Path(self.tmp.name), self.opts.synthetic, self.opts.seed)
+            log.warning(NOISE_WARNING)
+            return Path(self.tmp.name), f"synthetic {self.opts.synthetic} (seed {self.opts.seed})"
+        if self.opts.model_dir is None:
+            raise ValueError("give model_dir or synthetic")
+        return self.opts.model_dir, str(self.opts.model_dir)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.tmp is not None:
+            self.tmp.cleanup()
+
+
+def _requests(texts: Sequence[str], steps: Sequence[int], voice: str,
+              seed: int) -> list[SynthesisRequest]:
+    return [SynthesisRequest(text=t, voice=voice, seed=seed + i, max_new_tokens=n, min_new_tokens=n)
+            for i, (t, n) in enumerate(zip(texts, steps))]
+
+
+def _reference(model_dir: Path, device: Any, texts: list[str], steps: list[int],
+               opts: BenchOptions, say: Callable[[str], None]) -> tuple[Any, str]:
+    """fp32 reference data for the fidelity columns (one engine in memory at a time), and the
+    voice every system reads with."""
+    from pipeline.engine import EngineConfig, fidelity
+    from pipeline.engine.loading import load_engine
+
+    engine = load_engine(EngineConfig(model_dir=model_dir, device=str(device), precision="fp32"))
+    voice = engine.sample_voice(opts.seed)
+    picked = _spread(len(texts), opts.fidelity_sentences)
+    requests = _requests([texts[i] for i in picked], [steps[i] for i in picked], voice, opts.seed)
+    ref = fidelity.reference_data(engine, requests)
+    say(f"fidelity reference: {len(requests)} sentences in fp32")
+    del engine
+    _release()
+    return ref, voice
+
+
+def _spread(total: int, count: int) -> list[int]:
+    count = min(count, total)
+    return sorted({round(i * (total - 1) / max(count - 1, 1)) for i in range(count)})
+
+
+def _run_ours(model_dir: Path, device: Any, precision: str, texts: list[str], steps: list[int],
+              opts: BenchOptions, ref: Any, say: Callable[[str], None]) -> BenchRow:
+    import torch
+
+    from pipeline.batching import PlanLimits, plan_batches
+    from pipeline.engine import EngineConfig, fidelity, synthesize_with_oom_halving
+    from pipeline.engine.loading import load_engine
+
+    name, scheme = ("int8", "weight_only") if precision == "int8-wo" else (precision, "dynamic")
+    on_gpu = device.type == "cuda"
+    started = time.perf_counter()
+    engine = load_engine(EngineConfig(model_dir=model_dir, device=str(device), precision=name),
+                         int8_scheme=scheme)
+    load_s = time.perf_counter() - started
+    started = time.perf_counter()
+    engine.warm_up()
+    warmup_s = time.perf_counter() - started
+    voice = engine.sample_voice(opts.seed)
+    requests = _requests(texts, steps, voice, opts.seed)
+    cap = (int(torch.cuda.get_device_properties(device).total_memory * opts.memory_fraction)
+           if on_gpu else 8 * 2**30)
+    limits = PlanLimits(memory_cap_bytes=cap, max_rows=opts.batch)
+    _sync(device, reset=True)
+    started = time.perf_counter()
+    planned = [PlannedSentence(id=i, max_new_tokens=n, prompt_tokens=engine.prompt_tokens(t))
+               for i, (t, n) in enumerate(zip(texts, steps))]
+    batches = plan_batches(planned, limits, engine.memory_model())
+    produced = 0
+    for batch in batches:
+        results = synthesize_with_oom_halving(engine, [requests[i] for i in batch.sentence_ids])
+        produced += sum(r.gpt_steps for r in results)
+    _sync(device)
+    wall = time.perf_counter() - started
+    peak = torch.cuda.max_memory_allocated(device) / 2**30 if on_gpu else None
+    if produced != sum(steps):
+        raise RuntimeError(f"tts-jobs produced {produced} steps, expected {sum(steps)}")
+    quality = fidelity.measure(engine, ref)
+    del engine
+    _release()
+    audio = sum(steps) / GPT_STEPS_PER_SECOND
+    return BenchRow(system="tts-jobs", precision=precision, batch=opts.batch, sentences=len(texts),
+                    audio_s=audio, wall_s=wall, x_realtime=audio / wall, peak_gib=peak,
+                    top1_agreement=quality.top1_agreement,
+                    relative_logit_error=quality.relative_logit_error, snr_db=quality.snr_db,
+                    load_s=load_s, warmup_s=warmup_s, batches=len(batches),
+                    note="int8 weight-only" if scheme == "weight_only" else "")
+
+
+def _run_upstream(model_dir: Path, device: Any, texts: list[str], steps: list[int], batch: int,
+                  voice: str, max_seconds: float) -> BenchRow:
+    """Upstream ChatTTS 0.2.5 as its README runs a batch: fp32, one voice, one length per batch."""
+    import torch
+
+    from pipeline.engine.loading import _load_upstream
+    from pipeline.engine.weights import locate_model
+
+    started = time.perf_counter()
+    chat = _load_upstream(locate_model(model_dir), device)
+    load_s = time.perf_counter() - started
+    started = time.perf_counter()
+    _upstream_batch(chat, voice, texts[:2], steps[:2])
+    warmup_s = time.perf_counter() - started
+    _sync(device, reset=True)
+    started = time.perf_counter()
+    count = 0
+    while count < len(texts) and time.perf_counter() - started < max_seconds:
+        end = min(count + batch, len(texts))
+        _upstream_batch(chat, voice, texts[count:end], steps[count:end])
+        count = end
+    _sync(device)
+    wall = time.perf_counter() - started
+    peak = torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else None
+    del chat
+    _release()
+    audio = sum(steps[:count]) / GPT_STEPS_PER_SECOND
+    return BenchRow(system="upstream", precision="fp32", batch=batch, sentences=count,
+                    audio_s=audio, wall_s=wall, x_realtime=audio / wall, peak_gib=peak,
+                    load_s=load_s, warmup_s=warmup_s, batches=math.ceil(count / batch),
+                    note="" if count == len(texts) else f"first {count} sentences (time cap)")
+
+
+def _upstream_batch(chat: Any, speaker: str, texts: Sequence[str], steps: Sequence[int]) -> None:
+    import ChatTTS
+
+    longest = max(steps)
+    params = ChatTTS.Chat.InferCodeParams(spk_emb=speaker, max_new_token=longest,
+                                          min_new_token=longest, show_tqdm=False)
+    wavs = chat.infer(list(texts), split_text=False, skip_refine_text=True,
+                      params_infer_code=params)
+    if len(wavs) != len(texts):
+        raise RuntimeError(f"upstream returned {len(wavs)} waveforms for {len(texts)} texts")
+
+
+def _sync(device: Any, reset: bool = False) -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        if reset:
+            torch.cuda.reset_peak_memory_stats(device)
+
+
+def _release() -> None:
+    import torch
+
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def _ratios(rows: Sequence[BenchRow]) -> dict[str, float]:
+    ours = [r for r in rows if r.system == "tts-jobs"]
+    upstream = [r for r in rows if r.system == "upstream"]
+    if not ours or not upstream:
+        return {}
+    best_ours = max(ours, key=lambda r: r.x_realtime)
+    best_up = max(upstream, key=lambda r: r.x_realtime)
+    ratios = {f"best tts-jobs ({best_ours.precision}) / best upstream (batch {best_up.batch})":
+              best_ours.x_realtime / best_up.x_realtime}
+    for r in ours:
+        ratios[f"tts-jobs {r.precision} / best upstream"] = r.x_realtime / best_up.x_realtime
+    at4 = [r for r in upstream if r.batch == 4]
+    if at4:
+        ratios[f"best tts-jobs ({best_ours.precision}) / upstream batch 4"] = (
+            best_ours.x_realtime / at4[0].x_realtime)
+    by_precision = {r.precision: r for r in ours}
+    if "fp16" in by_precision and "fp32" in by_precision and by_precision["fp32"].peak_gib:
+        ratios["tts-jobs peak memory fp16 / fp32"] = (by_precision["fp16"].peak_gib or 0) / (
+            by_precision["fp32"].peak_gib or 1)
+    return ratios
+
+
+# ------------------------------------------------------------------------------------ output
+def _fmt(value: float | None, spec: str) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float) and math.isinf(value):
+        return "inf"
+    return format(value, spec)
+
+
+def _describe(row: BenchRow) -> str:
+    return (f"{row.system} {row.precision} batch {row.batch}: {row.x_realtime:.1f}x real time "
+            f"({row.audio_s:.0f} s audio in {row.wall_s:.1f} s), peak {_fmt(row.peak_gib, '.2f')} GiB")
+
+
+def format_table(report: BenchReport) -> str:
+    """A Markdown table of every row, then the ratios."""
+    header = ("| system | precision | batch | sentences | x real time | wall s | peak GiB "
+              "| top-1 agree | logit rel err | SNR dB | load s | warm-up s | note |")
+    lines = [f"Device: {report.device}; weights: {report.weights}; {report.date}", "",
+             header, "|" + "---|" * 13]
+    for r in report.rows:
+        lines.append(
+            f"| {r.system} | {r.precision} | {r.batch} | {r.sentences} | {r.x_realtime:.1f} "
+            f"| {r.wall_s:.1f} | {_fmt(r.peak_gib, '.2f')} | {_fmt(r.top1_agreement, '.4f')} "
+            f"| {_fmt(r.relative_logit_error, '.2e')} | {_fmt(r.snr_db, '.1f')} "
+            f"| {_fmt(r.load_s, '.1f')} | {_fmt(r.warmup_s, '.1f')} | {r.note} |")
+    if report.ratios:
+        lines.append("")
+        lines += [f"- {name}: {value:.2f}" for name, value in report.ratios.items()]
+    return "\n".join(lines)
+
+
+def _parse(argv: Sequence[str] | None) -> tuple[BenchOptions, Path | None]:
+    parser = argparse.ArgumentParser(prog="python -m pipeline.engine.bench",
+                                     description="tts-jobs vs upstream ChatTTS throughput")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--model-dir", type=Path)
+    source.add_argument("--synthetic", choices=("tiny", "full"))
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--precision", action="append",
+                        help="fp32, fp16, bf16, int8, int8-wo; repeat or comma-separate")
+    parser.add_argument("--sentences", type=int)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--batch", type=int, default=256)
+    parser.add_argument("--upstream-batch", action="append", type=int)
+    parser.add_argument("--scaling-batch", action="append", type=int,
+                        help="extra tts-jobs batch sizes (first reduced precision); 0 = none")
+    parser.add_argument("--upstream-seconds", type=float, default=75.0)
+    parser.add_argument("--no-upstream", action="store_true")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    precisions = tuple(p for item in args.precision or [] for p in item.split(",") if p)
+    opts = BenchOptions(model_dir=args.model_dir, synthetic=args.synthetic, device=args.device,
+                        precisions=precisions, sentences=args.sentences, seed=args.seed,
+                        batch=args.batch,
+                        upstream_batches=tuple(args.upstream_batch) if args.upstream_batch else None,
+                        upstream=not args.no_upstream, upstream_seconds=args.upstream_seconds,
+                        scaling_batches=(tuple(b for b in args.scaling_batch if b > 0)
+                                         if args.scaling_batch else None))
+    return opts, args.json
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for noisy in ("ChatTTS", "transformers", "httpx"):
+        logging.getLogger(noisy).setLevel(logging.ERROR)
+    opts, json_path = _parse(argv)
+    report = run_bench(opts, progress=lambda m: log.info("%s", m))
+    if json_path:
+        json_path.write_text(report.to_json())
+    print(format_table(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,278 @@
+"""The synthesis engine: requests in, float32 waveforms out, every row with its own voice and seed."""
+
+from __future__ import annotations
+
+import logging
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from pipeline.batching import MemoryModel
+from pipeline.engine.audio_io import read_reference_audio
+from pipeline.engine.generation import (Generated, RowLimits, TokenSpace, generate, score_tokens)
+from pipeline.engine.gpt import FusedLlama
+from pipeline.engine.memory import analytic_memory_model, calibrate_memory_model
+from pipeline.engine.prompts import (PromptRow, TokenEmbeddings, code_prompt_row, code_prompt_text,
+                                     embed_prompts, refine_prompt_text, text_prompt_row)
+from pipeline.engine.sampling import RowSampling
+from pipeline.engine.voices import SpeakerEmbedding, encode_audio_prompt, encode_speaker, parse_voice
+from pipeline.engine.waveform import WaveformDecoder
+from pipeline.errors import SynthesisError, VoiceError
+from pipeline.types import SynthesisRequest, SynthesisResult
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PROMPT = "[speed_5]"
+
+
+@dataclass(frozen=True)
+class RefineParams:
+    """Upstream's ``RefineTextParams`` defaults."""
+
+    prompt: str = ""
+    temperature: float = 0.7
+    top_p: float = 0.7
+    top_k: int = 20
+    repetition_penalty: float = 1.0
+    max_new_tokens: int = 384
+
+
+@dataclass
+class ModelParts:
+    """What the engine runs, taken from upstream's loaded ``Chat``."""
+
+    gpt: FusedLlama
+    embeddings: TokenEmbeddings
+    waveform: WaveformDecoder
+    tokenizer: Any  # upstream ChatTTS.model.Tokenizer
+    dvae: Any  # upstream DVAE with encoder (for reference audio)
+    speaker_std: torch.Tensor  # float16 [C]
+    speaker_mean: torch.Tensor  # float16 [C]
+    max_positions: int
+
+
+class Engine:
+    """ChatTTS with a batched, per-row generation loop. Build it with ``load_engine``."""
+
+    def __init__(self, parts: ModelParts, *, device: str, precision: str, synthetic: bool,
+                 model_root: Path) -> None:
+        self.device = device
+        self.precision = precision
+        self.synthetic = synthetic
+        self.model_root = model_root
+        self._parts = parts
+        self._memory: MemoryModel | None = None
+
+    # ----------------------------------------------------------------------------- synthesis
+    def synthesize(self, requests: Sequence[SynthesisRequest]) -> list[SynthesisResult]:
+        """One waveform per request, in order. Raises torch.cuda.OutOfMemoryError unchanged (see
+        ``synthesize_with_oom_halving``), VoiceError for a bad voice, SynthesisError otherwise."""
+        if not requests:
+            return []
+        generated = self._run(requests, keep_hiddens=True)
+        with _device_errors(len(requests)):
+            waves = self._parts.waveform.decode(generated.hiddens or [])
+        return [SynthesisResult(waveform=wave, gpt_steps=int(tokens.shape[0]), hit_limit=hit)
+                for wave, tokens, hit in zip(waves, generated.tokens, generated.hit_limit)]
+
+    def generate_codes(self, requests: Sequence[SynthesisRequest]) -> list[torch.Tensor]:
+        """The audio tokens ``synthesize`` would decode: per request int64 [T, num_vq], EOS excluded."""
+        if not requests:
+            return []
+        return self._run(requests, keep_hiddens=False).tokens
+
+    def generate_hiddens(self, requests: Sequence[SynthesisRequest]) -> Generated:
+        """Tokens and the GPT hidden states behind them (for fidelity checks)."""
+        return self._run(requests, keep_hiddens=True)
+
+    def decode_hiddens(self, hiddens: Sequence[torch.Tensor]) -> list[np.ndarray]:
+        """Decoder + Vocos on given hidden states [T, C] (cast to this engine's decoder dtype)."""
+        device = self._parts.waveform.device
+        return self._parts.waveform.decode([h.to(device) for h in hiddens])
+
+    @torch.inference_mode()
+    def score_codes(self, requests: Sequence[SynthesisRequest],
+                    codes: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        """Teacher-forced logits: for each request, float32 [T, num_vq, V] predicting ``codes[i]``."""
+        parts = self._parts
+        steps = max(int(c.shape[0]) for c in codes)
+        forced = torch.zeros(len(codes), steps - 1, parts.embeddings.codebooks, dtype=torch.int64)
+        for i, c in enumerate(codes):
+            forced[i, : c.shape[0] - 1] = c[:-1]
+        prompts = embed_prompts(self._code_rows(requests), parts.embeddings,
+                                self._spk_emb_id, self._torch_device, extra=forced)
+        logits = score_tokens(parts.gpt, self._code_space(), prompts, steps)
+        return [logits[i, : c.shape[0]].float().cpu() for i, c in enumerate(codes)]
+
+    @torch.inference_mode()
+    def _run(self, requests: Sequence[SynthesisRequest], keep_hiddens: bool) -> Generated:
+        for i, request in enumerate(requests):
+            self._validate(i, request)
+        parts = self._parts
+        rows = self._code_rows(requests)
+        with _device_errors(len(requests)):
+            prompts = embed_prompts(rows, parts.embeddings, self._spk_emb_id, self._torch_device)
+            sampling = RowSampling.build(
+                temperature=[r.temperature for r in requests], top_p=[r.top_p for r in requests],
+                top_k=[r.top_k for r in requests],
+                penalty=[r.repetition_penalty for r in requests],
+                seeds=[r.seed for r in requests], device=self._torch_device)
+            limits = RowLimits(min_new=[r.min_new_tokens for r in requests],
+                               max_new=[r.max_new_tokens for r in requests])
+            return generate(parts.gpt, self._code_space(), prompts, limits, sampling,
+                            keep_hiddens=keep_hiddens)
+
+    def _code_rows(self, requests: Sequence[SynthesisRequest]) -> list[PromptRow]:
+        parts = self._parts
+        voices = [self._voice(r.voice) for r in requests]
+        texts = [code_prompt_text(r.text, r.prompt, v) for r, v in zip(requests, voices)]
+        token_ids = self._tokenize(texts)
+        return [code_prompt_row(ids, voice, parts.embeddings.codebooks)
+                for ids, voice in zip(token_ids, voices)]
+
+    def _code_space(self) -> TokenSpace:
+        emb = self._parts.embeddings
+        return TokenSpace(codebooks=emb.codebooks, vocab=emb.vocab, eos=emb.vocab - 1,
+                          embed=emb.code_embed, logits=emb.code_logits)
+
+    def _validate(self, index: int, r: SynthesisRequest) -> None:
+        problems = []
+        if r.max_new_tokens < 1:
+            problems.append(f"max_new_tokens={r.max_new_tokens} must be at least 1")
+        if not 0 <= r.min_new_tokens <= r.max_new_tokens:
+            problems.append(f"min_new_tokens={r.min_new_tokens} must be within [0, max_new_tokens]")
+        if not r.temperature > 0:
+            problems.append(f"temperature={r.temperature} must be > 0")
+        if not 0 < r.top_p <= 1:
+            problems.append(f"top_p={r.top_p} must be in (0, 1]")
+        if r.top_k < 1:
+            problems.append(f"top_k={r.top_k} must be at least 1")
+        if not r.repetition_penalty > 0:
+            problems.append(f"repetition_penalty={r.repetition_penalty} must be > 0")
+        if r.max_new_tokens + 512 > self._parts.max_positions:
+            problems.append(f"max_new_tokens={r.max_new_tokens} leaves no room for the prompt "
+                            f"in {self._parts.max_positions} positions")
+        if problems:
+            raise ValueError(f"request {index} ({r.text[:30]!r}): " + "; ".join(problems))
+
+    def _voice(self, voice: str):  # -> Voice
+        emb = self._parts.embeddings
+        parsed = parse_voice(voice, self._parts.gpt.hidden, emb.codebooks)
+        if not isinstance(parsed, SpeakerEmbedding) and int(parsed.codes.max()) >= emb.vocab - 1:
+            raise VoiceError("audio prompt holds codes outside the model's codebooks; make it "
+                             "again with voice_from_audio")
+        return parsed
+
+    def _tokenize(self, texts: list[str]) -> list[list[int]]:
+        encoded = self._parts.tokenizer._tokenizer(texts, add_special_tokens=False)
+        return [list(ids) for ids in encoded["input_ids"]]
+
+    @property
+    def _torch_device(self) -> torch.device:
+        return self._parts.embeddings.code_table.device
+
+    @property
+    def _spk_emb_id(self) -> int:
+        return int(self._parts.tokenizer.spk_emb_ids)
+
+    # ----------------------------------------------------------------------------- voices
+    def sample_voice(self, seed: int) -> str:
+        """A random speaker embedding, as upstream's ``sample_random_speaker`` draws it, but from
+        ``seed`` (the same seed always gives the same voice)."""
+        parts = self._parts
+        generator = torch.Generator().manual_seed(int(seed))
+        z = torch.randn(parts.gpt.hidden, generator=generator).half()
+        vector = z * parts.speaker_std.cpu() + parts.speaker_mean.cpu()
+        return encode_speaker(vector.numpy())
+
+    @torch.inference_mode()
+    def voice_from_audio(self, path: Path) -> str:
+        """Upstream's DVAE-encoded reference (``spk_smp``) of a recording.
+
+        Raises:
+            VoiceError: naming the file, when it cannot be read or holds no usable speech.
+        """
+        wave = read_reference_audio(Path(path))
+        try:
+            codes = self._parts.dvae.sample_audio(torch.from_numpy(wave))
+        except RuntimeError as exc:
+            raise VoiceError(f"{path}: the reference audio could not be encoded ({exc}); use a "
+                             "mono WAV of 2-30 s of clean speech") from exc
+        return encode_audio_prompt(codes.cpu().numpy())
+
+    # ----------------------------------------------------------------------------- planning
+    def prompt_tokens(self, text: str) -> int:
+        """Length of ``text``'s code prompt in tokens with the default prompt and a sampled voice."""
+        prompt = code_prompt_text(text, DEFAULT_PROMPT, SpeakerEmbedding(np.zeros(1, np.float16)))
+        return len(self._tokenize([prompt])[0])
+
+    def memory_model(self) -> MemoryModel:
+        """Calibrated by ``warm_up`` on CUDA; an analytic, conservative model otherwise."""
+        if self._memory is not None:
+            return self._memory
+        return analytic_memory_model(self._parts.gpt, self._parts.waveform)
+
+    def warm_up(self) -> None:
+        """Run a small batch once (kernels, allocator); on CUDA also calibrate the memory model."""
+        voice = self.sample_voice(0)
+        requests = [SynthesisRequest(text=t, voice=voice, seed=i, max_new_tokens=8,
+                                     min_new_tokens=8) for i, t in enumerate(("warm up", "预热"))]
+        self.synthesize(requests)
+        if self._torch_device.type == "cuda":
+            self._memory = calibrate_memory_model(self, voice)
+            log.info("memory model calibrated on %s/%s: %s", self.device, self.precision,
+                     self._memory)
+
+    # ----------------------------------------------------------------------------- refine
+    @torch.inference_mode()
+    def refine_texts(self, texts: Sequence[str], params: RefineParams = RefineParams(),
+                     seed: int = 0) -> list[str]:
+        """Upstream's text-refinement pass (adds [uv_break], [laugh], ... tags), batched.
+
+        Each text is sampled with a seed derived from ``seed`` and the text itself, so a text is
+        refined the same way in any batch.
+        """
+        if not texts:
+            return []
+        parts = self._parts
+        emb = parts.embeddings
+        tok = parts.tokenizer
+        token_ids = self._tokenize([refine_prompt_text(t, params.prompt) for t in texts])
+        rows = [text_prompt_row(ids, 1) for ids in token_ids]
+        prompts = embed_prompts(rows, emb, self._spk_emb_id, self._torch_device)
+        space = TokenSpace(codebooks=1, vocab=emb.text_vocab, eos=int(tok.eos_token),
+                           embed=lambda t: emb.text_embed(t[:, 0]), logits=emb.text_logits)
+        n = len(texts)
+        sampling = RowSampling.build(
+            [params.temperature] * n, [params.top_p] * n, [params.top_k] * n,
+            [params.repetition_penalty] * n,
+            [seed ^ zlib.crc32(t.encode()) for t in texts], self._torch_device)
+        limits = RowLimits(min_new=[0] * n, max_new=[params.max_new_tokens] * n)
+        with _device_errors(n):
+            out = generate(parts.gpt, space, prompts, limits, sampling, keep_hiddens=False)
+        break_0 = int(tok.break_0_ids)
+        kept = [[int(i) for i in ids[:, 0] if int(i) < break_0] for ids in out.tokens]
+        return tok.decode(kept)
+
+
+class _device_errors:
+    """Turn device failures into SynthesisError; let out-of-memory through for batch halving."""
+
+    def __init__(self, rows: int) -> None:
+        self.rows = rows
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        if exc is None or isinstance(exc, (torch.OutOfMemoryError, VoiceError, ValueError)):
+            return False
+        if isinstance(exc, RuntimeError):
+            raise SynthesisError(f"synthesis of a batch of {self.rows} failed on the device: "
+                                 f"{exc}") from exc
+        return False

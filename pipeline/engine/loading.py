@@ -1,0 +1,142 @@
+"""Building an Engine: locate and verify weights, load upstream's modules once, set the precision."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict
+from typing import Any
+
+import torch
+
+from pipeline.engine import EngineConfig
+from pipeline.engine.engine import Engine, ModelParts
+from pipeline.engine.gpt import FusedLlama
+from pipeline.engine.prompts import TokenEmbeddings
+from pipeline.engine.waveform import WaveformDecoder
+from pipeline.engine.weights import (NOISE_WARNING, ModelFiles, build_config, locate_model,
+                                     verify_real_weights)
+from pipeline.errors import ModelError
+
+log = logging.getLogger(__name__)
+
+PRECISIONS = ("fp32", "fp16", "bf16", "int8")
+INT8_SCHEMES = ("dynamic", "weight_only")
+# Measured on the 2-core build machine (docs/engine.md): dynamic INT8 is slower than fp32 there at
+# tiny widths and only marginally faster at full widths, so "auto" stays on fp32 on CPUs.
+CPU_AUTO_PRECISION = "fp32"
+TORCHAO_FIX = ("precision int8 on CUDA needs torchao: `pip install torchao==0.18.0` (the release "
+               "built for torch 2.11), or choose --precision fp16")
+
+
+def load_engine(config: EngineConfig, int8_scheme: str = "dynamic") -> Engine:
+    """Load ChatTTS once onto ``config.device`` in ``config.precision``.
+
+    ``int8_scheme`` (CUDA only): "dynamic" (int8 activations and weights) or "weight_only".
+
+    Raises:
+        ModelError: weights missing or corrupt, device unavailable, precision unsupported.
+    """
+    files = locate_model(config.model_dir)
+    if files.synthetic:
+        log.warning("%s Model: %s (%s size)", NOISE_WARNING, files.root, files.size)
+    else:
+        verify_real_weights(files)
+    device = resolve_device(config.device)
+    precision = resolve_precision(config.precision, device)
+    if int8_scheme not in INT8_SCHEMES:
+        raise ModelError(f"unknown int8 scheme {int8_scheme!r}: use one of {INT8_SCHEMES}")
+    chat = _load_upstream(files, device)
+    parts = _build_parts(chat, device, precision, int8_scheme)
+    log.info("engine ready: %s, %s, %s weights from %s", device, precision,
+             "SYNTHETIC (noise)" if files.synthetic else "real", files.root)
+    return Engine(parts, device=str(device), precision=precision, synthetic=files.synthetic,
+                  model_root=files.root)
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cpu":
+        return torch.device("cpu")
+    if name == "cuda" or name.startswith("cuda:"):
+        if not torch.cuda.is_available():
+            raise ModelError(f"device {name!r} requested but CUDA is not available here; "
+                             "use --device cpu or run on a GPU machine")
+        device = torch.device(name)
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise ModelError(f"device {name!r} does not exist: this machine has "
+                             f"{torch.cuda.device_count()} GPU(s)")
+        return device
+    raise ModelError(f"unknown device {name!r}: use auto, cpu, cuda or cuda:N")
+
+
+def resolve_precision(name: str, device: torch.device) -> str:
+    if name == "auto":
+        return "fp16" if device.type == "cuda" else CPU_AUTO_PRECISION
+    if name not in PRECISIONS:
+        raise ModelError(f"unknown precision {name!r}: use auto, {', '.join(PRECISIONS)}")
+    if name in ("fp16", "bf16") and device.type == "cpu":
+        log.warning("%s on CPU is emulated and slow; it is meant for fidelity checks", name)
+    return name
+
+
+def _load_upstream(files: ModelFiles, device: torch.device) -> Any:
+    import ChatTTS
+
+    chat = ChatTTS.Chat(logging.getLogger("ChatTTS"))
+    chat.config = build_config(files.size)
+    paths = {k: str(files.root / v) for k, v in asdict(chat.config.path).items()}
+    try:
+        # _load, not load: upstream's load() re-checks sha256 against its own list, which
+        # synthetic weights fail; real weights were verified by verify_real_weights.
+        loaded = chat._load(device=device, **paths)
+    except (OSError, RuntimeError, ValueError, KeyError) as exc:
+        raise ModelError(f"{files.root}: ChatTTS weights could not be loaded ({exc}); the files "
+                         "may be truncated or from another release: download them again") from exc
+    if not loaded:
+        raise ModelError(f"{files.root}: ChatTTS reported a partial load; download the weights again")
+    return chat
+
+
+def _build_parts(chat: Any, device: torch.device, precision: str, int8_scheme: str) -> ModelParts:
+    on_gpu = device.type == "cuda"
+    half = {"fp16": torch.float16, "bf16": torch.bfloat16}
+    if precision in half:
+        compute = half[precision]
+    elif precision == "int8" and on_gpu:
+        compute = torch.float16
+    else:
+        compute = torch.float32
+    hf_model = chat.gpt.gpt
+    max_positions = int(hf_model.config.max_position_embeddings)
+    with torch.no_grad():
+        gpt = FusedLlama(hf_model).eval()
+        embeddings = TokenEmbeddings(chat.embed).eval()
+    del chat.gpt, chat.embed  # the fused copies replace them
+    gpt = gpt.to(compute)
+    embeddings = embeddings.to(compute)
+    if precision == "int8":
+        _quantize_int8(gpt, on_gpu, int8_scheme)
+    waveform = WaveformDecoder(chat.decoder.eval(), chat.vocos.eval(), compute)
+    if on_gpu:
+        torch.cuda.empty_cache()
+    return ModelParts(gpt=gpt, embeddings=embeddings, waveform=waveform, tokenizer=chat.tokenizer,
+                      dvae=chat.dvae, speaker_std=chat.speaker.std, speaker_mean=chat.speaker.mean,
+                      max_positions=max_positions)
+
+
+def _quantize_int8(gpt: FusedLlama, on_gpu: bool, scheme: str) -> None:
+    """Dynamic INT8 on the GPT's linear layers; norms, embeddings and heads keep their dtype."""
+    if not on_gpu:
+        from torch.ao.quantization import quantize_dynamic
+
+        quantize_dynamic(gpt.layers, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
+        return
+    try:
+        from torchao.quantization import (Int8DynamicActivationInt8WeightConfig,
+                                          Int8WeightOnlyConfig, quantize_)
+    except ImportError as exc:
+        raise ModelError(TORCHAO_FIX) from exc
+    config = (Int8DynamicActivationInt8WeightConfig() if scheme == "dynamic"
+              else Int8WeightOnlyConfig())
+    quantize_(gpt.layers, config)

@@ -1,0 +1,88 @@
+"""Memory models for the planner: analytic (CPU, or before calibration) and measured (CUDA).
+
+The planner's model is ``fixed + per_row_position * rows * positions`` where positions is the longest
+row's prompt plus new tokens. On CUDA, ``calibrate_memory_model`` measures the peak of a few batches
+and fits those two numbers, with a margin.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import torch
+
+from pipeline.batching import MemoryModel
+from pipeline.types import SynthesisRequest
+
+if TYPE_CHECKING:
+    from pipeline.engine.engine import Engine
+    from pipeline.engine.gpt import FusedLlama
+    from pipeline.engine.waveform import WaveformDecoder
+
+log = logging.getLogger(__name__)
+
+MARGIN = 1.25  # on the per-position slope: allocator rounding, fragmentation
+SLACK_BYTES = 256 * 2**20
+CALIBRATION_SHAPES = ((4, 32), (16, 96), (48, 48), (32, 160))  # (rows, new tokens)
+
+
+def analytic_memory_model(gpt: FusedLlama, waveform: WaveformDecoder) -> MemoryModel:
+    """KV cache + kept hidden states + scores per row-position; weights + decode chunk fixed."""
+    item = torch.finfo(gpt.dtype).bits // 8
+    per_position = (2 * len(gpt.layers) * gpt.hidden * item  # K and V
+                    + gpt.hidden * item  # hidden state kept for the decoder
+                    + gpt.heads * 4 + 4 * 8 + item)  # attention scores, tokens, mask
+    decode_chunk = waveform.row_steps_per_chunk * decode_bytes_per_step(waveform)
+    weights = _parameter_bytes(gpt, waveform.decoder, waveform.vocos)
+    return MemoryModel(fixed_bytes=int(weights + decode_chunk + SLACK_BYTES),
+                       bytes_per_row_position=int(per_position * MARGIN))
+
+
+def decode_bytes_per_step(waveform: WaveformDecoder) -> int:
+    """Peak transient bytes of Decoder + Vocos + ISTFT per GPT step (two mel frames) of one row."""
+    item = torch.finfo(waveform.dtype).bits // 8
+    block = waveform.decoder.decoder.decoder_block[0]
+    decoder = (block.pwconv1.in_features * 3 + block.pwconv1.out_features * 2) * item
+    vocos_block = waveform.vocos.backbone.convnext[0]
+    vocos = (vocos_block.pwconv1.in_features * 3 + vocos_block.pwconv1.out_features * 2) * item
+    istft = (waveform.n_fft + 2) * 4 * 4  # spectrum, complex spectrum, frames, folded output
+    return 2 * max(decoder, vocos, istft) + 2 * (waveform.n_fft + 2) * 4
+
+
+def _parameter_bytes(*modules: torch.nn.Module) -> int:
+    total = 0
+    for module in modules:
+        tensors = list(module.parameters()) + list(module.buffers())
+        total += sum(t.numel() * t.element_size() for t in tensors)
+    return total + 200 * 2**20  # embeddings, heads, DVAE encoder: a generous allowance
+
+
+def calibrate_memory_model(engine: Engine, voice: str) -> MemoryModel:
+    """Measure peak CUDA memory of a few batch shapes and fit fixed + slope * rows * positions."""
+    prompt = engine.prompt_tokens("校准" * 10)
+    points: list[tuple[float, float]] = []
+    for rows, steps in CALIBRATION_SHAPES:
+        requests = [SynthesisRequest(text="校准" * 10, voice=voice, seed=i, max_new_tokens=steps,
+                                     min_new_tokens=steps) for i in range(rows)]
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        engine.synthesize(requests)
+        torch.cuda.synchronize()
+        points.append((rows * (prompt + steps), float(torch.cuda.max_memory_allocated())))
+    slope, intercept = _fit_line(points)
+    analytic = engine.memory_model() if engine._memory is None else None
+    floor = analytic.bytes_per_row_position / MARGIN if analytic else 0
+    model = MemoryModel(fixed_bytes=int(intercept + SLACK_BYTES),
+                        bytes_per_row_position=int(max(slope, floor) * MARGIN))
+    log.debug("calibration points %s -> %s", points, model)
+    return model
+
+
+def _fit_line(points: list[tuple[float, float]]) -> tuple[float, float]:
+    n = len(points)
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    sxx = sum((x - mx) ** 2 for x, _ in points)
+    slope = sum((x - mx) * (y - my) for x, y in points) / sxx if sxx else 0.0
+    return slope, my - slope * mx

@@ -1,0 +1,67 @@
+"""Out-of-memory handling at the engine boundary: halve the batch and retry.
+
+Every row's audio depends only on its own request (per-row seed, masked decoding), so the halves
+produce exactly what the whole batch would have.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from pipeline.errors import SentenceTooLargeError
+from pipeline.types import SynthesisRequest, SynthesisResult
+
+log = logging.getLogger(__name__)
+
+
+class Synthesizer(Protocol):
+    def synthesize(self, requests: Sequence[SynthesisRequest]) -> list[SynthesisResult]: ...
+
+
+def synthesize_with_oom_halving(
+    engine: Synthesizer,
+    requests: Sequence[SynthesisRequest],
+    on_split: Callable[[int], None] | None = None,
+) -> list[SynthesisResult]:
+    """``engine.synthesize(requests)``, splitting the batch in halves on CUDA out-of-memory.
+
+    Args:
+        engine: anything with ``synthesize``.
+        requests: the batch.
+        on_split: called with the new (smaller) batch size each time a batch is split, so the
+            caller can learn the device's real limit and plan smaller batches.
+
+    Raises:
+        SentenceTooLargeError: a single request runs out of memory even alone.
+    """
+    import torch
+
+    try:
+        return engine.synthesize(requests)
+    except torch.OutOfMemoryError as exc:
+        _free_device_memory()
+        if len(requests) <= 1:
+            text = requests[0].text[:40] if requests else ""
+            raise SentenceTooLargeError(
+                f"sentence {text!r} (max_new_tokens={requests[0].max_new_tokens if requests else 0})"
+                " does not fit in device memory even alone; lower its max_new_tokens or use a "
+                "device with more memory") from exc
+        half = (len(requests) + 1) // 2
+        log.warning("out of memory on a batch of %d; retrying as %d + %d", len(requests), half,
+                    len(requests) - half)
+        if on_split is not None:
+            on_split(half)
+        first = synthesize_with_oom_halving(engine, requests[:half], on_split)
+        return first + synthesize_with_oom_halving(engine, requests[half:], on_split)
+
+
+def _free_device_memory() -> None:
+    import gc
+
+    import torch
+
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()

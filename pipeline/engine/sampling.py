@@ -1,0 +1,166 @@
+"""Per-row sampling on the device, with no host sync and no dependence on batch-mates.
+
+Each row carries its own temperature, top-p, top-k, repetition penalty, EOS floor and seed. The
+random draw is the Gumbel-max trick with noise from a counter-based hash of
+(row seed, step, codebook, token): a row's tokens therefore depend only on its own logits and seed,
+never on which rows share its batch or where it sits, and no generator state is carried.
+
+Order of operations follows upstream (``gpt.generate``): logits / temperature, repetition penalty
+over the last 16 tokens, top-p, top-k. Two deliberate differences:
+
+- EOS is masked (before ``min_new_tokens``) *before* top-p/top-k, so the kept set never empties.
+- ``top_k`` means exactly k (1 = greedy). Upstream silently raises k below 3 to 3
+  (``min_tokens_to_keep=3``); top-p still keeps at least ``min(3, top_k)`` tokens like upstream.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+REPETITION_WINDOW = 16  # upstream's past_window
+_MASK32 = 0xFFFFFFFF
+_GOLDEN = 0x9E3779B1
+
+
+@dataclass(frozen=True)
+class RowSampling:
+    """Sampling settings of each row, on the device. Shapes [B, 1, 1] so they broadcast over
+    [B, Q, V] logits (Q codebooks, V vocabulary)."""
+
+    temperature: torch.Tensor  # float32
+    top_p: torch.Tensor  # float32
+    top_k: torch.Tensor  # int64, >= 1
+    penalty: torch.Tensor  # float32
+    seed_key: torch.Tensor  # int64 in [0, 2**32): hash of the row's seed
+    greedy: bool  # every row has top_k == 1: no noise needed
+    penalised: bool  # some row has a repetition penalty other than 1
+
+    @staticmethod
+    def build(temperature: list[float], top_p: list[float], top_k: list[int], penalty: list[float],
+              seeds: list[int], device: torch.device) -> RowSampling:
+        def col(values: list, dtype: torch.dtype) -> torch.Tensor:
+            return torch.tensor(values, dtype=dtype, device=device).view(-1, 1, 1)
+
+        keys = torch.tensor([s & _MASK32 for s in seeds], dtype=torch.int64, device=device)
+        return RowSampling(
+            temperature=col(temperature, torch.float32),
+            top_p=col(top_p, torch.float32),
+            top_k=col(top_k, torch.int64),
+            penalty=col(penalty, torch.float32),
+            seed_key=_mix32(_mix32(keys) ^ 0x5BD1E995).view(-1, 1, 1),
+            greedy=all(k == 1 for k in top_k),
+            penalised=any(p != 1.0 for p in penalty),
+        )
+
+    def select(self, index: torch.Tensor) -> RowSampling:
+        """The settings of the rows in ``index`` (after compaction)."""
+        return RowSampling(self.temperature[index], self.top_p[index], self.top_k[index],
+                           self.penalty[index], self.seed_key[index], self.greedy, self.penalised)
+
+
+class RepetitionWindow:
+    """The last 16 tokens of every (row, codebook), as a ring buffer, for the repetition penalty."""
+
+    def __init__(self, rows: int, codebooks: int, vocab: int, device: torch.device) -> None:
+        self.vocab = vocab
+        # vocab is a sentinel id: one-hot column that is dropped, so empty slots count nothing.
+        self.tokens = torch.full((rows, codebooks, REPETITION_WINDOW), vocab, dtype=torch.int64,
+                                 device=device)
+        self.ones = torch.ones_like(self.tokens, dtype=torch.float32)
+
+    def push(self, step: int, tokens: torch.Tensor) -> None:
+        self.tokens[:, :, step % REPETITION_WINDOW] = tokens
+
+    def counts(self) -> torch.Tensor:
+        rows, codebooks, _ = self.tokens.shape
+        counts = torch.zeros(rows, codebooks, self.vocab + 1, device=self.tokens.device)
+        counts.scatter_add_(2, self.tokens, self.ones)
+        return counts[:, :, : self.vocab]
+
+    def select(self, index: torch.Tensor) -> None:
+        self.tokens = self.tokens[index]
+        self.ones = self.ones[index]
+
+
+def apply_penalty(logits: torch.Tensor, counts: torch.Tensor, penalty: torch.Tensor) -> torch.Tensor:
+    """Upstream's CustomRepetitionPenaltyLogitsProcessorRepeat, per row: a token seen n times in the
+    window has its (temperature-scaled) logit pushed away from 0 by penalty**n."""
+    alpha = torch.pow(penalty, counts)
+    return torch.where(logits < 0, logits * alpha, logits / alpha)
+
+
+def mask_eos(logits: torch.Tensor, eos: int, allow: torch.Tensor) -> torch.Tensor:
+    """-inf (in place) on the EOS column of rows whose ``allow`` [B] is False."""
+    column = logits[:, :, eos]
+    logits[:, :, eos] = torch.where(allow.view(-1, 1), column, float("-inf"))
+    return logits
+
+
+def filter_top_p_top_k(sorted_logits: torch.Tensor, top_p: torch.Tensor,
+                       top_k: torch.Tensor) -> torch.Tensor:
+    """Keep-mask, in descending order, of tokens inside both the top-p nucleus and the top k."""
+    rank = torch.arange(sorted_logits.shape[-1], device=sorted_logits.device)
+    probs = torch.softmax(sorted_logits, dim=-1)
+    mass_before = torch.cumsum(probs, dim=-1) - probs  # probability of the better-ranked tokens
+    in_nucleus = (mass_before < top_p) | (rank < torch.clamp(top_k, max=3)) | (top_p >= 1.0)
+    return in_nucleus & (rank < top_k)
+
+
+def choose(logits: torch.Tensor, sampling: RowSampling, noise: torch.Tensor | None) -> torch.Tensor:
+    """Sample one token per (row, codebook) from processed ``logits`` [B, Q, V]; returns [B, Q].
+
+    ``noise`` is the step's Gumbel noise [B, Q, V] (None when every row is greedy).
+    """
+    if sampling.greedy or noise is None:
+        return logits.argmax(dim=-1)
+    sorted_logits, order = torch.sort(logits, dim=-1, descending=True)
+    keep = filter_top_p_top_k(sorted_logits, sampling.top_p, sampling.top_k)
+    scores = torch.where(keep, sorted_logits + noise.gather(-1, order), float("-inf"))
+    return order.gather(-1, scores.argmax(dim=-1, keepdim=True)).squeeze(-1)
+
+
+class NoiseSource:
+    """Gumbel noise for each step, made ``chunk`` steps at a time (fewer kernel launches per step).
+
+    The noise of (row, step, codebook, token) is a pure function of the row's seed, so chunking,
+    compaction and batch composition never change it.
+    """
+
+    def __init__(self, seed_key: torch.Tensor, codebooks: int, vocab: int, chunk: int = 8) -> None:
+        self.seed_key = seed_key.view(-1, 1, 1, 1)  # [B, 1, 1, 1]
+        self.chunk = chunk
+        device = seed_key.device
+        cell = torch.arange(codebooks * vocab, dtype=torch.int64, device=device)
+        self.cell = _mix32((cell * _GOLDEN + 0x68E31DA4) & _MASK32).view(1, 1, codebooks, vocab)
+        self.start = -1
+        self.block: torch.Tensor | None = None  # [B, chunk, Q, V]
+
+    def at(self, step: int) -> torch.Tensor:
+        if self.block is None or not self.start <= step < self.start + self.chunk:
+            self.start = step - step % self.chunk
+            steps = torch.arange(self.start, self.start + self.chunk, dtype=torch.int64,
+                                 device=self.cell.device).view(1, -1, 1, 1)
+            step_key = _mix32((self.seed_key + steps * _GOLDEN) & _MASK32)
+            bits = _mix32(_mix32(step_key ^ self.cell))
+            uniform = ((bits >> 8).to(torch.float32) + 0.5) * (1.0 / (1 << 24))  # in (0, 1)
+            self.block = -torch.log(-torch.log(uniform))
+        return self.block[:, step - self.start]
+
+    def select(self, index: torch.Tensor) -> None:
+        self.seed_key = self.seed_key[index]
+        if self.block is not None:
+            self.block = self.block[index]
+
+
+def _mix32(x: torch.Tensor) -> torch.Tensor:
+    """A 32-bit integer hash (xorshift-multiply) on int64 tensors holding values < 2**32.
+
+    Multipliers stay below 2**31 so every product fits in int64 without overflow.
+    """
+    x = x ^ (x >> 16)
+    x = (x * 0x7FEB352D) & _MASK32
+    x = x ^ (x >> 15)
+    x = (x * 0x2C1B3C6D) & _MASK32
+    return x ^ (x >> 16)

@@ -1,0 +1,132 @@
+"""GPT hidden states -> mel (upstream's Decoder) -> waveform (Vocos), batched, rows of any length.
+
+Upstream zero-pads the batch to its longest row and runs the convolutions over the padding, so a
+row's last ~0.8 s depend on how long its batch-mates are. Here every convolution's input is masked
+to each row's own length, which is exactly the zero padding a row run alone would see, and the
+inverse STFT normalises each row by its own window envelope. A sentence's waveform is therefore the
+same alone or in any batch. Convolutions run in the decoder's dtype (half on GPU); the ISTFT always
+runs in float32.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+log = logging.getLogger(__name__)
+
+HOP = 256  # samples per mel frame; two mel frames per GPT step
+
+
+class WaveformDecoder:
+    """Runs upstream's Decoder (``DVAE`` without VQ) and ``Vocos`` over masked batches."""
+
+    def __init__(self, decoder: nn.Module, vocos: nn.Module, dtype: torch.dtype,
+                 row_steps_per_chunk: int = 16384) -> None:
+        head = vocos.head.istft
+        self.n_fft = int(head.n_fft)
+        self.hop = int(head.hop_length)
+        self.window = head.window.detach().float().clone()  # before any cast: the ISTFT is fp32
+        self.decoder = decoder.to(dtype)
+        self.vocos = vocos.to(dtype)
+        self.dtype = dtype
+        self.row_steps_per_chunk = row_steps_per_chunk
+
+    @property
+    def device(self) -> torch.device:
+        return self.decoder.coef.device
+
+    @torch.inference_mode()
+    def decode(self, hiddens: Sequence[torch.Tensor]) -> list[np.ndarray]:
+        """Waveforms (float32, 24 kHz) of GPT hidden states [T_i, C]; (2*T_i - 1) * 256 samples."""
+        waves: list[np.ndarray | None] = [None] * len(hiddens)
+        for chunk in self._chunks([h.shape[0] for h in hiddens]):
+            for i, wave in zip(chunk, self.decode_batch([hiddens[i] for i in chunk])):
+                waves[i] = wave
+        return [w if w is not None else np.zeros(0, np.float32) for w in waves]
+
+    def _chunks(self, lengths: list[int]) -> list[list[int]]:
+        """Row groups of similar length whose padded size stays under the per-chunk budget."""
+        order = sorted((i for i, n in enumerate(lengths) if n > 0), key=lambda i: lengths[i])
+        chunks: list[list[int]] = []
+        current: list[int] = []
+        for i in order:
+            if current and (len(current) + 1) * lengths[i] > self.row_steps_per_chunk:
+                chunks.append(current)
+                current = []
+            current.append(i)
+        if current:
+            chunks.append(current)
+        return chunks
+
+    def decode_batch(self, hiddens: Sequence[torch.Tensor]) -> list[np.ndarray]:
+        lengths = [h.shape[0] for h in hiddens]
+        steps = max(lengths)
+        x = torch.zeros(len(hiddens), hiddens[0].shape[1], steps, dtype=self.dtype,
+                        device=self.device)
+        for i, h in enumerate(hiddens):
+            x[i, :, : h.shape[0]] = h.t().to(self.dtype)
+        frames = torch.tensor([2 * n for n in lengths], device=self.device)
+        mask = (torch.arange(2 * steps, device=self.device) < frames[:, None]).unsqueeze(1)
+        mel = self._mel(x, mask.to(self.dtype))
+        audio = self._vocos(mel, mask)
+        return [audio[i, : (2 * n - 1) * self.hop].cpu().numpy() for i, n in enumerate(lengths)]
+
+    def _mel(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Upstream ``DVAE.forward(mode='decode')`` without VQ, each conv input masked."""
+        rows, channels, steps = x.shape
+        x = x.view(rows, 2, channels // 2, steps).permute(0, 2, 3, 1).flatten(2)
+        net = self.decoder.decoder
+        conv_a, act, conv_b = net.conv_in
+        y = conv_b(act(conv_a(x * mask)) * mask)
+        for block in net.decoder_block:
+            y = y + _convnext(block, y * mask, block.weight)
+        y = net.conv_out(y)
+        return self.decoder.out_conv(y * mask) * self.decoder.coef.to(self.dtype)
+
+    def _vocos(self, mel: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Upstream ``Vocos.decode``: backbone in the decoder dtype, ISTFT in float32."""
+        m = mask.to(self.dtype)
+        backbone = self.vocos.backbone
+        x = backbone.embed(mel * m)
+        x = backbone.norm(x.transpose(1, 2)).transpose(1, 2)
+        for block in backbone.convnext:
+            x = x + _convnext(block, x * m, block.gamma)
+        x = backbone.final_layer_norm(x.transpose(1, 2))
+        spec = self.vocos.head.out(x).transpose(1, 2).float()
+        magnitude, phase = spec.chunk(2, dim=1)
+        magnitude = torch.clip(torch.exp(magnitude), max=1e2)
+        complex_spec = magnitude * (torch.cos(phase) + 1j * torch.sin(phase))
+        return self._istft(complex_spec, mask.squeeze(1))
+
+    def _istft(self, spec: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """``torch.istft(center=True)`` per row: frames past a row's end add nothing, not even to
+        its window envelope. Returns [B, (F - 1) * hop] with F the longest row's frame count."""
+        window = self.window.to(spec.device)
+        n_fft, hop = self.n_fft, self.hop
+        frames = torch.fft.irfft(spec, n_fft, dim=1) * window[None, :, None]
+        frames = frames * mask[:, None, :]
+        count = spec.shape[-1]
+        length = (count - 1) * hop + n_fft
+        fold = dict(output_size=(1, length), kernel_size=(1, n_fft), stride=(1, hop))
+        audio = F.fold(frames, **fold)[:, 0, 0]
+        weights = window.square()[None, :, None] * mask[:, None, :].float()
+        envelope = F.fold(weights, **fold)[:, 0, 0]
+        start = n_fft // 2
+        audio = audio[:, start: start + (count - 1) * hop]
+        envelope = envelope[:, start: start + (count - 1) * hop]
+        return audio / torch.where(envelope > 1e-11, envelope, torch.ones_like(envelope))
+
+
+def _convnext(block: nn.Module, x: torch.Tensor, scale: torch.Tensor | None) -> torch.Tensor:
+    """The residual branch of a ConvNeXt block (upstream's and Vocos's share this shape)."""
+    y = block.dwconv(x).transpose(1, 2)
+    y = block.pwconv2(block.act(block.pwconv1(block.norm(y))))
+    if scale is not None:
+        y = y * scale
+    return y.transpose(1, 2)

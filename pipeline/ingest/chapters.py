@@ -1,0 +1,171 @@
+"""Cutting a run of text blocks into chapters, shared by every format.
+
+A reader turns its source into one list of blocks and a list of *starts*: places where a chapter
+begins, each with the path of titles leading to it (``("Part One", "Chapter 1")``), from an EPUB table
+of contents or from headings. Each start's chapter runs to the next start. A start whose chapter holds
+no text of its own (a part title page, or a parent entry pointing where its first child points) yields
+no chapter, and its title lives on as the prefix of its children's titles.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass, field
+
+from pipeline.ingest.xhtml import Block
+from pipeline.types import BookMetadata
+
+TITLE_SEPARATOR = " — "
+_MAX_TITLE_CHARS = 200
+# Titles of pages that are not read by default: front and back matter a listener does not want.
+_FRONT_MATTER_TITLE = re.compile(
+    r"^(?:(?:front |back )?cover(?: page| image)?|title(?: page)?|half[- ]?title(?: page)?|copyright(?: page| notice)?"
+    r"|(?:table of )?contents|toc|index|colophon|imprint|landmarks|page list|series page"
+    r"|list of (?:illustrations|figures|tables|maps)|also by\b.*|(?:other )?(?:books|titles|works) by\b.*"
+    r"|about the publisher|praise for\b.*"
+    r"|封面|封底|书名页|書名頁|扉页|扉頁|版权|版權|版权页|版權頁|版权信息|版權信息|版权声明|版權聲明|目录|目錄|索引)$",
+    re.IGNORECASE,
+)
+_TITLE_KEY_DROP = re.compile(r"[\W_]+")
+
+
+@dataclass
+class RawChapter:
+    """A chapter as a reader found it, before empty chapters are dropped and indices assigned."""
+
+    title: str
+    paragraphs: list[str]
+
+
+@dataclass
+class RawBook:
+    """What a format reader returns to ``read_book``."""
+
+    format: str
+    metadata: BookMetadata
+    chapters: list[RawChapter]
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Start:
+    """Where a chapter begins in a list of blocks."""
+
+    at: int  # index of the chapter's first block
+    path: tuple[str, ...]  # titles from the outermost level down to this chapter's own
+    implicit: bool = False  # no table-of-contents entry: a document or heading stands in for one
+
+
+@dataclass
+class Section:
+    """The blocks from one start to the next, titled."""
+
+    start: Start
+    lo: int
+    hi: int
+    title: str
+    blocks: list[Block]
+
+
+def title_key(text: str) -> str:
+    """Case-, width- and punctuation-blind form of a title, for comparing titles and headings."""
+    return _TITLE_KEY_DROP.sub("", unicodedata.normalize("NFKC", text).casefold())
+
+
+def clean_title(text: str) -> str:
+    text = " ".join(text.split())
+    return text[:_MAX_TITLE_CHARS].strip()
+
+
+def is_front_matter_title(title: str) -> bool:
+    plain = " ".join(title.replace(":", " ").split()).strip(" .")
+    return bool(plain) and bool(_FRONT_MATTER_TITLE.match(plain))
+
+
+def join_path(path: tuple[str, ...], book_title: str) -> str:
+    """'Part One — Chapter 1' from a title path, leaving out the book's own title and repeats."""
+    book_key = title_key(book_title)
+    kept: list[str] = []
+    for label in path:
+        label = clean_title(label)
+        key = title_key(label)
+        if not key or key == book_key:
+            continue
+        kept = [parent for parent in kept if title_key(parent) not in key]  # "Book 1" ⊂ "Book 1, Chapter 1"
+        kept.append(label)
+    return TITLE_SEPARATOR.join(kept)
+
+
+def sections(blocks: list[Block], starts: list[Start], book_title: str) -> list[Section]:
+    """Cut ``blocks`` at ``starts`` (which must be sorted by position) into titled sections.
+
+    Blocks before the first start form an untitled-by-TOC section of their own.
+    """
+    bounds = list(starts)
+    if not bounds or bounds[0].at > 0:
+        bounds.insert(0, Start(0, (), implicit=True))
+    result: list[Section] = []
+    for number, start in enumerate(bounds):
+        hi = bounds[number + 1].at if number + 1 < len(bounds) else len(blocks)
+        title, body = _title_and_body(start, blocks[start.at : hi], book_title)
+        result.append(Section(start, start.at, hi, title, body))
+    return result
+
+
+def _title_and_body(start: Start, blocks: list[Block], book_title: str) -> tuple[str, list[Block]]:
+    """The section's title, and its blocks without leading headings that only repeat the title."""
+    title = join_path(start.path, book_title)
+    first = 0
+    if not title:
+        heading = _leading_heading(blocks)
+        if heading is not None:
+            title = clean_title(blocks[heading].text)
+            first = heading + 1
+    key = title_key(title)
+    while first < len(blocks) and blocks[first].level and key and title_key(blocks[first].text) in key:
+        first += 1
+    return title, blocks[first:]
+
+
+def _leading_heading(blocks: list[Block]) -> int | None:
+    """The index of a heading that opens the section (possibly after a short kicker line)."""
+    for index, block in enumerate(blocks[:3]):
+        if block.level and len(block.text) <= _MAX_TITLE_CHARS:
+            return index
+        if len(block.text) > 80:
+            return None
+    return None
+
+
+def heading_starts(blocks: list[Block], lo: int = 0, hi: int | None = None) -> tuple[list[Start], str]:
+    """Chapter starts from the headings in ``blocks[lo:hi]``, and a book title if one heading is it.
+
+    The chapter level is the heading level used most often (the shallowest on a tie). Shallower
+    headings are parents (parts, books) whose titles prefix their chapters'; deeper headings stay in the
+    text. A lone top-level heading that opens the text and sits above all others is the book's title.
+    """
+    hi = len(blocks) if hi is None else hi
+    indexed = [(index, blocks[index]) for index in range(lo, hi) if blocks[index].level]
+    if not indexed:
+        return [], ""
+    book_title = ""
+    counts = Counter(block.level for _, block in indexed)
+    top = min(counts)
+    first_index, first_block = indexed[0]
+    if counts[top] == 1 and len(counts) > 1 and first_block.level == top and first_index == lo:
+        book_title = clean_title(first_block.text)
+        indexed = indexed[1:]
+        del counts[top]
+    chapter_level = max(sorted(counts), key=lambda level: counts[level])
+    starts: list[Start] = []
+    parents: dict[int, str] = {}
+    for index, block in indexed:
+        if block.level > chapter_level:
+            continue
+        parents = {level: title for level, title in parents.items() if level < block.level}
+        path = tuple(parents[level] for level in sorted(parents)) + (block.text,)
+        parents[block.level] = block.text
+        starts.append(Start(index, path, implicit=True))
+    return starts, book_title

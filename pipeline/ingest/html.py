@@ -1,0 +1,59 @@
+"""HTML and standalone XHTML files: one document, chapters from its headings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lxml import etree
+
+from pipeline.errors import BookError
+from pipeline.ingest.chapters import RawBook, clean_title
+from pipeline.ingest.options import IngestOptions
+from pipeline.ingest.plaintext import chapters_from_text_blocks, read_text_file
+from pipeline.ingest.xhtml import ExtractOptions, extract_text
+from pipeline.ingest.xmlsafe import HostileXmlError, local_name, parse_html, parse_xhtml
+from pipeline.types import BookMetadata
+
+
+def read_html(path: Path, options: IngestOptions) -> RawBook:
+    """Read an HTML or XHTML book.
+
+    Raises:
+        BookError: unreadable, hostile (entity declarations) or too large.
+    """
+    data = read_text_file(path, options)
+    warnings: list[str] = []
+    try:
+        if path.suffix.lower() == ".xhtml":
+            parsed = parse_xhtml(data)
+            root = parsed.root
+            if parsed.problem:
+                warnings.append(f"malformed XHTML ({parsed.problem}); recovered what could be read")
+        else:
+            root = parse_html(data)
+    except HostileXmlError as exc:
+        raise BookError(path, f"is hostile: {exc}", "refuse this file") from None
+    except (etree.XMLSyntaxError, ValueError) as exc:
+        raise BookError(path, f"is not readable HTML ({' '.join(str(exc).split())[:200]})",
+                        "check that the file is an HTML document") from None
+    extracted = extract_text(root, ExtractOptions(image_alt_text=options.image_alt_text,
+                                                  include_footnotes=options.include_footnotes))
+    meta = _meta_tags(root)
+    title, authors, chapters = chapters_from_text_blocks(extracted.blocks, clean_title(extracted.title), path.stem)
+    metadata = BookMetadata(
+        title=title,
+        authors=tuple(filter(None, [meta.get("author", "")])) or authors,
+        language=root.get("lang") or root.get("{http://www.w3.org/XML/1998/namespace}lang") or "",
+        publisher=meta.get("publisher", ""),
+        date=meta.get("date", "") or meta.get("dc.date", ""),
+        description=meta.get("description", ""),
+    )
+    return RawBook("html", metadata, chapters, warnings)
+
+
+def _meta_tags(root: etree._Element) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for element in root.iter():
+        if local_name(element) == "meta" and element.get("name") and element.get("content"):
+            found.setdefault(element.get("name", "").lower(), " ".join(element.get("content", "").split()))
+    return found

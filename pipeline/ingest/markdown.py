@@ -1,0 +1,141 @@
+"""Markdown: chapters from ATX (``#``) and setext headings, paragraphs from blank lines.
+
+Markup is removed, not read: emphasis marks, link targets, image sources, table rules. Code blocks are
+left out on purpose (reading code aloud helps no listener) and counted in the book's warnings.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+from pipeline.ingest.chapters import RawBook
+from pipeline.ingest.options import IngestOptions
+from pipeline.ingest.plaintext import chapters_from_text_blocks, decode, read_text_file
+from pipeline.ingest.xhtml import Block
+from pipeline.types import BookMetadata
+
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
+_FRONT_FIELD = re.compile(r"^(title|author|authors|lang|language|date|publisher|description)\s*:\s*(.+)$",
+                          re.IGNORECASE | re.MULTILINE)
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?:\s+(.*?))?\s*#*\s*$")
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)\s*$")
+_RULE = re.compile(r"^ {0,3}(?:(?:\*\s*){3,}|(?:-\s*){3,}|(?:_\s*){3,})$")
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+")
+_QUOTE = re.compile(r"^\s*(?:>\s?)+")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
+_REFERENCE_DEFINITION = re.compile(r"^ {0,3}\[[^\]]+\]:\s*\S+")
+_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)|!\[([^\]]*)\]\[[^\]]*\]")
+_LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)|\[([^\]]+)\]\[[^\]]*\]")
+_AUTOLINK = re.compile(r"<((?:https?|ftp|mailto):[^>\s]+)>")
+_HTML_TAG = re.compile(r"</?[A-Za-z][^>]{0,500}>")
+_CODE_SPAN = re.compile(r"(`+)(.+?)\1")
+_EMPHASIS = re.compile(r"(\*{1,3}|_{1,3}|~~)(?=\S)(.+?)(?<=\S)\1")
+_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|~>])")
+
+
+def read_markdown(path: Path, options: IngestOptions) -> RawBook:
+    """Read a Markdown book.
+
+    Raises:
+        BookError: the file cannot be read or is too large.
+    """
+    decoded = decode(read_text_file(path, options))
+    text = decoded.text.replace("\r\n", "\n").replace("\r", "\n")
+    fields, text = _front_matter(text)
+    blocks, code_blocks = markdown_blocks(text, image_alt_text=options.image_alt_text)
+    title, authors, chapters = chapters_from_text_blocks(blocks, fields.get("title", ""), path.stem)
+    warnings = [decoded.warning] if decoded.warning else []
+    if code_blocks:
+        warnings.append(f"{code_blocks} code block(s) left out: code is not read aloud")
+    author_field = fields.get("author") or fields.get("authors") or ""
+    metadata = BookMetadata(
+        title=title,
+        authors=tuple(a.strip(" '\"[]") for a in author_field.split(",") if a.strip(" '\"[]")) or authors,
+        language=fields.get("lang") or fields.get("language") or "",
+        publisher=fields.get("publisher", ""),
+        date=fields.get("date", ""),
+        description=fields.get("description", ""),
+    )
+    return RawBook("md", metadata, chapters, warnings)
+
+
+def _front_matter(text: str) -> tuple[dict[str, str], str]:
+    match = _FRONT_MATTER.match(text)
+    if not match:
+        return {}, text
+    fields = {name.lower(): value.strip().strip("'\"") for name, value in _FRONT_FIELD.findall(match.group(1))}
+    return fields, text[match.end():]
+
+
+def markdown_blocks(text: str, *, image_alt_text: bool = False) -> tuple[list[Block], int]:
+    """Headings and paragraphs of a Markdown text, and how many code blocks were left out."""
+    blocks: list[Block] = []
+    paragraph: list[str] = []
+    code_blocks = 0
+    fence = ""
+
+    def flush() -> None:
+        if paragraph:
+            text = inline_text(" ".join(paragraph), image_alt_text=image_alt_text)
+            if text:
+                blocks.append(Block(text))
+            paragraph.clear()
+
+    for line in text.split("\n"):
+        if fence:
+            if line.strip().startswith(fence):
+                fence = ""
+            continue
+        opening = _FENCE.match(line)
+        if opening:
+            flush()
+            fence = opening.group(1)[0] * 3
+            code_blocks += 1
+            continue
+        if not line.strip() or _RULE.match(line) or _REFERENCE_DEFINITION.match(line) or _TABLE_RULE.match(line):
+            if paragraph and _SETEXT.match(line) and len(paragraph) == 1:
+                level = 1 if line.strip().startswith("=") else 2
+                blocks.append(Block(inline_text(paragraph[0]), level))
+                paragraph.clear()
+                continue
+            flush()
+            continue
+        if paragraph and _SETEXT.match(line) and line.strip().startswith("=") and len(paragraph) == 1:
+            blocks.append(Block(inline_text(paragraph[0]), 1))
+            paragraph.clear()
+            continue
+        heading = _ATX.match(line)
+        if heading:
+            flush()
+            if heading.group(2):
+                blocks.append(Block(inline_text(heading.group(2)), len(heading.group(1))))
+            continue
+        line = _QUOTE.sub("", line)
+        if _LIST_ITEM.match(line):
+            flush()
+            line = _LIST_ITEM.sub("", line, count=1)
+        if line.lstrip().startswith("|") or line.rstrip().endswith("|") and "|" in line.strip()[:-1]:
+            flush()
+            cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+            paragraph.append(", ".join(cell for cell in cells if cell))
+            flush()
+            continue
+        paragraph.append(line.strip())
+    flush()
+    return blocks, code_blocks
+
+
+def inline_text(text: str, *, image_alt_text: bool = False) -> str:
+    """Markdown inline markup removed: what a reader sees, not the syntax."""
+    text = _IMAGE.sub(lambda m: (m.group(1) or m.group(2) or "") if image_alt_text else "", text)
+    text = _LINK.sub(lambda m: m.group(1) or m.group(2) or "", text)
+    text = _AUTOLINK.sub(r"\1", text)
+    text = _CODE_SPAN.sub(r"\2", text)
+    text = _HTML_TAG.sub("", text)
+    for _ in range(3):  # nested emphasis: ***bold italic*** or **a _b_ c**
+        text = _EMPHASIS.sub(r"\2", text)
+    text = _ESCAPE.sub(r"\1", text)
+    return " ".join(html.unescape(text).split())

@@ -1,0 +1,382 @@
+"""Making text speakable by ChatTTS, which reads only Chinese characters, English letters and a few marks.
+
+The output alphabet is ``ALLOWED``: CJK unified ideographs U+4E00-U+9FFF, A-Z a-z, the space and
+``，。！？、；：,.!?;:'``. Everything else is, on purpose, one of:
+
+- **spoken**: numbers, dates, times, money, percentages, units, ordinals, Roman chapter numbers, the
+  symbols ``& + = @ % ° × ÷ § ± ~`` and e-mail addresses become words in the language around them;
+  a link is read as its site (``example dot com``) or, with ``read_urls="drop"``, left out and counted;
+- **a pause**: brackets, dashes, line breaks and ellipses become commas or full stops;
+- **folded**: full-width letters and digits become ASCII (NFKC), accented Latin letters lose their
+  accents (``café`` → ``cafe``), curly apostrophes become ``'``;
+- **dropped silently**: quotation marks, book-title marks, invisible characters (zero-width, bidi
+  controls, soft hyphens), formatting marks (``* _ | • ·``) and other punctuation — none of them is a word;
+- **dropped and counted**: emoji, other symbols, and letters of scripts the voice cannot read (kana,
+  Hangul, Cyrillic, Greek, Arabic, rare CJK extension characters...). The counts become warnings.
+
+Normalising twice gives the same text as normalising once.
+
+Speed matters (a long novel is 15 MB of text and a regex pass costs ~30 ms per MB here), so each step
+is guarded by a cheap substring test, characters needing attention are found in one pass and mapped
+through a per-character cache, and numbers are read in small windows around their digits.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+CJK_RANGE = "\u4e00-\u9fff"
+ALLOWED = re.compile(rf"[A-Za-z{CJK_RANGE} ，。！？、；：,.!?;:']*")
+_CJK = re.compile(f"[{CJK_RANGE}]")
+
+# Placeholders (private-use characters) that carry meaning between steps.
+SQUARED, CUBED = "\ue002", "\ue003"
+ELLIPSIS = "\ue005"  # resolved to '.' or ',' by what follows
+DASH_MARK = "\ue006"  # a dash, bracket or line break: a pause, resolved to ',' or '，'
+_PLACEHOLDERS = SQUARED + CUBED + ELLIPSIS + DASH_MARK
+
+_KEPT_CJK_PUNCTUATION = "、。，！？：；"
+# Characters needing no attention in the first pass: printable ASCII except quotes and brackets,
+# CJK ideographs and the CJK punctuation the voice reads.
+_SPECIAL = re.compile(
+    rf"[^\x20\x21\x23-\x27\x2a-\x5a\x5c\x5e\x5f\x61-\x7a\x7c\x7e{CJK_RANGE}{_KEPT_CJK_PUNCTUATION}]"
+)
+_INVISIBLE = frozenset(
+    chr(code) for code in [
+        *range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F, *range(0x80, 0xA0), 0x00AD, 0x034F, 0x061C,
+        0x115F, 0x1160, 0x17B4, 0x17B5, 0x180E, *range(0x200B, 0x2010), *range(0x202A, 0x202F),
+        *range(0x2060, 0x2070), 0xFE0E, 0xFE0F, 0xFEFF, *range(0xFFF9, 0xFFFC)]
+)
+_PUNCTUATION = {
+    "\t": " ", "\n": f" {DASH_MARK} ", "\r": f" {DASH_MARK} ", "\u2028": f" {DASH_MARK} ", "\u2029": f" {DASH_MARK} ",
+    # quotation marks and title marks: not words
+    **dict.fromkeys("\"“”„‟«»‹›〝〞〟「」『』《》〈〉＂", ""),
+    # single quotes become apostrophes; lone ones are removed by tidy()
+    **dict.fromkeys("‘’‚‛′`´＇", "'"),
+    # brackets and dashes: pauses
+    **dict.fromkeys("()[]{}（）【】〔〕〖〗［］｛｝—―‒–⸺⸻", f" {DASH_MARK} "),
+    "…": f" {ELLIPSIS} ", "⋯": f" {ELLIPSIS} ", "²": SQUARED, "³": CUBED, "〇": "零",
+    "−": "-", "‐": "-", "‑": "-", "〜": "~", "～": "~", "⁄": "/", "∕": "/", "｡": "。", "､": "、", "　": " ",
+}
+# Kept for the number and symbol readers, which speak them.
+_SPOKEN_SYMBOLS = frozenset("&+=@%×÷±§≈≠≤≥°√∞~<>$€£¥₩₹₽‰#")
+_FOLD_SPECIAL = {"ß": "ss", "ẞ": "SS", "æ": "ae", "Æ": "AE", "œ": "oe", "Œ": "OE", "ø": "o", "Ø": "O",
+                 "ł": "l", "Ł": "L", "đ": "d", "Đ": "D", "þ": "th", "Þ": "Th", "ð": "d", "Ð": "D",
+                 "ı": "i", "ħ": "h", "Ħ": "H", "ŋ": "ng", "Ŋ": "Ng", "ĸ": "k", "ſ": "s"}
+
+_URL = re.compile(r"\b(?:(?:https?|ftp)://|www\.)[^\s<>\"'，。！？、；：）」』】]+", re.IGNORECASE)
+_EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+\b")
+_EN_ABBREVIATIONS = {
+    "Mr.": "Mister", "Mrs.": "Missus", "Ms.": "Miz", "Dr.": "Doctor", "Prof.": "Professor", "Mt.": "Mount",
+    "e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", "vs.": "versus", "approx.": "approximately",
+    "Jr.": "Junior", "Sr.": "Senior", "St.": "Saint", "Capt.": "Captain", "Gen.": "General", "Lt.": "Lieutenant",
+    "Col.": "Colonel", "Sgt.": "Sergeant", "Rev.": "Reverend", "Hon.": "Honourable", "Fr.": "Father",
+}
+_EN_ABBREVIATION = re.compile(
+    r"(?<![\w.])(?:Mr|Mrs|Ms|Dr|Prof|Mt|Capt|Gen|Lt|Col|Sgt|Rev|Hon|Fr|St)\.(?=\s+[A-Z])"
+    r"|(?<![\w.])(?:e\.g|i\.e|etc|vs|approx|Jr|Sr)\.",
+)
+
+
+@dataclass
+class Drops:
+    """What normalisation left out on purpose and counts: shown to the user as warnings."""
+
+    emoji: int = 0
+    symbols: int = 0
+    links: int = 0
+    scripts: Counter[str] = field(default_factory=Counter)  # unsupported script name -> letters dropped
+
+    def add(self, other: Drops) -> None:
+        self.emoji += other.emoji
+        self.symbols += other.symbols
+        self.links += other.links
+        self.scripts.update(other.scripts)
+
+    def count(self, kind: str, script: str) -> None:
+        if kind == "emoji":
+            self.emoji += 1
+        elif kind == "symbol":
+            self.symbols += 1
+        elif kind == "script":
+            self.scripts[script] += 1
+
+    def __bool__(self) -> bool:
+        return bool(self.emoji or self.symbols or self.links or self.scripts)
+
+    def describe(self) -> list[str]:
+        """One phrase per kind of drop, e.g. '3 emoji dropped'."""
+        phrases = []
+        if self.scripts:
+            detail = ", ".join(f"{name} {count}" for name, count in self.scripts.most_common())
+            phrases.append(f"{sum(self.scripts.values())} letters in scripts the voice cannot read dropped ({detail})")
+        if self.emoji:
+            phrases.append(f"{self.emoji} emoji dropped")
+        if self.symbols:
+            phrases.append(f"{self.symbols} symbols dropped")
+        if self.links:
+            phrases.append(f"{self.links} links dropped")
+        return phrases
+
+
+def paragraph_language(text: str, forced: str = "") -> str:
+    """'zh' when Chinese characters outnumber English words (ChatTTS's own rule), else 'en'.
+
+    Counted cheaply: non-ASCII characters take two extra bytes in UTF-8 when they are CJK, and words
+    are about as many as spaces.
+    """
+    if forced:
+        return forced
+    if text.isascii():
+        return "en"
+    wide = (len(text.encode("utf-8", "surrogatepass")) - len(text)) // 2
+    words = text.count(" ") + 1
+    return "zh" if wide > words else "en"
+
+
+def normalize(text: str, language: str = "", read_urls: str = "domain", drops: Drops | None = None) -> str:
+    """``text`` rewritten in ChatTTS's alphabet; see the module docstring for what happens to what.
+
+    Args:
+        text: one paragraph or title.
+        language: 'zh' or 'en' to force how numbers and symbols are spoken; '' decides from the text
+            around each one, then from the paragraph.
+        read_urls: 'domain' reads a link as its site; 'drop' leaves it out (counted).
+        drops: counts of what was dropped are added here.
+
+    Returns:
+        The speakable text, single-spaced, without leading or trailing spaces.
+    """
+    from pipeline.text.spoken import spell_out
+
+    drops = drops if drops is not None else Drops()
+    default = paragraph_language(text, language)
+    text = basic_forms(text, drops)
+    if "--" in text:
+        text = re.sub(r"-{2,}", f" {DASH_MARK} ", text)
+    if ".." in text or ". ." in text:
+        text = re.sub(r"\.(?: ?\.){2,}", f" {ELLIPSIS} ", text)
+    if "@" in text or "://" in text or "www." in text or "WWW." in text:
+        text = _links(text, read_urls, drops)
+    if default == "en" or language == "en":
+        text = _expand_abbreviations(text)
+    text = spell_out(text, default, language)
+    text = _leftovers(text, drops)
+    return tidy(text)
+
+
+# --- first pass: one character at a time, cached ----------------------------------------------------
+
+
+def basic_forms(text: str, drops: Drops) -> str:
+    """Quotes, brackets, dashes, invisible characters, NFKC forms, accents and unreadable letters."""
+    if not _SPECIAL.search(text):
+        return text
+
+    def replace(match: re.Match[str]) -> str:
+        replacement, kind, script = basic_form(match.group(0))
+        if kind:
+            drops.count(kind, script)
+        return replacement
+
+    return _SPECIAL.sub(replace, text)
+
+
+@lru_cache(maxsize=65_536)
+def basic_form(ch: str) -> tuple[str, str, str]:
+    """(replacement, kind of drop or '', script name or '') for one character needing attention."""
+    if ch in _PUNCTUATION:
+        return _PUNCTUATION[ch], "", ""
+    if ch in _INVISIBLE:
+        return "", "", ""
+    if ch in _SPOKEN_SYMBOLS or ch.isascii():
+        return ch, "", ""
+    compatible = unicodedata.normalize("NFKC", ch)
+    if compatible != ch:  # full-width Ａ１, ligatures, circled numbers, ℃, ½ ...
+        parts = [basic_form(part) if _SPECIAL.match(part) else (part, "", "") for part in compatible]
+        kinds = [(kind, script) for _, kind, script in parts if kind]
+        kind, script = kinds[0] if kinds else ("", "")
+        return "".join(part for part, _, _ in parts), kind, script
+    if ch in _FOLD_SPECIAL:
+        return _FOLD_SPECIAL[ch], "", ""
+    folded = "".join(c for c in unicodedata.normalize("NFKD", ch) if not unicodedata.combining(c))
+    if folded != ch and folded.isascii() and folded.isalpha():
+        return folded, "", ""
+    kind, script = classify(ch)
+    if kind == "script":
+        return "", kind, script
+    if kind == "silent" and unicodedata.category(ch)[0] == "M":
+        return "", "", ""  # a combining mark: part of the letter before it
+    return " ", kind if kind != "silent" else "", ""
+
+
+@lru_cache(maxsize=4096)
+def classify(ch: str) -> tuple[str, str]:
+    """('emoji'|'symbol'|'script'|'silent', script name) for a character outside the alphabet."""
+    code = ord(ch)
+    if 0x1F000 <= code <= 0x1FAFF or 0x2600 <= code <= 0x27BF or 0x2B00 <= code <= 0x2BFF:
+        if 0x1F3FB <= code <= 0x1F3FF:  # skin-tone modifiers belong to the emoji before them
+            return "silent", ""
+        return "emoji", ""
+    category = unicodedata.category(ch)
+    if category[0] == "L" or (category[0] == "N" and not ch.isascii()):
+        return "script", _script_name(ch)
+    if category[0] == "S" or 0xE000 <= code <= 0xF8FF:
+        return "symbol", ""
+    return "silent", ""  # punctuation, spaces, combining marks: no word is lost
+
+
+@lru_cache(maxsize=512)
+def _script_name(ch: str) -> str:
+    name = unicodedata.name(ch, "")
+    if name.startswith("CJK"):
+        return "rare Chinese characters"
+    if name.startswith(("LATIN", "MODIFIER LETTER")):
+        return "unusual Latin letters"
+    word = name.split(" ")[0] if name else "unknown"
+    return {"HANGUL": "Korean", "HIRAGANA": "Japanese kana", "KATAKANA": "Japanese kana"}.get(word, word.title())
+
+
+def scan_drops(text: str, drops: Drops) -> None:
+    """Count what ``normalize`` would drop from ``text`` in its first pass, without rewriting it."""
+    for ch in _SPECIAL.findall(text):
+        _, kind, script = basic_form(ch)
+        if kind:
+            drops.count(kind, script)
+
+
+# --- links and abbreviations ----------------------------------------------------------------------
+
+
+def _links(text: str, read_urls: str, drops: Drops) -> str:
+    if "@" in text:
+        text = _EMAIL.sub(lambda m: f" {spoken_address(m.group(0))} ", text)
+    if "://" in text or "www." in text.lower():
+        text = _URL.sub(lambda m: _spoken_url(m.group(0), read_urls, drops), text)
+    return text
+
+
+def _spoken_url(url: str, read_urls: str, drops: Drops) -> str:
+    if read_urls == "drop":
+        drops.links += 1
+        return " "
+    host = re.sub(r"^(?:[a-z]+://)?(?:www\.)?", "", url.rstrip(".,;:!?)"), flags=re.IGNORECASE)
+    host = re.split(r"[/?#:]", host, maxsplit=1)[0]
+    return f" {spoken_address(host)} "
+
+
+def spoken_address(address: str) -> str:
+    """'john.doe@example.com' → 'john dot doe at example dot com' (digits are spelled later)."""
+    address = address.replace("@", " at ").replace(".", " dot ").replace("_", " underscore ")
+    return " ".join(address.replace("-", " ").split())
+
+
+_ABBREVIATION_HINTS = tuple(_EN_ABBREVIATIONS)
+
+
+def _expand_abbreviations(text: str) -> str:
+    if "." not in text or not any(hint in text for hint in _ABBREVIATION_HINTS):
+        return text
+    return _EN_ABBREVIATION.sub(lambda m: _EN_ABBREVIATIONS.get(m.group(0), m.group(0)), text)
+
+
+# --- what is left after the readers ---------------------------------------------------------------
+
+_LEFTOVER = re.compile(rf"[^A-Za-z{CJK_RANGE} ，。！？、；：,.!?;:'{ELLIPSIS}{DASH_MARK}]+")
+_SPOKEN_ALPHABET = str.maketrans(dict.fromkeys("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ ,.!?;:'"))
+
+
+def _leftovers(text: str, drops: Drops) -> str:
+    """Hyphens and slashes between words become spaces; anything else outside the alphabet is dropped."""
+    if text.isascii() and not text.translate(_SPOKEN_ALPHABET):
+        return text
+    if " - " in text:
+        text = text.replace(" - ", f" {DASH_MARK} ")
+
+    def replace(match: re.Match[str]) -> str:
+        for ch in match.group(0):
+            kind, script = classify(ch)
+            drops.count(kind, script)
+        return " "
+
+    return _LEFTOVER.sub(replace, text)
+
+
+# --- punctuation and spacing ---------------------------------------------------------------------
+
+_MARKS = f"，。！？、；：,.!?;:{ELLIPSIS}{DASH_MARK}"
+_MARK_RUN = re.compile(rf" [{_MARKS}](?: ?[{_MARKS}])*|[{_MARKS}](?: ?[{_MARKS}])+|[{ELLIPSIS}{DASH_MARK}]")
+_LONE_APOSTROPHE = re.compile(r"'(?<![A-Za-z]')|'(?![A-Za-z])")
+_SPACES = re.compile(r"  +")
+_SPACE_BETWEEN_CJK = re.compile(rf" (?<=[{CJK_RANGE}{_KEPT_CJK_PUNCTUATION}] )(?=[{CJK_RANGE}{_KEPT_CJK_PUNCTUATION}])")
+_HALF_WIDTH_AFTER_CJK = re.compile(rf"[,.!?;:](?<=[{CJK_RANGE}{_KEPT_CJK_PUNCTUATION}].)")
+_STRENGTH = {"?": 6, "？": 6, "!": 5, "！": 5, ".": 4, "。": 4, ";": 3, "；": 3, ":": 2, "：": 2,
+             ",": 1, "，": 1, "、": 1, DASH_MARK: 0}
+_FULL_WIDTH = {",": "，", ".": "。", "!": "！", "?": "？", ";": "；", ":": "："}
+_HALF_WIDTH = {value: key for key, value in _FULL_WIDTH.items()}
+_SPACE_BEFORE_MARK = tuple(f" {mark}" for mark in _MARKS)
+_LEADING = "，。！？、；：,.!?;: "
+
+
+def tidy(text: str) -> str:
+    """One mark per pause (the strongest), in the width of the text around it; single spaces."""
+    if "'" in text:
+        text = _LONE_APOSTROPHE.sub(" ", text)
+    if "  " in text:
+        text = _SPACES.sub(" ", text)
+    if ELLIPSIS in text or DASH_MARK in text or any(pair in text for pair in _SPACE_BEFORE_MARK) \
+            or _has_mark_pair(text):
+        text = _MARK_RUN.sub(_one_mark, text)
+        if "  " in text:
+            text = _SPACES.sub(" ", text)
+    text = text.strip().lstrip(_LEADING)
+    if not text.isascii():
+        if " " in text:
+            text = _SPACE_BETWEEN_CJK.sub("", text)
+        text = _HALF_WIDTH_AFTER_CJK.sub(lambda m: _FULL_WIDTH[m.group(0)], text)
+    return text
+
+
+_MARK_PAIR = re.compile(rf"[{_MARKS}] ?[{_MARKS}]")
+
+
+def _has_mark_pair(text: str) -> bool:
+    return _MARK_PAIR.search(text) is not None
+
+
+def _one_mark(match: re.Match[str]) -> str:
+    run = match.group(0)
+    string = match.string
+    start = match.start()
+    while start > 0 and string[start - 1] == " ":
+        start -= 1
+    before = string[start - 1] if start > 0 else ""
+    after_index = match.end()
+    while after_index < len(string) and string[after_index] == " ":
+        after_index += 1
+    after = string[after_index] if after_index < len(string) else ""
+    mark = _strongest(run.replace(" ", ""), after)
+    if not mark:
+        return " "
+    if before and not before.isascii() or (not before and after and not after.isascii()):
+        return _FULL_WIDTH.get(mark, mark)
+    mark = _HALF_WIDTH.get(mark, mark)
+    spaced = run != mark or match.end() < len(string) and string[match.end()] == " "
+    return f"{mark} " if after and spaced else mark
+
+
+def _strongest(marks: str, after: str) -> str:
+    best, best_strength = "", -1
+    for mark in marks:
+        if mark == ELLIPSIS:  # "so..." before a capital or the end: a full stop; inside a sentence: a pause
+            mark = "." if not after or after.isupper() or not after.isascii() else ","
+        strength = _STRENGTH.get(mark, 0)
+        if strength > best_strength:
+            best, best_strength = mark, strength
+    if best == DASH_MARK:
+        return "," if after else ""  # a pause at the very end of a paragraph is nothing
+    return best

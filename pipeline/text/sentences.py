@@ -1,0 +1,169 @@
+"""Cutting normalised text into sentences, and sentences into pieces that fit the voice model.
+
+Input is text already normalised for ChatTTS (see ``normalize``): Chinese characters, English letters,
+spaces and ``，。！？、；：,.!?;:'``. Cuts only ever fall *between* characters, so the pieces joined
+again give back the text exactly (less the spaces at the cuts).
+
+- Chinese sentences end at ``。！？；`` (an ellipsis has become ``。`` by then).
+- English sentences end at ``.!?`` followed by a space and a capital letter or a Chinese character,
+  except after an abbreviation (``Mr.``, ``e.g.``, ``U.S.``) or an initial (``J. R. R. Tolkien``).
+- A sentence longer than the limit is cut at clause punctuation (``，、：；,;:``) into pieces of
+  similar length, at spaces if it has none, and in the last resort between characters.
+- A tiny sentence (``"Yes."``) is merged with its neighbour when the two fit the limit together.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import re
+
+_CJK = r"\u4e00-\u9fff"
+_CJK_CHAR = re.compile(f"[{_CJK}]")
+# A sentence end: CJK terminators, or Latin terminators before a space + capital/CJK or the end.
+_SENTENCE_END = re.compile(rf"[。！？；]+ ?|[.!?]+(?: (?=[A-Z{_CJK}'])|(?=[{_CJK}])| ?$)")
+_CLAUSE_END = re.compile(r"[，、：；,;:]+|[。！？.!?]+")
+_SPACE_RUN = re.compile(r" +")
+ABBREVIATIONS = frozenset(
+    """mr mrs ms dr prof sr jr st mt ft vs etc eg ie cf al no nos vol vols fig figs ch chap pp p
+    inc ltd co corp bros gen col capt lt sgt cpl rev hon gov pres sen rep supt messrs mme mlle
+    jan feb mar apr jun jul aug sep sept oct nov dec mon tue tues wed thu thur thurs fri sat sun
+    approx dept est min max misc ave blvd rd
+    """.split()
+)
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence in ``text``; together they cover all of it."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for match in _SENTENCE_END.finditer(text):
+        end = match.end()
+        if match.group(0)[0] == "." and _after_abbreviation(text, match.start()):
+            continue
+        spans.append((start, end))
+        start = end
+    if start < len(text) and text[start:].strip():
+        spans.append((start, len(text)))
+    elif spans:
+        spans[-1] = (spans[-1][0], len(text))
+    return spans
+
+
+def _after_abbreviation(text: str, dot: int) -> bool:
+    """Whether the period at ``dot`` closes an abbreviation or an initial rather than a sentence."""
+    token = text[text.rfind(" ", 0, dot) + 1 : dot]
+    if not token:
+        return False
+    if "." in token:  # U.S. / e.g. / Ph.D.
+        return token.replace(".", "").isalpha()
+    if len(token) == 1:  # an initial: J. K. Rowling
+        return token.isupper()
+    return token.isascii() and token.lower() in ABBREVIATIONS
+
+
+def cost(text: str, cjk_weight: float) -> float:
+    """Length in Latin-character units: a CJK character (or CJK mark) weighs ``cjk_weight``.
+
+    Normalised text holds only ASCII and three-byte UTF-8 characters (CJK ideographs and marks), so
+    the byte count tells how many are wide, far faster than matching them.
+    """
+    if text.isascii():
+        return len(text)
+    wide = (len(text.encode("utf-8", "surrogatepass")) - len(text)) // 2
+    return (len(text) - wide) + wide * cjk_weight
+
+
+def split_long(text: str, limit: float, cjk_weight: float) -> list[str]:
+    """Cut a sentence over ``limit`` into pieces of similar length at the gentlest breaks it has.
+
+    Each cut goes at the clause mark nearest the ideal (equal-share) position that keeps the piece
+    within the limit; failing that at a space; failing that between two characters.
+    """
+    if cost(text, cjk_weight) <= limit:
+        return [text]
+    clause_breaks = [match.end() for match in _CLAUSE_END.finditer(text) if match.end() < len(text)]
+    space_breaks = [match.end() for match in _SPACE_RUN.finditer(text) if 0 < match.start() and match.end() < len(text)]
+    pieces: list[str] = []
+    start = 0
+    remaining = cost(text, cjk_weight)
+    while remaining > limit:
+        furthest = _furthest_end(text, start, limit, cjk_weight)
+        share = math.ceil(remaining / limit)
+        ideal = start + (len(text) - start) / share
+        cut = (_nearest(clause_breaks, start, furthest, ideal) or _nearest(space_breaks, start, furthest, ideal)
+               or furthest)
+        pieces.append(text[start:cut])
+        start = cut
+        remaining = cost(text[start:], cjk_weight)
+    pieces.append(text[start:])
+    return pieces
+
+
+def _furthest_end(text: str, start: int, limit: float, cjk_weight: float) -> int:
+    """The largest end such that text[start:end] fits the limit (at least one character)."""
+    if text.isascii():
+        return min(len(text), start + max(1, int(limit)))
+    low, high = start + 1, len(text)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if cost(text[start:middle], cjk_weight) <= limit:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _nearest(breaks: list[int], start: int, furthest: int, ideal: float) -> int:
+    """The break in (start, furthest] closest to ``ideal``, avoiding crumbs under a third of the way."""
+    lo = bisect.bisect_right(breaks, start)
+    hi = bisect.bisect_right(breaks, furthest)
+    if lo >= hi:
+        return 0
+    sensible = bisect.bisect_left(breaks, start + (ideal - start) / 3, lo, hi)
+    lo = sensible if sensible < hi else lo
+    at = bisect.bisect_left(breaks, ideal, lo, hi)
+    candidates = [breaks[i] for i in (at - 1, at) if lo <= i < hi]
+    return min(candidates, key=lambda position: abs(position - ideal))
+
+
+def merge_short(sentences: list[str], minimum: float, limit: float, cjk_weight: float) -> list[str]:
+    """Merge sentences under ``minimum`` into the next one (the previous one at the end) if they fit."""
+    merged: list[str] = []
+    carry = ""
+    for sentence in sentences:
+        if carry:
+            joined = _join(carry, sentence)
+            if cost(joined, cjk_weight) <= limit:
+                sentence, carry = joined, ""
+            else:
+                merged.append(carry)
+                carry = ""
+        if cost(sentence, cjk_weight) < minimum:
+            carry = sentence
+        else:
+            merged.append(sentence)
+    if carry:
+        if merged and cost(_join(merged[-1], carry), cjk_weight) <= limit:
+            merged[-1] = _join(merged[-1], carry)
+        else:
+            merged.append(carry)
+    return merged
+
+
+def _join(left: str, right: str) -> str:
+    if _CJK_CHAR.match(left[-1:]) or left.endswith(("。", "！", "？", "；", "，", "：", "、")):
+        if _CJK_CHAR.match(right[:1]) or not right[:1].isascii():
+            return left + right
+    return f"{left} {right}"
+
+
+def split_text(text: str, limit: float, minimum: float, cjk_weight: float) -> list[str]:
+    """Sentences of normalised ``text``, each within ``limit``, tiny ones merged."""
+    sentences: list[str] = []
+    for start, end in sentence_spans(text):
+        piece = text[start:end].strip()
+        if piece:
+            sentences.extend(part.strip() for part in split_long(piece, limit, cjk_weight) if part.strip())
+    return merge_short(sentences, minimum, limit, cjk_weight)
+

@@ -1,0 +1,490 @@
+"""Numbers, dates, times, money, percentages, units, ordinals, Roman numerals and symbols → words.
+
+Each is read in the language of the text around it: a Chinese character next to it (or, failing
+that, the paragraph being mostly Chinese) makes it Chinese, an English letter English. Patterns run
+from the most specific (an ISO date) to the most general (a bare integer), each one only on text that
+still holds digits.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from pipeline.text import numbers as num
+from pipeline.text.normalize import CUBED as _CUBED
+from pipeline.text.normalize import DASH_MARK as _DASH_MARK
+from pipeline.text.normalize import SQUARED as _SQUARED
+
+_CJK_OR_CJK_PUNCT = re.compile(r"[\u4e00-\u9fff\u3000-\u303f\uff00-\uffef]")
+_DIGITS = "0123456789"
+_MONTHS = ("January February March April May June July August September October November December").split()
+_MONTH_BY_PREFIX = {name[:3].lower(): number for number, name in enumerate(_MONTHS, start=1)}
+_MONTH_NAME = r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?"
+_ZH_MEASURE_WORDS = frozenset("个只位条本张件次天年人种名头匹辆把块份句双对岁周层座家项门杯瓶碗倍首枚间所台部封群片")
+
+Handler = Callable[["Parts", str], str]
+
+
+class Parts:
+    """One rule's match inside the combined pattern, with groups numbered as in the rule's own pattern."""
+
+    __slots__ = ("match", "offset", "string")
+
+    def __init__(self, match: re.Match[str], offset: int) -> None:
+        self.match = match
+        self.offset = offset
+        self.string = match.string
+
+    def group(self, index: int = 0) -> str:
+        return self.match.group(self.offset + index)
+
+    def start(self) -> int:
+        return self.match.start(self.offset)
+
+    def end(self) -> int:
+        return self.match.end(self.offset)
+
+
+def spell_out(text: str, default: str, forced: str = "") -> str:
+    """Every number and speakable symbol in ``text`` as words.
+
+    Args:
+        text: text after ``normalize.basic_forms``: NFKC forms, dashes and brackets as pause marks.
+        default: the paragraph's language, used where the neighbours of a number say nothing.
+        forced: 'zh' or 'en' to read everything in one language.
+    """
+    if has_digit(text):
+        text = _NUMBERS.sub(lambda match: _read_number(match, default, forced), text)
+    if _may_hold_roman_numeral(text):
+        for pattern, handler in _ROMAN_RULES:
+            text = pattern.sub(lambda match: _read(Parts(match, 0), handler, default, forced), text)
+    if any(symbol in text for symbol in _SYMBOL_CHARACTERS):
+        text = _SYMBOL.sub(lambda match: _read(Parts(match, 0), _symbol, default, forced), text)
+    return text
+
+
+def has_digit(text: str) -> bool:
+    return any(digit in text for digit in _DIGITS)
+
+
+def _read_number(match: re.Match[str], default: str, forced: str) -> str:
+    name = match.lastgroup or ""
+    offset, handler = _RULE_BY_NAME[name]
+    parts = Parts(match, offset)
+    spoken = _read(parts, handler, default, forced)
+    if spoken == parts.group(0) and has_digit(spoken):  # the rule declined (say, month 13): read plainly
+        return _PLAIN_NUMBER.sub(lambda plain: _read(Parts(plain, 0), _number, default, forced), spoken)
+    return spoken
+
+
+def _read(parts: Parts, handler: Handler, default: str, forced: str) -> str:
+    language = forced or _language_at(parts, default)
+    spoken = handler(parts, language)
+    return spoken if spoken == parts.group(0) else f" {spoken} "
+
+
+def _language_at(match: Parts, default: str) -> str:
+    """The language of a number's neighbours: the next visible character, else the previous one."""
+    text = match.string
+    after = text[match.end() : match.end() + 3].lstrip(" ")
+    before = text[max(0, match.start() - 3) : match.start()].rstrip(" ")
+    for ch in (after[:1], before[-1:]):
+        if not ch:
+            continue
+        if _CJK_OR_CJK_PUNCT.match(ch):
+            return "zh"
+        if ch.isascii() and ch.isalpha():
+            return "en"
+    return default
+
+
+def _int(digits: str) -> int:
+    return int(digits.replace(",", ""))
+
+
+def _cardinal(value: int, language: str) -> str:
+    return num.zh_cardinal(value) if language == "zh" else num.en_cardinal(value)
+
+
+def _amount(digits: str, language: str) -> str:
+    """'1,234.5' → words; integers with a leading zero and very long ones digit by digit."""
+    integer, _, fraction = digits.replace(",", "").partition(".")
+    if not fraction and (len(integer) > 1 and integer.startswith("0") or len(integer) > 18):
+        return num.zh_digits(integer) if language == "zh" else num.en_digits(integer)
+    if language == "zh":
+        return num.zh_decimal(integer, fraction)
+    return num.en_decimal(integer, fraction)
+
+
+# --- dates and times ---------------------------------------------------------------------------------
+
+
+def _date(year: int | None, month: int, day: int, language: str) -> str:
+    if language == "zh":
+        spoken = f"{num.zh_digits(str(year))}年" if year is not None else ""
+        return spoken + f"{num.zh_cardinal(month)}月{num.zh_cardinal(day)}日"
+    spoken = f"{_MONTHS[month - 1]} {num.en_ordinal(day)}"
+    return spoken + (f", {num.en_year(year)}" if year is not None else "")
+
+
+def _valid_date(month: int, day: int) -> bool:
+    return 1 <= month <= 12 and 1 <= day <= 31
+
+
+def _iso_date(match: Parts, language: str) -> str:
+    year, month, day = int(match.group(1)), int(match.group(2)), int(match.group(3))
+    return _date(year, month, day, language) if _valid_date(month, day) else match.group(0)
+
+
+def _slash_date(match: Parts, language: str) -> str:
+    first, second, year_digits = int(match.group(1)), int(match.group(2)), int(match.group(3))
+    year = year_digits + (2000 if year_digits < 50 else 1900) if len(match.group(3)) == 2 else year_digits
+    month, day = (first, second) if first <= 12 else (second, first)  # US order unless impossible
+    return _date(year, month, day, language) if _valid_date(month, day) else match.group(0)
+
+
+def _zh_year(match: Parts, language: str) -> str:
+    return f"{num.zh_digits(match.group(1))}年"
+
+
+def _month_day(match: Parts, language: str) -> str:
+    month = _MONTH_BY_PREFIX[match.group(1)[:3].lower()]
+    day = int(match.group(2))
+    return f"{_MONTHS[month - 1]} {num.en_ordinal(day)}" if _valid_date(month, day) else match.group(0)
+
+
+def _day_month(match: Parts, language: str) -> str:
+    day = int(match.group(1))
+    month = _MONTH_BY_PREFIX[match.group(3)[:3].lower()]
+    return f"the {num.en_ordinal(day)} of {_MONTHS[month - 1]}" if _valid_date(month, day) else match.group(0)
+
+
+def _time(match: Parts, language: str) -> str:
+    hour, minute = int(match.group(1)), int(match.group(2))
+    second = int(match.group(3)) if match.group(3) else 0
+    meridiem = (match.group(4) or "").replace(".", "").strip().upper()
+    if language == "zh":
+        prefix = {"AM": "上午", "PM": "下午"}.get(meridiem, "")
+        spoken = f"{prefix}{num.zh_cardinal(hour)}点"
+        if minute:
+            spoken += f"{'零' if minute < 10 else ''}{num.zh_cardinal(minute)}分"
+        return spoken + (f"{num.zh_cardinal(second)}秒" if second else "")
+    if minute == 0:
+        spoken = num.en_cardinal(hour) + ("" if meridiem else " o'clock")
+    elif minute < 10:
+        spoken = f"{num.en_cardinal(hour)} oh {num.en_cardinal(minute)}"
+    else:
+        spoken = f"{num.en_cardinal(hour)} {num.en_cardinal(minute)}"
+    if second:
+        spoken += f" and {num.en_cardinal(second)} seconds"
+    return spoken + (f" {' '.join(meridiem)}" if meridiem else "")
+
+
+def _hour_meridiem(match: Parts, language: str) -> str:
+    hour = int(match.group(1))
+    meridiem = match.group(2).upper() + "M"
+    if language == "zh":
+        return f"{'上午' if meridiem == 'AM' else '下午'}{num.zh_cardinal(hour)}点"
+    return f"{num.en_cardinal(hour)} {' '.join(meridiem)}"
+
+
+# --- money, percentages, units -----------------------------------------------------------------------
+
+_CURRENCIES = {  # symbol or code -> (English singular, plural, minor unit singular, plural, Chinese)
+    "$": ("dollar", "dollars", "cent", "cents", "美元"),
+    "US$": ("US dollar", "US dollars", "cent", "cents", "美元"),
+    "USD": ("US dollar", "US dollars", "cent", "cents", "美元"),
+    "HK$": ("Hong Kong dollar", "Hong Kong dollars", "cent", "cents", "港元"),
+    "€": ("euro", "euros", "cent", "cents", "欧元"),
+    "EUR": ("euro", "euros", "cent", "cents", "欧元"),
+    "£": ("pound", "pounds", "penny", "pence", "英镑"),
+    "GBP": ("pound", "pounds", "penny", "pence", "英镑"),
+    "¥": ("yen", "yen", "", "", "元"),
+    "JPY": ("yen", "yen", "", "", "日元"),
+    "CNY": ("yuan", "yuan", "", "", "元"),
+    "RMB": ("yuan", "yuan", "", "", "元"),
+    "₩": ("won", "won", "", "", "韩元"),
+    "₹": ("rupee", "rupees", "", "", "卢比"),
+    "₽": ("ruble", "rubles", "", "", "卢布"),
+}
+_SCALE_WORDS = {"k": (1, "thousand", "千"), "thousand": (1, "thousand", "千"), "m": (2, "million", "百万"),
+                "million": (2, "million", "百万"), "bn": (3, "billion", "十亿"), "b": (3, "billion", "十亿"),
+                "billion": (3, "billion", "十亿"), "trillion": (4, "trillion", "万亿"),
+                "万": (0, "ten thousand", "万"), "亿": (0, "hundred million", "亿")}
+
+
+def _money(match: Parts, language: str) -> str:
+    symbol = (match.group(1) or "") + match.group(2)
+    symbol = symbol if symbol in _CURRENCIES else match.group(2)
+    return _money_words(symbol, match.group(3), match.group(4), language)
+
+
+def _money_code(match: Parts, language: str) -> str:
+    return _money_words(match.group(2).upper(), match.group(1), None, language)
+
+
+def _money_words(symbol: str, digits: str, scale: str | None, language: str) -> str:
+    singular, plural, minor, minors, chinese = _CURRENCIES[symbol]
+    if symbol == "¥" and language == "en":
+        pass
+    elif symbol == "¥":
+        chinese = "元"
+    scale_entry = _SCALE_WORDS.get(scale.lower() if scale and scale.isascii() else scale or "")
+    if language == "zh":
+        scale_word = scale_entry[2] if scale_entry else ""
+        return f"{_amount(digits, 'zh')}{scale_word}{chinese}"
+    if scale_entry:
+        return f"{_amount(digits, 'en')} {scale_entry[1]} {plural}"
+    integer, _, fraction = digits.replace(",", "").partition(".")
+    whole = int(integer or 0)
+    if minor and len(fraction) == 2:
+        cents = int(fraction)
+        spoken = f"{num.en_cardinal(whole)} {singular if whole == 1 else plural}"
+        if cents:
+            spoken += f" and {num.en_cardinal(cents)} {minor if cents == 1 else minors}"
+        return spoken
+    unit = singular if digits == "1" else plural
+    return f"{_amount(digits, 'en')} {unit}"
+
+
+def _percent(match: Parts, language: str) -> str:
+    sign, digits, mark = match.group(1), match.group(2), match.group(3)
+    if language == "zh":
+        return ("负" if sign else "") + ("千分之" if mark == "‰" else "百分之") + _amount(digits, "zh")
+    return ("minus " if sign else "") + _amount(digits, "en") + (" per mille" if mark == "‰" else " percent")
+
+
+_UNITS = {  # unit -> (English singular, plural, Chinese)
+    "km": ("kilometer", "kilometers", "公里"), "m": ("meter", "meters", "米"), "cm": ("centimeter", "centimeters", "厘米"),
+    "mm": ("millimeter", "millimeters", "毫米"), "µm": ("micrometer", "micrometers", "微米"),
+    "μm": ("micrometer", "micrometers", "微米"), "nm": ("nanometer", "nanometers", "纳米"),
+    "kg": ("kilogram", "kilograms", "公斤"), "g": ("gram", "grams", "克"), "mg": ("milligram", "milligrams", "毫克"),
+    "L": ("liter", "liters", "升"), "ml": ("milliliter", "milliliters", "毫升"), "mL": ("milliliter", "milliliters", "毫升"),
+    "km/h": ("kilometer per hour", "kilometers per hour", "公里每小时"), "m/s": ("meter per second", "meters per second", "米每秒"),
+    "mph": ("mile per hour", "miles per hour", "英里每小时"), "°C": ("degree Celsius", "degrees Celsius", "摄氏度"),
+    "°F": ("degree Fahrenheit", "degrees Fahrenheit", "华氏度"), "°": ("degree", "degrees", "度"),
+    "KB": ("kilobyte", "kilobytes", "千字节"), "kB": ("kilobyte", "kilobytes", "千字节"), "MB": ("megabyte", "megabytes", "兆字节"),
+    "GB": ("gigabyte", "gigabytes", "吉字节"), "TB": ("terabyte", "terabytes", "太字节"), "Hz": ("hertz", "hertz", "赫兹"),
+    "kHz": ("kilohertz", "kilohertz", "千赫"), "MHz": ("megahertz", "megahertz", "兆赫"), "GHz": ("gigahertz", "gigahertz", "吉赫"),
+    "W": ("watt", "watts", "瓦"), "kW": ("kilowatt", "kilowatts", "千瓦"), "kWh": ("kilowatt hour", "kilowatt hours", "千瓦时"),
+    "V": ("volt", "volts", "伏"), "mAh": ("milliamp hour", "milliamp hours", "毫安时"), "ms": ("millisecond", "milliseconds", "毫秒"),
+    "min": ("minute", "minutes", "分钟"), "h": ("hour", "hours", "小时"), "hr": ("hour", "hours", "小时"),
+    "hrs": ("hour", "hours", "小时"), "lb": ("pound", "pounds", "磅"), "lbs": ("pound", "pounds", "磅"),
+    "oz": ("ounce", "ounces", "盎司"), "ft": ("foot", "feet", "英尺"), "mi": ("mile", "miles", "英里"),
+    "yd": ("yard", "yards", "码"),
+}
+
+
+def _unit(match: Parts, language: str) -> str:
+    sign, digits, unit, power = match.group(1), match.group(2), match.group(3), match.group(4) or ""
+    singular, plural, chinese = _UNITS[unit]
+    if language == "zh":
+        prefix = {_SQUARED: "平方", _CUBED: "立方"}.get(power, "")
+        return f"{'负' if sign else ''}{_amount(digits, 'zh')}{prefix}{chinese}"
+    prefix = {_SQUARED: "square ", _CUBED: "cubic "}.get(power, "")
+    return f"{'minus ' if sign else ''}{_amount(digits, 'en')} {prefix}{singular if digits == '1' else plural}"
+
+
+# --- ordinals, decades, fractions, ranges, plain numbers ------------------------------------------
+
+
+def _ordinal(match: Parts, language: str) -> str:
+    value = _int(match.group(1))
+    return f"第{num.zh_cardinal(value)}" if language == "zh" else num.en_ordinal(value)
+
+
+def _decade(match: Parts, language: str) -> str:
+    value = int(match.group(1))
+    if language == "zh":
+        return f"{num.zh_digits(match.group(1)) if value >= 100 else num.zh_cardinal(value)}年代"
+    return num.en_decade(value)
+
+
+_EN_DENOMINATORS = {2: ("half", "halves"), 4: ("quarter", "quarters")}
+
+
+def _fraction(match: Parts, language: str) -> str:
+    numerator, denominator = int(match.group(1)), int(match.group(2))
+    if denominator == 0:
+        return f"{_cardinal(numerator, language)} {_cardinal(denominator, language)}"
+    if language == "zh":
+        return f"{num.zh_cardinal(denominator)}分之{num.zh_cardinal(numerator)}"
+    if denominator == 1:
+        return f"{num.en_cardinal(numerator)} over one"
+    singular, plural = _EN_DENOMINATORS.get(denominator, (num.en_ordinal(denominator), num.en_ordinal(denominator) + "s"))
+    return f"{num.en_cardinal(numerator)} {singular if numerator == 1 else plural}"
+
+
+def _range(match: Parts, language: str) -> str:
+    """The low end of '10–20 kg' and 'to'; the high end, with its unit, is read by the later rules."""
+    low, high = match.group(1), match.group(2)
+    if language == "zh":
+        return f"{_amount(low, 'zh')}至"
+    if len(low) == 4 and len(high) == 4 and "." not in low + high and 1100 <= _int(low) < 2100:
+        return f"{num.en_year(_int(low))} to"
+    return f"{_amount(low, 'en')} to"
+
+
+def _hyphen_range(match: Parts, language: str) -> str:
+    low, high = match.group(1), match.group(2)
+    if int(low) < int(high) and len(high) <= len(low):  # 1990-2000, pages 12-15
+        return _range(match, language)
+    return _digits(low, language)  # 12-3: a code; each part is read on its own
+
+
+_REFERENCE_WORDS = {"pp": ("pages", "页"), "p": ("page", "页"), "fig": ("figure", "图"), "figs": ("figures", "图"),
+                    "vol": ("volume", "卷"), "ch": ("chapter", "章"), "chap": ("chapter", "章"),
+                    "sec": ("section", "节"), "eq": ("equation", "公式")}
+
+
+def _reference_word(match: Parts, language: str) -> str:
+    english, chinese = _REFERENCE_WORDS[match.group(1).lower()]
+    return chinese if language == "zh" else english
+
+
+def _digits(digits: str, language: str) -> str:
+    return num.zh_digits(digits) if language == "zh" else num.en_digits(digits)
+
+
+def _digit_groups(match: Parts, language: str) -> str:
+    """Phone numbers and codes: 555-123-4567, digit by digit."""
+    groups = re.findall(r"\d+", match.group(0))
+    return (" " if language == "en" else "，").join(_digits(group, language) for group in groups)
+
+
+def _dotted(match: Parts, language: str) -> str:
+    """Version numbers and addresses: 1.2.3 → one point two point three."""
+    parts = match.group(0).split(".")
+    joiner = "点" if language == "zh" else " point "
+    return joiner.join(_cardinal(int(part), language) if not part.startswith("0") or part == "0"
+                       else _digits(part, language) for part in parts)
+
+
+def _negative(match: Parts, language: str) -> str:
+    return ("负" if language == "zh" else "minus ") + _amount(match.group(1), language)
+
+
+def _number_sign(match: Parts, language: str) -> str:
+    value = match.group(1)
+    return f"{_amount(value, 'zh')}号" if language == "zh" else f"number {_amount(value, 'en')}"
+
+
+def _number(match: Parts, language: str) -> str:
+    digits = match.group(0)
+    plain = digits.replace(",", "")
+    if language == "en" and len(digits) == 4 and digits.isdigit() and 1100 <= int(digits) < 2100:
+        return num.en_year(int(digits))
+    if language == "zh" and plain == "2" and _zh_measure_follows(match):
+        return "两"
+    return _amount(digits, language)
+
+
+def _zh_measure_follows(match: Parts) -> bool:
+    text = match.string
+    following = text[match.end() : match.end() + 1]
+    preceding = text[max(0, match.start() - 1) : match.start()]
+    return following in _ZH_MEASURE_WORDS and preceding != "第"
+
+
+_NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
+_NOT_IN_WORD = r"(?<![A-Za-z0-9_.])"  # not \b: a Chinese character counts as a word character
+_UNIT_NAMES = "|".join(sorted((re.escape(unit) for unit in _UNITS), key=len, reverse=True))
+# (name, pattern, reader), most specific first: at one position the first rule that matches reads it.
+_NUMBER_RULES: tuple[tuple[str, str, Handler], ...] = (
+    ("iso_date", r"(?<![\d.])(\d{4})-(\d{1,2})-(\d{1,2})(?![\d.])", _iso_date),
+    ("ymd_date", r"(?<![\d./])(\d{4})[/.](\d{1,2})[/.](\d{1,2})(?![\d./])", _iso_date),
+    ("slash_date", r"(?<![\d./])(\d{1,2})/(\d{1,2})/(\d{4}|\d{2})(?![\d./])", _slash_date),
+    ("zh_year", r"(?<![\d.])(\d{2}|\d{4})\s?年", _zh_year),
+    ("month_day", rf"\b({_MONTH_NAME})\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?![:\d])", _month_day),
+    ("day_month", rf"(?<![\d.])(\d{{1,2}})(st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_NAME})\b", _day_month),
+    ("time", r"(?<![\d:.])([01]?\d|2[0-4]):([0-5]\d)(?::([0-5]\d))?(?![\d:])(\s?[AaPp]\.?[Mm]\.?(?![A-Za-z]))?",
+     _time),
+    ("hour", r"(?<![\d.])(\d{1,2})\s?([AaPp])\.?[Mm]\.?(?![A-Za-z])", _hour_meridiem),
+    ("money", rf"(US|HK)?([$€£¥₩₹₽])\s?({_NUM})(?:\s?(thousand|million|billion|trillion|bn|[kKmMbB]|万|亿)"
+              rf"(?![A-Za-z]))?", _money),
+    ("money_code", rf"({_NUM})\s?(USD|EUR|GBP|CNY|RMB|JPY)\b", _money_code),
+    ("percent", rf"{_NOT_IN_WORD}(-?)({_NUM})\s?(%|‰)", _percent),
+    ("ordinal", r"\b(\d+)(?i:st|nd|rd|th)\b", _ordinal),
+    ("decade", r"(?<![\d.])'?(\d{2}0|\d{3}0)'?s\b", _decade),
+    ("range", rf"(?<![\d.])({_NUM})\s*(?:{_DASH_MARK}|~)\s*(?=({_NUM})(?![\d.]))", _range),
+    ("digit_groups", r"(?<![\d-])\d{2,4}(?:-\d{2,4}){2,}(?![\d-])|(?<![\d-])\d{3,4}-\d{4}(?![\d-])", _digit_groups),
+    ("hyphen_range", r"(?<![\d-])(\d{1,4})-(?=(\d{1,4})(?![\d-]))", _hyphen_range),
+    ("unit", rf"{_NOT_IN_WORD}(-?)({_NUM})\s?({_UNIT_NAMES})([{_SQUARED}{_CUBED}])?(?![A-Za-z0-9])", _unit),
+    ("fraction", r"(?<![\d/.])(\d{1,3})/(\d{1,3})(?![\d/])", _fraction),
+    ("dotted", r"(?<![\d.])\d+(?:\.\d+){2,}(?![\d.])", _dotted),
+    ("negative", rf"{_NOT_IN_WORD}-({_NUM})", _negative),
+    ("number_sign", rf"(?:#|\bNo\.\s?|\bNos\.\s?)({_NUM})", _number_sign),
+    ("reference", r"\b(pp|p|Fig|fig|Figs|figs|Vol|vol|Ch|ch|Chap|chap|Sec|sec|Eq|eq)\.\s?(?=\d)", _reference_word),
+    ("number", _NUM, _number),
+)
+_NUMBERS = re.compile("|".join(f"(?P<{name}>{pattern})" for name, pattern, _ in _NUMBER_RULES))
+_RULE_BY_NAME = {name: (_NUMBERS.groupindex[name], handler) for name, _, handler in _NUMBER_RULES}
+_PLAIN_NUMBER = re.compile(_NUM)
+
+
+# --- Roman numerals ---------------------------------------------------------------------------------
+
+_ROMAN_WORDS = r"Chapter|CHAPTER|Part|PART|Book|BOOK|Volume|VOLUME|Vol\.|Act|ACT|Scene|SCENE|Section|SECTION|Canto|CANTO|Letter|LETTER|Appendix|APPENDIX"
+_REGNAL_NAMES = (r"King|Queen|Pope|Emperor|Tsar|Czar|Henry|Louis|Charles|George|Edward|William|Elizabeth|James|"
+                 r"Richard|Pius|Benedict|Gregory|Leo|Napoleon|Peter|Catherine|Frederick|Philip|Alexander|Nicholas|"
+                 r"Ivan|John|Paul|Innocent|Clement|Ludwig|Alfonso|Ferdinand")
+# A Roman numeral other than the pronoun "I": "IV", "XII", "V", or lower-case "iv" (which "civil" also
+# passes: the rules themselves decide). "I" itself counts only right after a chapter word or a name.
+_ROMAN_CANDIDATE = re.compile(r" (?:[IVXLCDM]{2,}|[VXLCDM]|[ivxlc]{1,7})(?![A-Za-z'])")
+_ROMAN_ONE_HINTS = tuple(f"{word.rstrip(chr(92) + '.')} I" for word in (_ROMAN_WORDS + "|" + _REGNAL_NAMES).split("|"))
+
+
+def _may_hold_roman_numeral(text: str) -> bool:
+    if text.lstrip()[:1] in ("I", "V", "X", "L", "C"):
+        return True
+    if _ROMAN_CANDIDATE.search(text):
+        return True
+    return " I" in text and any(hint in text for hint in _ROMAN_ONE_HINTS)
+
+
+def _roman_after_word(match: Parts, language: str) -> str:
+    value = num.roman_value(match.group(2))
+    if value is None:
+        return match.group(0)
+    return f"{match.group(1)} {_cardinal(value, language)}"
+
+
+def _regnal(match: Parts, language: str) -> str:
+    value = num.roman_value(match.group(2))
+    if value is None or language == "zh":
+        return match.group(0)
+    return f"{match.group(1)} the {num.en_ordinal(value)}"
+
+
+def _roman_heading(match: Parts, language: str) -> str:
+    value = num.roman_value(match.group(1))
+    if value is None or (value == 1 and not match.group(2)):
+        return match.group(0)  # a lone "I" is the pronoun
+    return _cardinal(value, language) + (match.group(2) or "")
+
+
+_ROMAN_RULES: tuple[tuple[re.Pattern[str], Handler], ...] = (
+    (re.compile(rf"\b({_ROMAN_WORDS})\s+([IVXLCDM]{{1,8}}|[ivxlcdm]{{1,8}})\b(?!')"), _roman_after_word),
+    (re.compile(rf"\b({_REGNAL_NAMES})\s+(I{{2,3}}|I?V|VI{{1,3}}|I?X|XI{{1,3}}|XI?V|XVI{{1,3}}|XI?X)\b(?!')"), _regnal),
+    (re.compile(r"^\s*([IVXLC]{1,7})(\.\s|\.$|$)"), _roman_heading),
+)
+
+
+# --- symbols ----------------------------------------------------------------------------------------
+
+_SYMBOL_WORDS = {  # symbol -> (English, Chinese)
+    "&": ("and", "和"), "+": ("plus", "加"), "=": ("equals", "等于"), "@": ("at", "at"), "%": ("percent", "百分之"),
+    "×": ("times", "乘"), "÷": ("divided by", "除以"), "±": ("plus or minus", "正负"), "§": ("section", "第"),
+    "≈": ("approximately", "约等于"), "≠": ("is not equal to", "不等于"), "≤": ("at most", "小于等于"),
+    "≥": ("at least", "大于等于"), "°": ("degrees", "度"), "~": ("about", "约"), "<": ("less than", "小于"),
+    ">": ("greater than", "大于"), "√": ("square root of", "根号"), "∞": ("infinity", "无穷"),
+    "\ue002": ("squared", "平方"), "\ue003": ("cubed", "立方"),
+}
+_SYMBOL = re.compile(r"[&+=@%×÷±§≈≠≤≥°√∞\ue002\ue003]|(?<=\s)[~<>](?=\s)|~(?=\s?[a-z\u4e00-\u9fff])")
+_SYMBOL_CHARACTERS = tuple("&+=@%×÷±§≈≠≤≥°~<>√∞") + (_SQUARED, _CUBED)
+
+
+def _symbol(match: Parts, language: str) -> str:
+    english, chinese = _SYMBOL_WORDS[match.group(0)]
+    return chinese if language == "zh" else english

@@ -1,0 +1,90 @@
+"""Benchmark the assembly stage on synthetic sentence audio.
+
+Generates ``--hours`` of synthetic sentence WAVs (speech-like noise bursts with silence around
+them; NOT speech) in a temporary directory, then times ``assemble_audiobook`` to M4B and prints
+the speed as a multiple of real time plus the peak memory of this process and of ffmpeg.
+
+    python scripts/bench_assembly.py --hours 1
+    python scripts/bench_assembly.py --hours 10 --formats m4b mp3
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pipeline.audio import AssemblyOptions, ChapterAudio, SentenceAudio, assemble_audiobook, write_sentence_wav  # noqa: E402
+from pipeline.audio.synthetic import speechlike_sentence  # noqa: E402
+from pipeline.types import BookMetadata  # noqa: E402
+
+log = logging.getLogger("bench_assembly")
+
+
+def generate_book(root: Path, hours: float, chapters: int, sentence_seconds: float) -> list[ChapterAudio]:
+    """Write synthetic sentence WAVs and describe them as chapters."""
+    rng = np.random.default_rng(20261130)
+    variants = [speechlike_sentence(rng, sentence_seconds) for _ in range(24)]
+    per_chapter = max(1, round(hours * 3600 / (sentence_seconds + 0.5) / chapters))
+    book = []
+    for chapter in range(chapters):
+        sentences = []
+        for number in range(per_chapter + 1):
+            path = root / f"c{chapter:03d}" / f"s{number:05d}.wav"
+            write_sentence_wav(path, variants[(chapter * 7 + number) % len(variants)])
+            sentences.append(SentenceAudio(path, paragraph_index=-1 if number == 0 else (number - 1) // 6))
+        book.append(ChapterAudio(index=chapter, title=f"Chapter {chapter + 1}", sentences=tuple(sentences)))
+    return book
+
+
+def max_rss_mib(who: int) -> float:
+    return resource.getrusage(who).ru_maxrss / 1024.0  # Linux reports KiB
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--hours", type=float, default=1.0)
+    parser.add_argument("--chapters", type=int, default=30)
+    parser.add_argument("--sentence-seconds", type=float, default=5.0)
+    parser.add_argument("--formats", nargs="+", default=["m4b"])
+    parser.add_argument("--keep", type=Path, help="write into this directory and keep it")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    root = args.keep or Path(tempfile.mkdtemp(prefix="bench_assembly_"))
+    try:
+        began = time.monotonic()
+        book = generate_book(root / "sentences", args.hours, args.chapters, args.sentence_seconds)
+        log.info("generated %d sentence WAVs in %.0f s (synthetic noise, not speech)",
+                 sum(len(c.sentences) for c in book), time.monotonic() - began)
+        rss_before = max_rss_mib(resource.RUSAGE_SELF)
+        metadata = BookMetadata(title="Benchmark Book", authors=("Synthetic",), date="2026")
+        began = time.monotonic()
+        report = assemble_audiobook(book, metadata, root / "out", root / "work",
+                                    AssemblyOptions(formats=tuple(args.formats)))
+        elapsed = time.monotonic() - began
+        size = sum(p.stat().st_size for p in report.outputs)
+        print(f"audio        {report.total_seconds / 3600:.2f} h in {len(report.chapters)} chapters "
+              f"({report.sentence_seconds / 3600:.2f} h speech, {report.pause_seconds / 3600:.2f} h pauses)")
+        print(f"formats      {' '.join(args.formats)}: {len(report.outputs)} file(s), {size / 2**20:.0f} MiB")
+        print(f"assembly     {elapsed:.1f} s = {report.total_seconds / elapsed:.0f}x real time")
+        print(f"loudness     measured {report.measured_lufs:.2f} LUFS, gain {report.gain_db:+.2f} dB, "
+              f"limiter {'on' if report.limiter else 'off'}")
+        print(f"peak RSS     python {max_rss_mib(resource.RUSAGE_SELF):.0f} MiB "
+              f"(before assembly {rss_before:.0f} MiB), largest ffmpeg {max_rss_mib(resource.RUSAGE_CHILDREN):.0f} MiB")
+    finally:
+        if args.keep is None:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

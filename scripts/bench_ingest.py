@@ -1,0 +1,136 @@
+"""Ingestion speed benchmark: a generated long novel as EPUB, through read_book + split_sentences.
+
+    python scripts/bench_ingest.py             # 5 MB EPUB, prints seconds and peak RSS
+    python scripts/bench_ingest.py --size-mb 2 --keep book.epub
+
+The novel is generated with realistic compressibility (Zipf-distributed words, dialogue, numbers,
+dates, abbreviations, one Chinese chapter in five), so the archive holds about three times its size in
+XHTML. The timing runs in a fresh child process so that the peak RSS it reports is the reader's own,
+not the generator's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import logging
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+logger = logging.getLogger("bench_ingest")
+
+_SYLLABLES = "ba be bi bo bu da de di do du ka ke ki ko ku la le li lo lu ma me mi mo mu na ne ni no nu ra re ri " \
+             "ro ru sa se si so su ta te ti to tu va ve vi vo vu an en in on un ar er ir or ur st th sh ch".split()
+_HANZI = [chr(code) for code in range(0x4E00, 0x4E00 + 3500)]
+_EXTRAS = ["Mr. Smith", "Dr. Jones", "in 1984", "at 10:30", "$3.50", "45%", "3.5 km", "e.g. this", "the 2nd time",
+           "on 2024-03-05", "Chapter IV", "“Yes,” she said.", "— then —", "and so on…"]
+
+
+def _vocabulary(rng: random.Random, size: int = 20_000) -> tuple[list[str], list[float]]:
+    words = ["".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(1, 4))) for _ in range(size)]
+    weights = list(itertools.accumulate(1.0 / (rank + 1) for rank in range(size)))  # Zipf, like real prose
+    return words, weights
+
+
+def _english_paragraph(rng: random.Random, words: list[str], weights: list[float]) -> str:
+    sentences = []
+    for _ in range(rng.randint(2, 8)):
+        chosen = rng.choices(words, cum_weights=weights, k=rng.randint(5, 25))
+        if rng.random() < 0.3:
+            chosen.insert(rng.randrange(len(chosen)), rng.choice(_EXTRAS))
+        if rng.random() < 0.3:
+            chosen.insert(rng.randrange(1, len(chosen)), ",")
+        sentence = " ".join(chosen).replace(" ,", ",")
+        sentences.append(sentence[0].upper() + sentence[1:] + rng.choice(".....?!"))
+    return " ".join(sentences)
+
+
+def _chinese_paragraph(rng: random.Random) -> str:
+    sentences = []
+    for _ in range(rng.randint(2, 6)):
+        clauses = ["".join(rng.choices(_HANZI, k=rng.randint(4, 14))) for _ in range(rng.randint(1, 4))]
+        if rng.random() < 0.2:
+            clauses.append(f"{rng.randint(1, 2000)}年{rng.randint(1, 12)}月")
+        sentences.append("，".join(clauses) + rng.choice("。。。！？"))
+    return "".join(sentences)
+
+
+def generate(path: Path, size_mb: float, seed: int = 7) -> Path:
+    """Write an EPUB of about ``size_mb`` megabytes (compressed) of generated novel."""
+    from books import write_epub
+
+    rng = random.Random(seed)
+    words, weights = _vocabulary(rng)
+    chapters: list[tuple[str, list[str]]] = []
+    compressed = 0
+    while compressed < size_mb * 1024 * 1024:
+        number = len(chapters) + 1
+        chinese = number % 5 == 0
+        paragraphs = [_chinese_paragraph(rng) if chinese else _english_paragraph(rng, words, weights)
+                      for _ in range(rng.randint(40, 120))]
+        title = f"第{number}章 风起" if chinese else f"Chapter {number}: {' '.join(rng.choices(words, cum_weights=weights, k=3)).title()}"
+        chapters.append((title, paragraphs))
+        compressed += len(zlib.compress("".join(paragraphs).encode("utf-8"), 6)) + 400
+    return write_epub(path, "The Generated Novel", chapters, author="A. Benchmark")
+
+
+def measure(path: Path) -> dict[str, float]:
+    """Time read_book + split_sentences over every chapter, in this process."""
+    from pipeline.ingest import read_book
+    from pipeline.text import split_sentences
+
+    logging.getLogger("pipeline").setLevel(logging.ERROR)
+    started = time.perf_counter()
+    book = read_book(path)
+    read_seconds = time.perf_counter() - started
+    sentences = sum(len(split_sentences(chapter)) for chapter in book.chapters)
+    total_seconds = time.perf_counter() - started
+    return {
+        "file_mb": path.stat().st_size / 1024 / 1024,
+        "text_mb": sum(len(c.text.encode("utf-8")) for c in book.chapters) / 1024 / 1024,
+        "chapters": len(book.chapters),
+        "sentences": sentences,
+        "read_book_s": read_seconds,
+        "total_s": total_seconds,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size-mb", type=float, default=5.0, help="compressed EPUB size to generate")
+    parser.add_argument("--keep", type=Path, help="write the generated EPUB here and keep it")
+    parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # the child process's job
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if args.measure:
+        json.dump(measure(args.measure), sys.stdout)
+        return 0
+    with tempfile.TemporaryDirectory() as scratch:
+        path = args.keep or Path(scratch) / "novel.epub"
+        generate(path, args.size_mb)
+        child = subprocess.run([sys.executable, __file__, "--measure", str(path)], capture_output=True, text=True,
+                               check=False)
+        if child.returncode != 0:
+            logger.error("measurement failed:\n%s", child.stderr)
+            return 1
+        result = json.loads(child.stdout)
+    logger.info("EPUB %.1f MB (%.1f MB of text, %d chapters, %d sentences)", result["file_mb"], result["text_mb"],
+                result["chapters"], result["sentences"])
+    logger.info("read_book %.2f s, read_book + split_sentences %.2f s, peak RSS %.0f MB",
+                result["read_book_s"], result["total_s"], result["peak_rss_mb"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

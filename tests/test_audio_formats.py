@@ -1,0 +1,127 @@
+"""Per-chapter MP3 / Ogg Opus / FLAC / WAV files: safe numbered names, tags, covers, lengths."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import subprocess
+
+import numpy as np
+import pytest
+from mutagen.flac import FLAC, Picture
+from mutagen.id3 import ID3
+from mutagen.oggopus import OggOpus
+from mutagen.wave import WAVE
+
+from pipeline.audio import AssemblyOptions, assemble_audiobook
+from pipeline.audio.ffmpeg import decode_pcm, ffmpeg_binary, probe
+from pipeline.audio.synthetic import tone_book
+from pipeline.types import SAMPLE_RATE, BookMetadata
+
+TITLES = ["Opening", "../../etc/passwd", "CON", "Opening"]
+FORMATS = ("mp3", "ogg", "flac", "wav")
+
+
+@pytest.fixture(scope="module")
+def jpeg_cover(tmp_path_factory) -> bytes:
+    path = tmp_path_factory.mktemp("cover") / "cover.jpg"
+    subprocess.run([ffmpeg_binary(), "-v", "error", "-f", "lavfi", "-i", "color=c=blue:s=16x16", "-frames:v", "1",
+                    str(path)], check=True)
+    return path.read_bytes()
+
+
+@pytest.fixture(scope="module")
+def book(tmp_path_factory, jpeg_cover):
+    root = tmp_path_factory.mktemp("formats")
+    chapters = tone_book(root / "sentences", TITLES, body_sentences=1)
+    metadata = BookMetadata(title="Formats", authors=("Ann Author",), date="2001", cover=jpeg_cover,
+                            cover_mime="image/jpeg", description="About formats.")
+    options = AssemblyOptions(formats=FORMATS, narrator="Nora Narrator")
+    report = assemble_audiobook(chapters, metadata, root / "out", root / "work", options)
+    return report, root, chapters, metadata, options
+
+
+def outputs_of(report, extension):
+    return [p for p in report.outputs if p.suffix == f".{extension}"]
+
+
+def test_one_numbered_safely_named_file_per_chapter_and_format(book):
+    report, root, *_ = book
+    expected = ["01 - Opening", "02 - .._.._etc_passwd", "03 - CON", "04 - Opening"]
+    for extension in FORMATS:
+        files = outputs_of(report, extension)
+        assert [p.stem for p in files] == expected
+        assert all(p.parent == root / "out" and p.is_file() for p in files)
+    assert sorted(p.name for p in (root / "out").iterdir()) == sorted(p.name for p in report.outputs)
+
+
+@pytest.mark.parametrize("extension", FORMATS)
+def test_each_file_holds_its_chapter_audio(book, extension):
+    report, *_ = book
+    for file, chapter in zip(outputs_of(report, extension), report.chapters):
+        seconds = len(decode_pcm(file, SAMPLE_RATE)) / SAMPLE_RATE
+        assert seconds == pytest.approx(chapter.seconds, abs=0.06), file.name
+
+
+def test_codecs_are_what_each_extension_promises(book):
+    report, *_ = book
+    codecs = {p.suffix: probe(p)["streams"][0]["codec_name"] for p in report.outputs}
+    assert codecs == {".mp3": "mp3", ".ogg": "opus", ".flac": "flac", ".wav": "pcm_s16le"}
+
+
+def test_mp3_tags_and_cover(book):
+    report, _, _, metadata, _ = book
+    for number, file in enumerate(outputs_of(report, "mp3"), start=1):
+        tags = ID3(file)
+        assert tags["TIT2"].text == [TITLES[number - 1]]
+        assert tags["TRCK"].text == [f"{number}/4"]
+        assert tags["TALB"].text == ["Formats"]
+        assert tags["TPE1"].text == ["Ann Author"]
+        assert tags["TCOM"].text == ["Nora Narrator"]
+        assert tags["TCON"].text == ["Audiobook"]
+        assert tags.getall("APIC")[0].data == metadata.cover
+
+
+def test_flac_and_opus_tags_and_cover(book):
+    report, _, _, metadata, _ = book
+    for extension, reader in (("flac", FLAC), ("ogg", OggOpus)):
+        for number, file in enumerate(outputs_of(report, extension), start=1):
+            audio = reader(file)
+            assert audio["TITLE"] == [TITLES[number - 1]]
+            assert audio["TRACKNUMBER"] == [str(number)] and audio["TRACKTOTAL"] == ["4"]
+            assert audio["ALBUM"] == ["Formats"] and audio["ARTIST"] == ["Ann Author"]
+            assert audio["COMPOSER"] == ["Nora Narrator"] and audio["DATE"] == ["2001"]
+            if extension == "flac":
+                cover = audio.pictures[0].data
+            else:
+                cover = Picture(base64.b64decode(audio["METADATA_BLOCK_PICTURE"][0])).data
+            assert cover == metadata.cover
+
+
+def test_wav_tags(book):
+    report, *_ = book
+    tags = WAVE(outputs_of(report, "wav")[1]).tags
+    assert tags["TIT2"].text == ["../../etc/passwd"]
+    assert tags["TRCK"].text == ["2/4"]
+
+
+def test_rerunning_reproduces_identical_files(tmp_path, jpeg_cover):
+    chapters = tone_book(tmp_path / "sentences", ["One", "Two"], body_sentences=1)
+    metadata = BookMetadata(title="Again", authors=("A",), cover=jpeg_cover, cover_mime="image/jpeg")
+    options = AssemblyOptions(formats=("m4b", *FORMATS))
+    runs = [assemble_audiobook(chapters, metadata, tmp_path / f"out{n}", tmp_path / f"work{n}", options)
+            for n in (1, 2)]
+    digests = [{p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in run.outputs} for run in runs]
+    assert len(digests[0]) == 1 + 2 * len(FORMATS)
+    assert digests[0] == digests[1]
+
+
+def test_loudness_is_one_gain_for_the_whole_book(tmp_path):
+    """A quiet and a loud chapter stay 12 dB apart: chapters are not levelled one by one."""
+    quiet = tone_book(tmp_path / "quiet", ["Quiet"], body_sentences=2, amplitude=0.05)
+    loud = tone_book(tmp_path / "loud", ["Loud"], body_sentences=2, amplitude=0.2)
+    chapters = [quiet[0], type(loud[0])(1, "Loud", loud[0].sentences)]
+    report = assemble_audiobook(chapters, BookMetadata(title="Levels"), tmp_path / "out", tmp_path / "work",
+                                AssemblyOptions(formats=("flac",)))
+    peaks = [float(np.abs(decode_pcm(p, SAMPLE_RATE).astype(np.float64)).max()) for p in report.outputs]
+    assert 20 * np.log10(peaks[1] / peaks[0]) == pytest.approx(12.04, abs=0.2)

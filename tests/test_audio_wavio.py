@@ -1,0 +1,69 @@
+"""Sentence WAVs: written atomically in the canonical layout, read back strictly."""
+
+from __future__ import annotations
+
+import wave
+
+import numpy as np
+import pytest
+from pydub import AudioSegment
+
+from pipeline.audio import write_sentence_wav
+from pipeline.audio.wavio import read_sentence_audio, segment_samples
+from pipeline.errors import AssemblyError
+from pipeline.types import SAMPLE_RATE
+
+
+def test_writes_16_bit_mono_24k_and_returns_seconds(tmp_path):
+    waveform = (0.5 * np.sin(np.arange(SAMPLE_RATE * 3 // 2) / 10)).astype(np.float32)
+    path = tmp_path / "deep" / "dir" / "s.wav"
+    assert write_sentence_wav(path, waveform) == pytest.approx(1.5)
+    with wave.open(str(path)) as wav:
+        assert (wav.getnchannels(), wav.getsampwidth(), wav.getframerate()) == (1, 2, SAMPLE_RATE)
+        samples = np.frombuffer(wav.readframes(wav.getnframes()), dtype="<i2")
+    np.testing.assert_allclose(samples / 32767, waveform, atol=1 / 32767)
+    assert [p.name for p in path.parent.iterdir()] == ["s.wav"]  # no temp file left behind
+
+
+def test_overs_clip_instead_of_wrapping_and_nan_becomes_silence(tmp_path):
+    path = tmp_path / "s.wav"
+    write_sentence_wav(path, np.array([1.5, -1.5, 1.0, -1.0, np.nan], dtype=np.float32))
+    assert segment_samples(read_sentence_audio(path)).tolist() == [32767, -32768, 32767, -32767, 0]
+
+
+def test_a_failed_write_keeps_the_previous_file_and_leaves_no_temp(tmp_path, monkeypatch):
+    path = tmp_path / "s.wav"
+    write_sentence_wav(path, np.zeros(100, dtype=np.float32))
+    before = path.read_bytes()
+
+    def crash(self, data):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(wave.Wave_write, "writeframes", crash)
+    with pytest.raises(AssemblyError, match="disk is full"):
+        write_sentence_wav(path, np.ones(100, dtype=np.float32))
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["s.wav"]
+
+
+def test_other_wav_layouts_are_converted(tmp_path):
+    path = tmp_path / "stereo48k.wav"
+    tone = (0.25 * np.sin(np.arange(48_000) * 2 * np.pi * 440 / 48_000) * 32767).astype("<i2")
+    AudioSegment(np.repeat(tone, 2).tobytes(), sample_width=2, frame_rate=48_000, channels=2).export(path, format="wav")
+    segment = read_sentence_audio(path)
+    assert (segment.channels, segment.frame_rate, segment.sample_width) == (1, SAMPLE_RATE, 2)
+    assert len(segment_samples(segment)) == pytest.approx(SAMPLE_RATE, abs=2)
+
+
+def test_missing_truncated_and_garbage_files_are_assembly_errors(tmp_path):
+    with pytest.raises(AssemblyError, match="missing"):
+        read_sentence_audio(tmp_path / "nope.wav")
+    truncated = tmp_path / "truncated.wav"
+    write_sentence_wav(truncated, np.zeros(SAMPLE_RATE, dtype=np.float32))
+    truncated.write_bytes(truncated.read_bytes()[:1000])
+    with pytest.raises(AssemblyError, match="truncated"):
+        read_sentence_audio(truncated)
+    garbage = tmp_path / "garbage.wav"
+    garbage.write_bytes(b"RIFF\x00\x00\x00\x00WAVEjunk" * 10)
+    with pytest.raises(AssemblyError, match=str(garbage)):
+        read_sentence_audio(garbage)

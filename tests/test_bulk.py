@@ -1,0 +1,293 @@
+"""`tts-jobs bulk` as cron runs it: an inbox of books in; jobs, audiobooks and reports out.
+
+What a user notices: each book is submitted once, even renamed, even when two runs overlap;
+the output says what was skipped and why; a bad file costs one line, not the night; `--wait`
+ends with a summary, one folder per book with its audiobook and report, and an exit code for cron.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.books import write_epub, write_markdown
+from tests.conftest import env_for
+from tests.e2e_helpers import cli, popen_worker, read_log, status_json, terminate
+
+ROOT = Path(__file__).resolve().parent.parent
+# The ops commands through the real console entry point (registered here until jobs/cli.py does it).
+OPS_CLI = [sys.executable, "-c", "from jobs import cli, cli_ops\n"
+           "if 'bulk' not in {c.name for c in cli.app.registered_commands}: cli_ops.register(cli.app)\n"
+           "cli.main()"]
+AN_HOUR_AGO = time.time() - 3600
+
+
+def run_bulk(args: list[str], env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(OPS_CLI + ["bulk", *args], env=env, cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def popen_bulk(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(OPS_CLI + ["bulk", *args], env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def settled(*paths: Path) -> None:
+    """Make files look copied an hour ago, i.e. old enough for a run with the default --min-age."""
+    for path in paths:
+        os.utime(path, (AN_HOUR_AGO, AN_HOUR_AGO))
+
+
+def lines_about(stdout: str, name: str) -> list[str]:
+    return [line for line in stdout.splitlines() if f" {name}" in line]
+
+
+def queued_messages(redis_url: str, queue: str = "cpu") -> int:
+    import redis
+
+    return int(redis.Redis.from_url(redis_url).llen(queue))
+
+
+def small_book(path: Path, title: str) -> Path:
+    return write_epub(path, title, [("Only", [f"{title} is a very short book."])])
+
+
+# ---------------------------------------------------------------- submitting (no worker needed)
+
+
+def test_each_new_book_is_submitted_once_and_the_output_says_what_was_skipped(
+        tmp_path: Path, settings_factory, redis_url: str) -> None:  # type: ignore[no-untyped-def]
+    env = env_for(settings_factory())
+    inbox, out = tmp_path / "inbox", tmp_path / "out"
+    inbox.mkdir()
+    alpha = small_book(inbox / "alpha.epub", "Alpha")
+    shutil.copyfile(alpha, inbox / "alpha-renamed.epub")  # same content, new name
+    write_markdown(inbox / "beta.md", "Beta", [("One", ["Beta has one chapter."])])
+    (inbox / "broken.epub").write_bytes(b"this is not a zip archive")
+    (inbox / "notes.pdf").write_bytes(b"%PDF-1.4")  # not a book type: ignored
+    small_book(inbox / ".partial.epub", "Hidden")  # a copy tool's temporary: ignored
+    settled(*inbox.iterdir())
+    small_book(inbox / "fresh.epub", "Fresh")  # still being copied, as far as we can tell
+
+    first = run_bulk([str(inbox), "--out", str(out)], env)
+
+    assert first.returncode == 2, first.stderr  # 2: a file could not be read
+    submitted = [line for line in first.stdout.splitlines() if line.startswith("submitted")]
+    assert len(submitted) == 2 and any("beta.md" in line for line in submitted)
+    [copy_line] = [line for line in first.stdout.splitlines() if line.startswith("skipped") and "alpha" in line]
+    alpha_job = int(next(line for line in submitted if "alpha" in line).split("-> job ")[1].split()[0])
+    assert f"already submitted as job {alpha_job} (queued)" in copy_line
+    [broken] = lines_about(first.stdout, "broken.epub")
+    assert broken.startswith("unreadable")
+    [fresh] = lines_about(first.stdout, "fresh.epub")
+    assert fresh.startswith("skipped") and "still being copied" in fresh
+    assert not lines_about(first.stdout, "notes.pdf") and not lines_about(first.stdout, ".partial.epub")
+    assert sorted(p.name for p in out.iterdir()) == ["Alpha", "Beta"]  # one folder per book, by title
+    assert queued_messages(redis_url) == 2  # the workers were told about both
+
+    settled(inbox / "fresh.epub")
+    second = run_bulk([str(inbox), "--out", str(out), "--json"], env)
+
+    assert second.returncode == 2, second.stderr
+    books = {Path(b["file"]).name: b for b in json.loads(second.stdout)["books"]}
+    assert books["fresh.epub"]["outcome"] == "submitted"
+    assert books["broken.epub"]["outcome"] == "unreadable"
+    assert all(books[name]["outcome"] == "skipped" for name in ("alpha.epub", "alpha-renamed.epub", "beta.md"))
+    assert len(status_json(env)) == 3 and queued_messages(redis_url) == 3
+
+
+def test_wait_reports_a_book_that_did_not_finish_and_exits_non_zero(
+        tmp_path: Path, settings_factory, redis_url: str) -> None:  # type: ignore[no-untyped-def]
+    env = env_for(settings_factory())
+    inbox, out = tmp_path / "inbox", tmp_path / "out"
+    inbox.mkdir()
+    small_book(inbox / "gamma.epub", "Gamma")
+    bulk = popen_bulk([str(inbox), "--out", str(out), "--min-age", "0", "--wait", "--poll", "0.5"], env)
+    try:
+        job = _wait_for_a_job(env)
+        assert cli(["cancel", str(job)], env).returncode == 0  # no worker runs: it can only end this way
+        stdout, stderr = bulk.communicate(timeout=120)
+    finally:
+        if bulk.poll() is None:
+            bulk.kill()
+
+    assert bulk.returncode == 1, stderr
+    assert f"cancelled   job {job} Gamma" in stdout
+    assert "summary: 1 submitted, 0 skipped, 0 unreadable; 0 done, 1 failed" in stdout
+    assert "0/1 books finished" in stderr and "1/1 books finished (1 failed)" in stderr  # progress lines
+    report = json.loads((out / "Gamma" / "Gamma.report.json").read_text())
+    assert report["state"] == "cancelled" and report["job"] == job and report["error"]
+
+
+def _wait_for_a_job(env: dict[str, str], timeout: float = 60) -> int:
+    deadline = time.monotonic() + timeout
+    while not (jobs := status_json(env)):
+        assert time.monotonic() < deadline, "the bulk run submitted nothing"
+        time.sleep(0.5)
+    return int(jobs[0]["id"])
+
+
+def test_a_run_without_wait_writes_the_reports_of_books_finished_since_the_last_run(
+        tmp_path: Path, settings_factory, redis_url: str) -> None:  # type: ignore[no-untyped-def]
+    env = env_for(settings_factory())
+    inbox, out = tmp_path / "inbox", tmp_path / "out"
+    inbox.mkdir()
+    small_book(inbox / "delta.epub", "Delta")
+    assert run_bulk([str(inbox), "--out", str(out), "--min-age", "0"], env).returncode == 0
+    [job] = status_json(env)
+    assert not (out / "Delta" / "Delta.report.json").exists()  # not finished yet
+    assert cli(["cancel", str(job["id"])], env).returncode == 0
+
+    later = run_bulk([str(inbox), "--out", str(out), "--min-age", "0"], env)
+
+    assert later.returncode == 0, later.stderr
+    assert "already submitted as job" in later.stdout
+    report = json.loads((out / "Delta" / "Delta.report.json").read_text())
+    assert report["state"] == "cancelled" and report["source"] == "delta.epub"
+
+
+def test_a_different_book_with_the_same_title_gets_its_own_folder(
+        tmp_path: Path, settings_factory, redis_url: str) -> None:  # type: ignore[no-untyped-def]
+    env = env_for(settings_factory())
+    inbox, out = tmp_path / "inbox", tmp_path / "out"
+    inbox.mkdir()
+    write_epub(inbox / "first.epub", "Dracula", [("One", ["The first edition."])])
+    write_epub(inbox / "second.epub", "Dracula", [("One", ["The second edition, revised."])])
+
+    result = run_bulk([str(inbox), "--out", str(out), "--min-age", "0", "--json"], env)
+
+    assert result.returncode == 0, result.stderr
+    folders = sorted(Path(b["book_dir"]) for b in json.loads(result.stdout)["books"])
+    assert folders[0] == out / "Dracula" and folders[1].name.startswith("Dracula (")
+    assert all(folder.is_dir() for folder in folders)
+
+
+# ---------------------------------------------------------------- overlapping runs (PostgreSQL)
+
+
+@pytest.fixture()
+def pg_settings(pg_database: str, settings_factory):  # type: ignore[no-untyped-def]
+    """Settings on the real PostgreSQL, schema at head, tables emptied afterwards."""
+    from storage.db import make_engine, upgrade
+    from storage.models import Base
+
+    upgrade(pg_database)
+    yield settings_factory(pg_database)
+    engine = make_engine(pg_database)
+    with engine.begin() as conn:
+        for table in reversed(Base.metadata.sorted_tables):
+            conn.execute(table.delete())
+    engine.dispose()
+
+
+def test_two_overlapping_runs_submit_each_book_once(tmp_path: Path, pg_settings, redis_url: str) -> None:  # type: ignore[no-untyped-def]
+    env = env_for(pg_settings)
+    inbox, out = tmp_path / "inbox", tmp_path / "out"
+    inbox.mkdir()
+    for number in range(8):
+        small_book(inbox / f"book{number}.epub", f"Book {number}")
+    args = [str(inbox), "--out", str(out), "--min-age", "0", "--json"]
+
+    runs = [popen_bulk(args, env) for _ in range(2)]
+    outputs = [run.communicate(timeout=300) for run in runs]
+
+    assert [run.returncode for run in runs] == [0, 0], [err for _, err in outputs]
+    books = [b for stdout, _ in outputs for b in json.loads(stdout)["books"]]
+    submitted = [b for b in books if b["outcome"] == "submitted"]
+    assert sorted(Path(b["file"]).name for b in submitted) == sorted(f"book{n}.epub" for n in range(8))
+    assert all(b["outcome"] == "skipped" and "submitted" in b["reason"] for b in books if b not in submitted)
+    assert len(status_json(env)) == 8
+
+
+def test_the_unique_hash_decides_when_a_rival_run_commits_first(tmp_path: Path, pg_settings) -> None:  # type: ignore[no-untyped-def]
+    """Both runs pass the "seen before?" check; the database lets only one of them record the book."""
+    from jobs import bulk, service
+    from storage.models import BulkEntry, Job
+
+    rt = service.open_runtime(pg_settings)
+    book = small_book(tmp_path / "rival.epub", "Rival")
+    sha256 = service.file_sha256(book)
+    rival = rt.session()
+    rival_job = Job(source_name="rival.epub", source_path="", source_sha256=sha256, book_format="epub",
+                    voice_name="default", voice_embedding="seed:1")
+    rival.add(rival_job)
+    rival.flush()
+    rival.add(BulkEntry(sha256=sha256, path=str(book), job_id=rival_job.id))
+    rival.flush()  # the rival holds the unique key, uncommitted
+
+    enqueued: list[int] = []
+    outcome: list[Any] = []
+    options = bulk.BulkOptions(out_dir=tmp_path / "out", min_age_seconds=0)
+    ours = threading.Thread(target=lambda: outcome.append(bulk.submit_one(rt, book, options, enqueued.append)))
+    ours.start()
+    _wait_until_a_session_waits_for_a_lock(pg_settings.database_url)  # our INSERT, queued behind the rival's key
+    assert ours.is_alive()
+    rival.commit()
+    rival.close()
+    ours.join(timeout=30)
+
+    [result] = outcome
+    assert result.outcome == bulk.Outcome.SKIPPED
+    assert f"already submitted as job {rival_job.id}" in result.reason
+    assert enqueued == []
+    assert not (tmp_path / "out" / "Rival").exists()  # no folder claimed for a book we did not submit
+
+
+# ---------------------------------------------------------------- the whole night (real worker)
+
+
+def test_wait_converts_the_inbox_and_leaves_an_audiobook_and_a_report_per_book(
+        tmp_path: Path, pg_settings, redis_url: str) -> None:  # type: ignore[no-untyped-def]
+    env = env_for(pg_settings)
+    inbox, out = tmp_path / "inbox", tmp_path / "out"
+    inbox.mkdir()
+    small_book(inbox / "night.epub", "Night Reading")
+    write_markdown(inbox / "notes.md", "Field Notes", [("Monday", ["It rained."]), ("Tuesday", ["It did not."])])
+    worker = popen_worker(env, tmp_path / "worker.log")
+    try:
+        result = run_bulk([str(inbox), "--out", str(out), "--min-age", "0", "--wait", "--poll", "1"], env,
+                          timeout=400)
+    finally:
+        terminate(worker)
+
+    assert result.returncode == 0, (result.stdout, result.stderr, read_log(tmp_path / "worker.log")[-3000:])
+    assert "summary: 2 submitted, 0 skipped, 0 unreadable; 2 done, 0 failed" in result.stdout
+    assert "2/2 books finished (0 failed)" in result.stderr
+    for title, chapters in (("Night Reading", ["Only"]), ("Field Notes", ["Monday", "Tuesday"])):
+        audiobook = out / title / f"{title}.m4b"
+        assert audiobook.is_file(), sorted(out.rglob("*"))
+        report = json.loads((out / title / f"{title}.report.json").read_text())
+        assert report["state"] == "done" and report["outputs"] == [str(audiobook)]
+        assert [c["title"] for c in report["chapters"]] == chapters
+        assert report["duration_seconds"] > 0 and report["sentences"]["done"] == report["sentences"]["total"]
+        assert isinstance(report["warnings"], list)
+
+
+def _wait_until_a_session_waits_for_a_lock(database_url: str, timeout: float = 60) -> None:
+    from sqlalchemy import text
+
+    from storage.db import make_engine
+
+    # A fresh connection per look: inside one transaction pg_stat_activity is a frozen snapshot.
+    engine = make_engine(database_url)
+    query = text("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                 "AND datname = current_database()")
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            with engine.connect() as connection:
+                if connection.execute(query).scalar_one() > 0:
+                    return
+            assert time.monotonic() < deadline, "our insert never waited for the rival's transaction"
+            time.sleep(0.1)
+    finally:
+        engine.dispose()
