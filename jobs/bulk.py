@@ -17,6 +17,7 @@ Layout under the output folder, one folder per book (the layout audiobook player
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
 import logging
@@ -26,7 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -43,7 +44,7 @@ DEFAULT_MIN_AGE_SECONDS = 60.0
 FINAL_STATES = tuple(s.value for s in JobState if s.is_final)
 
 Enqueue = Callable[[int], None]
-"""Sends the message that starts a recorded job (``tasks.ingest_job.delay`` in production)."""
+"""Sends the message that starts a recorded job (``tasks.send_ingest`` in production)."""
 
 
 class Outcome(str, enum.Enum):
@@ -94,8 +95,10 @@ class BookOutcome:
 
 
 def find_books(inbox: Path, recursive: bool = False) -> list[Path]:
-    """Every file in ``inbox`` with a supported book extension, sorted by path.
+    """Every file in ``inbox`` with a supported book extension, oldest first.
 
+    Oldest first: books are queued in the order they arrived, and of two copies of one book the
+    original (usually the older file) is the one submitted and named in the output.
     Hidden files are left out: editors and copy tools (rsync, browsers) write hidden temporaries.
 
     Raises:
@@ -106,16 +109,24 @@ def find_books(inbox: Path, recursive: bool = False) -> list[Path]:
     if not inbox.is_dir():
         raise TtsJobsError(f"{inbox}: not a folder (pass the folder that holds the books)")
     candidates = inbox.rglob("*") if recursive else inbox.iterdir()
-    return sorted(p for p in candidates
-                  if p.is_file() and p.suffix.lower() in SUPPORTED_EXTENSIONS
-                  and not any(part.startswith(".") for part in p.relative_to(inbox).parts))
+    books = [p for p in candidates
+             if p.is_file() and p.suffix.lower() in SUPPORTED_EXTENSIONS
+             and not any(part.startswith(".") for part in p.relative_to(inbox).parts)]
+    return sorted(books, key=_arrival)
+
+
+def _arrival(path: Path) -> tuple[float, str]:
+    try:
+        return path.stat().st_mtime, str(path)
+    except OSError:  # vanished since the listing: submit_one reports it
+        return 0.0, str(path)
 
 
 # ---------------------------------------------------------------- submitting
 
 
-def submit_inbox(rt: service.Runtime, inbox: Path, options: BulkOptions, enqueue: Enqueue,
-                 now: Callable[[], float] = time.time) -> list[BookOutcome]:
+def submit_inbox(rt: service.Runtime, inbox: Path, options: BulkOptions,
+                 enqueue: Enqueue) -> list[BookOutcome]:
     """Submit every book of ``inbox`` not submitted before; one outcome per book file.
 
     A bad book is an outcome, not an exception: the others are still submitted.
@@ -126,9 +137,9 @@ def submit_inbox(rt: service.Runtime, inbox: Path, options: BulkOptions, enqueue
     _check_job_options(rt, options.job)
     outcomes = []
     for path in find_books(inbox, options.recursive):
-        outcome = submit_one(rt, path, options, enqueue, now)
-        log.info("bulk: %s %s%s", outcome.outcome.value, path,
-                 f" (job {outcome.job_id})" if outcome.job_id else "")
+        outcome = submit_one(rt, path, options, enqueue)
+        log.debug("bulk: %s %s%s", outcome.outcome.value, path,
+                  f" (job {outcome.job_id})" if outcome.job_id else "")
         outcomes.append(outcome)
     return outcomes
 
@@ -142,11 +153,10 @@ def _check_job_options(rt: service.Runtime, job: service.JobOptions) -> None:
         service.resolve_voice(session, job.voice)
 
 
-def submit_one(rt: service.Runtime, path: Path, options: BulkOptions, enqueue: Enqueue,
-               now: Callable[[], float] = time.time) -> BookOutcome:
+def submit_one(rt: service.Runtime, path: Path, options: BulkOptions, enqueue: Enqueue) -> BookOutcome:
     """Submit one book unless its content was submitted before (see the module docstring)."""
     try:
-        if now() - path.stat().st_mtime < options.min_age_seconds:
+        if time.time() - path.stat().st_mtime < options.min_age_seconds:
             return BookOutcome(path, Outcome.SKIPPED, f"changed less than {options.min_age_seconds:g} s "
                                "ago (still being copied?); the next run takes it")
         sha256 = service.file_sha256(path)
@@ -165,7 +175,7 @@ def submit_one(rt: service.Runtime, path: Path, options: BulkOptions, enqueue: E
         known = _already_submitted(rt, sha256)
         return replace(known, path=path) if known else BookOutcome(
             path, Outcome.SKIPPED, "submitted by another run at the same time", sha256=sha256)
-    _enqueue_or_withdraw(rt, job_id, sha256, enqueue)
+    _enqueue_or_withdraw(rt, job_id, sha256, book_dir, enqueue)
     return BookOutcome(path, Outcome.SUBMITTED, job_id=job_id, sha256=sha256, book_dir=book_dir)
 
 
@@ -179,10 +189,10 @@ def _already_submitted(rt: service.Runtime, sha256: str) -> BookOutcome | None:
         if entry is None:
             return None
         job = repo.get_job(session, entry.job_id) if entry.job_id is not None else None
-        state = f" ({job.state})" if job is not None else " (job since deleted)"
+        as_job = f"as job {job.id} ({job.state})" if job is not None else "(its job was deleted since)"
         first_seen = Path(entry.path)
         return BookOutcome(first_seen, Outcome.SKIPPED,
-                           f"already submitted as job {entry.job_id}{state}, first seen as {first_seen}",
+                           f"already submitted {as_job}, first seen as {first_seen}",
                            job_id=entry.job_id, sha256=sha256,
                            book_dir=_book_dir_of(job) if job is not None else None)
 
@@ -257,22 +267,23 @@ def claim_book_dir(out_dir: Path, title: str, sha256: str) -> tuple[Path, bool]:
 
 
 def _remove_if_empty(folder: Path) -> None:
-    try:
+    with contextlib.suppress(OSError):  # not empty (someone put files there) or already gone: leave it
         folder.rmdir()
-    except OSError:
-        pass  # not empty (someone put files there) or already gone: leave it
 
 
-def _enqueue_or_withdraw(rt: service.Runtime, job_id: int, sha256: str, enqueue: Enqueue) -> None:
+def _enqueue_or_withdraw(rt: service.Runtime, job_id: int, sha256: str, book_dir: Path,
+                         enqueue: Enqueue) -> None:
     """Send the job's first message. If the broker is unreachable, withdraw the submission.
 
-    Without this, the bulk entry would make every later run skip a job that was never queued.
+    Without this, the bulk entry would make every later run skip a job that was never queued,
+    and the claimed folder would push the book's next submission to a suffixed name.
     """
     try:
         enqueue(job_id)
     except Exception as exc:
+        _remove_if_empty(book_dir)
         with rt.session() as session:
-            session.execute(BulkEntry.__table__.delete().where(BulkEntry.sha256 == sha256))
+            session.execute(delete(BulkEntry).where(BulkEntry.sha256 == sha256))
             repo.move_job(session, job_id, JobState.FAILED, only_from=JobState.active(),
                           error=f"could not be queued ({type(exc).__name__}: {exc}); the next bulk run "
                                 "submits the book again")
@@ -301,7 +312,7 @@ class Progress:
 
 def wait_for_jobs(rt: service.Runtime, job_ids: Sequence[int],
                   on_progress: Callable[[Progress], None] | None = None,
-                  on_final: Callable[[service.JobStatus], None] | None = None,
+                  on_final: Callable[[service.JobStatus], object] | None = None,
                   poll_seconds: float = 10.0) -> list[service.JobStatus]:
     """Poll the job table until every job is final; returns their statuses in ``job_ids`` order.
 
@@ -328,9 +339,10 @@ def wait_for_jobs(rt: service.Runtime, job_ids: Sequence[int],
 
 def _progress(statuses: Iterable[service.JobStatus]) -> Progress:
     statuses = list(statuses)
+    unsuccessful = (JobState.FAILED.value, JobState.CANCELLED.value)
     return Progress(books=len(statuses),
                     finished=sum(s.state in FINAL_STATES for s in statuses),
-                    failed=sum(s.state in (JobState.FAILED.value, JobState.CANCELLED.value) for s in statuses),
+                    failed=sum(s.state in unsuccessful for s in statuses),
                     sentences_done=sum(s.sentences_done for s in statuses),
                     sentences_total=sum(s.sentences_total for s in statuses))
 
@@ -354,7 +366,8 @@ def book_report(status: service.JobStatus) -> dict[str, Any]:
             "duration_seconds": report.get("total_seconds", status.audio_seconds),
             "chapters": chapters,
             "sentences": {"total": status.sentences_total, "done": status.sentences_done,
-                          "failed": status.sentences_failed, "cut_at_length_limit": status.sentences_hit_limit},
+                          "failed": status.sentences_failed,
+                          "cut_at_length_limit": status.sentences_hit_limit},
             "warnings": status.warnings}
 
 

@@ -46,6 +46,9 @@ def make_celery(settings: Settings) -> Celery:
         task_queues=[Queue(q) for q in ALL_QUEUES],
         task_default_queue=CPU_QUEUE,
         task_routes={"tts_jobs.synthesize_batch": {"queue": SYNTH_QUEUE}},
+        # The child loads and warms the model in worker_process_init before it reports "up";
+        # Celery's 4 s default would kill every replacement child of a GPU worker in a loop.
+        worker_proc_alive_timeout=600,
         worker_send_task_events=True,  # Flower
         task_send_sent_event=True,
         worker_hijack_root_logger=False,

@@ -127,7 +127,7 @@ def submit(
             typer.echo(f"error: {exc}", err=True)
             failed = True
             continue
-        tasks.ingest_job.delay(job_id)
+        tasks.send_ingest(job_id)
         typer.echo(job_id)
     if failed:
         raise typer.Exit(EXIT_BAD_INPUT)

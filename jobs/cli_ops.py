@@ -32,17 +32,23 @@ def register(app: typer.Typer) -> None:
 
 # ---------------------------------------------------------------- flower
 
+PortOpt = Annotated[int, typer.Option(help="Port of the web UI and API.")]
+AddressOpt = Annotated[str, typer.Option(help="Interface to bind (0.0.0.0 inside a container).")]
+LocalOpt = Annotated[bool, typer.Option(
+    "--local", help="Run without FLOWER_BASIC_AUTH, reachable from this machine only (127.0.0.1).")]
+AllowControlOpt = Annotated[bool, typer.Option(
+    "--allow-control", help="Let the UI/API shut down workers and revoke tasks (default: read-only).")]
+StateFileOpt = Annotated[Optional[Path], typer.Option(help="Keep Flower's task history in this file.")]
+UrlPrefixOpt = Annotated[Optional[str], typer.Option(help="Serve under /PREFIX/ behind a reverse proxy.")]
+
 
 def flower(
-    port: Annotated[int, typer.Option(help="Port of the web UI and API.")] = DEFAULT_PORT,
-    address: Annotated[str, typer.Option(help="Interface to bind (0.0.0.0 inside a container).")] = LOOPBACK,
-    local: Annotated[bool, typer.Option(
-        "--local", help="Run without FLOWER_BASIC_AUTH, reachable from this machine only (127.0.0.1).")] = False,
-    allow_control: Annotated[bool, typer.Option(
-        "--allow-control", help="Let the UI/API shut down workers and revoke tasks (default: read-only).")] = False,
-    state_file: Annotated[Optional[Path], typer.Option(
-        help="Keep Flower's task history in this file across restarts.")] = None,
-    url_prefix: Annotated[Optional[str], typer.Option(help="Serve under /PREFIX/ behind a reverse proxy.")] = None,
+    port: PortOpt = DEFAULT_PORT,
+    address: AddressOpt = LOOPBACK,
+    local: LocalOpt = False,
+    allow_control: AllowControlOpt = False,
+    state_file: StateFileOpt = None,
+    url_prefix: UrlPrefixOpt = None,
 ) -> None:
     """Monitor the workers in a browser (Celery Flower). Needs FLOWER_BASIC_AUTH=user:password."""
     options = FlowerOptions(port=port, address=address, local=local, allow_control=allow_control,
@@ -57,26 +63,35 @@ def flower(
 
 # ---------------------------------------------------------------- bulk
 
+InboxArg = Annotated[Path, typer.Argument(help="Folder of books (.epub, .txt, .md, .html).")]
+OutOpt = Annotated[Optional[Path], typer.Option(
+    "--out", help="Audiobooks land in OUT/<title>/ (default: $TTS_JOBS_DATA_DIR/audiobooks); "
+                  "workers must see the same path.")]
+FormatOpt = Annotated[Optional[list[str]], typer.Option(
+    "--format", "-f", help="Output format(s): m4b, mp3, ogg, flac, wav (repeat or comma-separate).")]
+VoiceOpt = Annotated[str, typer.Option("--voice", help="Voice name (see `tts-jobs voice list`).")]
+PriorityOpt = Annotated[int, typer.Option(help="Higher runs first; a negative value lets interactive "
+                                               "submissions overtake the night's books.")]
+RecursiveOpt = Annotated[bool, typer.Option("--recursive", help="Also read sub-folders.")]
+MinAgeOpt = Annotated[float, typer.Option(
+    help="Leave files changed less than this many seconds ago (still being copied) for the next run.")]
+WaitOpt = Annotated[bool, typer.Option(
+    "--wait", help="Wait until every submitted book is finished; exit 1 if any failed.")]
+PollOpt = Annotated[float, typer.Option(help="Seconds between progress checks with --wait.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+
 
 def bulk_command(
-    inbox: Annotated[Path, typer.Argument(help="Folder of books (.epub, .txt, .md, .html).")],
-    out: Annotated[Optional[Path], typer.Option(
-        "--out", help="Audiobooks land in OUT/<title>/ (default: $TTS_JOBS_DATA_DIR/audiobooks); "
-                      "workers must see the same path.")] = None,
-    fmt: Annotated[Optional[list[str]], typer.Option(
-        "--format", "-f", help="Output format(s): m4b, mp3, ogg, flac, wav (repeat or comma-separate).")] = None,
-    voice: Annotated[str, typer.Option("--voice", help="Voice name (see `tts-jobs voice list`).")]
-    = service.DEFAULT_VOICE,
-    priority: Annotated[int, typer.Option(help="Higher runs first (interactive submits can outrank the night).")]
-    = 0,
-    recursive: Annotated[bool, typer.Option("--recursive", help="Also read sub-folders.")] = False,
-    min_age: Annotated[float, typer.Option(
-        help="Leave files changed less than this many seconds ago for the next run (still being copied).")]
-    = bulk.DEFAULT_MIN_AGE_SECONDS,
-    wait: Annotated[bool, typer.Option(
-        "--wait", help="Wait until every submitted book is finished; exit 1 if any failed.")] = False,
-    poll: Annotated[float, typer.Option(help="Seconds between progress checks with --wait.")] = 10.0,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    inbox: InboxArg,
+    out: OutOpt = None,
+    fmt: FormatOpt = None,
+    voice: VoiceOpt = service.DEFAULT_VOICE,
+    priority: PriorityOpt = 0,
+    recursive: RecursiveOpt = False,
+    min_age: MinAgeOpt = bulk.DEFAULT_MIN_AGE_SECONDS,
+    wait: WaitOpt = False,
+    poll: PollOpt = 10.0,
+    as_json: JsonOpt = False,
 ) -> None:
     """Submit every book in INBOX not submitted before (known by content, so renamed copies are skipped).
 
@@ -91,17 +106,18 @@ def bulk_command(
                                job=service.JobOptions(formats=_formats(fmt), voice=voice, priority=priority))
     for report in bulk.write_pending_reports(rt, out_dir):
         log.info("bulk: wrote report %s", report)
-    outcomes = bulk.submit_inbox(rt, inbox, options, enqueue=tasks.ingest_job.delay)
+    outcomes = bulk.submit_inbox(rt, inbox, options, enqueue=tasks.send_ingest)
     if not as_json:
         _print_outcomes(outcomes)
     submitted = [o.job_id for o in outcomes if o.outcome == bulk.Outcome.SUBMITTED and o.job_id is not None]
-    results = bulk.wait_for_jobs(rt, submitted, on_progress=_log_progress,
-                                 on_final=lambda s: bulk.write_report(rt, s.id), poll_seconds=poll) \
-        if wait and submitted else []
+    results = []
+    if wait and submitted:
+        results = bulk.wait_for_jobs(rt, submitted, on_progress=_log_progress,
+                                     on_final=lambda s: bulk.write_report(rt, s.id), poll_seconds=poll)
     if as_json:
-        typer.echo(json.dumps({"inbox": str(inbox), "out": str(out_dir),
-                               "books": [o.to_json() for o in outcomes],
-                               "results": [bulk.book_report(s) for s in results]}, ensure_ascii=False, indent=2))
+        payload = {"inbox": str(inbox), "out": str(out_dir), "books": [o.to_json() for o in outcomes],
+                   "results": [bulk.book_report(s) for s in results]}
+        typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
     elif wait:
         _print_summary(outcomes, results)
     raise typer.Exit(_exit_code(outcomes, results))
@@ -130,11 +146,12 @@ def _log_progress(progress: bulk.Progress) -> None:
 def _print_summary(outcomes: list[bulk.BookOutcome], results: list[service.JobStatus]) -> None:
     for s in results:
         detail = ", ".join(s.outputs) if s.state == "done" else (s.error or "")
-        typer.echo(f"{s.state:<11} job {s.id} {s.title} ({_duration(s.audio_seconds)}): {detail}")
-    counts = {kind: sum(o.outcome == kind for o in outcomes) for kind in bulk.Outcome}
+        seconds = s.report.get("total_seconds", s.audio_seconds)  # with pauses, once assembled
+        typer.echo(f"{s.state:<11} job {s.id} {s.title} ({_duration(seconds)}): {detail}")
+    count = {kind: sum(o.outcome == kind for o in outcomes) for kind in bulk.Outcome}
     done = sum(s.state == "done" for s in results)
-    typer.echo(f"summary: {counts[bulk.Outcome.SUBMITTED]} submitted, {counts[bulk.Outcome.SKIPPED]} skipped, "
-               f"{counts[bulk.Outcome.UNREADABLE]} unreadable; {done} done, {len(results) - done} failed")
+    typer.echo(f"summary: {count[bulk.Outcome.SUBMITTED]} submitted, {count[bulk.Outcome.SKIPPED]} skipped, "
+               f"{count[bulk.Outcome.UNREADABLE]} unreadable; {done} done, {len(results) - done} failed")
 
 
 def _duration(seconds: float) -> str:

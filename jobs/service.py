@@ -257,7 +257,8 @@ def synthesize_batch(rt: Runtime, engine: Engine, batch_id: int, worker: str) ->
     """
     settings = rt.settings
     with rt.session() as session:
-        batch = repo.claim_batch(session, batch_id, worker, settings.lease_seconds)
+        batch = repo.claim_batch(session, batch_id, worker, settings.lease_seconds) or \
+            _take_over_from_dead_local_worker(session, batch_id, worker)
         if batch is None:
             session.commit()
             log.info("batch=%s: finished or leased elsewhere; nothing to do", batch_id)
@@ -271,11 +272,39 @@ def synthesize_batch(rt: Runtime, engine: Engine, batch_id: int, worker: str) ->
     with _LeaseKeeper(rt, batch_id, worker):
         try:
             results = _synthesize_all(engine, work)
-        except Exception as exc:
+            audio = [(w, r, _write_audio(rt, w, r)) for w, r in results]
+        except Exception as exc:  # device error, full disk...: give the batch back, or fail it for good
             _give_back_or_fail(rt, batch_id, worker, work, attempts, exc)
             raise
-    audio = [(w, r, _write_audio(rt, w, r)) for w, r in results]
     return _record_results(rt, batch_id, worker, audio)
+
+
+def _take_over_from_dead_local_worker(session: Session, batch_id: int, worker: str):  # type: ignore[no-untyped-def]
+    """A redelivered batch whose lease holder was a process on this host that no longer exists.
+
+    When a worker's child is killed mid-batch, Celery redelivers the message at once; waiting for
+    the lease to expire would idle the GPU for minutes. A holder on another host is never presumed dead.
+    """
+    batch = session.get(repo.Batch, batch_id)
+    if batch is None or batch.state != BatchState.RUNNING.value or not batch.leased_by:
+        return None
+    host, _, pid = batch.leased_by.rpartition(":")
+    if host != worker.rpartition(":")[0] or not pid.isdigit() or _process_alive(int(pid)):
+        return None
+    log.warning("batch=%s: its worker %s died; taking it over", batch_id, batch.leased_by)
+    return repo.take_over_batch(session, batch_id, worker, batch.leased_by)
+
+
+def _process_alive(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@
 | TTS_JOBS_PRECISION | auto | auto, fp32, fp16, bf16, int8 |
 | TTS_JOBS_MEMORY_FRACTION | 0.85 | share of GPU memory the planner may plan for |
 | TTS_JOBS_MAX_BATCH | 256 (GPU) / 16 (CPU) | most sentences in one batch |
-| TTS_JOBS_LEASE_SECONDS | 300 | a running batch whose worker is silent this long is taken over |
+| TTS_JOBS_LEASE_SECONDS | 120 | a running batch whose worker is silent this long is taken over |
 | TTS_JOBS_VISIBILITY_TIMEOUT | 21600 | Redis redelivery of unacknowledged messages (longer than any batch) |
 | TTS_JOBS_MAX_ATTEMPTS | 3 | attempts per batch before its sentences fail |
 """
@@ -33,7 +33,7 @@ class Settings:
     precision: str = "auto"
     memory_fraction: float = 0.85
     max_batch: int | None = None  # None: decided by the device (see batch_rows)
-    lease_seconds: float = 300.0
+    lease_seconds: float = 120.0
     visibility_timeout: int = 21_600
     max_attempts: int = 3
 
@@ -52,7 +52,7 @@ class Settings:
             precision=env.get("TTS_JOBS_PRECISION", "auto"),
             memory_fraction=float(env.get("TTS_JOBS_MEMORY_FRACTION", "0.85")),
             max_batch=int(max_batch) if max_batch else None,
-            lease_seconds=float(env.get("TTS_JOBS_LEASE_SECONDS", "300")),
+            lease_seconds=float(env.get("TTS_JOBS_LEASE_SECONDS", "120")),
             visibility_timeout=int(env.get("TTS_JOBS_VISIBILITY_TIMEOUT", "21600")),
             max_attempts=int(env.get("TTS_JOBS_MAX_ATTEMPTS", "3")),
         )

@@ -66,12 +66,17 @@ def start_lease_sweeper() -> None:
     def sweep_forever() -> None:
         rt = runtime()
         interval = max(5.0, rt.settings.lease_seconds / 2)
+        resent: dict[int, float] = {}  # batch -> when this process last resent it
         while True:
             time.sleep(interval)
             try:
+                now = time.monotonic()
                 for batch_id in service.requeue_stale_batches(rt):
+                    if now - resent.get(batch_id, -1e9) < rt.settings.lease_seconds:
+                        continue  # one message per lease period is enough; the claim does the rest
+                    resent[batch_id] = now
                     log.warning("batch=%s: its worker went silent; sending it out again", batch_id)
-                    synthesize_batch.delay(batch_id)
+                    send_batch(batch_id)
             except Exception:  # a broker or database blip; the next sweep retries
                 log.warning("lease sweep failed", exc_info=True)
 
@@ -87,7 +92,7 @@ def worker_name() -> str:
 def ingest_job(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
     """Read job ``job_id``'s book into chapters and sentences, then plan."""
     if service.ingest_job(runtime(), job_id):
-        plan_pending.delay()
+        plan_pending.apply_async(argsrepr=f"after job {job_id}")
 
 
 @shared_task(name="tts_jobs.plan_pending", bind=True, autoretry_for=RETRYABLE, retry_backoff=True,
@@ -95,7 +100,7 @@ def ingest_job(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
 def plan_pending(self) -> None:  # type: ignore[no-untyped-def]
     """Cut every unplanned sentence into batches and send one message per batch."""
     for batch_id in service.plan_pending(runtime()):
-        synthesize_batch.delay(batch_id)
+        send_batch(batch_id)
 
 
 @shared_task(name="tts_jobs.synthesize_batch", bind=True, autoretry_for=RETRYABLE, retry_backoff=True,
@@ -113,7 +118,7 @@ def synthesize_batch(self, batch_id: int) -> None:  # type: ignore[no-untyped-de
             raise self.retry(exc=exc, countdown=5 * (self.request.retries + 1))
         raise
     for job_id in ready:
-        assemble_job.delay(job_id)
+        send_assembly(job_id)
 
 
 @shared_task(name="tts_jobs.assemble_job", bind=True, autoretry_for=RETRYABLE, retry_backoff=True,
@@ -128,14 +133,29 @@ def assemble_job(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
         pass  # recorded on the job; bad audio is not retried
 
 
+# Messages carry ids only; argsrepr makes them readable on Flower's screens.
+
+
+def send_ingest(job_id: int) -> None:
+    ingest_job.apply_async((job_id,), argsrepr=f"job {job_id}")
+
+
+def send_batch(batch_id: int) -> None:
+    synthesize_batch.apply_async((batch_id,), argsrepr=f"batch {batch_id}")
+
+
+def send_assembly(job_id: int) -> None:
+    assemble_job.apply_async((job_id,), argsrepr=f"job {job_id}")
+
+
 def enqueue_next(plan: service.RetryPlan) -> None:
     """Send the message that continues a retried job."""
     if plan.next_step == "ingest":
-        ingest_job.delay(plan.job_id)
+        send_ingest(plan.job_id)
     elif plan.next_step == "plan":
-        plan_pending.delay()
+        plan_pending.apply_async(argsrepr=f"retry of job {plan.job_id}")
     else:
-        assemble_job.delay(plan.job_id)
+        send_assembly(plan.job_id)
 
 
 __all__ = ["app", "ingest_job", "plan_pending", "synthesize_batch", "assemble_job", "enqueue_next"]

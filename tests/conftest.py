@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 PG_ADMIN_URL = os.environ.get("TTS_JOBS_TEST_PG_ADMIN", "postgresql://postgres@127.0.0.1:5432/test")
-REDIS_TEST_URL = os.environ.get("TTS_JOBS_TEST_REDIS", "redis://127.0.0.1:6379/14")
+# Redis database 1-15 per test session, so that two sessions on one machine never share queues.
+REDIS_TEST_URL = os.environ.get("TTS_JOBS_TEST_REDIS", f"redis://127.0.0.1:6379/{1 + os.getpid() % 15}")
 
 
 @pytest.fixture(scope="session")
