@@ -29,7 +29,6 @@ from typing import Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
 
 from jobs import service
 from pipeline.errors import BookError, TtsJobsError
@@ -211,7 +210,7 @@ def _record(rt: service.Runtime, path: Path, book: Any, sha256: str,
         title = book.metadata.title or path.stem
         book_dir, created = claim_book_dir(options.out_dir, title, sha256)
         try:
-            job = _add_job(rt, session, path, book, sha256, replace(options.job, out_dir=book_dir))
+            job = service.add_job(rt, session, path, book, replace(options.job, out_dir=book_dir), sha256)
             entry.job_id = job.id
             session.commit()
         except BaseException:
@@ -221,25 +220,6 @@ def _record(rt: service.Runtime, path: Path, book: Any, sha256: str,
             raise
         log.info("job=%s: submitted %s by bulk run (sha256 %s)", job.id, path, sha256[:12])
         return job.id, book_dir
-
-
-def _add_job(rt: service.Runtime, session: Session, path: Path, book: Any, sha256: str,
-             options: service.JobOptions) -> Job:
-    """Record a queued job for a validated book and store its copy; the caller commits.
-
-    NOTE: mirrors the body of ``service.submit_book``, which commits on its own and so cannot
-    share the bulk entry's transaction. Replace with a shared ``service.add_job`` when it exists.
-    """
-    job = Job(source_name=path.name, source_path="", source_sha256=sha256,
-              book_format=book.format, title=book.metadata.title or path.stem,
-              authors=list(book.metadata.authors), language=book.metadata.language,
-              priority=options.priority, voice_name=options.voice,
-              voice_embedding=service.resolve_voice(session, options.voice),
-              options=options.to_json(), warnings=list(book.warnings))
-    session.add(job)
-    session.flush()
-    job.source_path = str(rt.artifacts.store_source(job.id, path))
-    return job
 
 
 def claim_book_dir(out_dir: Path, title: str, sha256: str) -> tuple[Path, bool]:

@@ -436,5 +436,9 @@ class _progress:
             self._bar.stop()
 
 
+from jobs import cli_ops  # noqa: E402 - operations commands: flower, bulk
+
+cli_ops.register(app)
+
 if __name__ == "__main__":
     main()

@@ -116,18 +116,24 @@ def submit_book(rt: Runtime, path: Path, options: JobOptions) -> int:
     if bad or not options.formats:
         raise TtsJobsError(f"unknown output format {', '.join(bad) or '(none)'}: use {', '.join(FORMATS)}")
     with rt.session() as session:
-        voice_spec = resolve_voice(session, options.voice)
-        job = Job(source_name=path.name, source_path="", source_sha256=file_sha256(path),
-                  book_format=book.format, title=book.metadata.title or path.stem,
-                  authors=list(book.metadata.authors), language=book.metadata.language,
-                  priority=options.priority, voice_name=options.voice, voice_embedding=voice_spec,
-                  options=options.to_json(), warnings=list(book.warnings))
-        session.add(job)
-        session.flush()
-        job.source_path = str(rt.artifacts.store_source(job.id, path))
+        job = add_job(rt, session, path, book, options, file_sha256(path))
         session.commit()
         log.info("job=%s: submitted %s (%s)", job.id, path, book.format)
         return job.id
+
+
+def add_job(rt: Runtime, session: Session, path: Path, book, options: JobOptions, sha256: str) -> Job:  # type: ignore[no-untyped-def]
+    """Record a queued job for a validated book and store its copy; the caller commits."""
+    job = Job(source_name=path.name, source_path="", source_sha256=sha256,
+              book_format=book.format, title=book.metadata.title or path.stem,
+              authors=list(book.metadata.authors), language=book.metadata.language,
+              priority=options.priority, voice_name=options.voice,
+              voice_embedding=resolve_voice(session, options.voice),
+              options=options.to_json(), warnings=list(book.warnings))
+    session.add(job)
+    session.flush()
+    job.source_path = str(rt.artifacts.store_source(job.id, path))
+    return job
 
 
 def file_sha256(path: Path) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import resource
 import shutil
 import sys
@@ -23,7 +24,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline.audio import AssemblyOptions, ChapterAudio, SentenceAudio, assemble_audiobook, write_sentence_wav  # noqa: E402
+from pipeline.audio import (
+    AssemblyOptions,
+    ChapterAudio,
+    SentenceAudio,
+    assemble_audiobook,
+    write_sentence_wav,
+)  # noqa: E402
 from pipeline.audio.synthetic import speechlike_sentence  # noqa: E402
 from pipeline.types import BookMetadata  # noqa: E402
 
@@ -40,10 +47,15 @@ def generate_book(root: Path, hours: float, chapters: int, sentence_seconds: flo
         sentences = []
         for number in range(per_chapter + 1):
             path = root / f"c{chapter:03d}" / f"s{number:05d}.wav"
-            write_sentence_wav(path, variants[(chapter * 7 + number) % len(variants)])
+            write_sentence_wav(path, variants[(chapter * 7 + number) % len(variants)], durable=False)
             sentences.append(SentenceAudio(path, paragraph_index=-1 if number == 0 else (number - 1) // 6))
         book.append(ChapterAudio(index=chapter, title=f"Chapter {chapter + 1}", sentences=tuple(sentences)))
     return book
+
+
+def cpu_seconds(who: int) -> float:
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
 
 
 def max_rss_mib(who: int) -> float:
@@ -64,23 +76,41 @@ def main() -> None:
     try:
         began = time.monotonic()
         book = generate_book(root / "sentences", args.hours, args.chapters, args.sentence_seconds)
-        log.info("generated %d sentence WAVs in %.0f s (synthetic noise, not speech)",
-                 sum(len(c.sentences) for c in book), time.monotonic() - began)
+        log.info(
+            "generated %d sentence WAVs in %.0f s (synthetic noise, not speech)",
+            sum(len(c.sentences) for c in book),
+            time.monotonic() - began,
+        )
         rss_before = max_rss_mib(resource.RUSAGE_SELF)
+        load_before = os.getloadavg()[0]
         metadata = BookMetadata(title="Benchmark Book", authors=("Synthetic",), date="2026")
+        cpu_before = cpu_seconds(resource.RUSAGE_SELF) + cpu_seconds(resource.RUSAGE_CHILDREN)
         began = time.monotonic()
-        report = assemble_audiobook(book, metadata, root / "out", root / "work",
-                                    AssemblyOptions(formats=tuple(args.formats)))
+        report = assemble_audiobook(
+            book, metadata, root / "out", root / "work", AssemblyOptions(formats=tuple(args.formats))
+        )
         elapsed = time.monotonic() - began
+        cpu = cpu_seconds(resource.RUSAGE_SELF) + cpu_seconds(resource.RUSAGE_CHILDREN) - cpu_before
         size = sum(p.stat().st_size for p in report.outputs)
-        print(f"audio        {report.total_seconds / 3600:.2f} h in {len(report.chapters)} chapters "
-              f"({report.sentence_seconds / 3600:.2f} h speech, {report.pause_seconds / 3600:.2f} h pauses)")
+        print(
+            f"audio        {report.total_seconds / 3600:.2f} h in {len(report.chapters)} chapters "
+            f"({report.sentence_seconds / 3600:.2f} h speech, {report.pause_seconds / 3600:.2f} h pauses)"
+        )
         print(f"formats      {' '.join(args.formats)}: {len(report.outputs)} file(s), {size / 2**20:.0f} MiB")
         print(f"assembly     {elapsed:.1f} s = {report.total_seconds / elapsed:.0f}x real time")
-        print(f"loudness     measured {report.measured_lufs:.2f} LUFS, gain {report.gain_db:+.2f} dB, "
-              f"limiter {'on' if report.limiter else 'off'}")
-        print(f"peak RSS     python {max_rss_mib(resource.RUSAGE_SELF):.0f} MiB "
-              f"(before assembly {rss_before:.0f} MiB), largest ffmpeg {max_rss_mib(resource.RUSAGE_CHILDREN):.0f} MiB")
+        print(
+            f"cpu          {cpu:.1f} s (python + ffmpeg) = {cpu / (report.total_seconds / 3600):.0f} s "
+            f"per audio hour on {os.cpu_count()} cores; load average before {load_before:.1f}"
+        )
+        print(
+            f"loudness     measured {report.measured_lufs:.2f} LUFS, gain {report.gain_db:+.2f} dB, "
+            f"limiter {'on' if report.limiter else 'off'}"
+        )
+        print(
+            f"peak RSS     python {max_rss_mib(resource.RUSAGE_SELF):.0f} MiB "
+            f"(before assembly {rss_before:.0f} MiB), "
+            f"largest ffmpeg {max_rss_mib(resource.RUSAGE_CHILDREN):.0f} MiB"
+        )
     finally:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)

@@ -183,6 +183,20 @@ def claim_batch(session: Session, batch_id: int, worker: str, lease_seconds: flo
     return session.get(Batch, batch_id, populate_existing=True)
 
 
+def take_over_batch(session: Session, batch_id: int, worker: str, dead_worker: str) -> Batch | None:
+    """Take a running batch from a worker known to be dead (its process is gone from this host)."""
+    now = utcnow()
+    result = session.execute(
+        update(Batch)
+        .where(Batch.id == batch_id, Batch.state == BatchState.RUNNING.value, Batch.leased_by == dead_worker)
+        .values(leased_by=worker, leased_at=now, heartbeat_at=now, attempts=Batch.attempts + 1)
+        .execution_options(synchronize_session=False)
+    )
+    if result.rowcount != 1:
+        return None
+    return session.get(Batch, batch_id, populate_existing=True)
+
+
 def renew_lease(session: Session, batch_id: int, worker: str, now: datetime | None = None) -> bool:
     result = session.execute(
         update(Batch)

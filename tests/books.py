@@ -226,3 +226,55 @@ def write_html(path: Path, title: str, chapters: list[tuple[str, list[str]]], *,
     path = Path(path)
     path.write_text(document, encoding="utf-8")
     return path
+
+
+def custom_epub(
+    path: Path,
+    documents: Sequence[tuple[str, str]],
+    *,
+    nav: str | None = None,
+    ncx: str | None = None,
+    spine: Sequence[str | tuple[str, bool]] | None = None,
+    title: str = "Custom Book",
+    language: str = "en",
+    extra_members: dict[str, bytes | str] | None = None,
+    extra_manifest: Sequence[str] = (),
+    extra_metadata: str = "",
+    guide: str = "",
+    landmarks: str = "",
+    version: int = 3,
+) -> Path:
+    """An EPUB from hand-written pieces, for tests of structure.
+
+    Args:
+        documents: (file name under OEBPS/, full XHTML document) in manifest order.
+        nav: the <ol> of an EPUB 3 nav document (hrefs relative to OEBPS/); None for no nav document.
+        ncx: <navPoint> markup of an NCX (srcs relative to OEBPS/); None for no NCX.
+        spine: file names in reading order, or (name, linear); default: ``documents`` in order.
+        landmarks: a ready-made <nav epub:type="landmarks"> for the nav document.
+    """
+    ids = {name: f"d{number}" for number, (name, _) in enumerate(documents)}
+    members: dict[str, bytes | str] = {"mimetype": "application/epub+zip", "META-INF/container.xml": CONTAINER_XML}
+    manifest = [f'<item id="{ids[name]}" href="{name}" media-type="application/xhtml+xml"/>' for name, _ in documents]
+    manifest.extend(extra_manifest)
+    for name, document in documents:
+        members[f"OEBPS/{name}"] = document
+    if nav is not None:
+        members["OEBPS/nav.xhtml"] = nav_document(nav, language=language, landmarks=landmarks)
+        manifest.append('<item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>')
+    if ncx is not None:
+        members["OEBPS/toc.ncx"] = ncx_document(title, ncx)
+        manifest.append('<item id="ncx" href="toc.ncx" media-type="application/x-dtbncx+xml"/>')
+    order = spine if spine is not None else [name for name, _ in documents]
+    itemrefs = []
+    for entry in order:
+        name, linear = (entry, True) if isinstance(entry, str) else entry
+        nonlinear = "" if linear else ' linear="no"'
+        itemrefs.append(f'<itemref idref="{ids[name]}"{nonlinear}/>')
+    members["OEBPS/content.opf"] = opf_document(
+        title, language=language, version=version, manifest=manifest,
+        spine=itemrefs, extra_metadata=extra_metadata, guide=guide)
+    members.update(extra_members or {})
+    path = Path(path)
+    path.write_bytes(zip_bytes(members))
+    return path

@@ -31,8 +31,9 @@ def test_missing_sentence_wav_names_the_file(tmp_path, chapters):
     missing = chapters[1].sentences[1].path
     missing.unlink()
     with pytest.raises(AssemblyError) as error:
-        assemble_audiobook(chapters, METADATA, tmp_path / "out", tmp_path / "work",
-                           AssemblyOptions(formats=("m4b", "mp3")))
+        assemble_audiobook(
+            chapters, METADATA, tmp_path / "out", tmp_path / "work", AssemblyOptions(formats=("m4b", "mp3"))
+        )
     assert str(missing) in str(error.value) and "missing" in str(error.value)
     assert "run the job again" in str(error.value)
     assert leftovers(tmp_path / "out") == []
@@ -57,8 +58,13 @@ def test_garbage_sentence_file_is_reported_as_corrupt(tmp_path, chapters):
 
 def test_ffmpeg_failure_names_the_output_and_leaves_no_file(tmp_path, chapters):
     with pytest.raises(AssemblyError, match="ffmpeg could not") as error:
-        assemble_audiobook(chapters, METADATA, tmp_path / "out", tmp_path / "work",
-                           AssemblyOptions(formats=("mp3",), bitrate="not-a-bitrate"))
+        assemble_audiobook(
+            chapters,
+            METADATA,
+            tmp_path / "out",
+            tmp_path / "work",
+            AssemblyOptions(formats=("mp3",), bitrate="not-a-bitrate"),
+        )
     assert str(tmp_path / "out") in str(error.value)
     assert leftovers(tmp_path / "out") == []
 
@@ -115,9 +121,19 @@ def test_no_chapters_is_an_error(tmp_path):
         assemble_audiobook([], METADATA, tmp_path / "out", tmp_path / "work")
 
 
+def test_work_dir_must_differ_from_out_dir(tmp_path, chapters):
+    with pytest.raises(AssemblyError, match="separate scratch"):
+        assemble_audiobook(chapters, METADATA, tmp_path / "same", tmp_path / "same" / ".")
+
+
 def test_unknown_format_is_an_error():
     with pytest.raises(AssemblyError, match="aiff"):
         AssemblyOptions(formats=("aiff",))
+
+
+def test_formats_are_normalised():
+    assert AssemblyOptions(formats=("MP3", "mp3", "m4b")).formats == ("mp3", "m4b")
+    assert AssemblyOptions(formats="flac").formats == ("flac",)
 
 
 def test_undecodable_cover_is_skipped_not_fatal(tmp_path, chapters, caplog):
@@ -132,8 +148,11 @@ def test_silent_sentence_is_left_out_with_a_warning(tmp_path, caplog):
     silent = tmp_path / "silent.wav"
     write_sentence_wav(speech, tone_sentence(seconds=0.5))
     write_sentence_wav(silent, tone_sentence(amplitude=0.0))
-    chapter = type(tone_book(tmp_path / "x", ["x"], 0)[0])(0, "Hush", (SentenceAudio(speech, 0), SentenceAudio(silent, 0)))
-    report = assemble_audiobook([chapter], METADATA, tmp_path / "out", tmp_path / "work",
-                                AssemblyOptions(formats=("wav",)))
+    chapter = type(tone_book(tmp_path / "x", ["x"], 0)[0])(
+        0, "Hush", (SentenceAudio(speech, 0), SentenceAudio(silent, 0))
+    )
+    report = assemble_audiobook(
+        [chapter], METADATA, tmp_path / "out", tmp_path / "work", AssemblyOptions(formats=("wav",))
+    )
     assert str(silent) in caplog.text
     assert report.pause_seconds == 0.0

@@ -25,8 +25,21 @@ FORMATS = ("mp3", "ogg", "flac", "wav")
 @pytest.fixture(scope="module")
 def jpeg_cover(tmp_path_factory) -> bytes:
     path = tmp_path_factory.mktemp("cover") / "cover.jpg"
-    subprocess.run([ffmpeg_binary(), "-v", "error", "-f", "lavfi", "-i", "color=c=blue:s=16x16", "-frames:v", "1",
-                    str(path)], check=True)
+    subprocess.run(
+        [
+            ffmpeg_binary(),
+            "-v",
+            "error",
+            "-f",
+            "lavfi",
+            "-i",
+            "color=c=blue:s=16x16",
+            "-frames:v",
+            "1",
+            str(path),
+        ],
+        check=True,
+    )
     return path.read_bytes()
 
 
@@ -34,8 +47,14 @@ def jpeg_cover(tmp_path_factory) -> bytes:
 def book(tmp_path_factory, jpeg_cover):
     root = tmp_path_factory.mktemp("formats")
     chapters = tone_book(root / "sentences", TITLES, body_sentences=1)
-    metadata = BookMetadata(title="Formats", authors=("Ann Author",), date="2001", cover=jpeg_cover,
-                            cover_mime="image/jpeg", description="About formats.")
+    metadata = BookMetadata(
+        title="Formats",
+        authors=("Ann Author",),
+        date="2001",
+        cover=jpeg_cover,
+        cover_mime="image/jpeg",
+        description="About formats.",
+    )
     options = AssemblyOptions(formats=FORMATS, narrator="Nora Narrator")
     report = assemble_audiobook(chapters, metadata, root / "out", root / "work", options)
     return report, root, chapters, metadata, options
@@ -58,7 +77,7 @@ def test_one_numbered_safely_named_file_per_chapter_and_format(book):
 @pytest.mark.parametrize("extension", FORMATS)
 def test_each_file_holds_its_chapter_audio(book, extension):
     report, *_ = book
-    for file, chapter in zip(outputs_of(report, extension), report.chapters):
+    for file, chapter in zip(outputs_of(report, extension), report.chapters, strict=True):
         seconds = len(decode_pcm(file, SAMPLE_RATE)) / SAMPLE_RATE
         assert seconds == pytest.approx(chapter.seconds, abs=0.06), file.name
 
@@ -109,8 +128,10 @@ def test_rerunning_reproduces_identical_files(tmp_path, jpeg_cover):
     chapters = tone_book(tmp_path / "sentences", ["One", "Two"], body_sentences=1)
     metadata = BookMetadata(title="Again", authors=("A",), cover=jpeg_cover, cover_mime="image/jpeg")
     options = AssemblyOptions(formats=("m4b", *FORMATS))
-    runs = [assemble_audiobook(chapters, metadata, tmp_path / f"out{n}", tmp_path / f"work{n}", options)
-            for n in (1, 2)]
+    runs = [
+        assemble_audiobook(chapters, metadata, tmp_path / f"out{n}", tmp_path / f"work{n}", options)
+        for n in (1, 2)
+    ]
     digests = [{p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in run.outputs} for run in runs]
     assert len(digests[0]) == 1 + 2 * len(FORMATS)
     assert digests[0] == digests[1]
@@ -121,7 +142,12 @@ def test_loudness_is_one_gain_for_the_whole_book(tmp_path):
     quiet = tone_book(tmp_path / "quiet", ["Quiet"], body_sentences=2, amplitude=0.05)
     loud = tone_book(tmp_path / "loud", ["Loud"], body_sentences=2, amplitude=0.2)
     chapters = [quiet[0], type(loud[0])(1, "Loud", loud[0].sentences)]
-    report = assemble_audiobook(chapters, BookMetadata(title="Levels"), tmp_path / "out", tmp_path / "work",
-                                AssemblyOptions(formats=("flac",)))
+    report = assemble_audiobook(
+        chapters,
+        BookMetadata(title="Levels"),
+        tmp_path / "out",
+        tmp_path / "work",
+        AssemblyOptions(formats=("flac",)),
+    )
     peaks = [float(np.abs(decode_pcm(p, SAMPLE_RATE).astype(np.float64)).max()) for p in report.outputs]
     assert 20 * np.log10(peaks[1] / peaks[0]) == pytest.approx(12.04, abs=0.2)

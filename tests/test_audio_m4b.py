@@ -21,11 +21,17 @@ FRAME_SECONDS = FRAME / SAMPLE_RATE
 
 def tiny_png() -> bytes:
     """A valid 2x2 red PNG, built by hand so the test needs no image library."""
+
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
     rows = b"".join(b"\x00" + b"\xff\x00\x00" * 2 for _ in range(2))
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 2, 2, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", 2, 2, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
 
 
 METADATA = BookMetadata(
@@ -42,8 +48,9 @@ METADATA = BookMetadata(
 def book(tmp_path_factory):
     root = tmp_path_factory.mktemp("m4b")
     chapters = tone_book(root / "sentences", TITLES, body_sentences=3)
-    report = assemble_audiobook(chapters, METADATA, root / "out", root / "work",
-                                AssemblyOptions(narrator="Nora Narrator"))
+    report = assemble_audiobook(
+        chapters, METADATA, root / "out", root / "work", AssemblyOptions(narrator="Nora Narrator")
+    )
     return report, root / "out"
 
 
@@ -53,7 +60,9 @@ def test_one_m4b_with_only_finished_files_in_out_dir(book):
     assert sorted(p.name for p in out_dir.iterdir()) == ["The Test Book.m4b"]
     streams = probe(report.outputs[0])["streams"]
     audio = [s for s in streams if s["codec_type"] == "audio"]
-    assert [(s["codec_name"], int(s["sample_rate"]), s["channels"]) for s in audio] == [("aac", SAMPLE_RATE, 1)]
+    assert [(s["codec_name"], int(s["sample_rate"]), s["channels"]) for s in audio] == [
+        ("aac", SAMPLE_RATE, 1)
+    ]
 
 
 def test_chapter_titles_survive_ffmetadata_special_characters(book):
@@ -66,7 +75,7 @@ def test_chapter_marks_match_the_report_within_one_aac_frame(book):
     report, _ = book
     chapters = probe(report.outputs[0])["chapters"]
     assert len(chapters) == len(report.chapters)
-    for mark, expected in zip(chapters, report.chapters):
+    for mark, expected in zip(chapters, report.chapters, strict=True):
         assert abs(float(mark["start_time"]) - expected.start_seconds) <= FRAME_SECONDS
     assert float(chapters[-1]["end_time"]) == pytest.approx(report.total_seconds, abs=2 * FRAME_SECONDS)
 
@@ -123,7 +132,9 @@ def test_quicktime_and_nero_chapters_and_faststart(book):
     for trak in atoms.path(b"moov")[-1].findall(b"trak"):
         for tref in trak.findall(b"tref"):
             references += _child_atom_names(data[tref.offset + 8 : tref.offset + tref.length])
-    assert b"chap" in references, "a QuickTime chapter track must be referenced (Apple players ignore Nero chpl)"
+    assert b"chap" in references, (
+        "a QuickTime chapter track must be referenced (Apple players ignore Nero chpl)"
+    )
     nero = MP4(report.outputs[0]).chapters
     assert [chapter.title for chapter in nero] == TITLES
 
@@ -147,10 +158,16 @@ def test_loudness_on_target_with_true_peak_under_ceiling(book):
 def test_split_hours_makes_parts_each_with_its_own_chapters(tmp_path):
     chapters = tone_book(tmp_path / "sentences", ["One", "Two", "Three", "Four", "Five"], body_sentences=1)
     options = AssemblyOptions(split_hours=6.0 / 3600, chapter_pause_ms=500)
-    report = assemble_audiobook(chapters, BookMetadata(title="Split"), tmp_path / "out", tmp_path / "work", options)
+    report = assemble_audiobook(
+        chapters, BookMetadata(title="Split"), tmp_path / "out", tmp_path / "work", options
+    )
     assert all(2.5 < c.seconds < 3.0 for c in report.chapters[:-1])  # so two chapters fit in a part
 
-    assert [p.name for p in report.outputs] == ["Split - Part 1.m4b", "Split - Part 2.m4b", "Split - Part 3.m4b"]
+    assert [p.name for p in report.outputs] == [
+        "Split - Part 1.m4b",
+        "Split - Part 2.m4b",
+        "Split - Part 3.m4b",
+    ]
     titles, total = [], 0.0
     for number, part in enumerate(report.outputs, start=1):
         info = probe(part)
@@ -169,7 +186,11 @@ def test_many_chapters_keep_exact_marks(tmp_path):
     titles = [f"Chapter {n}" for n in range(1, 13)]
     chapters = tone_book(tmp_path / "sentences", titles, body_sentences=0, seconds=0.3)
     options = AssemblyOptions(chapter_pause_ms=700, normalize_loudness=False)
-    report = assemble_audiobook(chapters, BookMetadata(title="Many"), tmp_path / "out", tmp_path / "work", options)
+    report = assemble_audiobook(
+        chapters, BookMetadata(title="Many"), tmp_path / "out", tmp_path / "work", options
+    )
     marks = probe(report.outputs[0])["chapters"]
-    drift = [abs(float(m["start_time"]) - c.start_seconds) for m, c in zip(marks, report.chapters)]
+    drift = [
+        abs(float(m["start_time"]) - c.start_seconds) for m, c in zip(marks, report.chapters, strict=True)
+    ]
     assert max(drift) <= FRAME_SECONDS / 2 + 0.001

@@ -16,7 +16,7 @@ from pipeline.audio.names import MAX_NAME_BYTES, numbered_names, safe_stem, uniq
     [
         ("Chapter One", "Chapter One"),
         ("../../etc/passwd", "_.._etc_passwd"),
-        ("a/b\\c:d*e?f\"g<h>i|j", "a_b_c_d_e_f_g_h_i_j"),
+        ('a/b\\c:d*e?f"g<h>i|j', "a_b_c_d_e_f_g_h_i_j"),
         ("..", "Untitled"),
         ("", "Untitled"),
         ("   ", "Untitled"),

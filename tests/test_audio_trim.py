@@ -45,7 +45,9 @@ def test_pauses_and_near_zero_samples_inside_speech_are_kept():
 
 
 def test_hiss_at_the_edges_counts_as_silence():
-    audio = pcm(silence(400, level=0.0005), tone(300) + silence(300, level=0.0005, seed=1), silence(400, 0.0005, 2))
+    audio = pcm(
+        silence(400, level=0.0005), tone(300) + silence(300, level=0.0005, seed=1), silence(400, 0.0005, 2)
+    )
     start, end = speech_bounds(audio)
     assert abs(start - (400 - TRIM.lead_ms) * MS) <= TRIM.window_ms * MS
     assert abs(end - (700 + TRIM.tail_ms) * MS) <= TRIM.window_ms * MS

@@ -49,7 +49,9 @@ def test_a_failed_write_keeps_the_previous_file_and_leaves_no_temp(tmp_path, mon
 def test_other_wav_layouts_are_converted(tmp_path):
     path = tmp_path / "stereo48k.wav"
     tone = (0.25 * np.sin(np.arange(48_000) * 2 * np.pi * 440 / 48_000) * 32767).astype("<i2")
-    AudioSegment(np.repeat(tone, 2).tobytes(), sample_width=2, frame_rate=48_000, channels=2).export(path, format="wav")
+    AudioSegment(np.repeat(tone, 2).tobytes(), sample_width=2, frame_rate=48_000, channels=2).export(
+        path, format="wav"
+    )
     segment = read_sentence_audio(path)
     assert (segment.channels, segment.frame_rate, segment.sample_width) == (1, SAMPLE_RATE, 2)
     assert len(segment_samples(segment)) == pytest.approx(SAMPLE_RATE, abs=2)

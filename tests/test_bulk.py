@@ -76,16 +76,18 @@ def test_each_new_book_is_submitted_once_and_the_output_says_what_was_skipped(
     (inbox / "notes.pdf").write_bytes(b"%PDF-1.4")  # not a book type: ignored
     small_book(inbox / ".partial.epub", "Hidden")  # a copy tool's temporary: ignored
     settled(*inbox.iterdir())
+    os.utime(inbox / "alpha-renamed.epub", (AN_HOUR_AGO + 60, AN_HOUR_AGO + 60))  # the later copy
     small_book(inbox / "fresh.epub", "Fresh")  # still being copied, as far as we can tell
 
     first = run_bulk([str(inbox), "--out", str(out)], env)
 
     assert first.returncode == 2, first.stderr  # 2: a file could not be read
     submitted = [line for line in first.stdout.splitlines() if line.startswith("submitted")]
-    assert len(submitted) == 2 and any("beta.md" in line for line in submitted)
-    [copy_line] = [line for line in first.stdout.splitlines() if line.startswith("skipped") and "alpha" in line]
-    alpha_job = int(next(line for line in submitted if "alpha" in line).split("-> job ")[1].split()[0])
-    assert f"already submitted as job {alpha_job} (queued)" in copy_line
+    assert [line.split()[1] for line in submitted] == ["alpha.epub", "beta.md"]
+    alpha_job = int(submitted[0].split("-> job ")[1].split()[0])
+    [copy_line] = lines_about(first.stdout, "alpha-renamed.epub")
+    assert copy_line.startswith("skipped")
+    assert f"already submitted as job {alpha_job} (queued), first seen as {alpha}" in copy_line
     [broken] = lines_about(first.stdout, "broken.epub")
     assert broken.startswith("unreadable")
     [fresh] = lines_about(first.stdout, "fresh.epub")
@@ -101,7 +103,7 @@ def test_each_new_book_is_submitted_once_and_the_output_says_what_was_skipped(
     books = {Path(b["file"]).name: b for b in json.loads(second.stdout)["books"]}
     assert books["fresh.epub"]["outcome"] == "submitted"
     assert books["broken.epub"]["outcome"] == "unreadable"
-    assert all(books[name]["outcome"] == "skipped" for name in ("alpha.epub", "alpha-renamed.epub", "beta.md"))
+    assert {books[name]["outcome"] for name in ("alpha.epub", "alpha-renamed.epub", "beta.md")} == {"skipped"}
     assert len(status_json(env)) == 3 and queued_messages(redis_url) == 3
 
 
@@ -153,6 +155,24 @@ def test_a_run_without_wait_writes_the_reports_of_books_finished_since_the_last_
     assert "already submitted as job" in later.stdout
     report = json.loads((out / "Delta" / "Delta.report.json").read_text())
     assert report["state"] == "cancelled" and report["source"] == "delta.epub"
+
+
+def test_a_run_while_redis_is_down_stops_and_leaves_the_books_to_the_next_run(
+        tmp_path: Path, settings_factory, redis_url: str) -> None:  # type: ignore[no-untyped-def]
+    env = env_for(settings_factory())
+    inbox, out = tmp_path / "inbox", tmp_path / "out"
+    inbox.mkdir()
+    small_book(inbox / "epsilon.epub", "Epsilon")
+    args = [str(inbox), "--out", str(out), "--min-age", "0"]
+
+    down = run_bulk(args, {**env, "TTS_JOBS_BROKER_URL": "redis://127.0.0.1:1/0"})  # nothing listens there
+
+    assert down.returncode == 1
+    assert "error: the broker did not take job" in down.stderr and "TTS_JOBS_BROKER_URL" in down.stderr
+    assert list(out.iterdir()) == []
+    up = run_bulk(args, env)
+    assert up.returncode == 0, up.stderr
+    assert f"submitted   epsilon.epub -> job 2 ({out / 'Epsilon'})" in up.stdout
 
 
 def test_a_different_book_with_the_same_title_gets_its_own_folder(
@@ -227,13 +247,16 @@ def test_the_unique_hash_decides_when_a_rival_run_commits_first(tmp_path: Path, 
     enqueued: list[int] = []
     outcome: list[Any] = []
     options = bulk.BulkOptions(out_dir=tmp_path / "out", min_age_seconds=0)
-    ours = threading.Thread(target=lambda: outcome.append(bulk.submit_one(rt, book, options, enqueued.append)))
+    ours = threading.Thread(target=lambda: outcome.append(bulk.submit_one(rt, book, options,
+                                                                           enqueued.append)))
     ours.start()
-    _wait_until_a_session_waits_for_a_lock(pg_settings.database_url)  # our INSERT, queued behind the rival's key
-    assert ours.is_alive()
-    rival.commit()
-    rival.close()
-    ours.join(timeout=30)
+    try:
+        _wait_until_a_session_waits_for_a_lock(pg_settings.database_url)  # our INSERT, behind the rival's key
+        assert ours.is_alive()
+        rival.commit()
+    finally:
+        rival.close()  # after a failure: rolls back, which lets our insert through
+        ours.join(timeout=30)
 
     [result] = outcome
     assert result.outcome == bulk.Outcome.SKIPPED
@@ -245,13 +268,15 @@ def test_the_unique_hash_decides_when_a_rival_run_commits_first(tmp_path: Path, 
 # ---------------------------------------------------------------- the whole night (real worker)
 
 
+@pytest.mark.slow
 def test_wait_converts_the_inbox_and_leaves_an_audiobook_and_a_report_per_book(
         tmp_path: Path, pg_settings, redis_url: str) -> None:  # type: ignore[no-untyped-def]
     env = env_for(pg_settings)
     inbox, out = tmp_path / "inbox", tmp_path / "out"
     inbox.mkdir()
     small_book(inbox / "night.epub", "Night Reading")
-    write_markdown(inbox / "notes.md", "Field Notes", [("Monday", ["It rained."]), ("Tuesday", ["It did not."])])
+    write_markdown(inbox / "notes.md", "Field Notes",
+                   [("Monday", ["It rained."]), ("Tuesday", ["It did not."])])
     worker = popen_worker(env, tmp_path / "worker.log")
     try:
         result = run_bulk([str(inbox), "--out", str(out), "--min-age", "0", "--wait", "--poll", "1"], env,

@@ -2,7 +2,7 @@
 
 Public API::
 
-    write_sentence_wav(path, waveform) -> seconds        # used by synthesis, atomic
+    write_sentence_wav(path, waveform, *, durable=True) -> seconds   # used by synthesis, atomic
     assemble_audiobook(chapters, metadata, out_dir, work_dir, options) -> AssemblyReport
 """
 

@@ -55,7 +55,7 @@ def plan_chapters(lengths: Sequence[int], trailing_silence: Sequence[int]) -> li
     encoded_start = 0  # where chapter k's first sample plays in the M4B (see chapter_starts)
     pcm_end = 0  # where chapter k ends in the stitched timeline
     last = len(lengths) - 1
-    for position, (length, silence) in enumerate(zip(lengths, trailing_silence)):
+    for position, (length, silence) in enumerate(zip(lengths, trailing_silence, strict=True)):
         pcm_end += length
         if position == last:
             plans.append(AacChapterPlan(input_samples=length, expected_frames=frames_for(length)))

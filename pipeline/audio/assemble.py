@@ -14,7 +14,7 @@ import logging
 import math
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,12 +22,12 @@ from typing import TypeVar
 
 from pipeline.audio.aac import AacChapterPlan, plan_chapters
 from pipeline.audio.export import Loudness, encode_chapter_file, encode_m4b_chapter, mux_m4b
+from pipeline.audio.failures import os_error_fix, remove_quietly
 from pipeline.audio.ffmpeg import image_decodes
 from pipeline.audio.loudness import integrated_lufs
 from pipeline.audio.model import AssemblyOptions, AssemblyReport, ChapterAudio, ChapterReport
 from pipeline.audio.names import numbered_names, safe_stem
 from pipeline.audio.stitch import StitchedChapter, stitch_chapter
-from pipeline.audio.wavio import _fix_for
 from pipeline.audio.tags import TrackTags, cover_mime, track_tags
 from pipeline.errors import AssemblyError
 from pipeline.types import SAMPLE_RATE, BookMetadata
@@ -36,7 +36,6 @@ log = logging.getLogger(__name__)
 
 LIMITER_MARGIN_DB = 1.0  # headroom under the true-peak ceiling for lossy codecs' overshoot
 MAX_GAIN_DB = 30.0  # never amplify a near-silent book into a wall of noise
-_T = TypeVar("_T")
 _R = TypeVar("_R")
 
 
@@ -45,7 +44,7 @@ def assemble_audiobook(
     metadata: BookMetadata,
     out_dir: Path,
     work_dir: Path,
-    options: AssemblyOptions = AssemblyOptions(),
+    options: AssemblyOptions = AssemblyOptions(),  # noqa: B008 (frozen: safe to share)
 ) -> AssemblyReport:
     """Turn chapters of sentence WAVs into finished audiobook files.
 
@@ -53,8 +52,8 @@ def assemble_audiobook(
         chapters: the book's chapters in reading order, each with its sentence WAVs in order.
         metadata: what the files are tagged with (title, authors, cover, ...).
         out_dir: receives only finished files (created if needed).
-        work_dir: scratch space for chapter WAVs and ffmpeg inputs (created if needed; left for the
-            caller to delete).
+        work_dir: scratch space for chapter WAVs and encoder inputs, about the size of the book as
+            16-bit PCM (created if needed). The big intermediates are deleted once assembly succeeds.
         options: pauses, loudness, formats, bitrate, split, narrator.
 
     Returns:
@@ -65,21 +64,39 @@ def assemble_audiobook(
             file with a final name is left incomplete.
     """
     if not chapters:
-        raise AssemblyError(f"{metadata.title!r}: no chapters to assemble (the book produced no text to read)")
+        raise AssemblyError(
+            f"{metadata.title!r}: no chapters to assemble (the book produced no text to read)"
+        )
     out_dir, work_dir = Path(out_dir), Path(work_dir)
+    if out_dir.resolve() == work_dir.resolve():
+        raise AssemblyError(
+            f"{out_dir}: used as both output and work directory (give assembly a separate scratch "
+            "directory, so the output only ever holds finished files)"
+        )
     _make_dirs(out_dir, work_dir)
     began = time.monotonic()
     stitched = stitch_book(chapters, work_dir, options)
     loudness, measured = choose_loudness(stitched, options)
-    log.info("%r: stitched %d chapters (%.0f s of audio) in %.1f s; loudness %.1f LUFS, gain %+.2f dB%s",
-             metadata.title, len(stitched), sum(c.seconds for c in stitched), time.monotonic() - began,
-             measured, loudness.gain_db, ", limiter on" if loudness.limit_dbfs is not None else "")
+    log.info(
+        "%r: stitched %d chapters (%.0f s of audio) in %.1f s; loudness %.1f LUFS, gain %+.2f dB%s",
+        metadata.title,
+        len(stitched),
+        sum(c.seconds for c in stitched),
+        time.monotonic() - began,
+        measured,
+        loudness.gain_db,
+        ", limiter on" if loudness.limit_dbfs is not None else "",
+    )
     outputs = encode_outputs(stitched, metadata, out_dir, work_dir, options, loudness)
+    for chapter in stitched:  # on failure they stay, for a look; the next run overwrites them
+        remove_quietly(chapter.wav_path)
     log.info("%r: wrote %d file(s) in %.1f s", metadata.title, len(outputs), time.monotonic() - began)
     return _report(stitched, outputs, loudness, measured)
 
 
-def stitch_book(chapters: Sequence[ChapterAudio], work_dir: Path, options: AssemblyOptions) -> list[StitchedChapter]:
+def stitch_book(
+    chapters: Sequence[ChapterAudio], work_dir: Path, options: AssemblyOptions
+) -> list[StitchedChapter]:
     """Stitch every chapter into ``work_dir`` (chapter pause after all but the last)."""
     last = len(chapters) - 1
 
@@ -88,7 +105,11 @@ def stitch_book(chapters: Sequence[ChapterAudio], work_dir: Path, options: Assem
         pause = options.chapter_pause_ms if position < last else 0
         return stitch_chapter(chapters[position], wav_path, options, trailing_pause_ms=pause)
 
-    return _parallel_map(stitch, range(len(chapters)))
+    jobs = [
+        (sum(1 for _ in chapter.sentences), _bind(stitch, position))
+        for position, chapter in enumerate(chapters)
+    ]
+    return _run_longest_first(jobs, options.threads)
 
 
 def choose_loudness(stitched: Sequence[StitchedChapter], options: AssemblyOptions) -> tuple[Loudness, float]:
@@ -116,26 +137,34 @@ def encode_outputs(
     loudness: Loudness,
 ) -> list[Path]:
     """Write every requested format; returns the final paths (M4B parts first, then per format)."""
-    m4b_parts = plan_m4b_parts(stitched, metadata, out_dir, work_dir, options) if "m4b" in options.formats else []
+    m4b_parts = (
+        plan_m4b_parts(stitched, metadata, out_dir, work_dir, options) if "m4b" in options.formats else []
+    )
     chapter_files = plan_chapter_files(stitched, metadata, out_dir, options)
-    # Every encode is independent: run them all on one pool, longest first so no core idles at the end.
-    encodes: list[tuple[int, Callable[[], object]]] = []
-    for part in m4b_parts:
-        for chapter, plan, aac_path in zip(part.chapters, part.plans, part.aac_paths):
-            encodes.append((chapter.samples, _bind(encode_m4b_chapter, chapter, plan, aac_path, loudness,
-                                                   options.bitrate)))
-    for chapter, audio_format, tags, final_path in chapter_files:
-        encodes.append((chapter.samples, _bind(encode_chapter_file, chapter, audio_format, tags, final_path,
-                                               loudness, options.bitrate)))
-    order = sorted(range(len(encodes)), key=lambda i: -encodes[i][0])
-    results = dict(zip(order, _parallel_map(lambda i: encodes[i][1](), order)))
-    frame_counts = iter(results[i] for i in range(sum(len(part.chapters) for part in m4b_parts)))
+    aac_encodes = [
+        (chapter.samples, _bind(encode_m4b_chapter, chapter, plan, aac_path, loudness, options.bitrate))
+        for part in m4b_parts
+        for chapter, plan, aac_path in zip(part.chapters, part.plans, part.aac_paths, strict=True)
+    ]
+    file_encodes = [
+        (
+            chapter.samples,
+            _bind(encode_chapter_file, chapter, audio_format, tags, final_path, loudness, options.bitrate),
+        )
+        for chapter, audio_format, tags, final_path in chapter_files
+    ]
+    # Every encode is independent of the others: one pool for all of them.
+    results = _run_longest_first([*aac_encodes, *file_encodes], options.threads)
+    frame_counts = iter(results[: len(aac_encodes)])
     outputs = []
     for part in m4b_parts:
         frames = [next(frame_counts) for _ in part.chapters]
-        outputs.append(mux_m4b(part.chapters, part.aac_paths, frames, part.tags, part.final_path, part.cover_path))
-    outputs += [final_path for _, _, _, final_path in chapter_files]
-    return outputs
+        outputs.append(
+            mux_m4b(part.chapters, part.aac_paths, frames, part.tags, part.final_path, part.cover_path)
+        )
+        for aac_path in part.aac_paths:
+            remove_quietly(aac_path)
+    return outputs + [final_path for _, _, _, final_path in chapter_files]
 
 
 @dataclass(frozen=True)
@@ -168,14 +197,18 @@ def plan_m4b_parts(
         else:
             name, title = f"{stem} - Part {number}.m4b", f"{metadata.title} (Part {number} of {len(groups)})"
         plans = plan_chapters([c.samples for c in chapters], [c.trailing_silence for c in chapters])
-        parts.append(M4bPart(
-            chapters=tuple(chapters),
-            plans=tuple(plans),
-            aac_paths=tuple(work_dir / f"part{number:02d}_{chapter.wav_path.stem}.aac" for chapter in chapters),
-            tags=track_tags(metadata, options.narrator, title, number, len(groups)),
-            final_path=out_dir / name,
-            cover_path=cover_path,
-        ))
+        parts.append(
+            M4bPart(
+                chapters=tuple(chapters),
+                plans=tuple(plans),
+                aac_paths=tuple(
+                    work_dir / f"part{number:02d}_{chapter.wav_path.stem}.aac" for chapter in chapters
+                ),
+                tags=track_tags(metadata, options.narrator, title, number, len(groups)),
+                final_path=out_dir / name,
+                cover_path=cover_path,
+            )
+        )
     return parts
 
 
@@ -187,13 +220,15 @@ def plan_chapter_files(
     files = []
     for audio_format in (f for f in options.formats if f != "m4b"):
         names = numbered_names(titles, audio_format)
-        for number, (chapter, name) in enumerate(zip(stitched, names), start=1):
+        for number, (chapter, name) in enumerate(zip(stitched, names, strict=True), start=1):
             tags = track_tags(metadata, options.narrator, chapter.title, number, len(stitched))
             files.append((chapter, audio_format, tags, out_dir / name))
     return files
 
 
-def split_into_parts(stitched: Sequence[StitchedChapter], split_hours: float | None) -> list[list[StitchedChapter]]:
+def split_into_parts(
+    stitched: Sequence[StitchedChapter], split_hours: float | None
+) -> list[list[StitchedChapter]]:
     """Group whole chapters into parts of at most ``split_hours`` (a longer chapter is a part alone)."""
     if split_hours is None:
         return [list(stitched)]
@@ -218,9 +253,11 @@ def write_cover(metadata: BookMetadata, work_dir: Path) -> Path | None:
     try:
         path.write_bytes(metadata.cover)
     except OSError as exc:
-        raise AssemblyError(f"{path}: cannot write the cover: {exc.strerror} ({_fix_for(exc)})") from exc
+        raise AssemblyError(f"{path}: cannot write the cover: {exc.strerror} ({os_error_fix(exc)})") from exc
     if not image_decodes(path):
-        log.warning("%r: the cover image cannot be decoded; the audiobook is written without a cover", metadata.title)
+        log.warning(
+            "%r: the cover image cannot be decoded; the audiobook is written without a cover", metadata.title
+        )
         return None
     return path
 
@@ -249,24 +286,40 @@ def _make_dirs(*directories: Path) -> None:
         try:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise AssemblyError(f"{directory}: cannot create the directory: {exc.strerror} "
-                                "(check the path and its permissions)") from exc
+            raise AssemblyError(
+                f"{directory}: cannot create the directory: {exc.strerror} "
+                "(check the path and its permissions)"
+            ) from exc
 
 
 def _bind(function: Callable[..., _R], *args: object) -> Callable[[], _R]:
     return lambda: function(*args)
 
 
-def _parallel_map(function: Callable[[_T], _R], items: Iterable[_T]) -> list[_R]:
-    """Map over threads (one per core): the heavy parts are numpy and ffmpeg, which release the GIL.
+def worker_count(requested: int) -> int:
+    """Threads to use: ``requested``, or one per core this process may run on when it is 0."""
+    if requested > 0:
+        return requested
+    try:
+        return max(1, len(os.sched_getaffinity(0)))  # honours taskset/cgroup pinning, unlike cpu_count
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
 
-    Threads, not processes: assembly runs inside Celery's daemonic pool processes, which may not fork.
-    The first error is raised once every started job has finished, so no temporary file is orphaned.
+
+def _run_longest_first(jobs: Sequence[tuple[int, Callable[[], _R]]], threads: int) -> list[_R]:
+    """Run ``(weight, job)`` pairs on a thread pool, heaviest first; results in the given order.
+
+    Heaviest first, so no core idles at the end waiting for one long chapter. Threads, not
+    processes: the heavy lifting is numpy and ffmpeg (both release the GIL), and assembly runs in
+    Celery's daemonic pool processes, which may not have children of their own. After a failure
+    the jobs not yet started are cancelled, the running ones finish (so none leaves a temporary
+    file behind), and the first error is raised.
     """
-    with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
-        futures = [pool.submit(function, item) for item in items]
-        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+    order = sorted(range(len(jobs)), key=lambda index: -jobs[index][0])
+    with ThreadPoolExecutor(max_workers=worker_count(threads)) as pool:
+        futures = {index: pool.submit(jobs[index][1]) for index in order}
+        done, _ = wait(futures.values(), return_when=FIRST_EXCEPTION)
         if any(future.exception() is not None for future in done):
-            for future in futures:  # a failed book: do not start work whose result is moot
+            for future in futures.values():
                 future.cancel()
-    return [future.result() for future in futures]
+    return [futures[index].result() for index in range(len(jobs))]

@@ -21,11 +21,11 @@ from pathlib import Path
 from mutagen import MutagenError
 
 from pipeline.audio.aac import PRIMING, AacChapterPlan, chapter_starts, count_adts_frames, playable_samples
+from pipeline.audio.failures import os_error_fix, remove_quietly
 from pipeline.audio.ffmeta import ChapterMark, render_ffmetadata
 from pipeline.audio.ffmpeg import run_ffmpeg
 from pipeline.audio.stitch import StitchedChapter
 from pipeline.audio.tags import GENRE, TrackTags, write_tags
-from pipeline.audio.wavio import _fix_for
 from pipeline.errors import AssemblyError
 from pipeline.types import SAMPLE_RATE
 
@@ -46,7 +46,7 @@ class Loudness:
     """The one gain (and, if needed, limiter) applied to every output of a book."""
 
     gain_db: float = 0.0
-    limit_dbfs: float | None = None  # sample-peak ceiling of the limiter; None = no limiter
+    limit_dbfs: float | None = None  # the limiter's ceiling (4x oversampled peaks); None = no limiter
 
     def ffmpeg_filter(self, output_samples: int) -> str:
         """An ffmpeg ``-af`` chain: gain, limiter, then exactly ``output_samples`` out.
@@ -62,9 +62,11 @@ class Loudness:
             # them too. latency=1 compensates its look-ahead delay so marks stay sample-accurate;
             # level=0 stops it from re-normalising its output to full scale.
             limit = 10.0 ** (self.limit_dbfs / 20.0)
-            steps += [f"aresample={4 * SAMPLE_RATE}:resampler=soxr",
-                      f"alimiter=limit={limit:.4f}:attack=5:release=50:level=0:latency=1",
-                      f"aresample={SAMPLE_RATE}:resampler=soxr"]
+            steps += [
+                f"aresample={4 * SAMPLE_RATE}:resampler=soxr",
+                f"alimiter=limit={limit:.4f}:attack=5:release=50:level=0:latency=1",
+                f"aresample={SAMPLE_RATE}:resampler=soxr",
+            ]
         steps += ["apad", f"atrim=end_sample={output_samples}"]
         return ",".join(steps)
 
@@ -79,9 +81,10 @@ def publish(partial: Path, final_path: Path) -> Path:
     try:
         os.replace(partial, final_path)
     except OSError as exc:
-        partial.unlink(missing_ok=True)
-        raise AssemblyError(f"{final_path}: cannot rename the finished file into place: {exc.strerror} "
-                            f"({_fix_for(exc)})") from exc
+        remove_quietly(partial)
+        raise AssemblyError(
+            f"{final_path}: cannot rename the finished file into place: {exc.strerror} ({os_error_fix(exc)})"
+        ) from exc
     return final_path
 
 
@@ -112,17 +115,21 @@ def encode_m4b_chapter(
     ``-aac_coder fast``: the default two-loop coder runs at ~25x real time on one core, far too slow
     for a 20-hour book; at speech bitrates the difference is hard to hear.
     """
-    args = ["-i", str(chapter.wav_path), "-map", "0:a", "-map_metadata", "-1",
-            "-af", loudness.ffmpeg_filter(plan.input_samples),
-            "-c:a", "aac", "-aac_coder", "fast", "-b:a", bitrate, *_BITEXACT, "-f", "adts"]
+    args = ["-i", str(chapter.wav_path), "-map", "0:a", "-map_metadata", "-1"]
+    args += ["-af", loudness.ffmpeg_filter(plan.input_samples)]
+    args += ["-c:a", "aac", "-aac_coder", "fast", "-b:a", bitrate, *_BITEXACT, "-f", "adts"]
     _encode(args, aac_path, f"encode chapter {chapter.index + 1} to AAC")
     try:
         frames = count_adts_frames(aac_path)
     except ValueError as exc:
         raise AssemblyError(f"{exc} (ffmpeg wrote a damaged AAC stream; run the assembly again)") from exc
     if frames != plan.expected_frames:
-        log.debug("%s: %d AAC frames, %d planned; chapter marks follow the real count",
-                  aac_path, frames, plan.expected_frames)
+        log.debug(
+            "%s: %d AAC frames, %d planned; chapter marks follow the real count",
+            aac_path,
+            frames,
+            plan.expected_frames,
+        )
     return frames
 
 
@@ -146,7 +153,8 @@ def mux_m4b(
     # seams. Names are relative (run in work_dir) because '|' separates them.
     joined = "concat:" + "|".join(path.name for path in aac_paths)
     # The negative input offset makes the muxer write an edit list hiding the first priming frame.
-    args = ["-itsoffset", f"-{PRIMING / SAMPLE_RATE:.9f}", "-f", "aac", "-i", joined, "-f", "ffmetadata", "-i", str(meta_path.resolve())]
+    args = ["-itsoffset", f"-{PRIMING / SAMPLE_RATE:.9f}", "-f", "aac", "-i", joined]
+    args += ["-f", "ffmetadata", "-i", str(meta_path.resolve())]
     if cover_path is not None:
         args += ["-i", str(cover_path.resolve())]
     args += ["-map", "0:a", "-c:a", "copy"]
@@ -160,21 +168,35 @@ def m4b_marks(chapters: Sequence[StitchedChapter], frame_counts: Sequence[int]) 
     """Chapter marks of one M4B part, from the AAC frames each chapter really occupies."""
     starts = chapter_starts(frame_counts)
     ends = starts[1:] + [playable_samples(frame_counts)]
-    return [ChapterMark(chapter.title, start, end) for chapter, start, end in zip(chapters, starts, ends)]
+    return [
+        ChapterMark(chapter.title, start, end)
+        for chapter, start, end in zip(chapters, starts, ends, strict=True)
+    ]
 
 
 def encode_chapter_file(
-    chapter: StitchedChapter, audio_format: str, tags: TrackTags, final_path: Path, loudness: Loudness, bitrate: str
+    chapter: StitchedChapter,
+    audio_format: str,
+    tags: TrackTags,
+    final_path: Path,
+    loudness: Loudness,
+    bitrate: str,
 ) -> Path:
     """Encode one chapter to MP3/Ogg Opus/FLAC/WAV and tag it; returns the final path."""
-    args = ["-i", str(chapter.wav_path), "-map", "0:a", "-map_metadata", "-1",
-            "-af", loudness.ffmpeg_filter(chapter.samples),
-            *_CODEC_ARGS[audio_format](bitrate), *_BITEXACT]
-    return _encode(args, final_path, f"encode chapter {tags.track} as {audio_format}", tag=(audio_format, tags))
+    args = ["-i", str(chapter.wav_path), "-map", "0:a", "-map_metadata", "-1"]
+    args += ["-af", loudness.ffmpeg_filter(chapter.samples)]
+    args += [*_CODEC_ARGS[audio_format](bitrate), *_BITEXACT]
+    return _encode(
+        args, final_path, f"encode chapter {tags.track} as {audio_format}", tag=(audio_format, tags)
+    )
 
 
 def _encode(
-    args: list[str], final_path: Path, action: str, tag: tuple[str, TrackTags] | None = None, cwd: Path | None = None
+    args: list[str],
+    final_path: Path,
+    action: str,
+    tag: tuple[str, TrackTags] | None = None,
+    cwd: Path | None = None,
 ) -> Path:
     partial = partial_path(final_path)
     try:
@@ -182,13 +204,17 @@ def _encode(
         if tag is not None:
             write_tags(partial, *tag)
     except (OSError, MutagenError) as exc:
-        partial.unlink(missing_ok=True)
+        remove_quietly(partial)
         cause = exc if isinstance(exc, OSError) else exc.__cause__ or exc.__context__
         if isinstance(cause, OSError):
-            raise AssemblyError(f"{final_path}: cannot write it: {cause.strerror} ({_fix_for(cause)})") from exc
-        raise AssemblyError(f"{final_path}: cannot tag it: {exc} (report a bug with this file's format)") from exc
+            raise AssemblyError(
+                f"{final_path}: cannot write it: {cause.strerror} ({os_error_fix(cause)})"
+            ) from exc
+        raise AssemblyError(
+            f"{final_path}: cannot tag it: {exc} (report a bug with this file's format)"
+        ) from exc
     except BaseException:
-        partial.unlink(missing_ok=True)
+        remove_quietly(partial)
         raise
     return publish(partial, final_path)
 
@@ -197,4 +223,4 @@ def _write_text(path: Path, text: str) -> None:
     try:
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
-        raise AssemblyError(f"{path}: cannot write: {exc.strerror} ({_fix_for(exc)})") from exc
+        raise AssemblyError(f"{path}: cannot write: {exc.strerror} ({os_error_fix(exc)})") from exc

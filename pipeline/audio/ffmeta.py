@@ -25,10 +25,17 @@ class ChapterMark:
 def escape_value(value: str) -> str:
     """Escape one FFMETADATA key or value.
 
-    Carriage returns are dropped (a CRLF title becomes LF), and every special character gets a
+    Carriage returns become newlines (a CRLF title becomes LF), and every special character gets a
     backslash in front, including the newline itself, which ffmpeg then reads back as a newline.
+
+    One thing cannot be written: a value *ending* in a backslash. ffmpeg's reader (5.x to at least
+    9.x, ``read_line_to_bprint_escaped``) treats any newline after a backslash as escaped, even
+    when that backslash is itself escaped, and the line swallows the next one (a chapter vanishes).
+    Such a value gets a trailing space, the smallest change a listener cannot see.
     """
     value = value.replace("\r\n", "\n").replace("\r", "\n")
+    if value.endswith("\\"):
+        value += " "
     return "".join("\\" + ch if ch in _SPECIAL else ch for ch in value)
 
 

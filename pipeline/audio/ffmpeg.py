@@ -39,7 +39,9 @@ def run_ffmpeg(args: Sequence[str], output: Path, action: str, cwd: Path | None 
     """
     command = [ffmpeg_binary(), "-nostdin", "-hide_banner", "-loglevel", "error", "-y", *args]
     log.debug("running %s", " ".join(command))
-    completed = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False, cwd=cwd)
+    completed = subprocess.run(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False, cwd=cwd
+    )
     if completed.returncode != 0:
         detail = _last_lines(completed.stderr.decode("utf-8", "replace"))
         raise AssemblyError(f"{output}: ffmpeg could not {action}: {detail} ({_fix_for_ffmpeg(detail)})")
@@ -47,8 +49,17 @@ def run_ffmpeg(args: Sequence[str], output: Path, action: str, cwd: Path | None 
 
 def probe(path: Path) -> dict:
     """ffprobe's JSON view of a file: format, streams and chapters."""
-    command = [_binary("ffprobe"), "-v", "error", "-show_format", "-show_streams", "-show_chapters",
-               "-of", "json", str(path)]
+    command = [
+        _binary("ffprobe"),
+        "-v",
+        "error",
+        "-show_format",
+        "-show_streams",
+        "-show_chapters",
+        "-of",
+        "json",
+        str(path),
+    ]
     completed = subprocess.run(command, capture_output=True, check=False)
     if completed.returncode != 0:
         detail = _last_lines(completed.stderr.decode("utf-8", "replace"))
@@ -69,22 +80,50 @@ def measure_loudness(path: Path) -> LoudnessReading:
 
     Independent of this package's own meter, so outputs can be checked against it.
     """
-    command = [ffmpeg_binary(), "-nostdin", "-hide_banner", "-nostats", "-i", str(path),
-               "-af", "ebur128=peak=true", "-f", "null", "-"]
+    command = [
+        ffmpeg_binary(),
+        "-nostdin",
+        "-hide_banner",
+        "-nostats",
+        "-i",
+        str(path),
+        "-af",
+        "ebur128=peak=true",
+        "-f",
+        "null",
+        "-",
+    ]
     completed = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
     text = completed.stderr.decode("utf-8", "replace")
-    summary = text[text.rfind("Summary:"):]
+    summary = text[text.rfind("Summary:") :]
     integrated = re.search(r"I:\s+(-?[\d.]+|-inf) LUFS", summary)
     peak = re.search(r"Peak:\s+(-?[\d.]+|-inf) dBFS", summary)
     if completed.returncode != 0 or integrated is None or peak is None:
-        raise AssemblyError(f"{path}: ffmpeg cannot measure its loudness: {_last_lines(text)} (the file is damaged)")
+        raise AssemblyError(
+            f"{path}: ffmpeg cannot measure its loudness: {_last_lines(text)} (the file is damaged)"
+        )
     return LoudnessReading(float(integrated.group(1)), float(peak.group(1)))
 
 
 def decode_pcm(path: Path, sample_rate: int) -> np.ndarray:
     """Decode any audio file to mono int16 samples at ``sample_rate`` (for checks and tests)."""
-    command = [ffmpeg_binary(), "-nostdin", "-v", "error", "-i", str(path), "-map", "0:a", "-ac", "1",
-               "-ar", str(sample_rate), "-f", "s16le", "-"]
+    command = [
+        ffmpeg_binary(),
+        "-nostdin",
+        "-v",
+        "error",
+        "-i",
+        str(path),
+        "-map",
+        "0:a",
+        "-ac",
+        "1",
+        "-ar",
+        str(sample_rate),
+        "-f",
+        "s16le",
+        "-",
+    ]
     completed = subprocess.run(command, capture_output=True, check=False)
     if completed.returncode != 0:
         detail = _last_lines(completed.stderr.decode("utf-8", "replace"))
@@ -94,8 +133,20 @@ def decode_pcm(path: Path, sample_rate: int) -> np.ndarray:
 
 def image_decodes(path: Path) -> bool:
     """Whether ffmpeg can decode the image at ``path`` (a cover it cannot decode breaks the mux)."""
-    command = [ffmpeg_binary(), "-nostdin", "-v", "error", "-xerror", "-i", str(path), "-frames:v", "1",
-               "-f", "null", "-"]
+    command = [
+        ffmpeg_binary(),
+        "-nostdin",
+        "-v",
+        "error",
+        "-xerror",
+        "-i",
+        str(path),
+        "-frames:v",
+        "1",
+        "-f",
+        "null",
+        "-",
+    ]
     completed = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
     return completed.returncode == 0 and not completed.stderr.strip()
 

@@ -41,7 +41,10 @@ def k_weighting_biquads(sample_rate: int) -> tuple[tuple[np.ndarray, np.ndarray]
     f0, q = 38.13547087602444, 0.5003270373238773
     k = math.tan(math.pi * f0 / sample_rate)
     a0 = 1.0 + k / q + k * k
-    highpass = (np.array([1.0, -2.0, 1.0]), np.array([1.0, 2.0 * (k * k - 1.0) / a0, (1.0 - k / q + k * k) / a0]))
+    highpass = (
+        np.array([1.0, -2.0, 1.0]),
+        np.array([1.0, 2.0 * (k * k - 1.0) / a0, (1.0 - k / q + k * k) / a0]),
+    )
     return shelf, highpass
 
 
@@ -151,7 +154,9 @@ def true_peak(samples: np.ndarray, floor: float = 0.0) -> float:
     chunk = 64
     usable = values.size - values.size % chunk
     chunks = values[:usable].reshape(-1, chunk)
-    loud = np.flatnonzero((chunks.max(axis=1) >= threshold) | (-chunks.min(axis=1).astype(np.float64) >= threshold))
+    loud = np.flatnonzero(
+        (chunks.max(axis=1) >= threshold) | (-chunks.min(axis=1).astype(np.float64) >= threshold)
+    )
     positions = (loud[:, None] * chunk + np.arange(chunk)[None, :]).ravel()
     positions = np.concatenate((positions, np.arange(usable, values.size)))
     positions = positions[(positions > 0) & (positions < values.size - 1)]

@@ -43,11 +43,19 @@ class AssemblyOptions:
     trim_silence: bool = True
     split_hours: float | None = None  # M4B only: split into parts of at most this many hours
     narrator: str = ""
+    threads: int = 0  # parallel stitching/encoding jobs; 0 = one per available core
 
     def __post_init__(self) -> None:
+        # Normalise: "MP3" or a bare string work, and a format asked twice is written once (two
+        # encoders racing for one file name would be a bug, not a feature).
+        formats = (self.formats,) if isinstance(self.formats, str) else self.formats
+        object.__setattr__(self, "formats", tuple(dict.fromkeys(f.lower() for f in formats)))
         unknown = [f for f in self.formats if f not in SUPPORTED_FORMATS]
         if unknown or not self.formats:
-            raise AssemblyError(f"unsupported output format(s) {unknown or '(none)'} (choose from {', '.join(SUPPORTED_FORMATS)})")
+            raise AssemblyError(
+                f"unsupported output format(s) {unknown or '(none)'} "
+                f"(choose from {', '.join(SUPPORTED_FORMATS)})"
+            )
         pauses = (self.sentence_pause_ms, self.paragraph_pause_ms, self.title_pause_ms, self.chapter_pause_ms)
         if min(pauses) < 0:
             raise AssemblyError(f"negative pause in {pauses} ms (pauses must be 0 or more)")

@@ -34,8 +34,11 @@ def safe_stem(title: str, fallback: str = "Untitled", max_bytes: int = MAX_NAME_
     """
     text = unicodedata.normalize("NFC", title)
     # Control (Cc), format (Cf: bidi overrides, zero-width), surrogates and unassigned code points go.
-    text = "".join(" " if unicodedata.category(ch) in ("Cc", "Zl", "Zp") else ch for ch in text
-                   if unicodedata.category(ch) not in ("Cf", "Cs", "Co", "Cn"))
+    text = "".join(
+        " " if unicodedata.category(ch) in ("Cc", "Zl", "Zp") else ch
+        for ch in text
+        if unicodedata.category(ch) not in ("Cf", "Cs", "Co", "Cn")
+    )
     text = _FORBIDDEN.sub("_", text)
     text = _SPACES.sub(" ", text).strip()
     text = _truncate_utf8(text, max_bytes)

@@ -16,10 +16,11 @@ from pathlib import Path
 import numpy as np
 from pydub import AudioSegment
 
+from pipeline.audio.failures import os_error_fix, remove_quietly
 from pipeline.audio.loudness import LoudnessMeter
 from pipeline.audio.model import AssemblyOptions, ChapterAudio, SentenceAudio
 from pipeline.audio.trim import trim_silence
-from pipeline.audio.wavio import SAMPLE_WIDTH, _fix_for, read_sentence_audio, samples_segment, segment_samples
+from pipeline.audio.wavio import SAMPLE_WIDTH, read_sentence_audio, samples_segment, segment_samples
 from pipeline.errors import AssemblyError
 from pipeline.types import SAMPLE_RATE
 
@@ -79,8 +80,10 @@ def stitch_chapter(
         AssemblyError: a sentence WAV is missing or corrupt, or the work directory is full.
     """
     if not chapter.sentences:
-        raise AssemblyError(f"chapter {chapter.index + 1} ({chapter.title!r}) has no sentence audio "
-                            "(the chapter needs at least one sentence; check the book's text stage)")
+        raise AssemblyError(
+            f"chapter {chapter.index + 1} ({chapter.title!r}) has no sentence audio "
+            "(the chapter needs at least one sentence; check the book's text stage)"
+        )
     meter = LoudnessMeter(SAMPLE_RATE)
     tmp_path = wav_path.with_name(f".{wav_path.name}.tmp")
     sentence_samples = pause_samples = 0
@@ -108,8 +111,11 @@ def stitch_chapter(
                 sentence_samples += _frames(speech)
                 previous = sentence
             if previous is None:
-                log.warning("chapter %d (%r): no sentence holds speech; it becomes a short silence",
-                            chapter.index + 1, chapter.title)
+                log.warning(
+                    "chapter %d (%r): no sentence holds speech; it becomes a short silence",
+                    chapter.index + 1,
+                    chapter.title,
+                )
                 trailing_pause_ms = max(trailing_pause_ms, options.title_pause_ms, 1)
             tail = silence(trailing_pause_ms)
             emit(tail)
@@ -117,10 +123,12 @@ def stitch_chapter(
             trailing_silence = _frames(tail)
         os.replace(tmp_path, wav_path)
     except OSError as exc:
-        tmp_path.unlink(missing_ok=True)
-        raise AssemblyError(f"{wav_path}: cannot write the chapter audio: {exc.strerror} ({_fix_for(exc)})") from exc
+        remove_quietly(tmp_path)
+        raise AssemblyError(
+            f"{wav_path}: cannot write the chapter audio: {exc.strerror} ({os_error_fix(exc)})"
+        ) from exc
     except BaseException:
-        tmp_path.unlink(missing_ok=True)
+        remove_quietly(tmp_path)
         raise
     meter.finish()
     return StitchedChapter(

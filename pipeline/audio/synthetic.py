@@ -43,7 +43,9 @@ def tone_sentence(
     return waveform.astype(np.float32)
 
 
-def speechlike_sentence(rng: np.random.Generator, seconds: float = 5.0, edge_seconds: float = 0.25) -> np.ndarray:
+def speechlike_sentence(
+    rng: np.random.Generator, seconds: float = 5.0, edge_seconds: float = 0.25
+) -> np.ndarray:
     """Syllable-rate modulated voiced tone plus noise, with faint hiss either side (NOT speech)."""
     body = round(seconds * SAMPLE_RATE)
     t = np.arange(body) / SAMPLE_RATE
@@ -80,8 +82,13 @@ def tone_book(
         sentences = []
         for number in range(body_sentences + 1):
             path = directory / f"c{chapter_index:03d}_s{number:03d}.wav"
-            write_sentence_wav(path, tone_sentence(frequency=220.0 + 40 * number + 10 * chapter_index,
-                                                   seconds=seconds, amplitude=amplitude))
+            write_sentence_wav(
+                path,
+                tone_sentence(
+                    frequency=220.0 + 40 * number + 10 * chapter_index, seconds=seconds, amplitude=amplitude
+                ),
+                durable=False,  # throwaway test data: no need to survive a power cut
+            )
             paragraph = -1 if number == 0 else (number - 1) // sentences_per_paragraph
             sentences.append(SentenceAudio(path, paragraph))
         chapters.append(ChapterAudio(chapter_index, title, tuple(sentences)))

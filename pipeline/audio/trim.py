@@ -55,7 +55,9 @@ def speech_bounds(samples: np.ndarray, settings: TrimSettings = TrimSettings()) 
     if active.size == 0:
         return 0, 0
     regions = _merge_into_regions(active, bridge_windows=max(1, settings.bridge_ms // settings.window_ms))
-    regions = _drop_short_edge_regions(regions, min_windows=max(1, settings.min_region_ms // settings.window_ms))
+    regions = _drop_short_edge_regions(
+        regions, min_windows=max(1, settings.min_region_ms // settings.window_ms)
+    )
     first_window, last_window = regions[0][0], regions[-1][1]
     start = first_window * window - SAMPLE_RATE * settings.lead_ms // 1000
     end = (last_window + 1) * window + SAMPLE_RATE * settings.tail_ms // 1000
@@ -99,7 +101,7 @@ def _merge_into_regions(active: np.ndarray, bridge_windows: int) -> list[tuple[i
     breaks = np.flatnonzero(np.diff(active) > bridge_windows)
     starts = np.concatenate(([active[0]], active[breaks + 1]))
     ends = np.concatenate((active[breaks], [active[-1]]))
-    return [(int(s), int(e)) for s, e in zip(starts, ends)]
+    return [(int(s), int(e)) for s, e in zip(starts, ends, strict=True)]
 
 
 def _drop_short_edge_regions(regions: list[tuple[int, int]], min_windows: int) -> list[tuple[int, int]]:

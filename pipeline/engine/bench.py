@@ -155,7 +155,7 @@ def run_bench(opts: BenchOptions, progress: Callable[[str], None] | None = None)
     device = resolve_device(opts.device)
     on_gpu = device.type == "cuda"
     count = opts.sentences or (1024 if on_gpu else 48)
-    precisions = opts.precisions or (("fp32", "fp16", "bf16", "int8", "int8-wo") if on_gpu
+    precisions = opts.precisions or (("fp32", "fp16", "bf16", "int8") if on_gpu
                                      else ("fp32", "int8"))
     upstream_batches = opts.upstream_batches or ((4, 64, 256, 512) if on_gpu else (4, 16))
     texts = make_workload(count, opts.seed)
@@ -165,21 +165,27 @@ def run_bench(opts: BenchOptions, progress: Callable[[str], None] | None = None)
             f"({sum(steps) / GPT_STEPS_PER_SECOND:.0f} s of audio); weights {weights_label}")
         ref, voice = _reference(model_dir, device, texts, steps, opts, say)
         rows: list[BenchRow] = []
-        for precision in precisions:
-            rows.append(_run_ours(model_dir, device, precision, texts, steps, opts, ref, say))
+
+        def ours(precision: str, row_opts: BenchOptions) -> None:
+            rows.append(_run_ours(model_dir, device, precision, texts, steps, row_opts, ref, say))
             say(_describe(rows[-1]))
-        scaling = opts.scaling_batches if opts.scaling_batches is not None else (
-            (64, 512) if on_gpu else ())
-        reduced = [p for p in precisions if p != "fp32"][:1]
-        for batch in scaling if reduced else ():
-            row_opts = replace(opts, batch=batch)
-            rows.append(_run_ours(model_dir, device, reduced[0], texts, steps, row_opts, ref, say))
-            say(_describe(rows[-1]))
+
+        # The rows the comparison rests on first (fp32, the first reduced precision, upstream),
+        # so that a run cut short still answers the main question.
+        for precision in precisions[:2]:
+            ours(precision, opts)
         if opts.upstream:
             for batch in upstream_batches:
                 rows.append(_run_upstream(model_dir, device, texts, steps, batch, voice,
                                           opts.upstream_seconds))
                 say(_describe(rows[-1]))
+        for precision in precisions[2:]:
+            ours(precision, opts)
+        scaling = opts.scaling_batches if opts.scaling_batches is not None else (
+            (512,) if on_gpu else ())
+        reduced = [p for p in precisions if p != "fp32"][:1]
+        for batch in scaling if reduced else ():
+            ours(reduced[0], replace(opts, batch=batch))
     name = torch.cuda.get_device_name(device) if on_gpu else platform.processor() or "cpu"
     return BenchReport(rows=tuple(rows), device=f"{device.type}: {name}", weights=weights_label,
                        date=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -247,7 +253,7 @@ def _run_ours(model_dir: Path, device: Any, precision: str, texts: list[str], st
     from pipeline.engine import EngineConfig, fidelity, synthesize_with_oom_halving
     from pipeline.engine.loading import load_engine
 
-    name, scheme = ("int8", "weight_only") if precision == "int8-wo" else (precision, "dynamic")
+    name, scheme = ("int8", "dynamic") if precision == "int8-dyn" else (precision, "weight_only")
     on_gpu = device.type == "cuda"
     started = time.perf_counter()
     engine = load_engine(EngineConfig(model_dir=model_dir, device=str(device), precision=name),
@@ -284,7 +290,15 @@ def _run_ours(model_dir: Path, device: Any, precision: str, texts: list[str], st
                     top1_agreement=quality.top1_agreement,
                     relative_logit_error=quality.relative_logit_error, snr_db=quality.snr_db,
                     load_s=load_s, warmup_s=warmup_s, batches=len(batches),
-                    note="int8 weight-only" if scheme == "weight_only" else "")
+                    note=_int8_note(name, scheme, on_gpu))
+
+
+def _int8_note(precision: str, scheme: str, on_gpu: bool) -> str:
+    if precision != "int8":
+        return ""
+    if not on_gpu:
+        return "torch.ao dynamic int8"
+    return "torchao int8 weight-only" if scheme == "weight_only" else "torchao int8 dynamic (W8A8)"
 
 
 def _run_upstream(model_dir: Path, device: Any, texts: list[str], steps: list[int], batch: int,
@@ -381,8 +395,11 @@ def _fmt(value: float | None, spec: str) -> str:
 
 
 def _describe(row: BenchRow) -> str:
-    return (f"{row.system} {row.precision} batch {row.batch}: {row.x_realtime:.1f}x real time "
-            f"({row.audio_s:.0f} s audio in {row.wall_s:.1f} s), peak {_fmt(row.peak_gib, '.2f')} GiB")
+    return (f"ROW {row.system} {row.precision} batch {row.batch} ({row.sentences} sentences, "
+            f"{row.batches} batches): {row.x_realtime:.1f}x real time ({row.audio_s:.0f} s audio "
+            f"in {row.wall_s:.1f} s), peak {_fmt(row.peak_gib, '.2f')} GiB, top-1 "
+            f"{_fmt(row.top1_agreement, '.4f')}, SNR {_fmt(row.snr_db, '.1f')} dB, load "
+            f"{_fmt(row.load_s, '.1f')} s, warm-up {_fmt(row.warmup_s, '.1f')} s {row.note}")
 
 
 def format_table(report: BenchReport) -> str:
@@ -411,7 +428,8 @@ def _parse(argv: Sequence[str] | None) -> tuple[BenchOptions, Path | None]:
     source.add_argument("--synthetic", choices=("tiny", "full"))
     parser.add_argument("--device", default="auto")
     parser.add_argument("--precision", action="append",
-                        help="fp32, fp16, bf16, int8, int8-wo; repeat or comma-separate")
+                        help="fp32, fp16, bf16, int8 (CUDA: weight-only), int8-dyn (CUDA: W8A8); "
+                             "repeat or comma-separate")
     parser.add_argument("--sentences", type=int)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--batch", type=int, default=256)

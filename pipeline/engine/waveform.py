@@ -11,6 +11,7 @@ runs in float32.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
 
 import numpy as np
@@ -36,6 +37,10 @@ class WaveformDecoder:
         self.vocos = vocos.to(dtype)
         self.dtype = dtype
         self.row_steps_per_chunk = row_steps_per_chunk
+        # cuDNN builds an execution plan for every new (rows, frames) shape of a half-precision
+        # depthwise conv, which cost seconds per batch on the H200 (docs/engine.md, run 1); the
+        # native kernels need no planning. TTS_JOBS_DECODE_CUDNN=1 turns cuDNN back on.
+        self.use_cudnn = dtype == torch.float32 or os.environ.get("TTS_JOBS_DECODE_CUDNN") == "1"
 
     @property
     def device(self) -> torch.device:
@@ -65,6 +70,10 @@ class WaveformDecoder:
         return chunks
 
     def decode_batch(self, hiddens: Sequence[torch.Tensor]) -> list[np.ndarray]:
+        with torch.backends.cudnn.flags(enabled=self.use_cudnn):
+            return self._decode_batch(hiddens)
+
+    def _decode_batch(self, hiddens: Sequence[torch.Tensor]) -> list[np.ndarray]:
         lengths = [h.shape[0] for h in hiddens]
         steps = max(lengths)
         x = torch.zeros(len(hiddens), hiddens[0].shape[1], steps, dtype=self.dtype,

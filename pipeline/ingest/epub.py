@@ -120,7 +120,7 @@ def read_epub(path: Path, options: IngestOptions) -> RawBook:
         opf_member = _rootfile(archive, path)
         package = _package(archive, path, opf_member, reading)
         metadata = _metadata(archive, package, path, reading)
-        toc, front_members = _table_of_contents(archive, package, path, reading)
+        toc, front_members = _safe_table_of_contents(archive, package, path, reading)
         docs = _spine_documents(archive, package, options, path, reading)
     chapters = _chapters(docs, toc, front_members, metadata.title, options, reading)
     return RawBook("epub", metadata, chapters, reading.warnings)
@@ -133,7 +133,11 @@ def _check_mimetype(archive: SafeZip, reading: _Reading) -> None:
     if not archive.has("mimetype"):
         reading.warn("no 'mimetype' member; reading it as an EPUB anyway")
         return
-    mimetype = archive.read("mimetype", max_bytes=1024).strip()
+    try:
+        mimetype = archive.read("mimetype", max_bytes=1024).strip()
+    except BookError:
+        raise BookError(reading.path, "the 'mimetype' member is oversized or damaged, so this is not a sound EPUB",
+                        "a hostile or damaged file; refuse it") from None
     if mimetype != b"application/epub+zip":
         reading.warn(f"'mimetype' says {mimetype[:60]!r}, not application/epub+zip; reading it as an EPUB anyway")
 
@@ -146,7 +150,7 @@ def _refuse_drm(archive: SafeZip, path: Path) -> None:
         return
     try:
         root = parse_xml(archive.read("META-INF/encryption.xml", max_bytes=_MAX_METADATA_XML_BYTES))
-    except (etree.XMLSyntaxError, HostileXmlError, ValueError):
+    except (etree.LxmlError, ValueError):
         raise _drm(path, "an unreadable META-INF/encryption.xml") from None
     for encrypted in root.iter("{*}EncryptedData"):
         method = next(encrypted.iter("{*}EncryptionMethod"), None)
@@ -185,7 +189,7 @@ def _parse_required(archive: SafeZip, member: str, path: Path) -> etree._Element
         return parse_xml(data)
     except HostileXmlError as exc:
         raise BookError(path, f"'{member}' is hostile: {exc}", "refuse this file") from None
-    except (etree.XMLSyntaxError, ValueError) as exc:
+    except (etree.LxmlError, ValueError) as exc:
         raise BookError(path, f"'{member}' is not well-formed XML ({_first_line(exc)})",
                         "the EPUB is damaged; re-export it with an EPUB editor such as Sigil or Calibre") from None
 
@@ -389,12 +393,21 @@ def _table_of_contents(archive: SafeZip, package: Package, path: Path,
     return entries, front
 
 
+def _safe_table_of_contents(archive: SafeZip, package: Package, path: Path,
+                            reading: _Reading) -> tuple[list[TocEntry], dict[str, str]]:
+    try:
+        return _table_of_contents(archive, package, path, reading)
+    except ValueError as exc:  # undecodable text left in a recovered navigation document
+        reading.warn(f"the table of contents is unreadable ({_first_line(exc)}); chapters follow the spine")
+        return [], {}
+
+
 def _parse_navigation(archive: SafeZip, member: str, path: Path, reading: _Reading) -> etree._Element | None:
     try:
         parsed = parse_xhtml(archive.read(member, max_bytes=_MAX_METADATA_XML_BYTES))
     except HostileXmlError as exc:
         raise BookError(path, f"'{member}' is hostile: {exc}", "refuse this file") from None
-    except (etree.XMLSyntaxError, ValueError) as exc:
+    except (etree.LxmlError, ValueError) as exc:
         reading.warn(f"table of contents '{member}' is unreadable ({_first_line(exc)}); using the spine")
         return None
     if parsed.problem:
@@ -507,12 +520,16 @@ def _document_text(archive: SafeZip, member: str, extract: ExtractOptions, path:
         parsed = parse_xhtml(data)
     except HostileXmlError as exc:
         raise BookError(path, f"'{member}' is hostile: {exc}", "refuse this file") from None
-    except (etree.XMLSyntaxError, ValueError) as exc:
+    except (etree.LxmlError, ValueError) as exc:
         reading.warn(f"'{member}' could not be read at all ({_first_line(exc)}); skipped")
         return None
     if parsed.problem:
         reading.warn(f"'{member}' is malformed XHTML ({parsed.problem}); recovered what could be read")
-    return extract_text(parsed.root, extract)
+    try:
+        return extract_text(parsed.root, extract)
+    except ValueError as exc:  # text that lxml cannot decode, left in a recovered tree
+        reading.warn(f"'{member}' holds undecodable text ({_first_line(exc)}); skipped")
+        return None
 
 
 # --- chapters -------------------------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import codecs
+import re
 from pathlib import Path
 
 from lxml import etree
@@ -9,7 +11,7 @@ from lxml import etree
 from pipeline.errors import BookError
 from pipeline.ingest.chapters import RawBook, clean_title
 from pipeline.ingest.options import IngestOptions
-from pipeline.ingest.plaintext import chapters_from_text_blocks, read_text_file
+from pipeline.ingest.plaintext import chapters_from_text_blocks, decode, read_text_file
 from pipeline.ingest.xhtml import ExtractOptions, extract_text
 from pipeline.ingest.xmlsafe import HostileXmlError, local_name, parse_html, parse_xhtml
 from pipeline.types import BookMetadata
@@ -30,10 +32,10 @@ def read_html(path: Path, options: IngestOptions) -> RawBook:
             if parsed.problem:
                 warnings.append(f"malformed XHTML ({parsed.problem}); recovered what could be read")
         else:
-            root = parse_html(data)
+            root = parse_html(html_text(data))
     except HostileXmlError as exc:
         raise BookError(path, f"is hostile: {exc}", "refuse this file") from None
-    except (etree.XMLSyntaxError, ValueError) as exc:
+    except (etree.LxmlError, ValueError) as exc:
         raise BookError(path, f"is not readable HTML ({' '.join(str(exc).split())[:200]})",
                         "check that the file is an HTML document") from None
     extracted = extract_text(root, ExtractOptions(image_alt_text=options.image_alt_text,
@@ -49,6 +51,24 @@ def read_html(path: Path, options: IngestOptions) -> RawBook:
         description=meta.get("description", ""),
     )
     return RawBook("html", metadata, chapters, warnings)
+
+
+_META_CHARSET = re.compile(rb"""<meta[^>]{0,200}?charset\s*=\s*["']?\s*([A-Za-z0-9._-]{1,40})""", re.IGNORECASE)
+
+
+def html_text(data: bytes) -> str:
+    """HTML bytes decoded by their BOM, their <meta charset>, or else by trying encodings.
+
+    libxml2's HTML parser assumes Latin-1 when a page does not say, which garbles UTF-8 pages.
+    """
+    if not data.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")):
+        declared = _META_CHARSET.search(data[:4096])
+        if declared:
+            try:
+                return data.decode(codecs.lookup(declared.group(1).decode("ascii")).name, errors="replace")
+            except LookupError:
+                pass
+    return decode(data).text
 
 
 def _meta_tags(root: etree._Element) -> dict[str, str]:

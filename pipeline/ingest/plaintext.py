@@ -69,10 +69,11 @@ def read_text_file(path: Path, options: IngestOptions) -> bytes:
 
 
 def decode(data: bytes) -> Decoded:
-    """Decode text by its BOM, else by trying UTF-8, UTF-16 (by its NUL bytes), GB18030, Big5, cp1252.
+    """Decode text by its BOM, else as UTF-8, else as the likeliest of UTF-16, GB18030, Big5 and cp1252.
 
-    A legacy CJK decode is accepted only when nearly all non-ASCII characters it produces are CJK;
-    otherwise bytes in Western text (cp1252 quotes) would decode into nonsense ideographs.
+    Without a BOM the candidates that decode without error are scored by how much of the result is
+    ordinary text (ASCII, CJK, common punctuation, accented Latin letters): bytes decoded with the wrong
+    codec come out as control characters, rare scripts or nonsense ideographs from all over Unicode.
     """
     for bom, encoding in ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF32_LE, "utf-32"),
                           (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF16_LE, "utf-16"),
@@ -83,42 +84,36 @@ def decode(data: bytes) -> Decoded:
         return Decoded(data.decode("utf-8"), "utf-8")
     except UnicodeDecodeError:
         pass
-    utf16 = _utf16_without_bom(data)
-    if utf16 is not None:
-        return utf16
-    for encoding in ("gb18030", "big5"):
+    best: Decoded | None = None
+    best_score = -1.0
+    for encoding in _LEGACY_ENCODINGS:
+        if encoding.startswith("utf-16") and len(data) % 2:
+            continue
         try:
             text = data.decode(encoding)
         except UnicodeDecodeError:
             continue
-        if _mostly_cjk(text):
-            return Decoded(text, encoding)
-    try:
-        return Decoded(data.decode("cp1252"), "cp1252")
-    except UnicodeDecodeError:
-        return Decoded(data.decode("latin-1"), "latin-1",
-                       "the text's encoding could not be recognised; it was read as Latin-1 and may be garbled")
+        score = _plausibility(text)
+        if score > best_score + 0.02:  # earlier candidates win near-ties
+            best, best_score = Decoded(text, encoding), score
+    if best is not None and best_score >= 0.9:
+        return best
+    return Decoded(data.decode("latin-1"), "latin-1",
+                   "the text's encoding could not be recognised; it was read as Latin-1 and may be garbled")
 
 
-def _utf16_without_bom(data: bytes) -> Decoded | None:
-    sample = data[:4096]
-    if len(sample) < 4:
-        return None
-    even_nuls = sample[0::2].count(0)
-    odd_nuls = sample[1::2].count(0)
-    half = len(sample) // 2
-    for nuls, encoding in ((odd_nuls, "utf-16-le"), (even_nuls, "utf-16-be")):
-        if nuls > 0.3 * half:
-            return Decoded(data.decode(encoding, errors="replace"), encoding)
-    return None
+_LEGACY_ENCODINGS = ("utf-16-le", "utf-16-be", "gb18030", "big5", "cp1252")
+_PLAUSIBLE = re.compile(
+    r"[\t\n\r\x20-\x7e\u00a0-\u00ff\u2010-\u2027\u2030-\u205e\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]"
+)
 
 
-def _mostly_cjk(text: str) -> bool:
-    non_ascii = [ch for ch in text[:200_000] if ord(ch) > 127]
-    if not non_ascii:
-        return True
-    cjk = sum(1 for ch in non_ascii if _CJK.match(ch))
-    return cjk >= 0.9 * len(non_ascii)
+def _plausibility(text: str) -> float:
+    """The share of ordinary text characters in a sample of ``text``."""
+    sample = text[:100_000]
+    if not sample:
+        return 1.0
+    return len(_PLAUSIBLE.findall(sample)) / len(sample)
 
 
 def heading_level(line: str, *, allow_weak: bool) -> int:
@@ -129,6 +124,8 @@ def heading_level(line: str, *, allow_weak: bool) -> int:
     markdown = _MARKDOWN_HEADING.match(line)
     if markdown:
         return len(markdown.group(1))
+    if line.endswith(("。", "！", "？", "，", "；", ",", ";", "”", "\"")):
+        return 0  # a sentence, even if it starts like a heading ("番外正文。")
     for pattern, level in _HEADING_PATTERNS:
         if pattern.match(line):
             return level
@@ -151,7 +148,8 @@ def read_txt(path: Path, options: IngestOptions) -> RawBook:
     fields = {name.lower(): value.strip() for name, value in _GUTENBERG_FIELD.findall(text[:20_000])}
     text = _without_gutenberg_licence(text)
     blocks = text_blocks(text)
-    title, authors, chapters = chapters_from_text_blocks(blocks, fields.get("title", ""), path.stem)
+    title, authors, chapters = chapters_from_text_blocks(blocks, fields.get("title", ""), path.stem,
+                                                         title_from_top_heading=False)
     metadata = BookMetadata(title=title, authors=tuple(filter(None, [fields.get("author", "")])) or authors,
                             language=_language_code(fields.get("language", "")))
     return RawBook("txt", metadata, chapters, warnings)
@@ -173,9 +171,9 @@ def _language_code(name: str) -> str:
 
 def text_blocks(text: str) -> list[Block]:
     """Paragraphs (blank-line separated, or one per line when the text has almost no blank lines)."""
-    lines = text.split("\n")
+    lines = text.strip("\n").split("\n")
     nonblank = sum(1 for line in lines if line.strip())
-    blank_separated = sum(1 for line in lines if not line.strip()) >= 0.05 * max(nonblank, 1)
+    blank_separated = _blank_line_paragraphs(lines, nonblank)
     weak = sum(1 for line in lines if _ROMAN_HEADING.match(line.strip())) >= 2
     blocks: list[Block] = []
     paragraph: list[str] = []
@@ -203,6 +201,15 @@ def text_blocks(text: str) -> list[Block]:
     return blocks
 
 
+def _blank_line_paragraphs(lines: list[str], nonblank: int) -> bool:
+    """Whether blank lines separate paragraphs (else each line is one, as in many Chinese novels)."""
+    blank = len(lines) - nonblank
+    indented = sum(1 for line in lines if line.startswith(("\u3000", "  ", "\t")))
+    if indented > 0.5 * nonblank and blank < 0.5 * nonblank:
+        return False  # every paragraph opens with an indent: lines are paragraphs
+    return blank >= 0.05 * max(nonblank, 1)
+
+
 def _is_continuation(paragraph: list[str], line: str) -> bool:
     # Inside a hard-wrapped paragraph a line like "chapter 3 of the report" is text, not a heading:
     # the previous line did not end a sentence.
@@ -217,29 +224,43 @@ def _join_lines(lines: list[str]) -> str:
     return joined
 
 
-def chapters_from_text_blocks(blocks: list[Block], title_hint: str,
-                              fallback_title: str) -> tuple[str, tuple[str, ...], list[RawChapter]]:
-    """The book's title and authors, and its chapters, from paragraphs and heading blocks."""
-    starts, heading_title = heading_starts(blocks)
-    first_start = starts[0].at if starts else len(blocks)
-    preamble_title, authors, preamble_is_title_page = _title_page(blocks[:first_start])
+def chapters_from_text_blocks(blocks: list[Block], title_hint: str, fallback_title: str, *,
+                              title_from_top_heading: bool = True) -> tuple[str, tuple[str, ...], list[RawChapter]]:
+    """The book's title and authors, and its chapters, from paragraphs and heading blocks.
+
+    Args:
+        blocks: paragraphs and headings in reading order.
+        title_hint: the title the format states (Gutenberg's 'Title:', HTML <title>), if any.
+        fallback_title: used when nothing better is found: the file name.
+        title_from_top_heading: whether a lone heading above all others is the book's title
+            (Markdown's '# Title'); plain text uses levels for parts and chapters only.
+    """
+    starts, heading_title = heading_starts(blocks, title_from_top_heading=title_from_top_heading)
+    if not starts:  # no headings: one chapter, named after the book
+        title = clean_title(title_hint or heading_title or fallback_title)
+        return title, (), [RawChapter(title, [block.text for block in blocks if not _is_title(block, title)])]
+    preamble_title, authors, preamble_is_title_page = _title_page(blocks[: starts[0].at])
     title = clean_title(title_hint or heading_title or preamble_title or fallback_title)
-    if not starts:
-        return title, authors, [RawChapter(title, [block.text for block in blocks if not _is_title(block, title)])]
     chapters: list[RawChapter] = []
     for section in sections(blocks, starts, title):
-        if section.lo == 0 and section.hi == first_start and preamble_is_title_page:
+        if section.lo == 0 and section.hi == starts[0].at and preamble_is_title_page:
             continue
-        chapters.append(RawChapter(section.title, [block.text for block in section.blocks]))
+        chapters.append(RawChapter(section.title or (title if section.lo == 0 else ""),
+                                   [block.text for block in section.blocks]))
     return title, authors, chapters
 
 
 def _title_page(preamble: list[Block]) -> tuple[str, tuple[str, ...], bool]:
     """A short opening (title, 'by Author') before the first heading is a title page, not text."""
-    if not preamble or len(preamble) > 4 or any(len(block.text) > 100 for block in preamble):
+    if not preamble or len(preamble) > 4 or any(_reads_like_prose(block.text) for block in preamble):
         return "", (), False
     authors = tuple(match.group(1).strip() for block in preamble if (match := _BY_LINE.match(block.text)))
     return preamble[0].text, authors, True
+
+
+def _reads_like_prose(text: str) -> bool:
+    return len(text) > 80 or text.rstrip().endswith((".", "!", "?", "。", "！", "？", ",", "，")) and not \
+        _BY_LINE.match(text)
 
 
 def _is_title(block: Block, title: str) -> bool:

@@ -150,6 +150,7 @@ def _check_entry_count_cheaply(path: Path, max_entries: int) -> None:
 def _validated_entries(path: Path, infos: list[zipfile.ZipInfo], max_entries: int) -> dict[str, zipfile.ZipInfo]:
     if len(infos) > max_entries:
         raise _too_many(path, len(infos), max_entries)
+    _refuse_overlaps(path, infos)
     entries: dict[str, zipfile.ZipInfo] = {}
     for info in infos:
         _check_entry(path, info)
@@ -162,8 +163,17 @@ def _validated_entries(path: Path, infos: list[zipfile.ZipInfo], max_entries: in
     return entries
 
 
+def _refuse_overlaps(path: Path, infos: list[zipfile.ZipInfo]) -> None:
+    """Entries whose data runs into the next entry's header: the 'overlapping files' zip bomb."""
+    ordered = sorted(infos, key=lambda info: info.header_offset)
+    for current, following in zip(ordered, ordered[1:]):
+        if current.header_offset + current.compress_size > following.header_offset:
+            raise BookError(path, f"members '{current.filename}' and '{following.filename}' overlap in the archive",
+                            "an overlapping-entries zip bomb or a damaged file; refuse it")
+
+
 def _check_entry(path: Path, info: zipfile.ZipInfo) -> None:
-    name = info.filename
+    name = info.orig_filename  # zipfile cuts names at a NUL byte; the original shows the trick
     problem = unsafe_name_problem(name)
     if problem:
         raise BookError(path, f"member name {name!r} {problem}", "a hostile or damaged archive; refuse it")

@@ -34,6 +34,7 @@ _NOT_READ = frozenset(("pagebreak", "doc-pagebreak", "noteref", "doc-noteref", "
 _NOTES = frozenset(("footnote", "endnote", "rearnote", "note", "footnotes", "endnotes", "rearnotes",
                     "doc-footnote", "doc-endnote", "doc-endnotes", "doc-footnotes"))
 _NOTE_MARK = re.compile(r"^[\[(]?(?:\d{1,3}|[*†‡§¶]+|[a-z])[\])]?$")
+_MAX_DEPTH = 150  # elements nested deeper are read as plain text, keeping Python's recursion bounded
 _XML_SPACE = re.compile(r"[ \t\n\r\f]+")
 _SPACE_AROUND_NEWLINE = re.compile(r" *\n[ \n]*")
 _MULTIPLE_SPACES = re.compile(r" {2,}")
@@ -98,6 +99,7 @@ class _Walker:
         self.level = 0
         self.in_link = False
         self.preformatted = False
+        self.depth = 0
 
     def flush(self) -> None:
         if not self.parts:
@@ -124,10 +126,15 @@ class _Walker:
         element_id = element.get("id") or (element.get("name") if name == "a" else None)
         if element_id:
             self.result.anchors.setdefault(element_id, len(self.result.blocks))
+        if self.depth >= _MAX_DEPTH:  # absurd nesting (hostile or broken): its text, without structure
+            self.text("".join(element.itertext()))
+            return
+        self.depth += 1
         if name in _BLOCKS:
             self._walk_block(element, name)
         else:
             self._walk_inline(element, name)
+        self.depth -= 1
 
     def _walk_block(self, element: etree._Element, name: str) -> None:
         self.flush()

@@ -58,6 +58,8 @@ def parse_xml(data: bytes) -> etree._Element:
         etree.XMLSyntaxError: the document is not well formed.
     """
     data = _as_utf8_if_utf16(data)
+    if b"&#" in data:
+        data = _character_references_repaired(data)
     _refuse_entity_declarations(data)
     root = etree.fromstring(data, parser=safe_parser())
     _refuse_parsed_entities(root)
@@ -92,22 +94,42 @@ def parse_html(data: bytes | str) -> etree._Element:
         _refuse_entity_declarations(data)
     else:
         _refuse_entity_declarations(data.encode("utf-8", "replace"))
-    root = lxml.html.document_fromstring(data, parser=parser)
+    try:
+        root = lxml.html.document_fromstring(data, parser=parser)
+    except etree.LxmlError as exc:  # "Document is empty" and kin
+        raise ValueError(str(exc) or "no markup could be read") from None
     if root is None:
         raise ValueError("no markup could be read")
     return root
 
 
 def _recover(data: bytes) -> etree._Element:
+    data = _valid_utf8(data)
     root = None
     try:
         root = etree.fromstring(data, parser=safe_parser(recover=True))
-    except etree.XMLSyntaxError:
+    except etree.LxmlError:
         root = None
     if root is not None and len(root):
         return root
     # Not XML at all (HTML saved as .xhtml): the HTML parser reads tag soup.
     return parse_html(data)
+
+
+_DECLARED_ENCODING = re.compile(rb"""^\s*<\?xml[^>]{0,200}?encoding\s*=\s*["']([A-Za-z0-9._-]{1,40})["']""")
+
+
+def _valid_utf8(data: bytes) -> bytes:
+    """Broken UTF-8 repaired (U+FFFD) before recovery: libxml2 would keep the bad bytes in tag names."""
+    declared = _DECLARED_ENCODING.match(data)
+    encoding = declared.group(1).decode("ascii").lower().replace("-", "").replace("_", "") if declared else "utf8"
+    if encoding != "utf8":
+        return data
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("utf-8", errors="replace").encode("utf-8")
+    return data
 
 
 def _refuse_entity_declarations(data: bytes) -> None:
@@ -142,9 +164,27 @@ def _as_utf8_if_utf16(data: bytes) -> bytes:
     return _XML_DECL.sub("", text, count=1).encode("utf-8")
 
 
+_CHARACTER_REFERENCE = re.compile(rb"&#(?:[xX]([0-9A-Fa-f]{1,8})|([0-9]{1,10}));")
+
+
+def _character_references_repaired(data: bytes) -> bytes:
+    """References to characters XML forbids (&#xD800; &#0;) become U+FFFD: recovery would keep them as
+    broken UTF-8 in the tree, which then cannot be read back."""
+
+    def repair(match: re.Match[bytes]) -> bytes:
+        value = int(match.group(1), 16) if match.group(1) else int(match.group(2))
+        allowed = value in (0x9, 0xA, 0xD) or 0x20 <= value <= 0xD7FF or 0xE000 <= value <= 0xFFFD \
+            or 0x10000 <= value <= 0x10FFFF
+        return match.group(0) if allowed else b"&#xFFFD;"
+
+    return _CHARACTER_REFERENCE.sub(repair, data)
+
+
 def _named_entities_as_references(data: bytes) -> bytes:
     if b"&" not in data:
         return data
+    if b"&#" in data:
+        data = _character_references_repaired(data)
 
     def replace(match: re.Match[bytes]) -> bytes:
         name = match.group(1)
@@ -156,8 +196,11 @@ def _named_entities_as_references(data: bytes) -> bytes:
 
 
 def local_name(element: etree._Element) -> str:
-    """The tag without its namespace, lower-cased; '' for comments and processing instructions."""
-    tag = element.tag
+    """The tag without its namespace, lower-cased; '' for comments, processing instructions and garbage."""
+    try:
+        tag = element.tag
+    except ValueError:  # UnicodeDecodeError: a recovered tag name that is not valid UTF-8
+        return ""
     if not isinstance(tag, str):
         return ""
     return tag.rpartition("}")[2].lower()

@@ -12,13 +12,12 @@ then each paragraph's sentences, with ``paragraph_index`` its position in ``chap
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 
 from pipeline.errors import BookError
-from pipeline.text.normalize import Drops, normalize, paragraph_language
+from pipeline.text.normalize import SEPARATOR, Drops, normalize_paragraph, normalize_paragraphs, scan_drops
 from pipeline.text.options import TextOptions
-from pipeline.text.sentences import split_text
+from pipeline.text.sentences import split_paragraphs
 from pipeline.types import Chapter, Sentence
 
 __all__ = ["ChapterText", "TextOptions", "normalize_text", "segment_chapter", "split_sentences",
@@ -26,11 +25,6 @@ __all__ = ["ChapterText", "TextOptions", "normalize_text", "segment_chapter", "s
 
 logger = logging.getLogger(__name__)
 TITLE_PARAGRAPH = -1
-# Characters that normalisation never drops with a count: a chapter made only of these needs no scan.
-_NEVER_COUNTED = re.compile(
-    r"[\x00-\x23\x25-\x3b\x3d\x3f-\x5d\x5f-\x7b\x7d\u00a0\u00a1\u00ab\u00b7\u00bb\u00bf\u00c0-\u00d6"
-    r"\u00d8-\u00f6\u00f8-\u00ff\u2010-\u2027\u2030-\u205e\u3000-\u303f\u4e00-\u9fff\uff01-\uff5e]*"
-)
 
 
 @dataclass(frozen=True)
@@ -53,8 +47,7 @@ def normalize_text(text: str, options: TextOptions | None = None, drops: Drops |
         The text the paragraph's sentences are cut from.
     """
     options = options or TextOptions()
-    language = paragraph_language(text, options.language)
-    return normalize(text, language, options.read_urls, drops)
+    return normalize_paragraph(text, options.language, options.read_urls, drops)
 
 
 def segment_chapter(chapter: Chapter, options: TextOptions | None = None) -> ChapterText:
@@ -65,12 +58,14 @@ def segment_chapter(chapter: Chapter, options: TextOptions | None = None) -> Cha
     """
     options = options or TextOptions()
     drops = Drops()
-    sentences: list[Sentence] = []
     sources = [(TITLE_PARAGRAPH, chapter.title)] if chapter.title.strip() else []
     sources += list(enumerate(chapter.paragraphs))
-    for paragraph_index, source in sources:
-        for text in _sentences_of(source, options, drops):
-            sentences.append(Sentence(chapter.index, len(sentences), paragraph_index, text))
+    normalized = normalize_paragraphs([source for _, source in sources], options.language, options.read_urls, drops)
+    pieces = split_paragraphs(normalized, options.max_chars, options.min_chars, options.cjk_weight)
+    numbered = [(paragraph_index, piece) for (paragraph_index, _), paragraph_pieces in zip(sources, pieces)
+                for piece in paragraph_pieces]
+    sentences = [Sentence(chapter.index, number, paragraph_index, piece)
+                 for number, (paragraph_index, piece) in enumerate(numbered)]
     warnings = tuple(_warnings(chapter, drops))
     if drops.scripts and options.fail_on_unsupported_script:
         raise unsupported_script_error(chapter, drops)
@@ -97,12 +92,14 @@ def split_sentences(chapter: Chapter, options: TextOptions | None = None) -> lis
 
 
 def speakability_warnings(chapter: Chapter, options: TextOptions | None = None) -> tuple[list[str], Drops]:
-    """What reading this chapter would drop (emoji, symbols, foreign scripts), without splitting it."""
+    """What reading this chapter would drop (emoji, symbols, foreign scripts), found by a quick scan.
+
+    The scan counts what the first normalisation step drops, which is all of the above; a stray ASCII
+    symbol that only later steps drop (a lone '$') is counted by ``segment_chapter`` alone.
+    """
     options = options or TextOptions()
     drops = Drops()
-    for source in (chapter.title, *chapter.paragraphs):
-        if not _NEVER_COUNTED.fullmatch(source) or (options.read_urls == "drop" and "://" in source):
-            normalize_text(source, options, drops)
+    scan_drops(chapter.title + SEPARATOR + SEPARATOR.join(chapter.paragraphs), drops)
     return _warnings(chapter, drops), drops
 
 
@@ -111,13 +108,6 @@ def unsupported_script_error(chapter: Chapter, drops: Drops) -> BookError:
     return BookError(f"chapter {chapter.index + 1} '{chapter.title}'",
                      f"holds letters the voice cannot read: {scripts}",
                      "translate or remove them, or allow them to be dropped (fail_on_unsupported_script=False)")
-
-
-def _sentences_of(source: str, options: TextOptions, drops: Drops) -> list[str]:
-    text = normalize_text(source, options, drops)
-    if not text:
-        return []
-    return split_text(text, options.max_chars, options.min_chars, options.cjk_weight)
 
 
 def _warnings(chapter: Chapter, drops: Drops) -> list[str]:

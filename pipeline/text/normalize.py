@@ -27,23 +27,27 @@ import re
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from functools import lru_cache
 
 CJK_RANGE = "\u4e00-\u9fff"
 ALLOWED = re.compile(rf"[A-Za-z{CJK_RANGE} ，。！？、；：,.!?;:']*")
 _CJK = re.compile(f"[{CJK_RANGE}]")
 
-# Placeholders (private-use characters) that carry meaning between steps.
-SQUARED, CUBED = "\ue002", "\ue003"
-ELLIPSIS = "\ue005"  # resolved to '.' or ',' by what follows
-DASH_MARK = "\ue006"  # a dash, bracket or line break: a pause, resolved to ',' or '，'
+# Placeholders that carry meaning between steps. They are ASCII control characters, which the first
+# step deletes from the book's own text, so they cannot be confused with it, and an English chapter
+# stays a one-byte-per-character string (Python's string and regex code is much faster on those).
+SQUARED, CUBED = "\x02", "\x03"
+ELLIPSIS = "\x05"  # resolved to '.' or ',' by what follows
+DASH_MARK = "\x06"  # a dash, bracket or line break: a pause, resolved to ',' or '，'
+SEPARATOR = "\x1e"  # between paragraphs normalised together; no rule reads across it
 _PLACEHOLDERS = SQUARED + CUBED + ELLIPSIS + DASH_MARK
 
 _KEPT_CJK_PUNCTUATION = "、。，！？：；"
 # Characters needing no attention in the first pass: printable ASCII except quotes and brackets,
 # CJK ideographs and the CJK punctuation the voice reads.
 _SPECIAL = re.compile(
-    rf"[^\x20\x21\x23-\x27\x2a-\x5a\x5c\x5e\x5f\x61-\x7a\x7c\x7e{CJK_RANGE}{_KEPT_CJK_PUNCTUATION}]"
+    rf"[^\x20\x21\x23-\x27\x2a-\x5a\x5c\x5e\x5f\x61-\x7a\x7c\x7e{CJK_RANGE}{_KEPT_CJK_PUNCTUATION}{SEPARATOR}]"
 )
 _INVISIBLE = frozenset(
     chr(code) for code in [
@@ -68,7 +72,7 @@ _FOLD_SPECIAL = {"ß": "ss", "ẞ": "SS", "æ": "ae", "Æ": "AE", "œ": "oe", "�
                  "ł": "l", "Ł": "L", "đ": "d", "Đ": "D", "þ": "th", "Þ": "Th", "ð": "d", "Ð": "D",
                  "ı": "i", "ħ": "h", "Ħ": "H", "ŋ": "ng", "Ŋ": "Ng", "ĸ": "k", "ſ": "s"}
 
-_URL = re.compile(r"\b(?:(?:https?|ftp)://|www\.)[^\s<>\"'，。！？、；：）」』】]+", re.IGNORECASE)
+_URL = re.compile(rf"\b(?:(?:https?|ftp)://|www\.)[^\s<>\"'，。！？、；：）」』】{SEPARATOR}]+", re.IGNORECASE)
 _EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+\b")
 _EN_ABBREVIATIONS = {
     "Mr.": "Mister", "Mrs.": "Missus", "Ms.": "Miz", "Dr.": "Doctor", "Prof.": "Professor", "Mt.": "Mount",
@@ -76,10 +80,14 @@ _EN_ABBREVIATIONS = {
     "Jr.": "Junior", "Sr.": "Senior", "St.": "Saint", "Capt.": "Captain", "Gen.": "General", "Lt.": "Lieutenant",
     "Col.": "Colonel", "Sgt.": "Sergeant", "Rev.": "Reverend", "Hon.": "Honourable", "Fr.": "Father",
 }
-_EN_ABBREVIATION = re.compile(
-    r"(?<![\w.])(?:Mr|Mrs|Ms|Dr|Prof|Mt|Capt|Gen|Lt|Col|Sgt|Rev|Hon|Fr|St)\.(?=\s+[A-Z])"
-    r"|(?<![\w.])(?:e\.g|i\.e|etc|vs|approx|Jr|Sr)\.",
-)
+_BEFORE_CAPITAL = frozenset(("Mr.", "Mrs.", "Ms.", "Dr.", "Prof.", "Mt.", "Capt.", "Gen.", "Lt.", "Col.", "Sgt.",
+                             "Rev.", "Hon.", "Fr.", "St."))  # titles: only before a name
+# One literal-led pattern per abbreviation: a literal prefix makes the scan fast; the word boundary
+# before it is checked by hand.
+_EN_ABBREVIATION_PATTERNS = {
+    short: re.compile(re.escape(short) + (r"(?= +[A-Z])" if short in _BEFORE_CAPITAL else ""))
+    for short in _EN_ABBREVIATIONS
+}
 
 
 @dataclass
@@ -138,7 +146,7 @@ def paragraph_language(text: str, forced: str = "") -> str:
     return "zh" if wide > words else "en"
 
 
-def normalize(text: str, language: str = "", read_urls: str = "domain", drops: Drops | None = None) -> str:
+def normalize_paragraph(text: str, language: str = "", read_urls: str = "domain", drops: Drops | None = None) -> str:
     """``text`` rewritten in ChatTTS's alphabet; see the module docstring for what happens to what.
 
     Args:
@@ -151,10 +159,25 @@ def normalize(text: str, language: str = "", read_urls: str = "domain", drops: D
     Returns:
         The speakable text, single-spaced, without leading or trailing spaces.
     """
+    return normalize_paragraphs([text], language, read_urls, drops)[0]
+
+
+def normalize_paragraphs(paragraphs: Sequence[str], language: str = "", read_urls: str = "domain",
+                         drops: Drops | None = None) -> list[str]:
+    """``normalize_paragraph`` for many paragraphs at once, in one pass per step.
+
+    The paragraphs are joined with ``SEPARATOR``, a character no rule reads across, so the result is
+    the same as normalising each alone, without paying each step's fixed cost once per paragraph.
+    """
     from pipeline.text.spoken import spell_out
 
     drops = drops if drops is not None else Drops()
-    default = paragraph_language(text, language)
+    if not paragraphs:
+        return []
+    text = SEPARATOR.join(paragraphs)
+    if text.count(SEPARATOR) != len(paragraphs) - 1:  # the book itself holds our separator: neutralise it
+        text = SEPARATOR.join(paragraph.replace(SEPARATOR, " ") for paragraph in paragraphs)
+    languages = ParagraphLanguages([paragraph_language(paragraph, language) for paragraph in paragraphs])
     text = basic_forms(text, drops)
     if "--" in text:
         text = re.sub(r"-{2,}", f" {DASH_MARK} ", text)
@@ -162,11 +185,25 @@ def normalize(text: str, language: str = "", read_urls: str = "domain", drops: D
         text = re.sub(r"\.(?: ?\.){2,}", f" {ELLIPSIS} ", text)
     if "@" in text or "://" in text or "www." in text or "WWW." in text:
         text = _links(text, read_urls, drops)
-    if default == "en" or language == "en":
-        text = _expand_abbreviations(text)
-    text = spell_out(text, default, language)
+    text = _expand_abbreviations(text)
+    text = spell_out(text, languages.at, language)
     text = _leftovers(text, drops)
-    return tidy(text)
+    return [part.strip().lstrip(_LEADING) for part in tidy(text).split(SEPARATOR)]
+
+
+class ParagraphLanguages:
+    """The default language of the paragraph a position of the joined text falls in."""
+
+    def __init__(self, languages: list[str]) -> None:
+        self._languages = languages
+        self._single = languages[0] if len(set(languages)) == 1 else ""
+
+    def at(self, text: str, position: int) -> str:
+        """``text`` is the joined text as it stands when asked (rules rewrite it as they go)."""
+        if self._single:
+            return self._single
+        index = text.count(SEPARATOR, 0, position)  # rare: only numbers with no letter beside them ask
+        return self._languages[min(index, len(self._languages) - 1)]
 
 
 # --- first pass: one character at a time, cached ----------------------------------------------------
@@ -275,27 +312,42 @@ def spoken_address(address: str) -> str:
     return " ".join(address.replace("-", " ").split())
 
 
-_ABBREVIATION_HINTS = tuple(_EN_ABBREVIATIONS)
-
-
 def _expand_abbreviations(text: str) -> str:
-    if "." not in text or not any(hint in text for hint in _ABBREVIATION_HINTS):
+    """Mr. → Mister, e.g. → for example: read as words, and no longer mistaken for sentence ends."""
+    if "." not in text:
         return text
-    return _EN_ABBREVIATION.sub(lambda m: _EN_ABBREVIATIONS.get(m.group(0), m.group(0)), text)
+    for short, pattern in _EN_ABBREVIATION_PATTERNS.items():
+        if short in text:
+            text = pattern.sub(lambda m: _expansion(m, short), text)
+    return text
+
+
+def _expansion(match: re.Match[str], short: str) -> str:
+    before = match.string[match.start() - 1] if match.start() else " "
+    if before.isalnum() or before in "._'":
+        return match.group(0)  # part of a longer word: "HMr." or "U.S."
+    return _EN_ABBREVIATIONS[short]
 
 
 # --- what is left after the readers ---------------------------------------------------------------
 
-_LEFTOVER = re.compile(rf"[^A-Za-z{CJK_RANGE} ，。！？、；：,.!?;:'{ELLIPSIS}{DASH_MARK}]+")
-_SPOKEN_ALPHABET = str.maketrans(dict.fromkeys("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ ,.!?;:'"))
+_LEFTOVER = re.compile(rf"[^A-Za-z{CJK_RANGE} ，。！？、；：,.!?;:'{ELLIPSIS}{DASH_MARK}{SEPARATOR}]+")
+
+
+# What may be left after the readers: the first pass mapped every other character.
+_POSSIBLE_LEFTOVERS = tuple("0123456789\"#$%&()*+-/<=>@[\\]^_`{|}~") + tuple(
+    ch for ch in _SPOKEN_SYMBOLS if not ch.isascii()) + (SQUARED, CUBED)
 
 
 def _leftovers(text: str, drops: Drops) -> str:
     """Hyphens and slashes between words become spaces; anything else outside the alphabet is dropped."""
-    if text.isascii() and not text.translate(_SPOKEN_ALPHABET):
-        return text
     if " - " in text:
         text = text.replace(" - ", f" {DASH_MARK} ")
+    for silent in "-/_*":  # word joiners and emphasis marks: a space, nothing to count
+        if silent in text:
+            text = text.replace(silent, " ")
+    if not any(ch in text for ch in _POSSIBLE_LEFTOVERS):
+        return text
 
     def replace(match: re.Match[str]) -> str:
         for ch in match.group(0):
@@ -326,19 +378,47 @@ def tidy(text: str) -> str:
     """One mark per pause (the strongest), in the width of the text around it; single spaces."""
     if "'" in text:
         text = _LONE_APOSTROPHE.sub(" ", text)
+    if ELLIPSIS in text or DASH_MARK in text:
+        text = _resolve_pauses(text)
+    if any(pair in text for pair in _SPACE_BEFORE_MARK) or _MARK_PAIR.search(text):
+        text = _MARK_RUN.sub(_one_mark, text)
     if "  " in text:
         text = _SPACES.sub(" ", text)
-    if ELLIPSIS in text or DASH_MARK in text or any(pair in text for pair in _SPACE_BEFORE_MARK) \
-            or _has_mark_pair(text):
-        text = _MARK_RUN.sub(_one_mark, text)
-        if "  " in text:
-            text = _SPACES.sub(" ", text)
-    text = text.strip().lstrip(_LEADING)
-    if not text.isascii():
+    if not text.isascii():  # Chinese somewhere: its spacing and its marks
         if " " in text:
             text = _SPACE_BETWEEN_CJK.sub("", text)
         text = _HALF_WIDTH_AFTER_CJK.sub(lambda m: _FULL_WIDTH[m.group(0)], text)
     return text
+
+
+_RUN_CHARACTERS = frozenset(_MARKS + " ")
+
+
+def _resolve_pauses(text: str) -> str:
+    """Each dash, bracket, line break or ellipsis, with the marks and spaces around it, becomes one mark.
+
+    Found with str.find rather than a regex: they are few, and a regex pass would cost a scan per chapter.
+    """
+    pieces: list[str] = []
+    done = 0
+    at = _next_pause(text, 0)
+    while at >= 0:
+        start, end = at, at + 1
+        while start > done and text[start - 1] in _RUN_CHARACTERS:
+            start -= 1
+        while end < len(text) and text[end] in _RUN_CHARACTERS:
+            end += 1
+        pieces.append(text[done:start])
+        pieces.append(_pause(text, start, end))
+        done = end
+        at = _next_pause(text, end)
+    pieces.append(text[done:])
+    return "".join(pieces)
+
+
+def _next_pause(text: str, start: int) -> int:
+    positions = [position for position in (text.find(ELLIPSIS, start), text.find(DASH_MARK, start)) if position >= 0]
+    return min(positions) if positions else -1
 
 
 _MARK_PAIR = re.compile(rf"[{_MARKS}] ?[{_MARKS}]")
@@ -349,23 +429,29 @@ def _has_mark_pair(text: str) -> bool:
 
 
 def _one_mark(match: re.Match[str]) -> str:
-    run = match.group(0)
-    string = match.string
-    start = match.start()
-    while start > 0 and string[start - 1] == " ":
-        start -= 1
-    before = string[start - 1] if start > 0 else ""
-    after_index = match.end()
+    return _pause(match.string, match.start(), match.end())
+
+
+def _pause(string: str, start: int, end: int) -> str:
+    """The one mark (with its space) that replaces string[start:end], a run of marks and spaces."""
+    run = string[start:end]
+    before_index = start
+    while before_index > 0 and string[before_index - 1] == " ":
+        before_index -= 1
+    before = string[before_index - 1] if before_index > 0 else ""
+    after_index = end
     while after_index < len(string) and string[after_index] == " ":
         after_index += 1
     after = string[after_index] if after_index < len(string) else ""
+    before = "" if before == SEPARATOR else before
+    after = "" if after == SEPARATOR else after
     mark = _strongest(run.replace(" ", ""), after)
     if not mark:
         return " "
     if before and not before.isascii() or (not before and after and not after.isascii()):
         return _FULL_WIDTH.get(mark, mark)
     mark = _HALF_WIDTH.get(mark, mark)
-    spaced = run != mark or match.end() < len(string) and string[match.end()] == " "
+    spaced = run != mark
     return f"{mark} " if after and spaced else mark
 
 

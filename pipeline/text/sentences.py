@@ -14,16 +14,18 @@ again give back the text exactly (less the spaces at the cuts).
 
 from __future__ import annotations
 
-import bisect
 import math
 import re
+
+from pipeline.text.normalize import SEPARATOR
 
 _CJK = r"\u4e00-\u9fff"
 _CJK_CHAR = re.compile(f"[{_CJK}]")
 # A sentence end: CJK terminators, or Latin terminators before a space + capital/CJK or the end.
 _SENTENCE_END = re.compile(rf"[。！？；]+ ?|[.!?]+(?: (?=[A-Z{_CJK}'])|(?=[{_CJK}])| ?$)")
+# Sentence ends, or the separator between paragraphs joined for speed (always an end).
+_BOUNDARY = re.compile(rf"[。！？；]+ ?|[.!?]+(?: (?=[A-Z{_CJK}'])|(?=[{_CJK}])| ?(?={SEPARATOR}|$))|{SEPARATOR}")
 _CLAUSE_END = re.compile(r"[，、：；,;:]+|[。！？.!?]+")
-_SPACE_RUN = re.compile(r" +")
 ABBREVIATIONS = frozenset(
     """mr mrs ms dr prof sr jr st mt ft vs etc eg ie cf al no nos vol vols fig figs ch chap pp p
     inc ltd co corp bros gen col capt lt sgt cpl rev hon gov pres sen rep supt messrs mme mlle
@@ -31,6 +33,7 @@ ABBREVIATIONS = frozenset(
     approx dept est min max misc ave blvd rd
     """.split()
 )
+_LONGEST_ABBREVIATION = max(map(len, ABBREVIATIONS))
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
@@ -52,7 +55,10 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
 
 def _after_abbreviation(text: str, dot: int) -> bool:
     """Whether the period at ``dot`` closes an abbreviation or an initial rather than a sentence."""
-    token = text[text.rfind(" ", 0, dot) + 1 : dot]
+    space = text.rfind(" ", max(0, dot - _LONGEST_ABBREVIATION - 1), dot)
+    if space < 0 and dot > _LONGEST_ABBREVIATION and "." not in text[dot - _LONGEST_ABBREVIATION : dot]:
+        return False  # a long word: no abbreviation is that long
+    token = text[text.rfind(" ", max(0, dot - 40), dot) + 1 : dot].rpartition(SEPARATOR)[2]
     if not token:
         return False
     if "." in token:  # U.S. / e.g. / Ph.D.
@@ -80,24 +86,40 @@ def split_long(text: str, limit: float, cjk_weight: float) -> list[str]:
     Each cut goes at the clause mark nearest the ideal (equal-share) position that keeps the piece
     within the limit; failing that at a space; failing that between two characters.
     """
-    if cost(text, cjk_weight) <= limit:
+    remaining = cost(text, cjk_weight)
+    if remaining <= limit:
         return [text]
-    clause_breaks = [match.end() for match in _CLAUSE_END.finditer(text) if match.end() < len(text)]
-    space_breaks = [match.end() for match in _SPACE_RUN.finditer(text) if 0 < match.start() and match.end() < len(text)]
     pieces: list[str] = []
     start = 0
-    remaining = cost(text, cjk_weight)
     while remaining > limit:
         furthest = _furthest_end(text, start, limit, cjk_weight)
-        share = math.ceil(remaining / limit)
-        ideal = start + (len(text) - start) / share
-        cut = (_nearest(clause_breaks, start, furthest, ideal) or _nearest(space_breaks, start, furthest, ideal)
-               or furthest)
+        ideal = start + (len(text) - start) / math.ceil(remaining / limit)
+        lowest = int(start + (ideal - start) / 3) + 1  # no crumbs: a cut at least a third of the way
+        cut = _clause_break(text, lowest, furthest, ideal) or _space_break(text, lowest, furthest, ideal) or furthest
         pieces.append(text[start:cut])
         start = cut
         remaining = cost(text[start:], cjk_weight)
     pieces.append(text[start:])
     return pieces
+
+
+def _clause_break(text: str, lowest: int, furthest: int, ideal: float) -> int:
+    """The end of the clause mark in [lowest, furthest] nearest ``ideal``, or 0."""
+    best = 0
+    for match in _CLAUSE_END.finditer(text, max(lowest - 1, 0), furthest):
+        end = match.end()
+        if lowest <= end <= furthest and end < len(text) and (not best or abs(end - ideal) < abs(best - ideal)):
+            best = end
+    return best
+
+
+def _space_break(text: str, lowest: int, furthest: int, ideal: float) -> int:
+    """Just after the space in [lowest, furthest] nearest ``ideal``, or 0."""
+    middle = int(ideal)
+    before = text.rfind(" ", lowest, min(middle, furthest))
+    after = text.find(" ", middle, furthest)
+    candidates = [position + 1 for position in (before, after) if position > 0]
+    return min(candidates, key=lambda position: abs(position - ideal)) if candidates else 0
 
 
 def _furthest_end(text: str, start: int, limit: float, cjk_weight: float) -> int:
@@ -112,19 +134,6 @@ def _furthest_end(text: str, start: int, limit: float, cjk_weight: float) -> int
         else:
             high = middle - 1
     return low
-
-
-def _nearest(breaks: list[int], start: int, furthest: int, ideal: float) -> int:
-    """The break in (start, furthest] closest to ``ideal``, avoiding crumbs under a third of the way."""
-    lo = bisect.bisect_right(breaks, start)
-    hi = bisect.bisect_right(breaks, furthest)
-    if lo >= hi:
-        return 0
-    sensible = bisect.bisect_left(breaks, start + (ideal - start) / 3, lo, hi)
-    lo = sensible if sensible < hi else lo
-    at = bisect.bisect_left(breaks, ideal, lo, hi)
-    candidates = [breaks[i] for i in (at - 1, at) if lo <= i < hi]
-    return min(candidates, key=lambda position: abs(position - ideal))
 
 
 def merge_short(sentences: list[str], minimum: float, limit: float, cjk_weight: float) -> list[str]:
@@ -159,11 +168,55 @@ def _join(left: str, right: str) -> str:
 
 
 def split_text(text: str, limit: float, minimum: float, cjk_weight: float) -> list[str]:
-    """Sentences of normalised ``text``, each within ``limit``, tiny ones merged."""
-    sentences: list[str] = []
-    for start, end in sentence_spans(text):
-        piece = text[start:end].strip()
-        if piece:
-            sentences.extend(part.strip() for part in split_long(piece, limit, cjk_weight) if part.strip())
-    return merge_short(sentences, minimum, limit, cjk_weight)
+    """Sentences of one normalised paragraph, each within ``limit``, tiny ones merged."""
+    return split_paragraphs([text], limit, minimum, cjk_weight)[0]
 
+
+def split_paragraphs(paragraphs: list[str], limit: float, minimum: float, cjk_weight: float) -> list[list[str]]:
+    """Sentences of each normalised paragraph, found in one pass over them all.
+
+    Args:
+        paragraphs: normalised paragraphs (they must not contain ``SEPARATOR``).
+        limit: the longest sentence, in Latin-character units.
+        minimum: shorter sentences are merged with a neighbour of the same paragraph when they fit.
+        cjk_weight: the cost of one CJK character in Latin-character units.
+    """
+    text = SEPARATOR.join(paragraphs)
+    found: list[list[str]] = [[] for _ in paragraphs]
+    sentences = found[0]
+    index = 0
+    start = 0
+    short = limit / max(cjk_weight, 1.0)  # a piece this long fits whatever its script
+    for match in _BOUNDARY.finditer(text):
+        token = match.group(0)
+        if token[0] == "." and _after_abbreviation(text, match.start()):
+            continue
+        end = match.end()
+        piece = text[start : match.start() if token == SEPARATOR else end].strip()
+        if piece:
+            if len(piece) <= short:  # the common case, inline: most sentences need no weighing
+                sentences.append(piece)
+            else:
+                _add(piece, sentences, limit, cjk_weight)
+        start = end
+        if token == SEPARATOR:
+            index += 1
+            sentences = found[index]
+    _add(text[start:], sentences, limit, cjk_weight)
+    return [merge_short(sentences, minimum, limit, cjk_weight) if _may_merge(sentences, minimum) else sentences
+            for sentences in found]
+
+
+def _may_merge(sentences: list[str], minimum: float) -> bool:
+    # cost >= len whatever the script, so sentences all at least ``minimum`` long have nothing to merge
+    return len(sentences) > 1 and min(map(len, sentences)) < minimum
+
+
+def _add(piece: str, sentences: list[str], limit: float, cjk_weight: float) -> None:
+    piece = piece.strip()
+    if not piece:
+        return
+    if len(piece) * max(cjk_weight, 1.0) <= limit or cost(piece, cjk_weight) <= limit:
+        sentences.append(piece)
+    else:
+        sentences.extend(part for part in (p.strip() for p in split_long(piece, limit, cjk_weight)) if part)

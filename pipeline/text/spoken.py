@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from pipeline.text import numbers as num
 from pipeline.text.normalize import CUBED as _CUBED
 from pipeline.text.normalize import DASH_MARK as _DASH_MARK
+from pipeline.text.normalize import SEPARATOR as _SEPARATOR
 from pipeline.text.normalize import SQUARED as _SQUARED
 
 _CJK_OR_CJK_PUNCT = re.compile(r"[\u4e00-\u9fff\u3000-\u303f\uff00-\uffef]")
@@ -24,6 +26,7 @@ _MONTH_NAME = r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|Ju
 _ZH_MEASURE_WORDS = frozenset("个只位条本张件次天年人种名头匹辆把块份句双对岁周层座家项门杯瓶碗倍首枚间所台部封群片")
 
 Handler = Callable[["Parts", str], str]
+DefaultLanguage = Callable[[str, int], str]  # (text, position) -> the paragraph's language there
 
 
 class Parts:
@@ -46,19 +49,23 @@ class Parts:
         return self.match.end(self.offset)
 
 
-def spell_out(text: str, default: str, forced: str = "") -> str:
+def spell_out(text: str, default: str | DefaultLanguage, forced: str = "") -> str:
     """Every number and speakable symbol in ``text`` as words.
 
     Args:
-        text: text after ``normalize.basic_forms``: NFKC forms, dashes and brackets as pause marks.
-        default: the paragraph's language, used where the neighbours of a number say nothing.
+        text: text after ``normalize.basic_forms``: NFKC forms, dashes and brackets as pause marks;
+            possibly several paragraphs joined by ``normalize.SEPARATOR``.
+        default: the paragraph's language (or a function of the position giving it), used where the
+            neighbours of a number say nothing.
         forced: 'zh' or 'en' to read everything in one language.
     """
+    if isinstance(default, str):
+        language = default
+        default = lambda _text, _position: language  # noqa: E731
     if has_digit(text):
-        text = _NUMBERS.sub(lambda match: _read_number(match, default, forced), text)
-    if _may_hold_roman_numeral(text):
-        for pattern, handler in _ROMAN_RULES:
-            text = pattern.sub(lambda match: _read(Parts(match, 0), handler, default, forced), text)
+        text = _spell_numbers(text, default, forced)
+    if any(letter in text for letter in "IVXLCDM"):
+        text = _spell_roman_numerals(text, default, forced)
     if any(symbol in text for symbol in _SYMBOL_CHARACTERS):
         text = _SYMBOL.sub(lambda match: _read(Parts(match, 0), _symbol, default, forced), text)
     return text
@@ -68,23 +75,82 @@ def has_digit(text: str) -> bool:
     return any(digit in text for digit in _DIGITS)
 
 
-def _read_number(match: re.Match[str], default: str, forced: str) -> str:
-    name = match.lastgroup or ""
-    offset, handler = _RULE_BY_NAME[name]
-    parts = Parts(match, offset)
-    spoken = _read(parts, handler, default, forced)
-    if spoken == parts.group(0) and has_digit(spoken):  # the rule declined (say, month 13): read plainly
-        return _PLAIN_NUMBER.sub(lambda plain: _read(Parts(plain, 0), _number, default, forced), spoken)
+def _spell_numbers(text: str, default: DefaultLanguage, forced: str) -> str:
+    """Read every run of digits with the first rule that matches at, or just before, the run.
+
+    Rules are tried only where they can start (a currency sign, a minus, a month name, the digit
+    itself), so a paragraph costs one scan for digits plus a few anchored matches per number.
+    """
+    pieces: list[str] = []
+    done = 0
+    for digits in _DIGIT_RUN.finditer(text):
+        if digits.start() < done:
+            continue  # already read as part of an earlier number (a date, a range...)
+        found = _first_reading(text, digits.start(), done, default, forced)
+        if found is None:
+            continue
+        start, end, spoken = found
+        pieces.append(text[done:start])
+        pieces.append(spoken)
+        done = end
+    pieces.append(text[done:])
+    return "".join(pieces)
+
+
+def _first_reading(text: str, digit: int, done: int, default: DefaultLanguage, forced: str) -> tuple[int, int, str] | None:
+    for start in _candidate_starts(text, digit, done):
+        first = text[start]
+        for rule in _RULES_BY_FIRST_CHARACTER.get(first if not first.isdigit() else "0", ()):
+            match = rule.pattern.match(text, start)
+            if match is None or match.end() <= digit:
+                continue
+            spoken = _read(Parts(match, 0), rule.read, default, forced)
+            if spoken != match.group(0):
+                return start, match.end(), spoken
+    return None
+
+
+def _candidate_starts(text: str, digit: int, done: int) -> list[int]:
+    """Where a number's reading may begin: its previous word ('March', 'No.', 'US$'), sign, or itself."""
+    starts: list[int] = []
+    before = digit - 1
+    if before >= done and text[before] == " ":
+        before -= 1
+    if before >= done and text[before] in _PREFIX_SIGNS:
+        if before - 2 >= done and text[before - 2 : before] in ("US", "HK"):
+            starts.append(before - 2)
+        starts.append(before)
+    elif before >= done and (text[before].isalpha() or text[before] == "."):
+        word_start = text.rfind(" ", done, before) + 1 if text.rfind(" ", done, before) >= 0 else done
+        word = text[max(word_start, done) : before + 1].rstrip(".")
+        if word in _WORDS_BEFORE_NUMBERS or word[:3].lower() in _MONTH_BY_PREFIX and word.istitle():
+            starts.append(max(word_start, done))
+    if digit - 1 >= done and text[digit - 1] in "-'#" and (digit - 1) not in starts:
+        starts.append(digit - 1)
+    starts.append(digit)
+    return starts
+
+
+def _read(parts: Parts, handler: Handler, default: DefaultLanguage, forced: str) -> str:
+    language = forced or _language_at(parts, default)
+    spoken = handler(parts, language)
+    if spoken == parts.group(0):
+        return spoken
+    return _padded(spoken, parts.string, parts.start(), parts.end())
+
+
+def _padded(spoken: str, text: str, start: int, end: int) -> str:
+    """Spaces around spoken words only where a letter or digit would otherwise touch them."""
+    before = text[start - 1] if start else ""
+    after = text[end] if end < len(text) else ""
+    if before.isalnum() and (before.isascii() or spoken[:1].isascii()):
+        spoken = " " + spoken
+    if after.isalnum() and (after.isascii() or spoken[-1:].isascii()):
+        spoken += " "
     return spoken
 
 
-def _read(parts: Parts, handler: Handler, default: str, forced: str) -> str:
-    language = forced or _language_at(parts, default)
-    spoken = handler(parts, language)
-    return spoken if spoken == parts.group(0) else f" {spoken} "
-
-
-def _language_at(match: Parts, default: str) -> str:
+def _language_at(match: Parts, default: DefaultLanguage) -> str:
     """The language of a number's neighbours: the next visible character, else the previous one."""
     text = match.string
     after = text[match.end() : match.end() + 3].lstrip(" ")
@@ -96,7 +162,7 @@ def _language_at(match: Parts, default: str) -> str:
             return "zh"
         if ch.isascii() and ch.isalpha():
             return "en"
-    return default
+    return default(text, match.start())
 
 
 def _int(digits: str) -> int:
@@ -418,57 +484,99 @@ _NUMBER_RULES: tuple[tuple[str, str, Handler], ...] = (
     ("reference", r"\b(pp|p|Fig|fig|Figs|figs|Vol|vol|Ch|ch|Chap|chap|Sec|sec|Eq|eq)\.\s?(?=\d)", _reference_word),
     ("number", _NUM, _number),
 )
-_NUMBERS = re.compile("|".join(f"(?P<{name}>{pattern})" for name, pattern, _ in _NUMBER_RULES))
-_RULE_BY_NAME = {name: (_NUMBERS.groupindex[name], handler) for name, _, handler in _NUMBER_RULES}
-_PLAIN_NUMBER = re.compile(_NUM)
+_DIGIT_RUN = re.compile(r"[0-9]+")
+_PREFIX_SIGNS = frozenset("$€£¥₩₹₽#-'")
+_WORDS_BEFORE_NUMBERS = frozenset(("No", "Nos", "pp", "p", "Fig", "fig", "Figs", "figs", "Vol", "vol", "Ch", "ch",
+                                   "Chap", "chap", "Sec", "sec", "Eq", "eq"))
+
+
+@dataclass(frozen=True)
+class _Rule:
+    name: str
+    pattern: re.Pattern[str]
+    read: Handler
+    first: str  # the characters a match can begin with ("0" stands for any digit)
+
+
+_FIRST_CHARACTERS = {  # rules that may begin before the digits, and with what
+    "month_day": "JFMASOND", "money": "UH$€£¥₩₹₽", "percent": "-0", "decade": "'0", "unit": "-0",
+    "negative": "-", "number_sign": "#N", "reference": "pPfFvVcCsSeE",
+}
+_RULES = tuple(_Rule(name, re.compile(pattern), read, _FIRST_CHARACTERS.get(name, "0"))
+               for name, pattern, read in _NUMBER_RULES)
+_RULES_BY_FIRST_CHARACTER: dict[str, tuple[_Rule, ...]] = {
+    character: tuple(rule for rule in _RULES if character in rule.first)
+    for character in {ch for rule in _RULES for ch in rule.first}
+}
 
 
 # --- Roman numerals ---------------------------------------------------------------------------------
+# Read only where they are surely numbers: after a chapter word ("Chapter IV", "Part ii"), after a
+# regnal name ("Henry VIII" → "Henry the eighth") and alone at the head of a paragraph ("XII. The Storm").
+# The pronoun "I" is never one, except right after a chapter word.
 
-_ROMAN_WORDS = r"Chapter|CHAPTER|Part|PART|Book|BOOK|Volume|VOLUME|Vol\.|Act|ACT|Scene|SCENE|Section|SECTION|Canto|CANTO|Letter|LETTER|Appendix|APPENDIX"
-_REGNAL_NAMES = (r"King|Queen|Pope|Emperor|Tsar|Czar|Henry|Louis|Charles|George|Edward|William|Elizabeth|James|"
-                 r"Richard|Pius|Benedict|Gregory|Leo|Napoleon|Peter|Catherine|Frederick|Philip|Alexander|Nicholas|"
-                 r"Ivan|John|Paul|Innocent|Clement|Ludwig|Alfonso|Ferdinand")
-# A Roman numeral other than the pronoun "I": "IV", "XII", "V", or lower-case "iv" (which "civil" also
-# passes: the rules themselves decide). "I" itself counts only right after a chapter word or a name.
-_ROMAN_CANDIDATE = re.compile(r" (?:[IVXLCDM]{2,}|[VXLCDM]|[ivxlc]{1,7})(?![A-Za-z'])")
-_ROMAN_ONE_HINTS = tuple(f"{word.rstrip(chr(92) + '.')} I" for word in (_ROMAN_WORDS + "|" + _REGNAL_NAMES).split("|"))
-
-
-def _may_hold_roman_numeral(text: str) -> bool:
-    if text.lstrip()[:1] in ("I", "V", "X", "L", "C"):
-        return True
-    if _ROMAN_CANDIDATE.search(text):
-        return True
-    return " I" in text and any(hint in text for hint in _ROMAN_ONE_HINTS)
+_CHAPTER_WORDS = frozenset("Chapter CHAPTER Part PART Book BOOK Volume VOLUME Vol Act ACT Scene SCENE Section "
+                           "SECTION Canto CANTO Letter LETTER Appendix APPENDIX".split())
+_REGNAL_NAMES = frozenset("King Queen Pope Emperor Tsar Czar Henry Louis Charles George Edward William Elizabeth "
+                          "James Richard Pius Benedict Gregory Leo Napoleon Peter Catherine Frederick Philip "
+                          "Alexander Nicholas Ivan John Paul Innocent Clement Ludwig Alfonso Ferdinand".split())
+_UPPER_ROMAN = re.compile(r"[IVXLCDM]+(?![A-Za-z0-9'’])")
+_LOWER_ROMAN_AFTER_WORD = {  # one literal-led pattern per word: fast to scan for
+    f"{word} ": re.compile(rf"({word}) ([ivxlcdm]{{1,8}})\b(?!')")
+    for word in ("Chapter", "Part", "Book", "Volume", "Act", "Scene", "Section", "Canto", "Letter", "Appendix")
+}
 
 
-def _roman_after_word(match: Parts, language: str) -> str:
+def _spell_roman_numerals(text: str, default: DefaultLanguage, forced: str) -> str:
+    pieces: list[str] = []
+    done = 0
+    for match in _UPPER_ROMAN.finditer(text):
+        spoken = _roman_reading(text, match.start(), match.end(), default, forced)
+        if spoken:
+            spoken = _padded(spoken, text, match.start(), match.end())
+            pieces.append(text[done : match.start()])
+            pieces.append(spoken)
+            done = match.end()
+    pieces.append(text[done:])
+    text = "".join(pieces)
+    for word, pattern in _LOWER_ROMAN_AFTER_WORD.items():
+        if word in text:
+            text = pattern.sub(lambda m: _lower_roman(m, default, forced), text)
+    return text
+
+
+def _roman_reading(text: str, start: int, end: int, default: DefaultLanguage, forced: str) -> str:
+    """The words for the numeral at text[start:end], or '' when it is not read as a number there."""
+    before = text[start - 1] if start else " "
+    after = text[end] if end < len(text) else " "
+    if before.isalnum() or before in "'’" or after.isalnum() or after in "'’":
+        return ""  # part of a word: "MIX" in "REMIX", "I" in "I'm"
+    value = num.roman_value(text[start:end])
+    if value is None:
+        return ""
+    word_start = text.rfind(" ", max(0, start - 16), start - 1) + 1
+    previous = text[word_start : start - 1].rpartition(_SEPARATOR)[2].rstrip(".") if before == " " else ""
+    language = forced or default(text, start)
+    if previous in _CHAPTER_WORDS:
+        return _cardinal(value, language)
+    if previous in _REGNAL_NAMES and value > 1 and language == "en":
+        return f"the {num.en_ordinal(value)}"
+    if _opens_paragraph(text, start) and (after in ".:" or end == len(text) or after == _SEPARATOR):
+        if value > 1 or after in ".:":
+            return _cardinal(value, language)
+    return ""
+
+
+def _opens_paragraph(text: str, start: int) -> bool:
+    head = text[max(0, start - 8) : start].rstrip(" ")
+    return not head or head.endswith(_SEPARATOR) or start <= 8 and not head.strip()
+
+
+def _lower_roman(match: re.Match[str], default: DefaultLanguage, forced: str) -> str:
     value = num.roman_value(match.group(2))
     if value is None:
         return match.group(0)
-    return f"{match.group(1)} {_cardinal(value, language)}"
-
-
-def _regnal(match: Parts, language: str) -> str:
-    value = num.roman_value(match.group(2))
-    if value is None or language == "zh":
-        return match.group(0)
-    return f"{match.group(1)} the {num.en_ordinal(value)}"
-
-
-def _roman_heading(match: Parts, language: str) -> str:
-    value = num.roman_value(match.group(1))
-    if value is None or (value == 1 and not match.group(2)):
-        return match.group(0)  # a lone "I" is the pronoun
-    return _cardinal(value, language) + (match.group(2) or "")
-
-
-_ROMAN_RULES: tuple[tuple[re.Pattern[str], Handler], ...] = (
-    (re.compile(rf"\b({_ROMAN_WORDS})\s+([IVXLCDM]{{1,8}}|[ivxlcdm]{{1,8}})\b(?!')"), _roman_after_word),
-    (re.compile(rf"\b({_REGNAL_NAMES})\s+(I{{2,3}}|I?V|VI{{1,3}}|I?X|XI{{1,3}}|XI?V|XVI{{1,3}}|XI?X)\b(?!')"), _regnal),
-    (re.compile(r"^\s*([IVXLC]{1,7})(\.\s|\.$|$)"), _roman_heading),
-)
+    return f"{match.group(1)} {_cardinal(value, forced or default(match.string, match.start()))}"
 
 
 # --- symbols ----------------------------------------------------------------------------------------
@@ -479,12 +587,21 @@ _SYMBOL_WORDS = {  # symbol -> (English, Chinese)
     "≈": ("approximately", "约等于"), "≠": ("is not equal to", "不等于"), "≤": ("at most", "小于等于"),
     "≥": ("at least", "大于等于"), "°": ("degrees", "度"), "~": ("about", "约"), "<": ("less than", "小于"),
     ">": ("greater than", "大于"), "√": ("square root of", "根号"), "∞": ("infinity", "无穷"),
-    "\ue002": ("squared", "平方"), "\ue003": ("cubed", "立方"),
+    _SQUARED: ("squared", "平方"), _CUBED: ("cubed", "立方"),
 }
-_SYMBOL = re.compile(r"[&+=@%×÷±§≈≠≤≥°√∞\ue002\ue003]|(?<=\s)[~<>](?=\s)|~(?=\s?[a-z\u4e00-\u9fff])")
-_SYMBOL_CHARACTERS = tuple("&+=@%×÷±§≈≠≤≥°~<>√∞") + (_SQUARED, _CUBED)
+_SYMBOL = re.compile(f"[{re.escape(''.join(_SYMBOL_WORDS))}]")
+_SYMBOL_CHARACTERS = tuple(_SYMBOL_WORDS)
 
 
 def _symbol(match: Parts, language: str) -> str:
-    english, chinese = _SYMBOL_WORDS[match.group(0)]
+    symbol = match.group(0)
+    text, at = match.string, match.start()
+    if symbol in "<>~":  # only between spaces ("a < b") or, for "~", before a word ("~ten" = about ten)
+        before = text[at - 1] if at else ""
+        after = text[at + 1] if at + 1 < len(text) else ""
+        spaced = before == " " and after == " "
+        about = symbol == "~" and before in ("", " ", _SEPARATOR) and (after.isalpha() or after == " ")
+        if not spaced and not about:
+            return symbol
+    english, chinese = _SYMBOL_WORDS[symbol]
     return chinese if language == "zh" else english

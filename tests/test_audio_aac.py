@@ -1,0 +1,91 @@
+"""Per-chapter AAC encodes joined into one stream: chapter starts stay where the audio is."""
+
+from __future__ import annotations
+
+import subprocess
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipeline.audio.aac import (
+    FRAME,
+    chapter_starts,
+    count_adts_frames,
+    frames_for,
+    plan_chapters,
+    playable_samples,
+)
+from pipeline.audio.ffmpeg import ffmpeg_binary, probe
+
+SECOND = 24_000
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(
+        st.tuples(st.integers(SECOND // 2, 600 * SECOND), st.integers(3 * FRAME, 3 * SECOND)),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_plan_keeps_every_chapter_start_within_half_a_frame(chapters):
+    lengths = [length + silence for length, silence in chapters]
+    silences = [silence for _, silence in chapters]
+    plans = plan_chapters(lengths, silences)
+    starts = chapter_starts([plan.expected_frames for plan in plans])
+    pcm_start = 0
+    for length, silence, plan, start in zip(lengths, silences, plans, starts, strict=True):
+        assert abs(start - pcm_start) <= FRAME // 2
+        assert plan.input_samples >= length - silence, "only trailing silence may be cut"
+        assert frames_for(plan.input_samples) == plan.expected_frames
+        pcm_start += length
+    assert playable_samples([p.expected_frames for p in plans]) >= starts[-1] + lengths[-1]
+
+
+def test_plan_never_cuts_speech_even_without_a_chapter_pause():
+    plans = plan_chapters([48_000, 48_000, 48_000], [0, 0, 0])
+    assert all(plan.input_samples >= 48_000 for plan in plans)
+
+
+def test_frame_formula_and_adts_count_match_ffmpeg(tmp_path):
+    for samples in (1, 1024, 1025, 30_000):
+        path = tmp_path / f"{samples}.aac"
+        subprocess.run(
+            [
+                ffmpeg_binary(),
+                "-nostdin",
+                "-v",
+                "error",
+                "-f",
+                "lavfi",
+                "-i",
+                f"sine=r={SECOND},atrim=end_sample={samples}",
+                "-c:a",
+                "aac",
+                "-aac_coder",
+                "fast",
+                "-f",
+                "adts",
+                str(path),
+            ],
+            check=True,
+            timeout=60,
+        )
+        packets = subprocess.run(
+            [
+                "ffprobe",
+                "-v",
+                "error",
+                "-count_packets",
+                "-show_entries",
+                "stream=nb_read_packets",
+                "-of",
+                "csv=p=0",
+                str(path),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        assert count_adts_frames(path) == int(packets) == frames_for(samples)
+    assert probe(path)["streams"][0]["codec_name"] == "aac"
