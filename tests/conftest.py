@@ -14,8 +14,40 @@ from pathlib import Path
 import pytest
 
 PG_ADMIN_URL = os.environ.get("TTS_JOBS_TEST_PG_ADMIN", "postgresql://postgres@127.0.0.1:5432/test")
-# Redis database 1-15 per test session, so that two sessions on one machine never share queues.
-REDIS_TEST_URL = os.environ.get("TTS_JOBS_TEST_REDIS", f"redis://127.0.0.1:6379/{1 + os.getpid() % 15}")
+REDIS_SERVER = os.environ.get("TTS_JOBS_TEST_REDIS_SERVER", "redis://127.0.0.1:6379")
+_SESSION_LOCK_KEY = "tts-jobs-test-session"
+
+
+def _claim_redis_database() -> str:
+    """A Redis database (1-15) that no other test session on this machine is using.
+
+    Two sessions sharing a database would share queues: one session's workers would take (and
+    acknowledge) the other's messages. The claim is a key set with NX, refreshed after flushes.
+    """
+    import redis
+
+    for db in range(1, 16):
+        client = redis.Redis.from_url(f"{REDIS_SERVER}/{db}")
+        owner = client.get(_SESSION_LOCK_KEY)
+        if owner is None and client.set(_SESSION_LOCK_KEY, os.getpid(), nx=True, ex=6 * 3600):
+            return f"{REDIS_SERVER}/{db}"
+        if owner is not None and not _pid_alive(int(owner)):
+            client.set(_SESSION_LOCK_KEY, os.getpid(), ex=6 * 3600)
+            return f"{REDIS_SERVER}/{db}"
+    raise RuntimeError("every Redis database 1-15 is claimed by a live test session")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+REDIS_TEST_URL = os.environ.get("TTS_JOBS_TEST_REDIS") or _claim_redis_database()
 
 
 @pytest.fixture(scope="session")
@@ -71,8 +103,10 @@ def redis_url() -> Iterator[str]:
 
     client = redis.Redis.from_url(REDIS_TEST_URL)
     client.flushdb()
+    client.set(_SESSION_LOCK_KEY, os.getpid(), ex=6 * 3600)
     yield REDIS_TEST_URL
     client.flushdb()
+    client.set(_SESSION_LOCK_KEY, os.getpid(), ex=6 * 3600)
 
 
 @pytest.fixture()
