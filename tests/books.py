@@ -30,12 +30,16 @@ XHTML_HEAD = """<?xml version="1.0" encoding="UTF-8"?>
 """
 
 
-def chapter_xhtml(title: str, paragraphs: Sequence[str], *, language: str = "en", body_attrs: str = "") -> str:
+def chapter_xhtml(
+    title: str, paragraphs: Sequence[str], *, language: str = "en", body_attrs: str = ""
+) -> str:
     """A content document: an <h1> title (when non-empty) and one <p> per paragraph."""
     heading = f"<h1>{escape(title)}</h1>\n" if title else ""
     body = "\n".join(f"<p>{escape(text)}</p>" for text in paragraphs)
-    return (XHTML_HEAD.format(lang=language, title=escape(title or "Untitled"))
-            + f"<body{body_attrs}>\n<section>\n{heading}{body}\n</section>\n</body>\n</html>\n")
+    return (
+        XHTML_HEAD.format(lang=language, title=escape(title or "Untitled"))
+        + f"<body{body_attrs}>\n<section>\n{heading}{body}\n</section>\n</body>\n</html>\n"
+    )
 
 
 def xhtml_document(body: str, *, title: str = "Untitled", language: str = "en") -> str:
@@ -57,7 +61,10 @@ def epub_members(
     version: int = 3,
 ) -> dict[str, bytes | str]:
     """Every member of a valid EPUB 2 or 3, by archive name, in archive order (mimetype first)."""
-    members: dict[str, bytes | str] = {"mimetype": "application/epub+zip", "META-INF/container.xml": CONTAINER_XML}
+    members: dict[str, bytes | str] = {
+        "mimetype": "application/epub+zip",
+        "META-INF/container.xml": CONTAINER_XML,
+    }
     manifest: list[str] = []
     spine: list[str] = []
     toc: list[tuple[str, str]] = []
@@ -65,11 +72,15 @@ def epub_members(
         extension = "png" if image_mime(cover) == "image/png" else "jpg"
         members[f"OEBPS/images/cover.{extension}"] = cover
         properties = ' properties="cover-image"' if version >= 3 else ""
-        manifest.append(f'<item id="cover-image" href="images/cover.{extension}" media-type="{image_mime(cover)}"'
-                        f"{properties}/>")
+        manifest.append(
+            f'<item id="cover-image" href="images/cover.{extension}" media-type="{image_mime(cover)}"'
+            f"{properties}/>"
+        )
         members["OEBPS/text/cover.xhtml"] = xhtml_document(
             f'<section epub:type="cover"><img src="../images/cover.{extension}" alt="Cover"/></section>',
-            title="Cover", language=language)
+            title="Cover",
+            language=language,
+        )
         manifest.append('<item id="cover" href="text/cover.xhtml" media-type="application/xhtml+xml"/>')
         spine.append('<itemref idref="cover" linear="yes"/>')
     for number, (chapter_title, paragraphs) in enumerate(chapters, start=1):
@@ -80,13 +91,21 @@ def epub_members(
         toc.append((chapter_title, name))
     if version >= 3:
         members["OEBPS/nav.xhtml"] = nav_document(toc, language=language)
-        manifest.append('<item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>')
+        manifest.append(
+            '<item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>'
+        )
     else:
         members["OEBPS/toc.ncx"] = ncx_document(title, toc)
         manifest.append('<item id="ncx" href="toc.ncx" media-type="application/x-dtbncx+xml"/>')
     members["OEBPS/content.opf"] = opf_document(
-        title, author=author, language=language, version=version, manifest=manifest, spine=spine,
-        cover_id="cover-image" if cover is not None and version < 3 else "")
+        title,
+        author=author,
+        language=language,
+        version=version,
+        manifest=manifest,
+        spine=spine,
+        cover_id="cover-image" if cover is not None and version < 3 else "",
+    )
     return members
 
 
@@ -107,7 +126,7 @@ def opf_document(
     cover_meta = f'<meta name="cover" content="{cover_id}"/>' if cover_id else ""
     modified = '<meta property="dcterms:modified">2024-01-01T00:00:00Z</meta>' if version >= 3 else ""
     return f"""<?xml version="1.0" encoding="UTF-8"?>
-<package xmlns="http://www.idpf.org/2007/opf" version="{'3.0' if version >= 3 else '2.0'}" unique-identifier="uid">
+<package xmlns="http://www.idpf.org/2007/opf" version="{"3.0" if version >= 3 else "2.0"}" unique-identifier="uid">
   <metadata xmlns:dc="http://purl.org/dc/elements/1.1/" xmlns:opf="http://www.idpf.org/2007/opf">
     <dc:identifier id="uid">urn:uuid:12345678-1234-1234-1234-123456789012</dc:identifier>
     <dc:title>{escape(title)}</dc:title>
@@ -126,15 +145,23 @@ def opf_document(
 """
 
 
-def nav_document(entries: Sequence[tuple[str, str]] | str, *, language: str = "en", landmarks: str = "") -> str:
+def nav_document(
+    entries: Sequence[tuple[str, str]] | str, *, language: str = "en", landmarks: str = ""
+) -> str:
     """An EPUB 3 navigation document; ``entries`` are (title, href) or a ready-made <ol>."""
     if isinstance(entries, str):
         items = entries
     else:
-        items = "<ol>\n" + "\n".join(
-            f"<li><a href={quoteattr(href)}>{escape(title)}</a></li>" for title, href in entries) + "\n</ol>"
-    return xhtml_document(f'<nav epub:type="toc" id="toc"><h1>Contents</h1>\n{items}\n</nav>\n{landmarks}',
-                          title="Contents", language=language)
+        items = (
+            "<ol>\n"
+            + "\n".join(f"<li><a href={quoteattr(href)}>{escape(title)}</a></li>" for title, href in entries)
+            + "\n</ol>"
+        )
+    return xhtml_document(
+        f'<nav epub:type="toc" id="toc"><h1>Contents</h1>\n{items}\n</nav>\n{landmarks}',
+        title="Contents",
+        language=language,
+    )
 
 
 def ncx_document(title: str, entries: Sequence[tuple[str, str]] | str) -> str:
@@ -145,7 +172,8 @@ def ncx_document(title: str, entries: Sequence[tuple[str, str]] | str) -> str:
         points = "\n".join(
             f'<navPoint id="np{n}" playOrder="{n}"><navLabel><text>{escape(label)}</text></navLabel>'
             f"<content src={quoteattr(src)}/></navPoint>"
-            for n, (label, src) in enumerate(entries, start=1))
+            for n, (label, src) in enumerate(entries, start=1)
+        )
     return f"""<?xml version="1.0" encoding="UTF-8"?>
 <ncx xmlns="http://www.daisy.org/z3986/2005/ncx/" version="2005-1">
   <head><meta name="dtb:uid" content="urn:uuid:12345678-1234-1234-1234-123456789012"/></head>
@@ -157,16 +185,22 @@ def ncx_document(title: str, entries: Sequence[tuple[str, str]] | str) -> str:
 """
 
 
-def zip_bytes(members: dict[str, bytes | str] | Iterable[tuple[str, bytes | str]], *,
-              compression: int = zipfile.ZIP_DEFLATED) -> bytes:
+def zip_bytes(
+    members: dict[str, bytes | str] | Iterable[tuple[str, bytes | str]],
+    *,
+    compression: int = zipfile.ZIP_DEFLATED,
+) -> bytes:
     """A ZIP archive of ``members`` in the given order; 'mimetype' is always stored uncompressed."""
     buffer = io.BytesIO()
     items = members.items() if isinstance(members, dict) else members
     with zipfile.ZipFile(buffer, "w") as archive:
         for name, data in items:
             payload = data.encode("utf-8") if isinstance(data, str) else data
-            archive.writestr(zipfile.ZipInfo(name, date_time=(2024, 1, 1, 0, 0, 0)), payload,
-                             compress_type=zipfile.ZIP_STORED if name == "mimetype" else compression)
+            archive.writestr(
+                zipfile.ZipInfo(name, date_time=(2024, 1, 1, 0, 0, 0)),
+                payload,
+                compress_type=zipfile.ZIP_STORED if name == "mimetype" else compression,
+            )
     return buffer.getvalue()
 
 
@@ -215,14 +249,18 @@ def write_markdown(path: Path, title: str, chapters: list[tuple[str, list[str]]]
     return path
 
 
-def write_html(path: Path, title: str, chapters: list[tuple[str, list[str]]], *, language: str = "en") -> Path:
+def write_html(
+    path: Path, title: str, chapters: list[tuple[str, list[str]]], *, language: str = "en"
+) -> Path:
     """Write an HTML book: <title>, an <h1> book title, then <h2> chapters with <p> paragraphs."""
     body = [f"<h1>{escape(title)}</h1>"]
     for chapter_title, paragraphs in chapters:
         body.append(f"<h2>{escape(chapter_title)}</h2>")
         body.extend(f"<p>{escape(paragraph)}</p>" for paragraph in paragraphs)
-    document = (f'<!DOCTYPE html>\n<html lang="{language}"><head><meta charset="utf-8"><title>{escape(title)}'
-                f"</title></head>\n<body>\n" + "\n".join(body) + "\n</body></html>\n")
+    document = (
+        f'<!DOCTYPE html>\n<html lang="{language}"><head><meta charset="utf-8"><title>{escape(title)}'
+        f"</title></head>\n<body>\n" + "\n".join(body) + "\n</body></html>\n"
+    )
     path = Path(path)
     path.write_text(document, encoding="utf-8")
     return path
@@ -254,14 +292,21 @@ def custom_epub(
         landmarks: a ready-made <nav epub:type="landmarks"> for the nav document.
     """
     ids = {name: f"d{number}" for number, (name, _) in enumerate(documents)}
-    members: dict[str, bytes | str] = {"mimetype": "application/epub+zip", "META-INF/container.xml": CONTAINER_XML}
-    manifest = [f'<item id="{ids[name]}" href="{name}" media-type="application/xhtml+xml"/>' for name, _ in documents]
+    members: dict[str, bytes | str] = {
+        "mimetype": "application/epub+zip",
+        "META-INF/container.xml": CONTAINER_XML,
+    }
+    manifest = [
+        f'<item id="{ids[name]}" href="{name}" media-type="application/xhtml+xml"/>' for name, _ in documents
+    ]
     manifest.extend(extra_manifest)
     for name, document in documents:
         members[f"OEBPS/{name}"] = document
     if nav is not None:
         members["OEBPS/nav.xhtml"] = nav_document(nav, language=language, landmarks=landmarks)
-        manifest.append('<item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>')
+        manifest.append(
+            '<item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>'
+        )
     if ncx is not None:
         members["OEBPS/toc.ncx"] = ncx_document(title, ncx)
         manifest.append('<item id="ncx" href="toc.ncx" media-type="application/x-dtbncx+xml"/>')
@@ -272,9 +317,60 @@ def custom_epub(
         nonlinear = "" if linear else ' linear="no"'
         itemrefs.append(f'<itemref idref="{ids[name]}"{nonlinear}/>')
     members["OEBPS/content.opf"] = opf_document(
-        title, language=language, version=version, manifest=manifest,
-        spine=itemrefs, extra_metadata=extra_metadata, guide=guide)
+        title,
+        language=language,
+        version=version,
+        manifest=manifest,
+        spine=itemrefs,
+        extra_metadata=extra_metadata,
+        guide=guide,
+    )
     members.update(extra_members or {})
     path = Path(path)
     path.write_bytes(zip_bytes(members))
     return path
+
+
+# Sample content that exercises the text stage: dialogue, numbers, money, dates, abbreviations, dashes,
+# ellipses, links, emoji, long sentences, Chinese, mixed Chinese and English.
+SAMPLE_CHAPTERS: list[tuple[str, list[str]]] = [
+    (
+        "Chapter I: Arrival",
+        [
+            "“Good evening,” said Mr. Holmes. “You have been in Afghanistan, I perceive.”",
+            "It was 10:30 p.m. on 1895-03-05 — a cold night — and the fare was $3.50, about 20% more than usual.",
+            "Dr. Watson sighed... Then he wrote to j.watson@example.com and checked https://www.example.com/cases.",
+            "The room measured 5 m by 4.5 m; the temperature was -5°C, and 1,234 people had passed by since the 1890s.",
+            "He read Chapter XII of the 2nd volume, pp. 12-15, and laughed 😀 at the footnote.",
+        ],
+    ),
+    (
+        "Chapter II: A Very Long Sentence",
+        [
+            (
+                "And so they walked on through the fog, past the shuttered shops and the sleeping cab horses, "
+                "along the "
+                "embankment where the river ran black and silent under the bridges, while Holmes talked without pause of "
+                "violins, of cigar ash, of the peculiar habits of London's cabmen, and of a dozen other things that seemed "
+                "to have nothing whatever to do with the case, until at last Watson, footsore and bewildered, asked him "
+                "plainly where on earth they were going and why."
+            ),
+            "Yes.",
+            "No.",
+        ],
+    ),
+]
+SAMPLE_ZH_CHAPTERS: list[tuple[str, list[str]]] = [
+    (
+        "第一章 开始",
+        [
+            "“你好！”他说。今天是2024年3月5日，气温-5℃，他花了¥100买了2个苹果。",
+            "会议在10:30开始，大约有12.5%的人迟到了……然后，一切都变了。",
+            (
+                "这是一个很长很长的句子，里面有很多很多的逗号，而且还在继续，一直继续下去，没有尽头，直到最后终于结束了，"
+                "大家都很高兴，因为这个句子真的太长了，需要被切开才能被语音模型正确地读出来。"
+            ),
+        ],
+    ),
+    ("第二章 中英混合", ["他在 New York 住了3年，读了《三体》和 The Lord of the Rings。", "好。"]),
+]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from books import write_epub, write_html, write_markdown, write_txt
+
 from pipeline.errors import BookError
 from pipeline.ingest import SUPPORTED_EXTENSIONS, IngestOptions, read_book
 
@@ -27,14 +27,25 @@ def test_epub_chapters_come_in_spine_order_with_toc_titles(tmp_path: Path, versi
     book = read_book(write_epub(tmp_path / "b.epub", "My Book", CHAPTERS, version=version))
     assert book.format == "epub"
     assert [chapter.title for chapter in book.chapters] == [title for title, _ in CHAPTERS]
-    assert [list(chapter.paragraphs) for chapter in book.chapters] == [paragraphs for _, paragraphs in CHAPTERS]
+    assert [list(chapter.paragraphs) for chapter in book.chapters] == [
+        paragraphs for _, paragraphs in CHAPTERS
+    ]
     assert [chapter.index for chapter in book.chapters] == [0, 1, 2]
 
 
 @pytest.mark.parametrize("version", [2, 3])
 def test_epub_metadata_and_cover(tmp_path: Path, version: int):
-    book = read_book(write_epub(tmp_path / "b.epub", "My Book", CHAPTERS, author="Ann Writer", language="en-GB",
-                                cover=PNG, version=version))
+    book = read_book(
+        write_epub(
+            tmp_path / "b.epub",
+            "My Book",
+            CHAPTERS,
+            author="Ann Writer",
+            language="en-GB",
+            cover=PNG,
+            version=version,
+        )
+    )
     assert book.metadata.title == "My Book"
     assert book.metadata.authors == ("Ann Writer",)
     assert book.metadata.language == "en-GB"
@@ -48,15 +59,22 @@ def test_txt_chapters_from_chapter_headings(tmp_path: Path):
     assert book.format == "txt"
     assert book.metadata.title == "My Book"
     assert [chapter.title for chapter in book.chapters] == [
-        "Chapter 1: The Beginning", "Chapter 2: The Middle", "Chapter 3: 第三章 结局"]
-    assert [list(chapter.paragraphs) for chapter in book.chapters] == [paragraphs for _, paragraphs in CHAPTERS]
+        "Chapter 1: The Beginning",
+        "Chapter 2: The Middle",
+        "Chapter 3: 第三章 结局",
+    ]
+    assert [list(chapter.paragraphs) for chapter in book.chapters] == [
+        paragraphs for _, paragraphs in CHAPTERS
+    ]
 
 
 def test_markdown_chapters_from_second_level_headings_under_a_title(tmp_path: Path):
     book = read_book(write_markdown(tmp_path / "b.md", "My Book", CHAPTERS))
     assert book.metadata.title == "My Book"
     assert [chapter.title for chapter in book.chapters] == [title for title, _ in CHAPTERS]
-    assert [list(chapter.paragraphs) for chapter in book.chapters] == [paragraphs for _, paragraphs in CHAPTERS]
+    assert [list(chapter.paragraphs) for chapter in book.chapters] == [
+        paragraphs for _, paragraphs in CHAPTERS
+    ]
 
 
 @pytest.mark.parametrize("name", ["b.html", "b.htm"])
@@ -65,11 +83,15 @@ def test_html_chapters_from_headings(tmp_path: Path, name: str):
     assert book.format == "html"
     assert book.metadata.title == "My Book"
     assert [chapter.title for chapter in book.chapters] == [title for title, _ in CHAPTERS]
-    assert [list(chapter.paragraphs) for chapter in book.chapters] == [paragraphs for _, paragraphs in CHAPTERS]
+    assert [list(chapter.paragraphs) for chapter in book.chapters] == [
+        paragraphs for _, paragraphs in CHAPTERS
+    ]
 
 
 def test_empty_chapters_are_dropped(tmp_path: Path):
-    book = read_book(write_epub(tmp_path / "b.epub", "T", [("Empty", []), ("Blank", ["   "]), ("Real", ["Text."])]))
+    book = read_book(
+        write_epub(tmp_path / "b.epub", "T", [("Empty", []), ("Blank", ["   "]), ("Real", ["Text."])])
+    )
     assert [(chapter.index, chapter.title) for chapter in book.chapters] == [(0, "Real")]
 
 
@@ -94,3 +116,8 @@ def test_missing_file_and_unsupported_type_are_book_errors(tmp_path: Path):
 def test_options_are_frozen():
     with pytest.raises(AttributeError):
         IngestOptions().keep_front_matter = True  # type: ignore[misc]
+
+
+def test_limits_must_be_positive():
+    with pytest.raises(ValueError, match="max_entries"):
+        IngestOptions(max_entries=0)

@@ -7,18 +7,26 @@ import os
 import tempfile
 from pathlib import Path
 
+from books import epub_members, zip_bytes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from books import epub_members, zip_bytes
 from pipeline.errors import BookError
 from pipeline.ingest import INTERNAL_ERROR_MARKER, read_book
 
 # A few seconds per test by default; TTS_FUZZ_EXAMPLES=5000 for a deep run before a release.
-FUZZ = settings(max_examples=int(os.environ.get("TTS_FUZZ_EXAMPLES", "120")), deadline=None,
-                suppress_health_check=[HealthCheck.too_slow])
-VALID = zip_bytes(epub_members("Fuzz", [("One", ["Some text, 12 words.", "More."]), ("Two", ["Two's text."])],
-                               cover=b"\x89PNG\r\n\x1a\n" + b"\x00" * 16))
+FUZZ = settings(
+    max_examples=int(os.environ.get("TTS_FUZZ_EXAMPLES", "120")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+VALID = zip_bytes(
+    epub_members(
+        "Fuzz",
+        [("One", ["Some text, 12 words.", "More."]), ("Two", ["Two's text."])],
+        cover=b"\x89PNG\r\n\x1a\n" + b"\x00" * 16,
+    )
+)
 VALID_MEMBERS = epub_members("Fuzz", [("One", ["Some text."]), ("Two", ["More text."])], version=2)
 
 
@@ -66,9 +74,33 @@ def test_mutated_xml_inside_a_valid_zip(member: str, data: st.DataObject):
     assert isinstance(original, str)
     position = data.draw(st.integers(0, len(original)))
     action = data.draw(st.sampled_from(["delete", "insert", "replace"]))
-    snippet = data.draw(st.sampled_from(["<", ">", "&", "&amp;", "&bogus;", "]]>", "<!--", "\x00", "\ufffe", "\"",
-                                         "<p>", "</p>", "<!DOCTYPE x [<!ENTITY a 'b'>]>", "&#0;", "&#xD800;",
-                                         "<?xml version='1.0'?>", "é", "\u202e", "id=\"x\"", "#", "../"]))
+    snippet = data.draw(
+        st.sampled_from(
+            [
+                "<",
+                ">",
+                "&",
+                "&amp;",
+                "&bogus;",
+                "]]>",
+                "<!--",
+                "\x00",
+                "\ufffe",
+                '"',
+                "<p>",
+                "</p>",
+                "<!DOCTYPE x [<!ENTITY a 'b'>]>",
+                "&#0;",
+                "&#xD800;",
+                "<?xml version='1.0'?>",
+                "é",
+                "\u202e",
+                'id="x"',
+                "#",
+                "../",
+            ]
+        )
+    )
     length = data.draw(st.integers(0, 40))
     if action == "delete":
         mutated = original[:position] + original[position + length :]

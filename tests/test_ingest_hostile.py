@@ -13,8 +13,8 @@ import zlib
 from pathlib import Path
 
 import pytest
-
 from books import CONTAINER_XML, chapter_xhtml, epub_members, opf_document, write_epub, zip_bytes
+
 from pipeline.errors import BookError
 from pipeline.ingest import IngestOptions, read_book
 from pipeline.ingest.options import MiB
@@ -46,7 +46,7 @@ def write(tmp_path: Path, data: bytes, name: str = "book.epub") -> Path:
 
 
 def refused(path: Path, match: str, options: IngestOptions | None = None, seconds: float = 5.0) -> BookError:
-    """Assert a one-line BookError naming the file, raised within ``seconds``, leaving the folder as it was."""
+    """A one-line BookError naming the file, raised within ``seconds``, leaving the folder as it was."""
     before = sorted(path.parent.iterdir())
     started = time.monotonic()
     with pytest.raises(BookError, match=match) as raised:
@@ -105,10 +105,17 @@ def test_zip_bomb_member_is_refused_by_its_ratio_with_bounded_memory(tmp_path: P
 def test_total_uncompressed_size_is_capped(tmp_path: Path):
     big = members()
     for number in range(3, 8):
-        big[f"OEBPS/text/chapter00{number}.xhtml"] = chapter_xhtml(f"C{number}", [f"Words {number} " * 40_000])
-    opf = opf_document("Big", manifest=[f'<item id="c{n}" href="text/chapter00{n}.xhtml" media-type="application/xhtml+xml"/>'
-                                        for n in range(1, 8)],
-                       spine=[f'<itemref idref="c{n}"/>' for n in range(1, 8)])
+        big[f"OEBPS/text/chapter00{number}.xhtml"] = chapter_xhtml(
+            f"C{number}", [f"Words {number} " * 40_000]
+        )
+    opf = opf_document(
+        "Big",
+        manifest=[
+            f'<item id="c{n}" href="text/chapter00{n}.xhtml" media-type="application/xhtml+xml"/>'
+            for n in range(1, 8)
+        ],
+        spine=[f'<itemref idref="c{n}"/>' for n in range(1, 8)],
+    )
     big["OEBPS/content.opf"] = opf
     path = write(tmp_path, zip_bytes(big))
     refused(path, "decompresses to more than", IngestOptions(max_uncompressed_bytes=1 * MiB))
@@ -163,14 +170,17 @@ def test_oversized_mimetype(tmp_path: Path):
 # --- member names and kinds ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name,problem", [
-    ("../../evil.xhtml", "climbs out"),
-    ("OEBPS/../../evil.xhtml", "climbs out"),
-    ("/etc/evil.xhtml", "absolute"),
-    ("C:/evil.xhtml", "absolute"),
-    ("OEBPS\\evil.xhtml", "backslash"),
-    ("..\\..\\evil.xhtml", "backslash"),
-])
+@pytest.mark.parametrize(
+    "name,problem",
+    [
+        ("../../evil.xhtml", "climbs out"),
+        ("OEBPS/../../evil.xhtml", "climbs out"),
+        ("/etc/evil.xhtml", "absolute"),
+        ("C:/evil.xhtml", "absolute"),
+        ("OEBPS\\evil.xhtml", "backslash"),
+        ("..\\..\\evil.xhtml", "backslash"),
+    ],
+)
 def test_hostile_member_names(tmp_path: Path, name: str, problem: str):
     hostile = list(members().items()) + [(name, b"<html/>")]
     refused(write(tmp_path, zip_bytes(hostile)), problem)
@@ -223,8 +233,9 @@ ENCRYPTION = """<?xml version="1.0"?>
 
 def test_drm_encrypted_content_is_named_as_such(tmp_path: Path):
     hostile = members()
-    hostile["META-INF/encryption.xml"] = ENCRYPTION.format(algorithm="http://www.w3.org/2001/04/xmlenc#aes128-cbc",
-                                                           uri="OEBPS/text/chapter001.xhtml")
+    hostile["META-INF/encryption.xml"] = ENCRYPTION.format(
+        algorithm="http://www.w3.org/2001/04/xmlenc#aes128-cbc", uri="OEBPS/text/chapter001.xhtml"
+    )
     error = refused(write(tmp_path, zip_bytes(hostile)), "DRM-protected")
     assert "DRM-free" in error.fix
 
@@ -239,8 +250,9 @@ def test_drm_rights_files(tmp_path: Path, marker: str):
 def test_font_obfuscation_is_not_drm(tmp_path: Path):
     book = members()
     book["OEBPS/fonts/serif.otf"] = b"\x00" * 64
-    book["META-INF/encryption.xml"] = ENCRYPTION.format(algorithm="http://www.idpf.org/2008/embedding",
-                                                        uri="OEBPS/fonts/serif.otf")
+    book["META-INF/encryption.xml"] = ENCRYPTION.format(
+        algorithm="http://www.idpf.org/2008/embedding", uri="OEBPS/fonts/serif.otf"
+    )
     assert [c.title for c in read_book(write(tmp_path, zip_bytes(book))).chapters] == ["One", "Two"]
 
 
@@ -286,9 +298,11 @@ def test_manifest_hrefs_leaving_the_archive_are_ignored(tmp_path: Path):
     opf = book["OEBPS/content.opf"]
     assert isinstance(opf, str)
     book["OEBPS/content.opf"] = opf.replace(
-        "</manifest>", '<item id="evil" href="../../../etc/passwd" media-type="application/xhtml+xml"/>'
-                       '<item id="web" href="http://example.invalid/x.xhtml" media-type="application/xhtml+xml"/>'
-                       "</manifest>").replace("</spine>", '<itemref idref="evil"/><itemref idref="web"/></spine>')
+        "</manifest>",
+        '<item id="evil" href="../../../etc/passwd" media-type="application/xhtml+xml"/>'
+        '<item id="web" href="http://example.invalid/x.xhtml" media-type="application/xhtml+xml"/>'
+        "</manifest>",
+    ).replace("</spine>", '<itemref idref="evil"/><itemref idref="web"/></spine>')
     result = read_book(write(tmp_path, zip_bytes(book)))
     assert [c.title for c in result.chapters] == ["One", "Two"]
     assert any("outside the book" in warning for warning in result.warnings)
@@ -297,25 +311,35 @@ def test_manifest_hrefs_leaving_the_archive_are_ignored(tmp_path: Path):
 # --- XML attacks --------------------------------------------------------------------------------------
 
 XXE = '<?xml version="1.0"?>\n<!DOCTYPE foo [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>\n'
-LAUGHS = ('<?xml version="1.0"?>\n<!DOCTYPE lolz [<!ENTITY lol "lol">'
-          + "".join(f'<!ENTITY lol{n} "{("&lol" + (str(n - 1) if n > 1 else "") + ";") * 10}">' for n in range(1, 10))
-          + "]>\n")
+LAUGHS = (
+    '<?xml version="1.0"?>\n<!DOCTYPE lolz [<!ENTITY lol "lol">'
+    + "".join(
+        f'<!ENTITY lol{n} "{("&lol" + (str(n - 1) if n > 1 else "") + ";") * 10}">' for n in range(1, 10)
+    )
+    + "]>\n"
+)
 
 
-@pytest.mark.parametrize("member", ["META-INF/container.xml", "OEBPS/content.opf", "OEBPS/nav.xhtml",
-                                    "OEBPS/text/chapter001.xhtml"])
+@pytest.mark.parametrize(
+    "member",
+    ["META-INF/container.xml", "OEBPS/content.opf", "OEBPS/nav.xhtml", "OEBPS/text/chapter001.xhtml"],
+)
 def test_external_entities_are_refused_everywhere(tmp_path: Path, member: str):
     hostile = members()
     original = hostile[member]
     assert isinstance(original, str)
     body = original.split("?>", 1)[1] if original.startswith("<?xml") else original
     body = body.replace("<!DOCTYPE html>", "")
-    hostile[member] = XXE + body.replace("Innocent text.", "&xxe;").replace("</rootfiles>", "</rootfiles>&xxe;")
+    hostile[member] = XXE + body.replace("Innocent text.", "&xxe;").replace(
+        "</rootfiles>", "</rootfiles>&xxe;"
+    )
     error = refused(write(tmp_path, zip_bytes(hostile)), "entit")
     assert "root:" not in str(error)
 
 
-@pytest.mark.parametrize("member", ["META-INF/container.xml", "OEBPS/content.opf", "OEBPS/text/chapter001.xhtml"])
+@pytest.mark.parametrize(
+    "member", ["META-INF/container.xml", "OEBPS/content.opf", "OEBPS/text/chapter001.xhtml"]
+)
 def test_billion_laughs_is_refused_fast(tmp_path: Path, member: str):
     hostile = members()
     original = hostile[member]
@@ -338,7 +362,9 @@ def test_an_external_dtd_is_not_fetched(tmp_path: Path):
     chapter = book["OEBPS/text/chapter001.xhtml"]
     assert isinstance(chapter, str)
     book["OEBPS/text/chapter001.xhtml"] = chapter.replace(
-        "<!DOCTYPE html>", '<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.1//EN" "http://example.invalid/xhtml11.dtd">')
+        "<!DOCTYPE html>",
+        '<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.1//EN" "http://example.invalid/xhtml11.dtd">',
+    )
     result = read_book(write(tmp_path, zip_bytes(book)))  # the autouse fixture fails on any connection
     assert result.chapters[0].paragraphs == ("Innocent text.",)
 
@@ -346,7 +372,8 @@ def test_an_external_dtd_is_not_fetched(tmp_path: Path):
 def test_deeply_nested_markup_is_bounded(tmp_path: Path):
     book = members()
     book["OEBPS/text/chapter001.xhtml"] = chapter_xhtml("One", ["x"]).replace(
-        "<p>x</p>", "<div>" * 5000 + "deep" + "</div>" * 5000)
+        "<p>x</p>", "<div>" * 5000 + "deep" + "</div>" * 5000
+    )
     path = write(tmp_path, zip_bytes(book))
     started = time.monotonic()
     try:
@@ -360,7 +387,9 @@ def test_deeply_nested_markup_is_bounded(tmp_path: Path):
 
 def test_a_huge_text_node_is_bounded(tmp_path: Path):
     book = members()
-    book["OEBPS/text/chapter001.xhtml"] = chapter_xhtml("One", ["word " * (3 * MiB)])  # 15 MiB in one text node
+    book["OEBPS/text/chapter001.xhtml"] = chapter_xhtml(
+        "One", ["word " * (3 * MiB)]
+    )  # 15 MiB in one text node
     path = write(tmp_path, zip_bytes(book))
     started = time.monotonic()
     try:  # let it past the ratio cap, to reach the parser's own limit on text nodes

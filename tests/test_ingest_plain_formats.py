@@ -6,8 +6,8 @@ import codecs
 from pathlib import Path
 
 import pytest
-
 from books import write_txt
+
 from pipeline.errors import BookError
 from pipeline.ingest import IngestOptions, read_book
 
@@ -27,13 +27,24 @@ def outline(path: Path) -> list[tuple[str, tuple[str, ...]]]:
 # --- encodings ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("encoding,bom", [
-    ("utf-8", b""), ("utf-8", codecs.BOM_UTF8), ("utf-16-le", codecs.BOM_UTF16_LE),
-    ("utf-16-be", codecs.BOM_UTF16_BE), ("gb18030", b""), ("gbk", b""), ("utf-16-le", b""),
-])
+@pytest.mark.parametrize(
+    "encoding,bom",
+    [
+        ("utf-8", b""),
+        ("utf-8", codecs.BOM_UTF8),
+        ("utf-16-le", codecs.BOM_UTF16_LE),
+        ("utf-16-be", codecs.BOM_UTF16_BE),
+        ("gb18030", b""),
+        ("gbk", b""),
+        ("utf-16-le", b""),
+    ],
+)
 def test_text_encodings_are_detected(tmp_path: Path, encoding: str, bom: bytes):
     path = write(tmp_path, "zh.txt", bom + ZH_NOVEL.encode(encoding))
-    assert outline(path) == [("第一章 开始", ("他走进房间。", "她笑了。")), ("第二章 结束", ("故事结束了。",))]
+    assert outline(path) == [
+        ("第一章 开始", ("他走进房间。", "她笑了。")),
+        ("第二章 结束", ("故事结束了。",)),
+    ]
 
 
 def test_western_legacy_encoding_is_not_mistaken_for_chinese(tmp_path: Path):
@@ -46,67 +57,95 @@ def test_western_legacy_encoding_is_not_mistaken_for_chinese(tmp_path: Path):
 
 
 def test_english_heading_styles(tmp_path: Path):
-    text = ("CHAPTER I.\n\nIt began.\n\nCHAPTER II. The Second\n\nIt went on.\n\n"
-            "Chapter Three\n\nAnd on.\n\nChapter 4: Four\n\nThe end.\n")
+    text = (
+        "CHAPTER I.\n\nIt began.\n\nCHAPTER II. The Second\n\nIt went on.\n\n"
+        "Chapter Three\n\nAnd on.\n\nChapter 4: Four\n\nThe end.\n"
+    )
     assert outline(write(tmp_path, "b.txt", text)) == [
-        ("CHAPTER I.", ("It began.",)), ("CHAPTER II. The Second", ("It went on.",)),
-        ("Chapter Three", ("And on.",)), ("Chapter 4: Four", ("The end.",))]
+        ("CHAPTER I.", ("It began.",)),
+        ("CHAPTER II. The Second", ("It went on.",)),
+        ("Chapter Three", ("And on.",)),
+        ("Chapter 4: Four", ("The end.",)),
+    ]
 
 
 def test_parts_prefix_their_chapters(tmp_path: Path):
     text = "PART ONE\n\nChapter 1\n\nA.\n\nChapter 2\n\nB.\n\nPART TWO\n\nChapter 3\n\nC.\n"
     assert [title for title, _ in outline(write(tmp_path, "b.txt", text))] == [
-        "PART ONE — Chapter 1", "PART ONE — Chapter 2", "PART TWO — Chapter 3"]
+        "PART ONE — Chapter 1",
+        "PART ONE — Chapter 2",
+        "PART TWO — Chapter 3",
+    ]
 
 
 def test_chinese_volumes_and_chapters(tmp_path: Path):
     text = "第一卷 风起\n\n第1章 初见\n\n正文一。\n\n第2章 再见\n\n正文二。\n\n番外 后来\n\n番外正文。\n"
     assert outline(write(tmp_path, "b.txt", text)) == [
-        ("第一卷 风起 — 第1章 初见", ("正文一。",)), ("第一卷 风起 — 第2章 再见", ("正文二。",)),
-        ("第一卷 风起 — 番外 后来", ("番外正文。",))]
+        ("第一卷 风起 — 第1章 初见", ("正文一。",)),
+        ("第一卷 风起 — 第2章 再见", ("正文二。",)),
+        ("第一卷 风起 — 番外 后来", ("番外正文。",)),
+    ]
 
 
 def test_bare_roman_numerals_are_headings_only_when_the_book_uses_them(tmp_path: Path):
     text = "I.\n\nFirst part text.\n\nII.\n\nSecond part text.\n"
     assert [title for title, _ in outline(write(tmp_path, "b.txt", text))] == ["I.", "II."]
     single = "I.\n\nJust one numbered line, so it is text.\n"
-    assert outline(write(tmp_path, "c.txt", single)) == [("c", ("I.", "Just one numbered line, so it is text."))]
+    assert outline(write(tmp_path, "c.txt", single)) == [
+        ("c", ("I.", "Just one numbered line, so it is text."))
+    ]
 
 
 def test_a_book_without_headings_is_one_chapter_named_after_the_file(tmp_path: Path):
     text = "First paragraph\nwrapped over two lines.\n\nSecond paragraph.\n"
     assert outline(write(tmp_path, "my_story.txt", text)) == [
-        ("my_story", ("First paragraph wrapped over two lines.", "Second paragraph."))]
+        ("my_story", ("First paragraph wrapped over two lines.", "Second paragraph."))
+    ]
 
 
 def test_one_paragraph_per_line_when_the_text_has_no_blank_lines(tmp_path: Path):
     text = "第一章 开始\n　　第一段。\n　　第二段。\n第二章 继续\n　　第三段。\n"
     assert outline(write(tmp_path, "b.txt", text)) == [
-        ("第一章 开始", ("第一段。", "第二段。")), ("第二章 继续", ("第三段。",))]
+        ("第一章 开始", ("第一段。", "第二段。")),
+        ("第二章 继续", ("第三段。",)),
+    ]
 
 
 def test_a_sentence_mentioning_a_chapter_inside_a_paragraph_is_not_a_heading(tmp_path: Path):
     text = "Chapter 1\n\nShe turned to the page that said\nChapter 5 of the report was missing.\n"
     assert outline(write(tmp_path, "b.txt", text)) == [
-        ("Chapter 1", ("She turned to the page that said Chapter 5 of the report was missing.",))]
+        ("Chapter 1", ("She turned to the page that said Chapter 5 of the report was missing.",))
+    ]
 
 
 def test_gutenberg_header_and_licence_are_left_out(tmp_path: Path):
-    text = ("The Project Gutenberg eBook of Tiny Tales\n\nTitle: Tiny Tales\n\nAuthor: Ann Writer\n\n"
-            "Language: English\n\n*** START OF THE PROJECT GUTENBERG EBOOK TINY TALES ***\n\n"
-            "CHAPTER I\n\nOnce upon a time.\n\nCHAPTER II\n\nThe end.\n\n"
-            "*** END OF THE PROJECT GUTENBERG EBOOK TINY TALES ***\n\nLicence text that must not be read.\n")
+    text = (
+        "The Project Gutenberg eBook of Tiny Tales\n\nTitle: Tiny Tales\n\nAuthor: Ann Writer\n\n"
+        "Language: English\n\n*** START OF THE PROJECT GUTENBERG EBOOK TINY TALES ***\n\n"
+        "CHAPTER I\n\nOnce upon a time.\n\nCHAPTER II\n\nThe end.\n\n"
+        "*** END OF THE PROJECT GUTENBERG EBOOK TINY TALES ***\n\nLicence text that must not be read.\n"
+    )
     book = read_book(write(tmp_path, "pg.txt", text))
-    assert (book.metadata.title, book.metadata.authors, book.metadata.language) == ("Tiny Tales", ("Ann Writer",), "en")
-    assert [(c.title, c.paragraphs) for c in book.chapters] == [("CHAPTER I", ("Once upon a time.",)),
-                                                                ("CHAPTER II", ("The end.",))]
+    assert (book.metadata.title, book.metadata.authors, book.metadata.language) == (
+        "Tiny Tales",
+        ("Ann Writer",),
+        "en",
+    )
+    assert [(c.title, c.paragraphs) for c in book.chapters] == [
+        ("CHAPTER I", ("Once upon a time.",)),
+        ("CHAPTER II", ("The end.",)),
+    ]
 
 
 def test_write_txt_fixture_round_trips(tmp_path: Path):
-    book = read_book(write_txt(tmp_path / "b.txt", "Title", [("Alpha", ["One.", "Two."]), ("Beta", ["Three."])]))
+    book = read_book(
+        write_txt(tmp_path / "b.txt", "Title", [("Alpha", ["One.", "Two."]), ("Beta", ["Three."])])
+    )
     assert book.metadata.title == "Title"
     assert [(c.title, c.paragraphs) for c in book.chapters] == [
-        ("Chapter 1: Alpha", ("One.", "Two.")), ("Chapter 2: Beta", ("Three.",))]
+        ("Chapter 1: Alpha", ("One.", "Two.")),
+        ("Chapter 2: Beta", ("Three.",)),
+    ]
 
 
 def test_text_file_size_limit(tmp_path: Path):
@@ -177,31 +216,46 @@ def test_markdown_structure_and_markup(tmp_path: Path):
 def test_markdown_image_alt_text_on_request(tmp_path: Path):
     path = write(tmp_path, "b.md", "# T\n\n![A red door](door.png)\n\nText.\n")
     assert read_book(path).chapters[0].paragraphs == ("Text.",)
-    assert read_book(path, IngestOptions(image_alt_text=True)).chapters[0].paragraphs == ("A red door", "Text.")
+    assert read_book(path, IngestOptions(image_alt_text=True)).chapters[0].paragraphs == (
+        "A red door",
+        "Text.",
+    )
 
 
 def test_markdown_without_headings(tmp_path: Path):
-    assert outline(write(tmp_path, "notes.markdown", "Just *one* paragraph.\n")) == [("notes", ("Just one paragraph.",))]
+    assert outline(write(tmp_path, "notes.markdown", "Just *one* paragraph.\n")) == [
+        ("notes", ("Just one paragraph.",))
+    ]
 
 
 # --- HTML -------------------------------------------------------------------------------------------
 
 
 def test_html_metadata_and_tag_soup(tmp_path: Path):
-    html = ('<html lang="fr"><head><title>Le Livre</title><meta name="author" content="Ann Writer">'
-            '<meta name="description" content="A test."><style>p{}</style></head><body>'
-            "<h1>Le Livre</h1><h2>Un</h2><p>Premier<p>Deuxième &amp; dernier<script>var x;</script>"
-            "<h2>Deux</h2><p>Fin</body>")
+    html = (
+        '<html lang="fr"><head><title>Le Livre</title><meta name="author" content="Ann Writer">'
+        '<meta name="description" content="A test."><style>p{}</style></head><body>'
+        "<h1>Le Livre</h1><h2>Un</h2><p>Premier<p>Deuxième &amp; dernier<script>var x;</script>"
+        "<h2>Deux</h2><p>Fin</body>"
+    )
     book = read_book(write(tmp_path, "b.html", html))
-    assert (book.metadata.title, book.metadata.authors, book.metadata.language, book.metadata.description) == (
-        "Le Livre", ("Ann Writer",), "fr", "A test.")
+    assert (
+        book.metadata.title,
+        book.metadata.authors,
+        book.metadata.language,
+        book.metadata.description,
+    ) == ("Le Livre", ("Ann Writer",), "fr", "A test.")
     assert [(c.title, c.paragraphs) for c in book.chapters] == [
-        ("Un", ("Premier", "Deuxième & dernier")), ("Deux", ("Fin",))]
+        ("Un", ("Premier", "Deuxième & dernier")),
+        ("Deux", ("Fin",)),
+    ]
 
 
 def test_standalone_xhtml_file(tmp_path: Path):
-    xhtml = ('<?xml version="1.0" encoding="UTF-8"?><html xmlns="http://www.w3.org/1999/xhtml"><head><title>X</title>'
-             "</head><body><h1>Only</h1><p>Text &mdash; here.</p></body></html>")
+    xhtml = (
+        '<?xml version="1.0" encoding="UTF-8"?><html xmlns="http://www.w3.org/1999/xhtml"><head><title>X</title>'
+        "</head><body><h1>Only</h1><p>Text &mdash; here.</p></body></html>"
+    )
     assert outline(write(tmp_path, "b.xhtml", xhtml)) == [("Only", ("Text — here.",))]
 
 

@@ -36,9 +36,14 @@ LONG_CHAPTERS = [
 
 
 @pytest.fixture()
-def cluster(pg_database: str, redis_url: str, settings_factory):  # type: ignore[no-untyped-def]
-    """Settings and environment on the real PostgreSQL and Redis, schema upgraded."""
-    settings = settings_factory(pg_database, lease_seconds=10.0, max_batch=6)
+def cluster(request: pytest.FixtureRequest, pg_database: str, redis_url: str, settings_factory):  # type: ignore[no-untyped-def]
+    """Settings and environment on the real PostgreSQL and Redis, schema upgraded.
+
+    Leases are short (10 s) so that abandoned work comes back quickly, unless a test marks
+    ``@pytest.mark.parametrize("cluster", [LEASE], indirect=True)``.
+    """
+    lease = getattr(request, "param", 10.0)
+    settings = settings_factory(pg_database, lease_seconds=lease, max_batch=6)
     env = env_for(settings)
     env["TTS_JOBS_MAX_BATCH"] = "6"
     assert cli(["db", "upgrade"], env, timeout=120).returncode == 0
@@ -82,8 +87,10 @@ def _assert_complete_and_clean(settings, status: dict) -> None:  # type: ignore[
     assert_duration_matches_sentences_plus_pauses(output, status, settings.data_dir)
 
 
+@pytest.mark.parametrize("cluster", [600.0], indirect=True)  # no help from lease expiry here
 def test_a_worker_child_killed_mid_batch_loses_no_sentence(tmp_path: Path, cluster) -> None:  # type: ignore[no-untyped-def]
-    """SIGKILL of the pool child: the message comes back at once and the batch is taken over."""
+    """SIGKILL of the pool child: the message comes back at once, and the replacement child takes
+    the batch over from its dead sibling without waiting for the lease to expire."""
     settings, env = cluster
     rt = service.open_runtime(settings, upgrade_schema=False)
     worker = popen_worker(env, tmp_path / "worker.log")

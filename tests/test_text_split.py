@@ -20,10 +20,20 @@ def texts(*paragraphs: str, **options) -> list[str]:
 
 
 def test_title_first_with_paragraph_index_minus_one_then_paragraphs():
-    sentences = split_sentences(chapter("It was night. The end came soon after.", "Another paragraph here.",
-                                        title="Chapter 1: Night", index=4))
+    sentences = split_sentences(
+        chapter(
+            "It was night. The end came soon after.",
+            "Another paragraph here.",
+            title="Chapter 1: Night",
+            index=4,
+        )
+    )
     assert [(s.chapter_index, s.index, s.paragraph_index) for s in sentences] == [
-        (4, 0, -1), (4, 1, 0), (4, 2, 0), (4, 3, 1)]
+        (4, 0, -1),
+        (4, 1, 0),
+        (4, 2, 0),
+        (4, 3, 1),
+    ]
     assert sentences[0].text == "Chapter one: Night"
 
 
@@ -33,23 +43,35 @@ def test_no_title_sentence_when_the_title_is_empty():
 
 
 def test_english_abbreviations_initials_and_decimals_do_not_end_sentences():
-    assert texts("J. R. R. Tolkien met Prof. Smith in the U.S. at 3.5 miles from home. It rained all day.") == [
-        "J. R. R. Tolkien met Professor Smith in the U.S. at three point five miles from home.", "It rained all day."]
+    assert texts(
+        "J. R. R. Tolkien met Prof. Smith in the U.S. at 3.5 miles from home. It rained all day."
+    ) == [
+        "J. R. R. Tolkien met Professor Smith in the U.S. at three point five miles from home.",
+        "It rained all day.",
+    ]
 
 
 def test_question_and_exclamation_marks_end_sentences():
     assert texts("Where are you going tonight? Nowhere at all! I stay home with my cat.") == [
-        "Where are you going tonight?", "Nowhere at all!", "I stay home with my cat."]
+        "Where are you going tonight?",
+        "Nowhere at all!",
+        "I stay home with my cat.",
+    ]
 
 
 def test_chinese_sentences_keep_their_closing_punctuation():
     assert texts("他走进房间，看了看四周。“有人吗？”没有人回答！他只好离开了房间；天色已经完全黑了。") == [
-        "他走进房间，看了看四周。", "有人吗？没有人回答！", "他只好离开了房间；", "天色已经完全黑了。"]
+        "他走进房间，看了看四周。",
+        "有人吗？没有人回答！",
+        "他只好离开了房间；",
+        "天色已经完全黑了。",
+    ]
 
 
 def test_tiny_fragments_merge_with_a_neighbour_in_the_same_paragraph():
     assert texts('"Yes." "No." "Maybe," she said, looking out at the rain.') == [
-        "Yes. No. Maybe, she said, looking out at the rain."]
+        "Yes. No. Maybe, she said, looking out at the rain."
+    ]
 
 
 def test_tiny_fragments_never_cross_paragraphs():
@@ -70,16 +92,23 @@ def test_long_sentences_are_cut_below_the_limit(max_chars: int, max_cjk: int):
 
 
 def test_long_sentences_are_cut_at_clause_punctuation_first():
-    text = ("This is a fairly long opening clause that goes on for a while, and this is a second clause "
-            "that also goes on for quite a while, and here is the third one to finish it off.")
+    text = (
+        "This is a fairly long opening clause that goes on for a while, and this is a second clause "
+        "that also goes on for quite a while, and here is the third one to finish it off."
+    )
     parts = texts(text)
     assert len(parts) >= 2
     assert all(part.endswith((",", ".")) for part in parts)
 
 
 def test_sentences_hold_only_characters_chattts_reads():
-    sentences = split_sentences(chapter("Price: $1,234.56 (about 20%) — “quoted” text… 😀 ★ ©2024 naïve café",
-                                        "价格为￥100，约占20%。《书名》「引用」——结束……", title="Ⅳ. Ünïcödé"))
+    sentences = split_sentences(
+        chapter(
+            "Price: $1,234.56 (about 20%) — “quoted” text… 😀 ★ ©2024 naïve café",
+            "价格为￥100，约占20%。《书名》「引用」——结束……",
+            title="Ⅳ. Ünïcödé",
+        )
+    )
     for s in sentences:
         assert ALLOWED.fullmatch(s.text), s.text
 
@@ -90,7 +119,13 @@ def test_paragraph_whose_text_is_only_symbols_gives_no_sentence():
 
 
 def test_nothing_is_lost_or_doubled_between_normalised_paragraph_and_sentences():
-    paragraphs = ("Short. " * 30, "他说：“好。”" * 20, "A very long sentence, " * 30 + "end.", "Yes.", "1, 2, 3 go!")
+    paragraphs = (
+        "Short. " * 30,
+        "他说：“好。”" * 20,
+        "A very long sentence, " * 30 + "end.",
+        "Yes.",
+        "1, 2, 3 go!",
+    )
     sentences = split_sentences(chapter(*paragraphs))
     for index, paragraph in enumerate(paragraphs):
         joined = "".join(s.text for s in sentences if s.paragraph_index == index)
@@ -118,3 +153,23 @@ def test_invalid_options_are_refused():
         TextOptions(max_chars=5)
     with pytest.raises(ValueError):
         TextOptions(read_urls="spell")
+
+
+@pytest.mark.timeout(60)
+def test_a_huge_paragraph_is_split_in_linear_time():
+    import time
+
+    english = ("word " * 50 + "— ") * 8_000  # ~2 MB, no sentence end at all
+    chinese = "字" * 300_000
+    for text in (english, chinese):
+        started = time.monotonic()
+        sentences = split_sentences(chapter(text))
+        assert time.monotonic() - started < 20
+        assert all(cost(s.text, TextOptions().cjk_weight) <= TextOptions().max_chars for s in sentences)
+        assert "".join(s.text for s in sentences).replace(" ", "") == normalize_text(text).replace(" ", "")
+
+
+def test_chattts_control_tokens_in_the_text_are_not_passed_through():
+    texts_out = texts("He said [uv_break] and [laugh] then [speed_9] left.")
+    assert texts_out == ["He said, uv break, and, laugh, then, speed nine, left."]
+    assert all("[" not in text and "]" not in text for text in texts_out)

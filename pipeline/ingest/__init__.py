@@ -23,7 +23,7 @@ from pipeline.ingest.plaintext import read_txt
 from pipeline.text import speakability_warnings, unsupported_script_error
 from pipeline.types import Book, Chapter
 
-__all__ = ["IngestOptions", "SUPPORTED_EXTENSIONS", "read_book"]
+__all__ = ["SUPPORTED_EXTENSIONS", "IngestOptions", "read_book"]
 
 logger = logging.getLogger(__name__)
 
@@ -61,14 +61,22 @@ def read_book(path: Path, options: IngestOptions | None = None) -> Book:
     except BookError:
         raise
     except RecursionError:
-        raise BookError(path, "is nested too deeply to read", "a damaged or hostile file; refuse it") from None
+        raise BookError(
+            path, "is nested too deeply to read", "a damaged or hostile file; refuse it"
+        ) from None
     except MemoryError:
-        raise BookError(path, "needs more memory than is available to read",
-                        "lower IngestOptions' size limits or split the book") from None
+        raise BookError(
+            path,
+            "needs more memory than is available to read",
+            "lower IngestOptions' size limits or split the book",
+        ) from None
     except Exception as exc:  # a bug of ours must fail this book, never the worker that reads it
         logger.exception("%s: %s", path, INTERNAL_ERROR_MARKER)
-        raise BookError(path, f"{INTERNAL_ERROR_MARKER} ({type(exc).__name__}: {exc})",
-                        "please report this book to the tts-jobs maintainers") from exc
+        raise BookError(
+            path,
+            f"{INTERNAL_ERROR_MARKER} ({type(exc).__name__}: {exc})",
+            "please report this book to the tts-jobs maintainers",
+        ) from exc
     return _finished_book(path, raw, options)
 
 
@@ -80,8 +88,11 @@ def _reader_for(path: Path) -> Callable[[Path, IngestOptions], RawBook]:
     reader = _READERS.get(path.suffix.lower())
     if reader is None:
         supported = ", ".join(sorted(SUPPORTED_EXTENSIONS))
-        raise BookError(path, f"unsupported file type '{path.suffix or '(none)'}'",
-                        f"convert it to one of {supported} (Calibre's ebook-convert can)")
+        raise BookError(
+            path,
+            f"unsupported file type '{path.suffix or '(none)'}'",
+            f"convert it to one of {supported} (Calibre's ebook-convert can)",
+        )
     return reader
 
 
@@ -95,7 +106,9 @@ def _finished_book(path: Path, raw: RawBook, options: IngestOptions) -> Book:
         chapters.append(chapter)
         warnings.extend(_speakability_warnings(path, chapter, options))
     if not chapters:
-        raise BookError(path, "holds no readable text", "check that the book is not empty or made only of images")
+        raise BookError(
+            path, "holds no readable text", "check that the book is not empty or made only of images"
+        )
     for warning in warnings:
         logger.debug("%s: %s", path, warning)
     return Book(str(path), raw.format, raw.metadata, tuple(chapters), tuple(warnings))

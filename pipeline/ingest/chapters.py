@@ -139,8 +139,9 @@ def _leading_heading(blocks: list[Block]) -> int | None:
     return None
 
 
-def heading_starts(blocks: list[Block], lo: int = 0, hi: int | None = None, *,
-                   title_from_top_heading: bool = True) -> tuple[list[Start], str]:
+def heading_starts(
+    blocks: list[Block], lo: int = 0, hi: int | None = None, *, title_from_top_heading: bool = True
+) -> tuple[list[Start], str]:
     """Chapter starts from the headings in ``blocks[lo:hi]``, and a book title if one heading is it.
 
     The chapter level is the heading level used most often (the shallowest on a tie). Shallower
@@ -155,8 +156,13 @@ def heading_starts(blocks: list[Block], lo: int = 0, hi: int | None = None, *,
     counts = Counter(block.level for _, block in indexed)
     top = min(counts)
     first_index, first_block = indexed[0]
-    if title_from_top_heading and counts[top] == 1 and len(counts) > 1 and first_block.level == top \
-            and first_index == lo:
+    if (
+        title_from_top_heading
+        and counts[top] == 1
+        and len(counts) > 1
+        and first_block.level == top
+        and first_index == lo
+    ):
         book_title = clean_title(first_block.text)
         indexed = indexed[1:]
         del counts[top]

@@ -29,7 +29,7 @@ from pipeline.ingest.chapters import (
     sections,
     title_key,
 )
-from pipeline.ingest.options import MiB, IngestOptions
+from pipeline.ingest.options import IngestOptions, MiB
 from pipeline.ingest.safezip import SafeZip, resolve_href
 from pipeline.ingest.xhtml import EPUB_TYPE, Block, ExtractOptions, XhtmlText, extract_text
 from pipeline.ingest.xmlsafe import HostileXmlError, local_name, parse_xhtml, parse_xml
@@ -38,22 +38,51 @@ from pipeline.types import BookMetadata
 logger = logging.getLogger(__name__)
 
 _OPF_NS = "{http://www.idpf.org/2007/opf}"
-_CONTENT_TYPES = frozenset(("application/xhtml+xml", "text/html", "application/xml", "text/xml",
-                            "application/x-dtbook+xml"))
-_IMAGE_MAGIC = {b"\xff\xd8\xff": "image/jpeg", b"\x89PNG\r\n\x1a\n": "image/png", b"GIF87a": "image/gif",
-                b"GIF89a": "image/gif"}
+_CONTENT_TYPES = frozenset(
+    ("application/xhtml+xml", "text/html", "application/xml", "text/xml", "application/x-dtbook+xml")
+)
+_IMAGE_MAGIC = {
+    b"\xff\xd8\xff": "image/jpeg",
+    b"\x89PNG\r\n\x1a\n": "image/png",
+    b"GIF87a": "image/gif",
+    b"GIF89a": "image/gif",
+}
 _MAX_COVER_BYTES = 32 * MiB
 _MAX_METADATA_XML_BYTES = 16 * MiB
 # epub:type values (and EPUB 2 guide types) of pages that are not read by default.
 _FRONT_MATTER_TYPES = frozenset(
-    "cover titlepage title-page halftitlepage halftitle copyright-page copyright toc loi lot lof index "
-    "colophon imprint seriespage other-credits landmarks page-list doc-toc doc-index doc-colophon "
-    "doc-pagelist".split()
+    [
+        "cover",
+        "titlepage",
+        "title-page",
+        "halftitlepage",
+        "halftitle",
+        "copyright-page",
+        "copyright",
+        "toc",
+        "loi",
+        "lot",
+        "lof",
+        "index",
+        "colophon",
+        "imprint",
+        "seriespage",
+        "other-credits",
+        "landmarks",
+        "page-list",
+        "doc-toc",
+        "doc-index",
+        "doc-colophon",
+        "doc-pagelist",
+    ]
 )
 _FONT_EXTENSIONS = (".ttf", ".otf", ".woff", ".woff2", ".eot")
 _FONT_OBFUSCATION = frozenset(("http://www.idpf.org/2008/embedding", "http://ns.adobe.com/pdf/enc#RC"))
-_DRM_MARKERS = {"META-INF/rights.xml": "Adobe ADEPT", "META-INF/license.lcpl": "Readium LCP",
-                "META-INF/sinf.xml": "Apple FairPlay"}
+_DRM_MARKERS = {
+    "META-INF/rights.xml": "Adobe ADEPT",
+    "META-INF/license.lcpl": "Readium LCP",
+    "META-INF/sinf.xml": "Apple FairPlay",
+}
 _COPYRIGHT_SIGNS = re.compile(
     r"©|\(c\)\s*\d{4}|copyright|all rights reserved|isbn|first published|published by|printed in"
     r"|版权所有|版權所有|著作权|著作權|出版社|印刷|书号|書號",
@@ -136,10 +165,15 @@ def _check_mimetype(archive: SafeZip, reading: _Reading) -> None:
     try:
         mimetype = archive.read("mimetype", max_bytes=1024).strip()
     except BookError:
-        raise BookError(reading.path, "the 'mimetype' member is oversized or damaged, so this is not a sound EPUB",
-                        "a hostile or damaged file; refuse it") from None
+        raise BookError(
+            reading.path,
+            "the 'mimetype' member is oversized or damaged, so this is not a sound EPUB",
+            "a hostile or damaged file; refuse it",
+        ) from None
     if mimetype != b"application/epub+zip":
-        reading.warn(f"'mimetype' says {mimetype[:60]!r}, not application/epub+zip; reading it as an EPUB anyway")
+        reading.warn(
+            f"'mimetype' says {mimetype[:60]!r}, not application/epub+zip; reading it as an EPUB anyway"
+        )
 
 
 def _refuse_drm(archive: SafeZip, path: Path) -> None:
@@ -168,8 +202,11 @@ def _drm(path: Path, detail: str) -> BookError:
 
 def _rootfile(archive: SafeZip, path: Path) -> str:
     if not archive.has("META-INF/container.xml"):
-        raise BookError(path, "META-INF/container.xml is missing, so the package document cannot be found",
-                        "the EPUB is damaged; re-export it with an EPUB editor such as Sigil or Calibre")
+        raise BookError(
+            path,
+            "META-INF/container.xml is missing, so the package document cannot be found",
+            "the EPUB is damaged; re-export it with an EPUB editor such as Sigil or Calibre",
+        )
     root = _parse_required(archive, "META-INF/container.xml", path)
     candidates = [rootfile for rootfile in root.iter("{*}rootfile") if rootfile.get("full-path")]
     preferred = [r for r in candidates if r.get("media-type", "") in ("application/oebps-package+xml", "")]
@@ -178,9 +215,14 @@ def _rootfile(archive: SafeZip, path: Path) -> str:
         if archive.has(member):
             return member
     named = candidates[0].get("full-path") if candidates else None
-    problem = (f"META-INF/container.xml names package document '{named}', which is not in the archive" if named
-               else "META-INF/container.xml names no package document")
-    raise BookError(path, problem, "the EPUB is damaged; re-export it with an EPUB editor such as Sigil or Calibre")
+    problem = (
+        f"META-INF/container.xml names package document '{named}', which is not in the archive"
+        if named
+        else "META-INF/container.xml names no package document"
+    )
+    raise BookError(
+        path, problem, "the EPUB is damaged; re-export it with an EPUB editor such as Sigil or Calibre"
+    )
 
 
 def _parse_required(archive: SafeZip, member: str, path: Path) -> etree._Element:
@@ -190,15 +232,21 @@ def _parse_required(archive: SafeZip, member: str, path: Path) -> etree._Element
     except HostileXmlError as exc:
         raise BookError(path, f"'{member}' is hostile: {exc}", "refuse this file") from None
     except (etree.LxmlError, ValueError) as exc:
-        raise BookError(path, f"'{member}' is not well-formed XML ({_first_line(exc)})",
-                        "the EPUB is damaged; re-export it with an EPUB editor such as Sigil or Calibre") from None
+        raise BookError(
+            path,
+            f"'{member}' is not well-formed XML ({_first_line(exc)})",
+            "the EPUB is damaged; re-export it with an EPUB editor such as Sigil or Calibre",
+        ) from None
 
 
 def _package(archive: SafeZip, path: Path, opf_member: str, reading: _Reading) -> Package:
     root = _parse_required(archive, opf_member, path)
     if local_name(root) != "package":
-        raise BookError(path, f"'{opf_member}' is not an OPF package document",
-                        "the EPUB is damaged; re-export it with an EPUB editor such as Sigil or Calibre")
+        raise BookError(
+            path,
+            f"'{opf_member}' is not an OPF package document",
+            "the EPUB is damaged; re-export it with an EPUB editor such as Sigil or Calibre",
+        )
     sections_by_name = {local_name(child): child for child in root if local_name(child)}
     manifest = _manifest(sections_by_name.get("manifest"), opf_member, reading)
     spine_element = sections_by_name.get("spine")
@@ -211,8 +259,11 @@ def _package(archive: SafeZip, path: Path, opf_member: str, reading: _Reading) -
             if item is not None and item.member:
                 spine.append((item, itemref.get("linear", "yes").strip().lower() != "no"))
     if not spine:
-        raise BookError(path, f"the package document '{opf_member}' has an empty spine (no reading order)",
-                        "the EPUB is damaged or empty; re-export it with an EPUB editor such as Sigil or Calibre")
+        raise BookError(
+            path,
+            f"the package document '{opf_member}' has an empty spine (no reading order)",
+            "the EPUB is damaged or empty; re-export it with an EPUB editor such as Sigil or Calibre",
+        )
     guide = []
     guide_element = sections_by_name.get("guide")
     if guide_element is not None:
@@ -220,8 +271,9 @@ def _package(archive: SafeZip, path: Path, opf_member: str, reading: _Reading) -
             member = _href_target(opf_member, reference.get("href", ""))
             if member:
                 guide.append((reference.get("type", "").lower(), member))
-    return Package(opf_member, root.get("version", ""), sections_by_name.get("metadata"), manifest, spine,
-                   ncx_id, guide)
+    return Package(
+        opf_member, root.get("version", ""), sections_by_name.get("metadata"), manifest, spine, ncx_id, guide
+    )
 
 
 def _manifest(element: etree._Element | None, opf_member: str, reading: _Reading) -> dict[str, ManifestItem]:
@@ -236,8 +288,11 @@ def _manifest(element: etree._Element | None, opf_member: str, reading: _Reading
         if not member:
             reading.warn(f"manifest item '{href[:80]}' points outside the book; ignored")
         items[item.get("id", "")] = ManifestItem(
-            item.get("id", ""), member, item.get("media-type", "").lower(),
-            frozenset(item.get("properties", "").split()))
+            item.get("id", ""),
+            member,
+            item.get("media-type", "").lower(),
+            frozenset(item.get("properties", "").split()),
+        )
     return items
 
 
@@ -325,7 +380,9 @@ def _plain_description(text: str) -> str:
     return " ".join(re.sub(r"<[^>]{0,2000}>", " ", text).split())
 
 
-def _cover(archive: SafeZip, package: Package, legacy_cover: str, reading: _Reading) -> tuple[bytes | None, str]:
+def _cover(
+    archive: SafeZip, package: Package, legacy_cover: str, reading: _Reading
+) -> tuple[bytes | None, str]:
     item = _cover_item(package, legacy_cover)
     if item is None or not archive.has(item.member):
         return None, ""
@@ -342,7 +399,9 @@ def _cover(archive: SafeZip, package: Package, legacy_cover: str, reading: _Read
 
 
 def _cover_item(package: Package, legacy_cover: str) -> ManifestItem | None:
-    images = [item for item in package.manifest.values() if item.media_type.startswith("image/") and item.member]
+    images = [
+        item for item in package.manifest.values() if item.media_type.startswith("image/") and item.member
+    ]
     for item in images:
         if "cover-image" in item.properties:
             return item
@@ -371,10 +430,13 @@ def _sniff_image(data: bytes) -> str:
 # --- table of contents --------------------------------------------------------------------------------
 
 
-def _table_of_contents(archive: SafeZip, package: Package, path: Path,
-                       reading: _Reading) -> tuple[list[TocEntry], dict[str, str]]:
+def _table_of_contents(
+    archive: SafeZip, package: Package, path: Path, reading: _Reading
+) -> tuple[list[TocEntry], dict[str, str]]:
     """Entries from the EPUB 3 nav document, else the NCX; and members that are front matter."""
-    front = {member: kind for kind, member in package.guide if kind in _FRONT_MATTER_TYPES or kind == "title-page"}
+    front = {
+        member: kind for kind, member in package.guide if kind in _FRONT_MATTER_TYPES or kind == "title-page"
+    }
     entries: list[TocEntry] = []
     nav = next((item for item in package.manifest.values() if "nav" in item.properties and item.member), None)
     if nav is not None and archive.has(nav.member):
@@ -385,7 +447,9 @@ def _table_of_contents(archive: SafeZip, package: Package, path: Path,
             front.setdefault(nav.member, "toc")
     if not entries:
         ncx = package.manifest.get(package.ncx_id) or next(
-            (item for item in package.manifest.values() if item.media_type == "application/x-dtbncx+xml"), None)
+            (item for item in package.manifest.values() if item.media_type == "application/x-dtbncx+xml"),
+            None,
+        )
         if ncx is not None and ncx.member and archive.has(ncx.member):
             root = _parse_navigation(archive, ncx.member, path, reading)
             if root is not None:
@@ -393,8 +457,9 @@ def _table_of_contents(archive: SafeZip, package: Package, path: Path,
     return entries, front
 
 
-def _safe_table_of_contents(archive: SafeZip, package: Package, path: Path,
-                            reading: _Reading) -> tuple[list[TocEntry], dict[str, str]]:
+def _safe_table_of_contents(
+    archive: SafeZip, package: Package, path: Path, reading: _Reading
+) -> tuple[list[TocEntry], dict[str, str]]:
     try:
         return _table_of_contents(archive, package, path, reading)
     except ValueError as exc:  # undecodable text left in a recovered navigation document
@@ -411,13 +476,17 @@ def _parse_navigation(archive: SafeZip, member: str, path: Path, reading: _Readi
         reading.warn(f"table of contents '{member}' is unreadable ({_first_line(exc)}); using the spine")
         return None
     if parsed.problem:
-        reading.warn(f"table of contents '{member}' is malformed ({parsed.problem}); recovered what could be read")
+        reading.warn(
+            f"table of contents '{member}' is malformed ({parsed.problem}); recovered what could be read"
+        )
     return parsed.root
 
 
 def _nav_entries(root: etree._Element, nav_member: str) -> tuple[list[TocEntry], dict[str, str]]:
     navs = [element for element in root.iter() if local_name(element) == "nav"]
-    typed = {id(nav): set((nav.get(EPUB_TYPE, "") + " " + nav.get("role", "")).lower().split()) for nav in navs}
+    typed = {
+        id(nav): set((nav.get(EPUB_TYPE, "") + " " + nav.get("role", "")).lower().split()) for nav in navs
+    }
     landmarks: dict[str, str] = {}
     for nav in navs:
         if typed[id(nav)] & {"landmarks", "doc-landmarks"}:
@@ -428,7 +497,11 @@ def _nav_entries(root: etree._Element, nav_member: str) -> tuple[list[TocEntry],
                     landmarks[member] = kind
     toc = [nav for nav in navs if typed[id(nav)] & {"toc", "doc-toc"}]
     if not toc:
-        toc = [nav for nav in navs if not typed[id(nav)] & {"landmarks", "page-list", "doc-landmarks", "doc-pagelist"}]
+        toc = [
+            nav
+            for nav in navs
+            if not typed[id(nav)] & {"landmarks", "page-list", "doc-landmarks", "doc-pagelist"}
+        ]
     entries: list[TocEntry] = []
     if toc:
         for child in toc[0]:
@@ -437,8 +510,9 @@ def _nav_entries(root: etree._Element, nav_member: str) -> tuple[list[TocEntry],
     return entries, landmarks
 
 
-def _nav_list(list_element: etree._Element, parents: tuple[str, ...], nav_member: str,
-              entries: list[TocEntry]) -> None:
+def _nav_list(
+    list_element: etree._Element, parents: tuple[str, ...], nav_member: str, entries: list[TocEntry]
+) -> None:
     for item in list_element:
         if local_name(item) != "li":
             continue
@@ -467,7 +541,9 @@ def _ncx_entries(root: etree._Element, ncx_member: str) -> list[TocEntry]:
     return entries
 
 
-def _ncx_points(parent: etree._Element, parents: tuple[str, ...], ncx_member: str, entries: list[TocEntry]) -> None:
+def _ncx_points(
+    parent: etree._Element, parents: tuple[str, ...], ncx_member: str, entries: list[TocEntry]
+) -> None:
     for point in parent:
         if local_name(point) != "navpoint":
             continue
@@ -490,9 +566,12 @@ def _ncx_points(parent: etree._Element, parents: tuple[str, ...], ncx_member: st
 # --- spine documents ------------------------------------------------------------------------------------
 
 
-def _spine_documents(archive: SafeZip, package: Package, options: IngestOptions, path: Path,
-                     reading: _Reading) -> list[_Doc]:
-    extract = ExtractOptions(image_alt_text=options.image_alt_text, include_footnotes=options.include_footnotes)
+def _spine_documents(
+    archive: SafeZip, package: Package, options: IngestOptions, path: Path, reading: _Reading
+) -> list[_Doc]:
+    extract = ExtractOptions(
+        image_alt_text=options.image_alt_text, include_footnotes=options.include_footnotes
+    )
     docs: list[_Doc] = []
     seen: set[str] = set()
     offset = 0
@@ -513,8 +592,9 @@ def _spine_documents(archive: SafeZip, package: Package, options: IngestOptions,
     return docs
 
 
-def _document_text(archive: SafeZip, member: str, extract: ExtractOptions, path: Path,
-                   reading: _Reading) -> XhtmlText | None:
+def _document_text(
+    archive: SafeZip, member: str, extract: ExtractOptions, path: Path, reading: _Reading
+) -> XhtmlText | None:
     data = archive.read(member)
     try:
         parsed = parse_xhtml(data)
@@ -535,15 +615,23 @@ def _document_text(archive: SafeZip, member: str, extract: ExtractOptions, path:
 # --- chapters -------------------------------------------------------------------------------------------
 
 
-def _chapters(docs: list[_Doc], toc: list[TocEntry], front_members: dict[str, str], book_title: str,
-              options: IngestOptions, reading: _Reading) -> list[RawChapter]:
+def _chapters(
+    docs: list[_Doc],
+    toc: list[TocEntry],
+    front_members: dict[str, str],
+    book_title: str,
+    options: IngestOptions,
+    reading: _Reading,
+) -> list[RawChapter]:
     blocks: list[Block] = [block for doc in docs for block in doc.text.blocks]
     for doc in docs:
         doc.front_reason = _front_reason_of_document(doc, front_members)
     starts = _toc_starts(docs, toc)
     if not _toc_usable(starts, docs):
         if toc:
-            logger.info("%s: table of contents does not match the spine; chapters follow the spine", reading.path)
+            logger.info(
+                "%s: table of contents does not match the spine; chapters follow the spine", reading.path
+            )
         starts = _spine_starts(docs, blocks)
     else:
         starts = _with_untitled_documents(docs, starts)
@@ -614,8 +702,9 @@ def _spine_starts(docs: list[_Doc], blocks: list[Block]) -> list[Start]:
     return starts
 
 
-def _keep_readable(found: list[Section], docs: list[_Doc], book_title: str, options: IngestOptions,
-                   reading: _Reading) -> list[RawChapter]:
+def _keep_readable(
+    found: list[Section], docs: list[_Doc], book_title: str, options: IngestOptions, reading: _Reading
+) -> list[RawChapter]:
     chapters: list[RawChapter] = []
     left_out: list[str] = []
     for section in found:
@@ -630,9 +719,11 @@ def _keep_readable(found: list[Section], docs: list[_Doc], book_title: str, opti
         chapters.append(RawChapter(title, [block.text for block in section.blocks]))
     if left_out:
         reading.warnings.append(
-            "left out front and back matter: " + ", ".join(f"'{name}'" for name in left_out[:12])
+            "left out front and back matter: "
+            + ", ".join(f"'{name}'" for name in left_out[:12])
             + (f" and {len(left_out) - 12} more" if len(left_out) > 12 else "")
-            + " (IngestOptions(keep_front_matter=True) keeps them)")
+            + " (IngestOptions(keep_front_matter=True) keeps them)"
+        )
     return chapters
 
 
@@ -647,7 +738,7 @@ def _front_reason_of_document(doc: _Doc, front_members: dict[str, str]) -> str:
     if doc.member in front_members:
         return front_members[doc.member]
     matched = doc.text.semantics & _FRONT_MATTER_TYPES
-    return sorted(matched)[0] if matched else ""
+    return min(matched) if matched else ""
 
 
 def _front_reason(section: Section, doc: _Doc, title: str, book_title: str) -> str:
@@ -657,13 +748,21 @@ def _front_reason(section: Section, doc: _Doc, title: str, book_title: str) -> s
     if is_front_matter_title(title):
         return "titled as front matter"
     text = " ".join(block.text for block in section.blocks)
-    if len(text) < 2500 and len(set(match.lower() for match in _COPYRIGHT_SIGNS.findall(text))) >= 2:
+    if len(text) < 2500 and len({match.lower() for match in _COPYRIGHT_SIGNS.findall(text)}) >= 2:
         return "copyright page"
-    if doc.text.link_chars >= 0.6 * max(doc.text.text_chars, 1) and len(doc.text.blocks) >= 3 \
-            and section.lo == doc.offset and section.hi >= doc.offset + len(doc.text.blocks):
+    if (
+        doc.text.link_chars >= 0.6 * max(doc.text.text_chars, 1)
+        and len(doc.text.blocks) >= 3
+        and section.lo == doc.offset
+        and section.hi >= doc.offset + len(doc.text.blocks)
+    ):
         return "contents page"
-    if len(text) < 400 and section.blocks and title_key(section.blocks[0].text) == title_key(book_title) \
-            and len(section.blocks) <= 5:
+    if (
+        len(text) < 400
+        and section.blocks
+        and title_key(section.blocks[0].text) == title_key(book_title)
+        and len(section.blocks) <= 5
+    ):
         return "title page"
     return ""
 

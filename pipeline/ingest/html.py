@@ -36,12 +36,19 @@ def read_html(path: Path, options: IngestOptions) -> RawBook:
     except HostileXmlError as exc:
         raise BookError(path, f"is hostile: {exc}", "refuse this file") from None
     except (etree.LxmlError, ValueError) as exc:
-        raise BookError(path, f"is not readable HTML ({' '.join(str(exc).split())[:200]})",
-                        "check that the file is an HTML document") from None
-    extracted = extract_text(root, ExtractOptions(image_alt_text=options.image_alt_text,
-                                                  include_footnotes=options.include_footnotes))
+        raise BookError(
+            path,
+            f"is not readable HTML ({' '.join(str(exc).split())[:200]})",
+            "check that the file is an HTML document",
+        ) from None
+    extracted = extract_text(
+        root,
+        ExtractOptions(image_alt_text=options.image_alt_text, include_footnotes=options.include_footnotes),
+    )
     meta = _meta_tags(root)
-    title, authors, chapters = chapters_from_text_blocks(extracted.blocks, clean_title(extracted.title), path.stem)
+    title, authors, chapters = chapters_from_text_blocks(
+        extracted.blocks, clean_title(extracted.title), path.stem
+    )
     metadata = BookMetadata(
         title=title,
         authors=tuple(filter(None, [meta.get("author", "")])) or authors,
@@ -53,7 +60,9 @@ def read_html(path: Path, options: IngestOptions) -> RawBook:
     return RawBook("html", metadata, chapters, warnings)
 
 
-_META_CHARSET = re.compile(rb"""<meta[^>]{0,200}?charset\s*=\s*["']?\s*([A-Za-z0-9._-]{1,40})""", re.IGNORECASE)
+_META_CHARSET = re.compile(
+    rb"""<meta[^>]{0,200}?charset\s*=\s*["']?\s*([A-Za-z0-9._-]{1,40})""", re.IGNORECASE
+)
 
 
 def html_text(data: bytes) -> str:

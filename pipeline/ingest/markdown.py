@@ -17,8 +17,10 @@ from pipeline.ingest.xhtml import Block
 from pipeline.types import BookMetadata
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
-_FRONT_FIELD = re.compile(r"^(title|author|authors|lang|language|date|publisher|description)\s*:\s*(.+)$",
-                          re.IGNORECASE | re.MULTILINE)
+_FRONT_FIELD = re.compile(
+    r"^(title|author|authors|lang|language|date|publisher|description)\s*:\s*(.+)$",
+    re.IGNORECASE | re.MULTILINE,
+)
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:\s+(.*?))?\s*#*\s*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)\s*$")
@@ -66,8 +68,10 @@ def _front_matter(text: str) -> tuple[dict[str, str], str]:
     match = _FRONT_MATTER.match(text)
     if not match:
         return {}, text
-    fields = {name.lower(): value.strip().strip("'\"") for name, value in _FRONT_FIELD.findall(match.group(1))}
-    return fields, text[match.end():]
+    fields = {
+        name.lower(): value.strip().strip("'\"") for name, value in _FRONT_FIELD.findall(match.group(1))
+    }
+    return fields, text[match.end() :]
 
 
 def markdown_blocks(text: str, *, image_alt_text: bool = False) -> tuple[list[Block], int]:
@@ -95,7 +99,12 @@ def markdown_blocks(text: str, *, image_alt_text: bool = False) -> tuple[list[Bl
             fence = opening.group(1)[0] * 3
             code_blocks += 1
             continue
-        if not line.strip() or _RULE.match(line) or _REFERENCE_DEFINITION.match(line) or _TABLE_RULE.match(line):
+        if (
+            not line.strip()
+            or _RULE.match(line)
+            or _REFERENCE_DEFINITION.match(line)
+            or _TABLE_RULE.match(line)
+        ):
             if paragraph and _SETEXT.match(line) and len(paragraph) == 1:
                 level = 1 if line.strip().startswith("=") else 2
                 blocks.append(Block(inline_text(paragraph[0]), level))

@@ -25,3 +25,15 @@ class IngestOptions:
     max_member_bytes: int = 128 * MiB  # one EPUB member
     max_compression_ratio: int = 200  # uncompressed / compressed, per member (bombs reach 1000+)
     max_entries: int = 20_000  # members in one EPUB
+
+    def __post_init__(self) -> None:
+        limits = (
+            "max_file_bytes",
+            "max_uncompressed_bytes",
+            "max_member_bytes",
+            "max_compression_ratio",
+            "max_entries",
+        )
+        for name in limits:
+            if getattr(self, name) <= 0:
+                raise ValueError(f"IngestOptions.{name} must be positive")

@@ -32,18 +32,43 @@ _NUMBER_WORD = (
 _NUMBER = rf"(?:\d{{1,4}}|[ivxlcdm]{{1,8}}|{_NUMBER_WORD})"
 _ZH_NUMBER = r"[0-9０-９零〇一二三四五六七八九十百千万两壹贰叁肆伍陆柒捌玖拾佰仟]{1,8}"
 _HEADING_PATTERNS: tuple[tuple[re.Pattern[str], int], ...] = (
-    (re.compile(rf"^第\s*{_ZH_NUMBER}\s*[卷部篇集](?:$|[\s:：、.．·—-].{{0,40}}|[^\s，。！？,.!?]{{1,30}})$"), 1),
-    (re.compile(rf"^第\s*{_ZH_NUMBER}\s*[章回节節幕](?:$|[\s:：、.．·—-].{{0,40}}|[^\s，。！？,.!?]{{1,30}})$"), 2),
-    (re.compile(r"^(?:序章|序言|序|楔子|引子|前言|尾声|尾聲|后记|後記|终章|終章|结语|結語|番外.{0,20}|附录.{0,20})$"), 2),
+    (
+        re.compile(
+            rf"^第\s*{_ZH_NUMBER}\s*[卷部篇集](?:$|[\s:：、.．·—-].{{0,40}}|[^\s，。！？,.!?]{{1,30}})$"
+        ),
+        1,
+    ),
+    (
+        re.compile(
+            rf"^第\s*{_ZH_NUMBER}\s*[章回节節幕](?:$|[\s:：、.．·—-].{{0,40}}|[^\s，。！？,.!?]{{1,30}})$"
+        ),
+        2,
+    ),
+    (
+        re.compile(
+            r"^(?:序章|序言|序|楔子|引子|前言|尾声|尾聲|后记|後記|终章|終章|结语|結語|番外.{0,20}|附录.{0,20})$"
+        ),
+        2,
+    ),
     (re.compile(rf"^(?:part|book|volume|vol\.)\s+{_NUMBER}\b(?:[\s.:—–-].{{0,70}})?$", re.IGNORECASE), 1),
     (re.compile(rf"^(?:chapter|chap\.)\s+{_NUMBER}\b(?:[\s.:—–-].{{0,70}})?$", re.IGNORECASE), 2),
-    (re.compile(r"^(?:prologue|epilogue|preface|foreword|introduction|afterword|interlude|appendix)\b"
-                r"(?:[\s.:—–-].{0,60})?$", re.IGNORECASE), 2),
+    (
+        re.compile(
+            r"^(?:prologue|epilogue|preface|foreword|introduction|afterword|interlude|appendix)\b"
+            r"(?:[\s.:—–-].{0,60})?$",
+            re.IGNORECASE,
+        ),
+        2,
+    ),
 )
 _MARKDOWN_HEADING = re.compile(r"^(#{1,6})\s+(\S.*?)\s*#*$")
 _ROMAN_HEADING = re.compile(r"^[IVXLC]{1,7}\.?$")
-_GUTENBERG_START = re.compile(r"^\*{3}\s*START OF (?:THE|THIS) PROJECT GUTENBERG.*$", re.IGNORECASE | re.MULTILINE)
-_GUTENBERG_END = re.compile(r"^\*{3}\s*END OF (?:THE|THIS) PROJECT GUTENBERG.*$", re.IGNORECASE | re.MULTILINE)
+_GUTENBERG_START = re.compile(
+    r"^\*{3}\s*START OF (?:THE|THIS) PROJECT GUTENBERG.*$", re.IGNORECASE | re.MULTILINE
+)
+_GUTENBERG_END = re.compile(
+    r"^\*{3}\s*END OF (?:THE|THIS) PROJECT GUTENBERG.*$", re.IGNORECASE | re.MULTILINE
+)
 _GUTENBERG_FIELD = re.compile(r"^(Title|Author|Language):\s*(.+)$", re.MULTILINE)
 _BY_LINE = re.compile(r"^(?:by|作者[:：]?)\s*(.{1,80})$", re.IGNORECASE)
 _MAX_HEADING_CHARS = 80
@@ -61,11 +86,16 @@ def read_text_file(path: Path, options: IngestOptions) -> bytes:
     try:
         size = path.stat().st_size
         if size > options.max_file_bytes:
-            raise BookError(path, f"is {size:,} bytes, over the {options.max_file_bytes:,}-byte limit",
-                            "split the book, or raise IngestOptions.max_file_bytes")
+            raise BookError(
+                path,
+                f"is {size:,} bytes, over the {options.max_file_bytes:,}-byte limit",
+                "split the book, or raise IngestOptions.max_file_bytes",
+            )
         return path.read_bytes()
     except OSError as exc:
-        raise BookError(path, f"cannot be read ({exc.strerror or exc})", "check the path and its permissions") from None
+        raise BookError(
+            path, f"cannot be read ({exc.strerror or exc})", "check the path and its permissions"
+        ) from None
 
 
 def decode(data: bytes) -> Decoded:
@@ -75,9 +105,13 @@ def decode(data: bytes) -> Decoded:
     ordinary text (ASCII, CJK, common punctuation, accented Latin letters): bytes decoded with the wrong
     codec come out as control characters, rare scripts or nonsense ideographs from all over Unicode.
     """
-    for bom, encoding in ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF32_LE, "utf-32"),
-                          (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF16_LE, "utf-16"),
-                          (codecs.BOM_UTF16_BE, "utf-16")):
+    for bom, encoding in (
+        (codecs.BOM_UTF8, "utf-8-sig"),
+        (codecs.BOM_UTF32_LE, "utf-32"),
+        (codecs.BOM_UTF32_BE, "utf-32"),
+        (codecs.BOM_UTF16_LE, "utf-16"),
+        (codecs.BOM_UTF16_BE, "utf-16"),
+    ):
         if data.startswith(bom):
             return Decoded(data.decode(encoding, errors="replace"), encoding)
     try:
@@ -98,8 +132,11 @@ def decode(data: bytes) -> Decoded:
             best, best_score = Decoded(text, encoding), score
     if best is not None and best_score >= 0.9:
         return best
-    return Decoded(data.decode("latin-1"), "latin-1",
-                   "the text's encoding could not be recognised; it was read as Latin-1 and may be garbled")
+    return Decoded(
+        data.decode("latin-1"),
+        "latin-1",
+        "the text's encoding could not be recognised; it was read as Latin-1 and may be garbled",
+    )
 
 
 _LEGACY_ENCODINGS = ("utf-16-le", "utf-16-be", "gb18030", "big5", "cp1252")
@@ -124,7 +161,7 @@ def heading_level(line: str, *, allow_weak: bool) -> int:
     markdown = _MARKDOWN_HEADING.match(line)
     if markdown:
         return len(markdown.group(1))
-    if line.endswith(("。", "！", "？", "，", "；", ",", ";", "”", "\"")):
+    if line.endswith(("。", "！", "？", "，", "；", ",", ";", "”", '"')):
         return 0  # a sentence, even if it starts like a heading ("番外正文。")
     for pattern, level in _HEADING_PATTERNS:
         if pattern.match(line):
@@ -148,17 +185,21 @@ def read_txt(path: Path, options: IngestOptions) -> RawBook:
     fields = {name.lower(): value.strip() for name, value in _GUTENBERG_FIELD.findall(text[:20_000])}
     text = _without_gutenberg_licence(text)
     blocks = text_blocks(text)
-    title, authors, chapters = chapters_from_text_blocks(blocks, fields.get("title", ""), path.stem,
-                                                         title_from_top_heading=False)
-    metadata = BookMetadata(title=title, authors=tuple(filter(None, [fields.get("author", "")])) or authors,
-                            language=_language_code(fields.get("language", "")))
+    title, authors, chapters = chapters_from_text_blocks(
+        blocks, fields.get("title", ""), path.stem, title_from_top_heading=False
+    )
+    metadata = BookMetadata(
+        title=title,
+        authors=tuple(filter(None, [fields.get("author", "")])) or authors,
+        language=_language_code(fields.get("language", "")),
+    )
     return RawBook("txt", metadata, chapters, warnings)
 
 
 def _without_gutenberg_licence(text: str) -> str:
     start = _GUTENBERG_START.search(text)
     if start:
-        text = text[start.end():]
+        text = text[start.end() :]
     end = _GUTENBERG_END.search(text)
     if end:
         text = text[: end.start()]
@@ -213,7 +254,7 @@ def _blank_line_paragraphs(lines: list[str], nonblank: int) -> bool:
 def _is_continuation(paragraph: list[str], line: str) -> bool:
     # Inside a hard-wrapped paragraph a line like "chapter 3 of the report" is text, not a heading:
     # the previous line did not end a sentence.
-    return not paragraph[-1].rstrip().endswith((".", "!", "?", "。", "！", "？", "\"", "”", ":", "："))
+    return not paragraph[-1].rstrip().endswith((".", "!", "?", "。", "！", "？", '"', "”", ":", "："))
 
 
 def _join_lines(lines: list[str]) -> str:
@@ -224,8 +265,9 @@ def _join_lines(lines: list[str]) -> str:
     return joined
 
 
-def chapters_from_text_blocks(blocks: list[Block], title_hint: str, fallback_title: str, *,
-                              title_from_top_heading: bool = True) -> tuple[str, tuple[str, ...], list[RawChapter]]:
+def chapters_from_text_blocks(
+    blocks: list[Block], title_hint: str, fallback_title: str, *, title_from_top_heading: bool = True
+) -> tuple[str, tuple[str, ...], list[RawChapter]]:
     """The book's title and authors, and its chapters, from paragraphs and heading blocks.
 
     Args:
@@ -245,8 +287,11 @@ def chapters_from_text_blocks(blocks: list[Block], title_hint: str, fallback_tit
     for section in sections(blocks, starts, title):
         if section.lo == 0 and section.hi == starts[0].at and preamble_is_title_page:
             continue
-        chapters.append(RawChapter(section.title or (title if section.lo == 0 else ""),
-                                   [block.text for block in section.blocks]))
+        chapters.append(
+            RawChapter(
+                section.title or (title if section.lo == 0 else ""), [block.text for block in section.blocks]
+            )
+        )
     return title, authors, chapters
 
 
@@ -259,8 +304,11 @@ def _title_page(preamble: list[Block]) -> tuple[str, tuple[str, ...], bool]:
 
 
 def _reads_like_prose(text: str) -> bool:
-    return len(text) > 80 or text.rstrip().endswith((".", "!", "?", "。", "！", "？", ",", "，")) and not \
-        _BY_LINE.match(text)
+    return (
+        len(text) > 80
+        or text.rstrip().endswith((".", "!", "?", "。", "！", "？", ",", "，"))
+        and not _BY_LINE.match(text)
+    )
 
 
 def _is_title(block: Block, title: str) -> bool:

@@ -7,6 +7,7 @@ one chunk past the cap however its headers lie.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import posixpath
 import stat
@@ -15,9 +16,13 @@ import zipfile
 import zlib
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 from pipeline.errors import BookError
-from pipeline.ingest.options import MiB, IngestOptions
+from pipeline.ingest.options import IngestOptions, MiB
 
 logger = logging.getLogger(__name__)
 
@@ -26,8 +31,16 @@ _EOCD_SIGNATURE = b"PK\x05\x06"
 _EOCD_SEARCH = 65_557  # 22-byte record + the largest possible archive comment
 _RATIO_GRACE_BYTES = 1 * MiB  # tiny members may compress absurdly well (a run of spaces) and are harmless
 # Errors that the zipfile and zlib modules raise on damaged archives.
-ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, NotImplementedError, RuntimeError,
-              struct.error)
+ZIP_ERRORS = (
+    zipfile.BadZipFile,
+    zlib.error,
+    EOFError,
+    OSError,
+    ValueError,
+    NotImplementedError,
+    RuntimeError,
+    struct.error,
+)
 
 
 class SafeZip:
@@ -56,25 +69,19 @@ class SafeZip:
             self._zip.close()
             raise
 
-    def __enter__(self) -> SafeZip:
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
     def close(self) -> None:
         self._zip.close()
 
-    def names(self) -> list[str]:
-        """Every file member's name, in archive order."""
-        return list(self._infos)
-
     def has(self, name: str) -> bool:
         return name in self._infos
-
-    def first_name(self) -> str:
-        return next(iter(self._infos), "")
 
     def read(self, name: str, max_bytes: int | None = None) -> bytes:
         """The member's bytes, decompressed and counted chunk by chunk.
@@ -88,15 +95,20 @@ class SafeZip:
         """
         info = self._infos.get(name)
         if info is None:
-            raise BookError(self.path, f"the EPUB has no member '{name}'", "the file is incomplete; get a fresh copy")
+            raise BookError(
+                self.path, f"the EPUB has no member '{name}'", "the file is incomplete; get a fresh copy"
+            )
         cap = self._member_cap(info, max_bytes)
         try:
             data = self._read_counted(info, cap)
         except BookError:
             raise
         except ZIP_ERRORS as exc:
-            raise BookError(self.path, f"member '{name}' is damaged ({_one_line(exc)})",
-                            "the file is corrupt or truncated; get a fresh copy") from None
+            raise BookError(
+                self.path,
+                f"member '{name}' is damaged ({_one_line(exc)})",
+                "the file is corrupt or truncated; get a fresh copy",
+            ) from None
         self._bytes_read += len(data)
         return data
 
@@ -147,7 +159,9 @@ def _check_entry_count_cheaply(path: Path, max_entries: int) -> None:
         raise _too_many(path, entries, max_entries)
 
 
-def _validated_entries(path: Path, infos: list[zipfile.ZipInfo], max_entries: int) -> dict[str, zipfile.ZipInfo]:
+def _validated_entries(
+    path: Path, infos: list[zipfile.ZipInfo], max_entries: int
+) -> dict[str, zipfile.ZipInfo]:
     if len(infos) > max_entries:
         raise _too_many(path, len(infos), max_entries)
     _refuse_overlaps(path, infos)
@@ -157,8 +171,11 @@ def _validated_entries(path: Path, infos: list[zipfile.ZipInfo], max_entries: in
         if info.is_dir():
             continue
         if info.filename in entries:
-            raise BookError(path, f"the archive holds '{info.filename}' twice",
-                            "a damaged or tampered file; get a fresh copy")
+            raise BookError(
+                path,
+                f"the archive holds '{info.filename}' twice",
+                "a damaged or tampered file; get a fresh copy",
+            )
         entries[info.filename] = info
     return entries
 
@@ -166,10 +183,13 @@ def _validated_entries(path: Path, infos: list[zipfile.ZipInfo], max_entries: in
 def _refuse_overlaps(path: Path, infos: list[zipfile.ZipInfo]) -> None:
     """Entries whose data runs into the next entry's header: the 'overlapping files' zip bomb."""
     ordered = sorted(infos, key=lambda info: info.header_offset)
-    for current, following in zip(ordered, ordered[1:]):
+    for current, following in itertools.pairwise(ordered):
         if current.header_offset + current.compress_size > following.header_offset:
-            raise BookError(path, f"members '{current.filename}' and '{following.filename}' overlap in the archive",
-                            "an overlapping-entries zip bomb or a damaged file; refuse it")
+            raise BookError(
+                path,
+                f"members '{current.filename}' and '{following.filename}' overlap in the archive",
+                "an overlapping-entries zip bomb or a damaged file; refuse it",
+            )
 
 
 def _check_entry(path: Path, info: zipfile.ZipInfo) -> None:
@@ -180,8 +200,11 @@ def _check_entry(path: Path, info: zipfile.ZipInfo) -> None:
     if info.create_system == 3 and stat.S_ISLNK(info.external_attr >> 16):
         raise BookError(path, f"member '{name}' is a symbolic link", "a hostile archive; refuse it")
     if info.flag_bits & 0x1:
-        raise BookError(path, f"member '{name}' is encrypted (password-protected ZIP)",
-                        "use an unencrypted copy of the book")
+        raise BookError(
+            path,
+            f"member '{name}' is encrypted (password-protected ZIP)",
+            "use an unencrypted copy of the book",
+        )
 
 
 def unsafe_name_problem(name: str) -> str:
@@ -205,19 +228,25 @@ def resolve_href(base_member: str, href: str) -> str | None:
     if not href or ":" in href.split("/")[0] or href.startswith("/") or "\\" in href or "\x00" in href:
         return None  # a scheme (http:, file:, data:), an absolute path or a hostile name
     joined = posixpath.normpath(posixpath.join(posixpath.dirname(base_member), href))
-    if joined == "." or joined.startswith("../") or joined == ".." or joined.startswith("/"):
+    if joined in (".", "..") or joined.startswith(("../", "/")):
         return None
     return joined
 
 
 def _too_many(path: Path, entries: int, max_entries: int) -> BookError:
-    return BookError(path, f"the archive has {entries:,} entries (more than {max_entries:,})",
-                     "a hostile or damaged archive; refuse it")
+    return BookError(
+        path,
+        f"the archive has {entries:,} entries (more than {max_entries:,})",
+        "a hostile or damaged archive; refuse it",
+    )
 
 
 def _not_a_zip(path: Path, exc: BaseException) -> BookError:
-    return BookError(path, f"is not a readable ZIP archive, so not an EPUB ({_one_line(exc)})",
-                     "the file is corrupt, truncated or not an EPUB; re-export or re-download it")
+    return BookError(
+        path,
+        f"is not a readable ZIP archive, so not an EPUB ({_one_line(exc)})",
+        "the file is corrupt, truncated or not an EPUB; re-export or re-download it",
+    )
 
 
 def _one_line(exc: BaseException) -> str:

@@ -18,21 +18,101 @@ EPUB_TYPE = "{http://www.idpf.org/2007/ops}type"
 
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _BLOCKS = frozenset(
-    "p div section article aside header footer main nav figure figcaption blockquote pre li ul ol dl dt dd "
-    "table thead tbody tfoot tr caption hr address center body html details summary fieldset legend hgroup "
-    "h1 h2 h3 h4 h5 h6 dialog search".split()
+    [
+        "p",
+        "div",
+        "section",
+        "article",
+        "aside",
+        "header",
+        "footer",
+        "main",
+        "nav",
+        "figure",
+        "figcaption",
+        "blockquote",
+        "pre",
+        "li",
+        "ul",
+        "ol",
+        "dl",
+        "dt",
+        "dd",
+        "table",
+        "thead",
+        "tbody",
+        "tfoot",
+        "tr",
+        "caption",
+        "hr",
+        "address",
+        "center",
+        "body",
+        "html",
+        "details",
+        "summary",
+        "fieldset",
+        "legend",
+        "hgroup",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "dialog",
+        "search",
+    ]
 )
 # Never read: code, styling, ruby annotations (pinyin/furigana would double the text), embedded media,
 # form controls. <title> is read separately as a hint, never as body text.
 _SKIPPED = frozenset(
-    "script style head title template noscript rt rp object embed iframe audio video canvas svg math button "
-    "input select textarea map area link meta base".split()
+    [
+        "script",
+        "style",
+        "head",
+        "title",
+        "template",
+        "noscript",
+        "rt",
+        "rp",
+        "object",
+        "embed",
+        "iframe",
+        "audio",
+        "video",
+        "canvas",
+        "svg",
+        "math",
+        "button",
+        "input",
+        "select",
+        "textarea",
+        "map",
+        "area",
+        "link",
+        "meta",
+        "base",
+    ]
 )
 _CELLS = frozenset(("td", "th"))
 # Semantics (epub:type / ARIA role) of elements that are not part of the read text.
 _NOT_READ = frozenset(("pagebreak", "doc-pagebreak", "noteref", "doc-noteref", "doc-backlink", "backlink"))
-_NOTES = frozenset(("footnote", "endnote", "rearnote", "note", "footnotes", "endnotes", "rearnotes",
-                    "doc-footnote", "doc-endnote", "doc-endnotes", "doc-footnotes"))
+_NOTES = frozenset(
+    (
+        "footnote",
+        "endnote",
+        "rearnote",
+        "note",
+        "footnotes",
+        "endnotes",
+        "rearnotes",
+        "doc-footnote",
+        "doc-endnote",
+        "doc-endnotes",
+        "doc-footnotes",
+    )
+)
 _NOTE_MARK = re.compile(r"^[\[(]?(?:\d{1,3}|[*†‡§¶]+|[a-z])[\])]?$")
 _MAX_DEPTH = 150  # elements nested deeper are read as plain text, keeping Python's recursion bounded
 _XML_SPACE = re.compile(r"[ \t\n\r\f]+")
@@ -112,8 +192,9 @@ class _Walker:
     def text(self, text: str | None) -> None:
         if not text:
             return
-        if not self.preformatted and ("\n" in text or "\t" in text or "\r" in text or "  " in text
-                                      or "\f" in text):
+        if not self.preformatted and (
+            "\n" in text or "\t" in text or "\r" in text or "  " in text or "\f" in text
+        ):
             text = _XML_SPACE.sub(" ", text)
         if self.in_link:
             self.result.link_chars += len(text.strip())
@@ -129,12 +210,21 @@ class _Walker:
         if self.depth >= _MAX_DEPTH:  # absurd nesting (hostile or broken): its text, without structure
             self.text("".join(element.itertext()))
             return
+        if name == "p" and not len(element) and not self.preformatted:
+            self._plain_paragraph(element.text)  # most of a book: a <p> holding only text
+            return
         self.depth += 1
         if name in _BLOCKS:
             self._walk_block(element, name)
         else:
             self._walk_inline(element, name)
         self.depth -= 1
+
+    def _plain_paragraph(self, text: str | None) -> None:
+        self.flush()
+        if text:
+            self.text(text)
+            self.flush()
 
     def _walk_block(self, element: etree._Element, name: str) -> None:
         self.flush()

@@ -122,7 +122,9 @@ _DECLARED_ENCODING = re.compile(rb"""^\s*<\?xml[^>]{0,200}?encoding\s*=\s*["']([
 def _valid_utf8(data: bytes) -> bytes:
     """Broken UTF-8 repaired (U+FFFD) before recovery: libxml2 would keep the bad bytes in tag names."""
     declared = _DECLARED_ENCODING.match(data)
-    encoding = declared.group(1).decode("ascii").lower().replace("-", "").replace("_", "") if declared else "utf8"
+    encoding = (
+        declared.group(1).decode("ascii").lower().replace("-", "").replace("_", "") if declared else "utf8"
+    )
     if encoding != "utf8":
         return data
     try:
@@ -173,8 +175,12 @@ def _character_references_repaired(data: bytes) -> bytes:
 
     def repair(match: re.Match[bytes]) -> bytes:
         value = int(match.group(1), 16) if match.group(1) else int(match.group(2))
-        allowed = value in (0x9, 0xA, 0xD) or 0x20 <= value <= 0xD7FF or 0xE000 <= value <= 0xFFFD \
+        allowed = (
+            value in (0x9, 0xA, 0xD)
+            or 0x20 <= value <= 0xD7FF
+            or 0xE000 <= value <= 0xFFFD
             or 0x10000 <= value <= 0x10FFFF
+        )
         return match.group(0) if allowed else b"&#xFFFD;"
 
     return _CHARACTER_REFERENCE.sub(repair, data)

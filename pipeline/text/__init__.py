@@ -20,8 +20,14 @@ from pipeline.text.options import TextOptions
 from pipeline.text.sentences import split_paragraphs
 from pipeline.types import Chapter, Sentence
 
-__all__ = ["ChapterText", "TextOptions", "normalize_text", "segment_chapter", "split_sentences",
-           "speakability_warnings"]
+__all__ = [
+    "ChapterText",
+    "TextOptions",
+    "normalize_text",
+    "segment_chapter",
+    "speakability_warnings",
+    "split_sentences",
+]
 
 logger = logging.getLogger(__name__)
 TITLE_PARAGRAPH = -1
@@ -60,12 +66,19 @@ def segment_chapter(chapter: Chapter, options: TextOptions | None = None) -> Cha
     drops = Drops()
     sources = [(TITLE_PARAGRAPH, chapter.title)] if chapter.title.strip() else []
     sources += list(enumerate(chapter.paragraphs))
-    normalized = normalize_paragraphs([source for _, source in sources], options.language, options.read_urls, drops)
+    normalized = normalize_paragraphs(
+        [source for _, source in sources], options.language, options.read_urls, drops
+    )
     pieces = split_paragraphs(normalized, options.max_chars, options.min_chars, options.cjk_weight)
-    numbered = [(paragraph_index, piece) for (paragraph_index, _), paragraph_pieces in zip(sources, pieces)
-                for piece in paragraph_pieces]
-    sentences = [Sentence(chapter.index, number, paragraph_index, piece)
-                 for number, (paragraph_index, piece) in enumerate(numbered)]
+    numbered = [
+        (paragraph_index, piece)
+        for (paragraph_index, _), paragraph_pieces in zip(sources, pieces, strict=True)
+        for piece in paragraph_pieces
+    ]
+    sentences = [
+        Sentence(chapter.index, number, paragraph_index, piece)
+        for number, (paragraph_index, piece) in enumerate(numbered)
+    ]
     warnings = tuple(_warnings(chapter, drops))
     if drops.scripts and options.fail_on_unsupported_script:
         raise unsupported_script_error(chapter, drops)
@@ -91,13 +104,12 @@ def split_sentences(chapter: Chapter, options: TextOptions | None = None) -> lis
     return list(segment_chapter(chapter, options).sentences)
 
 
-def speakability_warnings(chapter: Chapter, options: TextOptions | None = None) -> tuple[list[str], Drops]:
+def speakability_warnings(chapter: Chapter) -> tuple[list[str], Drops]:
     """What reading this chapter would drop (emoji, symbols, foreign scripts), found by a quick scan.
 
     The scan counts what the first normalisation step drops, which is all of the above; a stray ASCII
     symbol that only later steps drop (a lone '$') is counted by ``segment_chapter`` alone.
     """
-    options = options or TextOptions()
     drops = Drops()
     scan_drops(chapter.title + SEPARATOR + SEPARATOR.join(chapter.paragraphs), drops)
     return _warnings(chapter, drops), drops
@@ -105,9 +117,11 @@ def speakability_warnings(chapter: Chapter, options: TextOptions | None = None) 
 
 def unsupported_script_error(chapter: Chapter, drops: Drops) -> BookError:
     scripts = ", ".join(f"{name} ({count})" for name, count in drops.scripts.most_common())
-    return BookError(f"chapter {chapter.index + 1} '{chapter.title}'",
-                     f"holds letters the voice cannot read: {scripts}",
-                     "translate or remove them, or allow them to be dropped (fail_on_unsupported_script=False)")
+    return BookError(
+        f"chapter {chapter.index + 1} '{chapter.title}'",
+        f"holds letters the voice cannot read: {scripts}",
+        "translate or remove them, or allow them to be dropped (fail_on_unsupported_script=False)",
+    )
 
 
 def _warnings(chapter: Chapter, drops: Drops) -> list[str]:

@@ -16,9 +16,11 @@ The output alphabet is ``ALLOWED``: CJK unified ideographs U+4E00-U+9FFF, A-Z a-
 
 Normalising twice gives the same text as normalising once.
 
-Speed matters (a long novel is 15 MB of text and a regex pass costs ~30 ms per MB here), so each step
-is guarded by a cheap substring test, characters needing attention are found in one pass and mapped
-through a per-character cache, and numbers are read in small windows around their digits.
+Speed matters (a long novel is 10-15 MB of text, and every regex pass or substring test over it costs a
+scan), so a chapter is normalised in one piece (paragraphs joined by ``SEPARATOR``), the characters it
+holds are collected once and every step is skipped unless they call for it, characters needing
+attention are mapped through a per-character cache, and each number is read by trying only the rules
+that can start where it does.
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from dataclasses import dataclass, field
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 CJK_RANGE = "\u4e00-\u9fff"
@@ -40,8 +42,9 @@ _CJK = re.compile(f"[{CJK_RANGE}]")
 SQUARED, CUBED = "\x02", "\x03"
 ELLIPSIS = "\x05"  # resolved to '.' or ',' by what follows
 DASH_MARK = "\x06"  # a dash, bracket or line break: a pause, resolved to ',' or '，'
-SEPARATOR = "\x1e"  # between paragraphs normalised together; no rule reads across it
-_PLACEHOLDERS = SQUARED + CUBED + ELLIPSIS + DASH_MARK
+# Between paragraphs normalised together; no rule reads across it. Not \x1c-\x1f: Python counts those
+# as whitespace, so \s in a pattern would step over them into the next paragraph.
+SEPARATOR = "\x1a"
 
 _KEPT_CJK_PUNCTUATION = "、。，！？：；"
 # Characters needing no attention in the first pass: printable ASCII except quotes and brackets,
@@ -50,44 +53,144 @@ _SPECIAL = re.compile(
     rf"[^\x20\x21\x23-\x27\x2a-\x5a\x5c\x5e\x5f\x61-\x7a\x7c\x7e{CJK_RANGE}{_KEPT_CJK_PUNCTUATION}{SEPARATOR}]"
 )
 _INVISIBLE = frozenset(
-    chr(code) for code in [
-        *range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F, *range(0x80, 0xA0), 0x00AD, 0x034F, 0x061C,
-        0x115F, 0x1160, 0x17B4, 0x17B5, 0x180E, *range(0x200B, 0x2010), *range(0x202A, 0x202F),
-        *range(0x2060, 0x2070), 0xFE0E, 0xFE0F, 0xFEFF, *range(0xFFF9, 0xFFFC)]
+    chr(code)
+    for code in [
+        *range(0x09),
+        0x0B,
+        0x0C,
+        *range(0x0E, 0x20),
+        0x7F,
+        *range(0x80, 0xA0),
+        0x00AD,
+        0x034F,
+        0x061C,
+        0x115F,
+        0x1160,
+        0x17B4,
+        0x17B5,
+        0x180E,
+        *range(0x200B, 0x2010),
+        *range(0x202A, 0x202F),
+        *range(0x2060, 0x2070),
+        0xFE0E,
+        0xFE0F,
+        0xFEFF,
+        *range(0xFFF9, 0xFFFC),
+    ]
 )
 _PUNCTUATION = {
-    "\t": " ", "\n": f" {DASH_MARK} ", "\r": f" {DASH_MARK} ", "\u2028": f" {DASH_MARK} ", "\u2029": f" {DASH_MARK} ",
+    "\t": " ",
+    "\n": f" {DASH_MARK} ",
+    "\r": f" {DASH_MARK} ",
+    "\u2028": f" {DASH_MARK} ",
+    "\u2029": f" {DASH_MARK} ",
     # quotation marks and title marks: not words
-    **dict.fromkeys("\"“”„‟«»‹›〝〞〟「」『』《》〈〉＂", ""),
+    **dict.fromkeys('"“”„‟«»‹›〝〞〟「」『』《》〈〉＂', ""),
     # single quotes become apostrophes; lone ones are removed by tidy()
     **dict.fromkeys("‘’‚‛′`´＇", "'"),
     # brackets and dashes: pauses
     **dict.fromkeys("()[]{}（）【】〔〕〖〗［］｛｝—―‒–⸺⸻", f" {DASH_MARK} "),
-    "…": f" {ELLIPSIS} ", "⋯": f" {ELLIPSIS} ", "²": SQUARED, "³": CUBED, "〇": "零",
-    "−": "-", "‐": "-", "‑": "-", "〜": "~", "～": "~", "⁄": "/", "∕": "/", "｡": "。", "､": "、", "　": " ",
+    "…": f" {ELLIPSIS} ",
+    "⋯": f" {ELLIPSIS} ",
+    "²": SQUARED,
+    "³": CUBED,
+    "〇": "零",
+    "−": "-",
+    "‐": "-",
+    "‑": "-",
+    "〜": "~",
+    "～": "~",
+    "⁄": "/",
+    "∕": "/",
+    "｡": "。",
+    "､": "、",
+    "　": " ",
 }
 # Kept for the number and symbol readers, which speak them.
 _SPOKEN_SYMBOLS = frozenset("&+=@%×÷±§≈≠≤≥°√∞~<>$€£¥₩₹₽‰#")
-_FOLD_SPECIAL = {"ß": "ss", "ẞ": "SS", "æ": "ae", "Æ": "AE", "œ": "oe", "Œ": "OE", "ø": "o", "Ø": "O",
-                 "ł": "l", "Ł": "L", "đ": "d", "Đ": "D", "þ": "th", "Þ": "Th", "ð": "d", "Ð": "D",
-                 "ı": "i", "ħ": "h", "Ħ": "H", "ŋ": "ng", "Ŋ": "Ng", "ĸ": "k", "ſ": "s"}
+_FOLD_SPECIAL = {
+    "ß": "ss",
+    "ẞ": "SS",
+    "æ": "ae",
+    "Æ": "AE",
+    "œ": "oe",
+    "Œ": "OE",
+    "ø": "o",
+    "Ø": "O",
+    "ł": "l",
+    "Ł": "L",
+    "đ": "d",
+    "Đ": "D",
+    "þ": "th",
+    "Þ": "Th",
+    "ð": "d",
+    "Ð": "D",
+    "ı": "i",
+    "ħ": "h",
+    "Ħ": "H",
+    "ŋ": "ng",
+    "Ŋ": "Ng",
+    "ĸ": "k",
+    "ſ": "s",
+}
 
-_URL = re.compile(rf"\b(?:(?:https?|ftp)://|www\.)[^\s<>\"'，。！？、；：）」』】{SEPARATOR}]+", re.IGNORECASE)
+_URL = re.compile(
+    rf"\b(?:(?:https?|ftp)://|www\.)[^\s<>\"'，。！？、；：）」』】{SEPARATOR}]+", re.IGNORECASE
+)
 _EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+\b")
 _EN_ABBREVIATIONS = {
-    "Mr.": "Mister", "Mrs.": "Missus", "Ms.": "Miz", "Dr.": "Doctor", "Prof.": "Professor", "Mt.": "Mount",
-    "e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", "vs.": "versus", "approx.": "approximately",
-    "Jr.": "Junior", "Sr.": "Senior", "St.": "Saint", "Capt.": "Captain", "Gen.": "General", "Lt.": "Lieutenant",
-    "Col.": "Colonel", "Sgt.": "Sergeant", "Rev.": "Reverend", "Hon.": "Honourable", "Fr.": "Father",
+    "Mr.": "Mister",
+    "Mrs.": "Missus",
+    "Ms.": "Miz",
+    "Dr.": "Doctor",
+    "Prof.": "Professor",
+    "Mt.": "Mount",
+    "e.g.": "for example",
+    "i.e.": "that is",
+    "etc.": "et cetera",
+    "vs.": "versus",
+    "approx.": "approximately",
+    "Jr.": "Junior",
+    "Sr.": "Senior",
+    "St.": "Saint",
+    "Capt.": "Captain",
+    "Gen.": "General",
+    "Lt.": "Lieutenant",
+    "Col.": "Colonel",
+    "Sgt.": "Sergeant",
+    "Rev.": "Reverend",
+    "Hon.": "Honourable",
+    "Fr.": "Father",
 }
-_BEFORE_CAPITAL = frozenset(("Mr.", "Mrs.", "Ms.", "Dr.", "Prof.", "Mt.", "Capt.", "Gen.", "Lt.", "Col.", "Sgt.",
-                             "Rev.", "Hon.", "Fr.", "St."))  # titles: only before a name
-# One literal-led pattern per abbreviation: a literal prefix makes the scan fast; the word boundary
-# before it is checked by hand.
-_EN_ABBREVIATION_PATTERNS = {
-    short: re.compile(re.escape(short) + (r"(?= +[A-Z])" if short in _BEFORE_CAPITAL else ""))
-    for short in _EN_ABBREVIATIONS
-}
+_BEFORE_CAPITAL = frozenset(
+    (
+        "Mr.",
+        "Mrs.",
+        "Ms.",
+        "Dr.",
+        "Prof.",
+        "Mt.",
+        "Capt.",
+        "Gen.",
+        "Lt.",
+        "Col.",
+        "Sgt.",
+        "Rev.",
+        "Hon.",
+        "Fr.",
+        "St.",
+    )
+)  # titles: only before a name
+# One pass led by the literal "." (a literal prefix is what makes a regex scan fast): the abbreviation
+# before it is matched by fixed-width lookbehinds, one per length.
+_EN_ABBREVIATION = re.compile(
+    r"\.(?:"
+    + "|".join(
+        rf"(?<=({'|'.join(re.escape(short[:-1]) for short in _EN_ABBREVIATIONS if len(short) == size)})\.)"
+        for size in sorted({len(short) for short in _EN_ABBREVIATIONS})
+    )
+    + ")"
+)
 
 
 @dataclass
@@ -98,12 +201,6 @@ class Drops:
     symbols: int = 0
     links: int = 0
     scripts: Counter[str] = field(default_factory=Counter)  # unsupported script name -> letters dropped
-
-    def add(self, other: Drops) -> None:
-        self.emoji += other.emoji
-        self.symbols += other.symbols
-        self.links += other.links
-        self.scripts.update(other.scripts)
 
     def count(self, kind: str, script: str) -> None:
         if kind == "emoji":
@@ -121,7 +218,9 @@ class Drops:
         phrases = []
         if self.scripts:
             detail = ", ".join(f"{name} {count}" for name, count in self.scripts.most_common())
-            phrases.append(f"{sum(self.scripts.values())} letters in scripts the voice cannot read dropped ({detail})")
+            phrases.append(
+                f"{sum(self.scripts.values())} letters in scripts the voice cannot read dropped ({detail})"
+            )
         if self.emoji:
             phrases.append(f"{self.emoji} emoji dropped")
         if self.symbols:
@@ -146,7 +245,9 @@ def paragraph_language(text: str, forced: str = "") -> str:
     return "zh" if wide > words else "en"
 
 
-def normalize_paragraph(text: str, language: str = "", read_urls: str = "domain", drops: Drops | None = None) -> str:
+def normalize_paragraph(
+    text: str, language: str = "", read_urls: str = "domain", drops: Drops | None = None
+) -> str:
     """``text`` rewritten in ChatTTS's alphabet; see the module docstring for what happens to what.
 
     Args:
@@ -162,33 +263,56 @@ def normalize_paragraph(text: str, language: str = "", read_urls: str = "domain"
     return normalize_paragraphs([text], language, read_urls, drops)[0]
 
 
-def normalize_paragraphs(paragraphs: Sequence[str], language: str = "", read_urls: str = "domain",
-                         drops: Drops | None = None) -> list[str]:
+def normalize_paragraphs(
+    paragraphs: Sequence[str], language: str = "", read_urls: str = "domain", drops: Drops | None = None
+) -> list[str]:
     """``normalize_paragraph`` for many paragraphs at once, in one pass per step.
 
     The paragraphs are joined with ``SEPARATOR``, a character no rule reads across, so the result is
     the same as normalising each alone, without paying each step's fixed cost once per paragraph.
     """
-    from pipeline.text.spoken import spell_out
+    from pipeline.text.spoken import spell_out, spell_roman_numerals
 
     drops = drops if drops is not None else Drops()
     if not paragraphs:
         return []
     text = SEPARATOR.join(paragraphs)
-    if text.count(SEPARATOR) != len(paragraphs) - 1:  # the book itself holds our separator: neutralise it
-        text = SEPARATOR.join(paragraph.replace(SEPARATOR, " ") for paragraph in paragraphs)
-    languages = ParagraphLanguages([paragraph_language(paragraph, language) for paragraph in paragraphs])
+    if (
+        text.count(SEPARATOR) != len(paragraphs) - 1
+    ):  # the book holds our separator: delete it, as other controls
+        text = SEPARATOR.join(paragraph.replace(SEPARATOR, "") for paragraph in paragraphs)
     text = basic_forms(text, drops)
-    if "--" in text:
+    # Languages are judged after the first pass, when quotes and unreadable letters are gone.
+    languages = ParagraphLanguages(
+        [language] if language else [paragraph_language(paragraph) for paragraph in text.split(SEPARATOR)]
+    )
+    # Every later step is skipped unless a character it needs is present. Each test of a whole chapter
+    # costs a scan, so the unusual characters are collected once, here; no later step adds any.
+    present = present_characters(text)
+    if "-" in present and "--" in text:
         text = re.sub(r"-{2,}", f" {DASH_MARK} ", text)
     if ".." in text or ". ." in text:
         text = re.sub(r"\.(?: ?\.){2,}", f" {ELLIPSIS} ", text)
-    if "@" in text or "://" in text or "www." in text or "WWW." in text:
+    if "@" in present or ("/" in present and "://" in text) or "www." in text:
         text = _links(text, read_urls, drops)
-    text = _expand_abbreviations(text)
-    text = spell_out(text, languages.at, language)
-    text = _leftovers(text, drops)
-    return [part.strip().lstrip(_LEADING) for part in tidy(text).split(SEPARATOR)]
+    text = spell_out(text, languages.at, language, present)
+    text = _leftovers(text, drops, present)
+    # Abbreviations and Roman numerals last: whether "Mr." is a title or "V" a number depends on the
+    # words and punctuation the listener will hear next to them.
+    tidied = _expand_abbreviations(tidy(text))
+    text = spell_roman_numerals(tidied, languages.at, language)
+    if text is not tidied and not text.isascii():
+        text = tidy(text)  # a numeral read in Chinese: the marks beside it become full-width
+    return [part.strip().lstrip(_LEADING) for part in text.split(SEPARATOR)]
+
+
+_COMMON_ASCII = str.maketrans("", "", "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ ,.!?;:")
+
+
+def present_characters(text: str) -> frozenset[str]:
+    """The characters of ``text`` other than ASCII letters, spaces and sentence marks (all of them for
+    text that is not ASCII), found in one fast pass."""
+    return frozenset(text.translate(_COMMON_ASCII) if text.isascii() else text)
 
 
 class ParagraphLanguages:
@@ -275,7 +399,9 @@ def _script_name(ch: str) -> str:
     if name.startswith(("LATIN", "MODIFIER LETTER")):
         return "unusual Latin letters"
     word = name.split(" ")[0] if name else "unknown"
-    return {"HANGUL": "Korean", "HIRAGANA": "Japanese kana", "KATAKANA": "Japanese kana"}.get(word, word.title())
+    return {"HANGUL": "Korean", "HIRAGANA": "Japanese kana", "KATAKANA": "Japanese kana"}.get(
+        word, word.title()
+    )
 
 
 def scan_drops(text: str, drops: Drops) -> None:
@@ -316,17 +442,34 @@ def _expand_abbreviations(text: str) -> str:
     """Mr. → Mister, e.g. → for example: read as words, and no longer mistaken for sentence ends."""
     if "." not in text:
         return text
-    for short, pattern in _EN_ABBREVIATION_PATTERNS.items():
-        if short in text:
-            text = pattern.sub(lambda m: _expansion(m, short), text)
-    return text
+    pieces: list[str] = []
+    done = 0
+    for match in _EN_ABBREVIATION.finditer(text):
+        short = next(group for group in match.groups() if group) + "."
+        start = match.end() - len(short)
+        spoken = _expansion(text, start, match.end(), short) if start >= done else None
+        if spoken is not None:
+            pieces.append(text[done:start])
+            pieces.append(spoken)
+            done = match.end()
+    pieces.append(text[done:])
+    return "".join(pieces)
 
 
-def _expansion(match: re.Match[str], short: str) -> str:
-    before = match.string[match.start() - 1] if match.start() else " "
+def _expansion(text: str, start: int, end: int, short: str) -> str | None:
+    """The words for the abbreviation text[start:end], or None where it is not one."""
+    before = text[start - 1] if start else " "
     if before.isalnum() or before in "._'":
-        return match.group(0)  # part of a longer word: "HMr." or "U.S."
-    return _EN_ABBREVIATIONS[short]
+        return None  # part of a longer word: "HMr." or "U.S."
+    following = text[end : end + 3]
+    next_letter = following.lstrip(" ")[:1]
+    if short in _BEFORE_CAPITAL and not (following[:1] == " " and next_letter.isupper()):
+        return None  # a title only before a name: "Dr. Watson", not "the road ends at St."
+    ends_sentence = (
+        not following or following[0] == SEPARATOR or following[:1] == " " and next_letter.isupper()
+    )
+    # "and so on, etc." ends a sentence: its period stays; "etc. and" goes on
+    return _EN_ABBREVIATIONS[short] + ("." if ends_sentence and short not in _BEFORE_CAPITAL else "")
 
 
 # --- what is left after the readers ---------------------------------------------------------------
@@ -335,18 +478,23 @@ _LEFTOVER = re.compile(rf"[^A-Za-z{CJK_RANGE} ，。！？、；：,.!?;:'{ELLIP
 
 
 # What may be left after the readers: the first pass mapped every other character.
-_POSSIBLE_LEFTOVERS = tuple("0123456789\"#$%&()*+-/<=>@[\\]^_`{|}~") + tuple(
-    ch for ch in _SPOKEN_SYMBOLS if not ch.isascii()) + (SQUARED, CUBED)
+_POSSIBLE_LEFTOVERS = frozenset('"#$%&()*+-/<=>@[\\]^_`{|}~' + SQUARED + CUBED) | frozenset(
+    ch for ch in _SPOKEN_SYMBOLS if not ch.isascii()
+)
 
 
-def _leftovers(text: str, drops: Drops) -> str:
-    """Hyphens and slashes between words become spaces; anything else outside the alphabet is dropped."""
-    if " - " in text:
+def _leftovers(text: str, drops: Drops, present: frozenset[str]) -> str:
+    """Hyphens and slashes between words become spaces; anything else outside the alphabet is dropped.
+
+    ``present``: the unusual characters the text held before numbers and symbols were read.
+    """
+    if "-" in present and " - " in text:
         text = text.replace(" - ", f" {DASH_MARK} ")
     for silent in "-/_*":  # word joiners and emphasis marks: a space, nothing to count
-        if silent in text:
+        if silent in present:
             text = text.replace(silent, " ")
-    if not any(ch in text for ch in _POSSIBLE_LEFTOVERS):
+    # Digits are all read by now; a symbol may have been (a "$" before a number) or not (a lone "$").
+    if not any(ch in text for ch in present & _POSSIBLE_LEFTOVERS):
         return text
 
     def replace(match: re.Match[str]) -> str:
@@ -364,13 +512,28 @@ _MARKS = f"，。！？、；：,.!?;:{ELLIPSIS}{DASH_MARK}"
 _MARK_RUN = re.compile(rf" [{_MARKS}](?: ?[{_MARKS}])*|[{_MARKS}](?: ?[{_MARKS}])+|[{ELLIPSIS}{DASH_MARK}]")
 _LONE_APOSTROPHE = re.compile(r"'(?<![A-Za-z]')|'(?![A-Za-z])")
 _SPACES = re.compile(r"  +")
-_SPACE_BETWEEN_CJK = re.compile(rf" (?<=[{CJK_RANGE}{_KEPT_CJK_PUNCTUATION}] )(?=[{CJK_RANGE}{_KEPT_CJK_PUNCTUATION}])")
+_SPACE_BETWEEN_CJK = re.compile(
+    rf" (?<=[{CJK_RANGE}{_KEPT_CJK_PUNCTUATION}] )(?=[{CJK_RANGE}{_KEPT_CJK_PUNCTUATION}])"
+)
 _HALF_WIDTH_AFTER_CJK = re.compile(rf"[,.!?;:](?<=[{CJK_RANGE}{_KEPT_CJK_PUNCTUATION}].)")
-_STRENGTH = {"?": 6, "？": 6, "!": 5, "！": 5, ".": 4, "。": 4, ";": 3, "；": 3, ":": 2, "：": 2,
-             ",": 1, "，": 1, "、": 1, DASH_MARK: 0}
+_STRENGTH = {
+    "?": 6,
+    "？": 6,
+    "!": 5,
+    "！": 5,
+    ".": 4,
+    "。": 4,
+    ";": 3,
+    "；": 3,
+    ":": 2,
+    "：": 2,
+    ",": 1,
+    "，": 1,
+    "、": 1,
+    DASH_MARK: 0,
+}
 _FULL_WIDTH = {",": "，", ".": "。", "!": "！", "?": "？", ";": "；", ":": "："}
 _HALF_WIDTH = {value: key for key, value in _FULL_WIDTH.items()}
-_SPACE_BEFORE_MARK = tuple(f" {mark}" for mark in _MARKS)
 _LEADING = "，。！？、；：,.!?;: "
 
 
@@ -380,18 +543,21 @@ def tidy(text: str) -> str:
         text = _LONE_APOSTROPHE.sub(" ", text)
     if ELLIPSIS in text or DASH_MARK in text:
         text = _resolve_pauses(text)
-    if any(pair in text for pair in _SPACE_BEFORE_MARK) or _MARK_PAIR.search(text):
-        text = _MARK_RUN.sub(_one_mark, text)
     if "  " in text:
         text = _SPACES.sub(" ", text)
-    if not text.isascii():  # Chinese somewhere: its spacing and its marks
+    if _MARK_TROUBLE.search(text):  # "word ," or "?!": one scan rather than a test per pair
+        text = _MARK_RUN.sub(_one_mark, text)
+        if "  " in text:
+            text = _SPACES.sub(" ", text)
+    if not text.isascii():  # Chinese somewhere: its marks, then its spacing
+        text = _HALF_WIDTH_AFTER_CJK.sub(lambda m: _FULL_WIDTH[m.group(0)], text)
         if " " in text:
             text = _SPACE_BETWEEN_CJK.sub("", text)
-        text = _HALF_WIDTH_AFTER_CJK.sub(lambda m: _FULL_WIDTH[m.group(0)], text)
     return text
 
 
 _RUN_CHARACTERS = frozenset(_MARKS + " ")
+_MARK_TROUBLE = re.compile(rf"[ {_MARKS}] ?[{_MARKS}]")
 
 
 def _resolve_pauses(text: str) -> str:
@@ -401,8 +567,12 @@ def _resolve_pauses(text: str) -> str:
     """
     pieces: list[str] = []
     done = 0
-    at = _next_pause(text, 0)
-    while at >= 0:
+    upcoming = {mark: text.find(mark) for mark in (ELLIPSIS, DASH_MARK)}
+    while True:
+        found = [position for position in upcoming.values() if position >= 0]
+        if not found:
+            break
+        at = min(found)
         start, end = at, at + 1
         while start > done and text[start - 1] in _RUN_CHARACTERS:
             start -= 1
@@ -411,21 +581,11 @@ def _resolve_pauses(text: str) -> str:
         pieces.append(text[done:start])
         pieces.append(_pause(text, start, end))
         done = end
-        at = _next_pause(text, end)
+        for mark, position in upcoming.items():  # only marks swallowed by this run need looking for again
+            if 0 <= position < end:
+                upcoming[mark] = text.find(mark, end)
     pieces.append(text[done:])
     return "".join(pieces)
-
-
-def _next_pause(text: str, start: int) -> int:
-    positions = [position for position in (text.find(ELLIPSIS, start), text.find(DASH_MARK, start)) if position >= 0]
-    return min(positions) if positions else -1
-
-
-_MARK_PAIR = re.compile(rf"[{_MARKS}] ?[{_MARKS}]")
-
-
-def _has_mark_pair(text: str) -> bool:
-    return _MARK_PAIR.search(text) is not None
 
 
 def _one_mark(match: re.Match[str]) -> str:

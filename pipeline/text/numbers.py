@@ -7,15 +7,45 @@ hyphens, because a hyphen is not in the voice's alphabet.
 
 from __future__ import annotations
 
-_EN_ONES = (
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-    "sixteen seventeen eighteen nineteen"
-).split()
-_EN_TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
-_EN_SCALES = ((10**15, "quadrillion"), (10**12, "trillion"), (10**9, "billion"), (10**6, "million"),
-              (10**3, "thousand"))
-_EN_ORDINAL_WORDS = {"one": "first", "two": "second", "three": "third", "five": "fifth", "eight": "eighth",
-                     "nine": "ninth", "twelve": "twelfth"}
+_EN_ONES = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+]
+_EN_TENS = ["_", "_", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+_EN_SCALES = (
+    (10**15, "quadrillion"),
+    (10**12, "trillion"),
+    (10**9, "billion"),
+    (10**6, "million"),
+    (10**3, "thousand"),
+)
+_EN_ORDINAL_WORDS = {
+    "one": "first",
+    "two": "second",
+    "three": "third",
+    "five": "fifth",
+    "eight": "eighth",
+    "nine": "ninth",
+    "twelve": "twelfth",
+}
 _ZH_DIGITS = "零一二三四五六七八九"
 _ZH_SMALL_UNITS = ("", "十", "百", "千")
 _ZH_GROUP_UNITS = ("", "万", "亿", "万亿", "亿亿")
@@ -157,8 +187,21 @@ def roman_value(numeral: str) -> int | None:
 
 def to_roman(number: int) -> str:
     out = ""
-    for value, letters in ((1000, "M"), (900, "CM"), (500, "D"), (400, "CD"), (100, "C"), (90, "XC"),
-                           (50, "L"), (40, "XL"), (10, "X"), (9, "IX"), (5, "V"), (4, "IV"), (1, "I")):
+    for value, letters in (
+        (1000, "M"),
+        (900, "CM"),
+        (500, "D"),
+        (400, "CD"),
+        (100, "C"),
+        (90, "XC"),
+        (50, "L"),
+        (40, "XL"),
+        (10, "X"),
+        (9, "IX"),
+        (5, "V"),
+        (4, "IV"),
+        (1, "I"),
+    ):
         while number >= value:
             out += letters
             number -= value

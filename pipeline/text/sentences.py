@@ -22,50 +22,104 @@ from pipeline.text.normalize import SEPARATOR
 _CJK = r"\u4e00-\u9fff"
 _CJK_CHAR = re.compile(f"[{_CJK}]")
 # A sentence end: CJK terminators, or Latin terminators before a space + capital/CJK or the end.
-_SENTENCE_END = re.compile(rf"[。！？；]+ ?|[.!?]+(?: (?=[A-Z{_CJK}'])|(?=[{_CJK}])| ?$)")
-# Sentence ends, or the separator between paragraphs joined for speed (always an end).
-_BOUNDARY = re.compile(rf"[。！？；]+ ?|[.!?]+(?: (?=[A-Z{_CJK}'])|(?=[{_CJK}])| ?(?={SEPARATOR}|$))|{SEPARATOR}")
 _CLAUSE_END = re.compile(r"[，、：；,;:]+|[。！？.!?]+")
 ABBREVIATIONS = frozenset(
-    """mr mrs ms dr prof sr jr st mt ft vs etc eg ie cf al no nos vol vols fig figs ch chap pp p
-    inc ltd co corp bros gen col capt lt sgt cpl rev hon gov pres sen rep supt messrs mme mlle
-    jan feb mar apr jun jul aug sep sept oct nov dec mon tue tues wed thu thur thurs fri sat sun
-    approx dept est min max misc ave blvd rd
-    """.split()
+    [
+        "mr",
+        "mrs",
+        "ms",
+        "dr",
+        "prof",
+        "sr",
+        "jr",
+        "st",
+        "mt",
+        "ft",
+        "vs",
+        "etc",
+        "eg",
+        "ie",
+        "cf",
+        "al",
+        "no",
+        "nos",
+        "vol",
+        "vols",
+        "fig",
+        "figs",
+        "ch",
+        "chap",
+        "pp",
+        "p",
+        "inc",
+        "ltd",
+        "co",
+        "corp",
+        "bros",
+        "gen",
+        "col",
+        "capt",
+        "lt",
+        "sgt",
+        "cpl",
+        "rev",
+        "hon",
+        "gov",
+        "pres",
+        "sen",
+        "rep",
+        "supt",
+        "messrs",
+        "mme",
+        "mlle",
+        "jan",
+        "feb",
+        "mar",
+        "apr",
+        "jun",
+        "jul",
+        "aug",
+        "sep",
+        "sept",
+        "oct",
+        "nov",
+        "dec",
+        "mon",
+        "tue",
+        "tues",
+        "wed",
+        "thu",
+        "thur",
+        "thurs",
+        "fri",
+        "sat",
+        "sun",
+        "approx",
+        "dept",
+        "est",
+        "min",
+        "max",
+        "misc",
+        "ave",
+        "blvd",
+        "rd",
+    ]
 )
-_LONGEST_ABBREVIATION = max(map(len, ABBREVIATIONS))
-
-
-def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each sentence in ``text``; together they cover all of it."""
-    spans: list[tuple[int, int]] = []
-    start = 0
-    for match in _SENTENCE_END.finditer(text):
-        end = match.end()
-        if match.group(0)[0] == "." and _after_abbreviation(text, match.start()):
-            continue
-        spans.append((start, end))
-        start = end
-    if start < len(text) and text[start:].strip():
-        spans.append((start, len(text)))
-    elif spans:
-        spans[-1] = (spans[-1][0], len(text))
-    return spans
-
-
-def _after_abbreviation(text: str, dot: int) -> bool:
-    """Whether the period at ``dot`` closes an abbreviation or an initial rather than a sentence."""
-    space = text.rfind(" ", max(0, dot - _LONGEST_ABBREVIATION - 1), dot)
-    if space < 0 and dot > _LONGEST_ABBREVIATION and "." not in text[dot - _LONGEST_ABBREVIATION : dot]:
-        return False  # a long word: no abbreviation is that long
-    token = text[text.rfind(" ", max(0, dot - 40), dot) + 1 : dot].rpartition(SEPARATOR)[2]
-    if not token:
-        return False
-    if "." in token:  # U.S. / e.g. / Ph.D.
-        return token.replace(".", "").isalpha()
-    if len(token) == 1:  # an initial: J. K. Rowling
-        return token.isupper()
-    return token.isascii() and token.lower() in ABBREVIATIONS
+# A period that does not close an abbreviation ("Mr."), an initial ("J.") or a dotted word ("U.S."),
+# written as lookbehinds after the period so the regex engine decides it without calling back here.
+# Python needs fixed-width lookbehinds: one per word length, each an alternation of that length's words.
+_NOT_AFTER_ABBREVIATION = (
+    "".join(
+        rf"(?<!(?i:\b(?:{'|'.join(sorted(word for word in ABBREVIATIONS if len(word) == size))}))\.)"
+        for size in sorted({len(word) for word in ABBREVIATIONS})
+    )
+    + r"(?<!\b[A-Z]\.)(?<!\.[A-Za-z]\.)"
+)
+_LATIN_END = rf"(?: (?=[A-Z{_CJK}'])|(?=[{_CJK}])| ?(?={SEPARATOR}|$))"
+# Sentence ends, or the separator between paragraphs joined for speed (always an end).
+_BOUNDARY = re.compile(
+    rf"[。！？；]+ ?|[!?][.!?]*{_LATIN_END}|\.{_NOT_AFTER_ABBREVIATION}[.!?]*{_LATIN_END}|{SEPARATOR}"
+)
 
 
 def cost(text: str, cjk_weight: float) -> float:
@@ -93,40 +147,49 @@ def split_long(text: str, limit: float, cjk_weight: float) -> list[str]:
     start = 0
     while remaining > limit:
         furthest = _furthest_end(text, start, limit, cjk_weight)
-        ideal = start + (len(text) - start) / math.ceil(remaining / limit)
+        # Aim for equal shares, but never further than a few limits ahead: a 10 MB paragraph without a
+        # single mark must still cost linear time.
+        shares = math.ceil(remaining / limit)
+        ideal = start + min(len(text) - start, 3 * int(limit) + 3) / min(shares, 3)
         lowest = int(start + (ideal - start) / 3) + 1  # no crumbs: a cut at least a third of the way
-        cut = _clause_break(text, lowest, furthest, ideal) or _space_break(text, lowest, furthest, ideal) or furthest
-        pieces.append(text[start:cut])
+        cut = (
+            _clause_break(text, lowest, furthest, ideal)
+            or _space_break(text, lowest, furthest, ideal)
+            or furthest
+        )
+        piece = text[start:cut]
+        pieces.append(piece)
+        remaining -= cost(piece, cjk_weight)
         start = cut
-        remaining = cost(text[start:], cjk_weight)
     pieces.append(text[start:])
     return pieces
 
 
 def _clause_break(text: str, lowest: int, furthest: int, ideal: float) -> int:
     """The end of the clause mark in [lowest, furthest] nearest ``ideal``, or 0."""
-    best = 0
+    best, best_distance = 0, math.inf
     for match in _CLAUSE_END.finditer(text, max(lowest - 1, 0), furthest):
         end = match.end()
-        if lowest <= end <= furthest and end < len(text) and (not best or abs(end - ideal) < abs(best - ideal)):
-            best = end
+        if lowest <= end <= furthest and end < len(text) and abs(end - ideal) < best_distance:
+            best, best_distance = end, abs(end - ideal)
     return best
 
 
 def _space_break(text: str, lowest: int, furthest: int, ideal: float) -> int:
     """Just after the space in [lowest, furthest] nearest ``ideal``, or 0."""
     middle = int(ideal)
-    before = text.rfind(" ", lowest, min(middle, furthest))
-    after = text.find(" ", middle, furthest)
-    candidates = [position + 1 for position in (before, after) if position > 0]
-    return min(candidates, key=lambda position: abs(position - ideal)) if candidates else 0
+    before = text.rfind(" ", lowest, min(middle, furthest)) + 1  # 0 when there is none
+    after = text.find(" ", middle, furthest) + 1
+    if before and after:
+        return before if ideal - before <= after - ideal else after
+    return before or after
 
 
 def _furthest_end(text: str, start: int, limit: float, cjk_weight: float) -> int:
     """The largest end such that text[start:end] fits the limit (at least one character)."""
     if text.isascii():
         return min(len(text), start + max(1, int(limit)))
-    low, high = start + 1, len(text)
+    low, high = start + 1, min(len(text), start + max(1, int(limit)))  # every character costs at least 1
     while low < high:
         middle = (low + high + 1) // 2
         if cost(text[start:middle], cjk_weight) <= limit:
@@ -161,18 +224,15 @@ def merge_short(sentences: list[str], minimum: float, limit: float, cjk_weight: 
 
 
 def _join(left: str, right: str) -> str:
-    if _CJK_CHAR.match(left[-1:]) or left.endswith(("。", "！", "？", "；", "，", "：", "、")):
-        if _CJK_CHAR.match(right[:1]) or not right[:1].isascii():
-            return left + right
+    cjk_left = _CJK_CHAR.match(left[-1:]) or left.endswith(("。", "！", "？", "；", "，", "：", "、"))
+    if cjk_left and (_CJK_CHAR.match(right[:1]) or not right[:1].isascii()):
+        return left + right  # Chinese needs no space between sentences
     return f"{left} {right}"
 
 
-def split_text(text: str, limit: float, minimum: float, cjk_weight: float) -> list[str]:
-    """Sentences of one normalised paragraph, each within ``limit``, tiny ones merged."""
-    return split_paragraphs([text], limit, minimum, cjk_weight)[0]
-
-
-def split_paragraphs(paragraphs: list[str], limit: float, minimum: float, cjk_weight: float) -> list[list[str]]:
+def split_paragraphs(
+    paragraphs: list[str], limit: float, minimum: float, cjk_weight: float
+) -> list[list[str]]:
     """Sentences of each normalised paragraph, found in one pass over them all.
 
     Args:
@@ -189,12 +249,10 @@ def split_paragraphs(paragraphs: list[str], limit: float, minimum: float, cjk_we
     short = limit / max(cjk_weight, 1.0)  # a piece this long fits whatever its script
     for match in _BOUNDARY.finditer(text):
         token = match.group(0)
-        if token[0] == "." and _after_abbreviation(text, match.start()):
-            continue
         end = match.end()
         piece = text[start : match.start() if token == SEPARATOR else end].strip()
         if piece:
-            if len(piece) <= short:  # the common case, inline: most sentences need no weighing
+            if len(piece) <= short or len(piece) <= limit and piece.isascii():  # the common case, inline
                 sentences.append(piece)
             else:
                 _add(piece, sentences, limit, cjk_weight)
@@ -203,8 +261,10 @@ def split_paragraphs(paragraphs: list[str], limit: float, minimum: float, cjk_we
             index += 1
             sentences = found[index]
     _add(text[start:], sentences, limit, cjk_weight)
-    return [merge_short(sentences, minimum, limit, cjk_weight) if _may_merge(sentences, minimum) else sentences
-            for sentences in found]
+    return [
+        merge_short(sentences, minimum, limit, cjk_weight) if _may_merge(sentences, minimum) else sentences
+        for sentences in found
+    ]
 
 
 def _may_merge(sentences: list[str], minimum: float) -> bool:

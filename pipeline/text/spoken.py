@@ -1,9 +1,12 @@
 """Numbers, dates, times, money, percentages, units, ordinals, Roman numerals and symbols → words.
 
 Each is read in the language of the text around it: a Chinese character next to it (or, failing
-that, the paragraph being mostly Chinese) makes it Chinese, an English letter English. Patterns run
-from the most specific (an ISO date) to the most general (a bare integer), each one only on text that
-still holds digits.
+that, the paragraph being mostly Chinese) makes it Chinese, an English letter English.
+
+Numbers: one scan finds each run of digits; the rules that can start there (at a currency sign, a
+minus, a month name or the digit itself, and allow what follows the digits) are tried from the most
+specific (an ISO date) to the most general (a bare integer), and the first that reads it wins.
+Roman numerals are read only where they are surely numbers (``spell_roman_numerals``).
 """
 
 from __future__ import annotations
@@ -11,19 +14,39 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from pipeline.text import numbers as num
 from pipeline.text.normalize import CUBED as _CUBED
 from pipeline.text.normalize import DASH_MARK as _DASH_MARK
+from pipeline.text.normalize import ELLIPSIS as _ELLIPSIS
 from pipeline.text.normalize import SEPARATOR as _SEPARATOR
 from pipeline.text.normalize import SQUARED as _SQUARED
 
 _CJK_OR_CJK_PUNCT = re.compile(r"[\u4e00-\u9fff\u3000-\u303f\uff00-\uffef]")
 _DIGITS = "0123456789"
-_MONTHS = ("January February March April May June July August September October November December").split()
+_MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
 _MONTH_BY_PREFIX = {name[:3].lower(): number for number, name in enumerate(_MONTHS, start=1)}
-_MONTH_NAME = r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?"
-_ZH_MEASURE_WORDS = frozenset("个只位条本张件次天年人种名头匹辆把块份句双对岁周层座家项门杯瓶碗倍首枚间所台部封群片")
+_MONTH_NAME = (
+    r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?"
+    r"|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?"
+)
+_ZH_MEASURE_WORDS = frozenset(
+    "个只位条本张件次天年人种名头匹辆把块份句双对岁周层座家项门杯瓶碗倍首枚间所台部封群片"
+)
 
 Handler = Callable[["Parts", str], str]
 DefaultLanguage = Callable[[str, int], str]  # (text, position) -> the paragraph's language there
@@ -49,8 +72,10 @@ class Parts:
         return self.match.end(self.offset)
 
 
-def spell_out(text: str, default: str | DefaultLanguage, forced: str = "") -> str:
-    """Every number and speakable symbol in ``text`` as words.
+def spell_out(
+    text: str, default: str | DefaultLanguage, forced: str = "", present: frozenset[str] | None = None
+) -> str:
+    """Every number and speakable symbol in ``text`` as words (Roman numerals: ``spell_roman_numerals``).
 
     Args:
         text: text after ``normalize.basic_forms``: NFKC forms, dashes and brackets as pause marks;
@@ -58,21 +83,17 @@ def spell_out(text: str, default: str | DefaultLanguage, forced: str = "") -> st
         default: the paragraph's language (or a function of the position giving it), used where the
             neighbours of a number say nothing.
         forced: 'zh' or 'en' to read everything in one language.
+        present: the text's unusual characters (``normalize.present_characters``), if known.
     """
     if isinstance(default, str):
         language = default
-        default = lambda _text, _position: language  # noqa: E731
-    if has_digit(text):
+        default = lambda _text, _position: language
+    present = present if present is not None else frozenset(text)
+    if not present.isdisjoint(_DIGITS):
         text = _spell_numbers(text, default, forced)
-    if any(letter in text for letter in "IVXLCDM"):
-        text = _spell_roman_numerals(text, default, forced)
-    if any(symbol in text for symbol in _SYMBOL_CHARACTERS):
+    if not present.isdisjoint(_SYMBOL_CHARACTERS):
         text = _SYMBOL.sub(lambda match: _read(Parts(match, 0), _symbol, default, forced), text)
     return text
-
-
-def has_digit(text: str) -> bool:
-    return any(digit in text for digit in _DIGITS)
 
 
 def _spell_numbers(text: str, default: DefaultLanguage, forced: str) -> str:
@@ -84,25 +105,30 @@ def _spell_numbers(text: str, default: DefaultLanguage, forced: str) -> str:
     pieces: list[str] = []
     done = 0
     for digits in _DIGIT_RUN.finditer(text):
-        if digits.start() < done:
-            continue  # already read as part of an earlier number (a date, a range...)
-        found = _first_reading(text, digits.start(), done, default, forced)
-        if found is None:
-            continue
-        start, end, spoken = found
-        pieces.append(text[done:start])
-        pieces.append(spoken)
-        done = end
+        while digits.start() >= done:  # not yet read as part of an earlier number (a date, a range...)
+            found = _first_reading(text, digits.start(), digits.end(), done, default, forced)
+            if found is None:
+                break
+            start, end, spoken = found
+            pieces.append(text[done:start])
+            pieces.append(spoken)
+            done = end  # a word before the number ("pp.") ends before its digits: read them next
     pieces.append(text[done:])
     return "".join(pieces)
 
 
-def _first_reading(text: str, digit: int, done: int, default: DefaultLanguage, forced: str) -> tuple[int, int, str] | None:
+def _first_reading(
+    text: str, digit: int, digits_end: int, done: int, default: DefaultLanguage, forced: str
+) -> tuple[int, int, str] | None:
     for start in _candidate_starts(text, digit, done):
-        first = text[start]
-        for rule in _RULES_BY_FIRST_CHARACTER.get(first if not first.isdigit() else "0", ()):
+        if start == digit:
+            following = text[digits_end : digits_end + 3].lstrip(" ")[:1]
+            rules = _digit_rules_followed_by(following)
+        else:
+            rules = _RULES_BY_FIRST_CHARACTER.get(text[start], ())
+        for rule in rules:
             match = rule.pattern.match(text, start)
-            if match is None or match.end() <= digit:
+            if match is None or match.end() <= digit and rule.name != "reference":
                 continue
             spoken = _read(Parts(match, 0), rule.read, default, forced)
             if spoken != match.group(0):
@@ -121,10 +147,12 @@ def _candidate_starts(text: str, digit: int, done: int) -> list[int]:
             starts.append(before - 2)
         starts.append(before)
     elif before >= done and (text[before].isalpha() or text[before] == "."):
-        word_start = text.rfind(" ", done, before) + 1 if text.rfind(" ", done, before) >= 0 else done
-        word = text[max(word_start, done) : before + 1].rstrip(".")
+        # the word ends at `before`; it starts after a space, a paragraph separator, or where reading resumed
+        word_start = max(text.rfind(" ", done, before), text.rfind(_SEPARATOR, done, before)) + 1 or done
+        word_start = max(word_start, done)
+        word = text[word_start : before + 1].rstrip(".")
         if word in _WORDS_BEFORE_NUMBERS or word[:3].lower() in _MONTH_BY_PREFIX and word.istitle():
-            starts.append(max(word_start, done))
+            starts.append(word_start)
     if digit - 1 >= done and text[digit - 1] in "-'#" and (digit - 1) not in starts:
         starts.append(digit - 1)
     starts.append(digit)
@@ -210,6 +238,11 @@ def _slash_date(match: Parts, language: str) -> str:
     return _date(year, month, day, language) if _valid_date(month, day) else match.group(0)
 
 
+def _zh_decade(match: Parts, language: str) -> str:
+    digits = match.group(1)
+    return f"{num.zh_digits(digits) if len(digits) == 4 else num.zh_cardinal(int(digits))}年代"
+
+
 def _zh_year(match: Parts, language: str) -> str:
     return f"{num.zh_digits(match.group(1))}年"
 
@@ -274,10 +307,18 @@ _CURRENCIES = {  # symbol or code -> (English singular, plural, minor unit singu
     "₹": ("rupee", "rupees", "", "", "卢比"),
     "₽": ("ruble", "rubles", "", "", "卢布"),
 }
-_SCALE_WORDS = {"k": (1, "thousand", "千"), "thousand": (1, "thousand", "千"), "m": (2, "million", "百万"),
-                "million": (2, "million", "百万"), "bn": (3, "billion", "十亿"), "b": (3, "billion", "十亿"),
-                "billion": (3, "billion", "十亿"), "trillion": (4, "trillion", "万亿"),
-                "万": (0, "ten thousand", "万"), "亿": (0, "hundred million", "亿")}
+_SCALE_WORDS = {
+    "k": (1, "thousand", "千"),
+    "thousand": (1, "thousand", "千"),
+    "m": (2, "million", "百万"),
+    "million": (2, "million", "百万"),
+    "bn": (3, "billion", "十亿"),
+    "b": (3, "billion", "十亿"),
+    "billion": (3, "billion", "十亿"),
+    "trillion": (4, "trillion", "万亿"),
+    "万": (0, "ten thousand", "万"),
+    "亿": (0, "hundred million", "亿"),
+}
 
 
 def _money(match: Parts, language: str) -> str:
@@ -322,22 +363,49 @@ def _percent(match: Parts, language: str) -> str:
 
 
 _UNITS = {  # unit -> (English singular, plural, Chinese)
-    "km": ("kilometer", "kilometers", "公里"), "m": ("meter", "meters", "米"), "cm": ("centimeter", "centimeters", "厘米"),
-    "mm": ("millimeter", "millimeters", "毫米"), "µm": ("micrometer", "micrometers", "微米"),
-    "μm": ("micrometer", "micrometers", "微米"), "nm": ("nanometer", "nanometers", "纳米"),
-    "kg": ("kilogram", "kilograms", "公斤"), "g": ("gram", "grams", "克"), "mg": ("milligram", "milligrams", "毫克"),
-    "L": ("liter", "liters", "升"), "ml": ("milliliter", "milliliters", "毫升"), "mL": ("milliliter", "milliliters", "毫升"),
-    "km/h": ("kilometer per hour", "kilometers per hour", "公里每小时"), "m/s": ("meter per second", "meters per second", "米每秒"),
-    "mph": ("mile per hour", "miles per hour", "英里每小时"), "°C": ("degree Celsius", "degrees Celsius", "摄氏度"),
-    "°F": ("degree Fahrenheit", "degrees Fahrenheit", "华氏度"), "°": ("degree", "degrees", "度"),
-    "KB": ("kilobyte", "kilobytes", "千字节"), "kB": ("kilobyte", "kilobytes", "千字节"), "MB": ("megabyte", "megabytes", "兆字节"),
-    "GB": ("gigabyte", "gigabytes", "吉字节"), "TB": ("terabyte", "terabytes", "太字节"), "Hz": ("hertz", "hertz", "赫兹"),
-    "kHz": ("kilohertz", "kilohertz", "千赫"), "MHz": ("megahertz", "megahertz", "兆赫"), "GHz": ("gigahertz", "gigahertz", "吉赫"),
-    "W": ("watt", "watts", "瓦"), "kW": ("kilowatt", "kilowatts", "千瓦"), "kWh": ("kilowatt hour", "kilowatt hours", "千瓦时"),
-    "V": ("volt", "volts", "伏"), "mAh": ("milliamp hour", "milliamp hours", "毫安时"), "ms": ("millisecond", "milliseconds", "毫秒"),
-    "min": ("minute", "minutes", "分钟"), "h": ("hour", "hours", "小时"), "hr": ("hour", "hours", "小时"),
-    "hrs": ("hour", "hours", "小时"), "lb": ("pound", "pounds", "磅"), "lbs": ("pound", "pounds", "磅"),
-    "oz": ("ounce", "ounces", "盎司"), "ft": ("foot", "feet", "英尺"), "mi": ("mile", "miles", "英里"),
+    "km": ("kilometer", "kilometers", "公里"),
+    "m": ("meter", "meters", "米"),
+    "cm": ("centimeter", "centimeters", "厘米"),
+    "mm": ("millimeter", "millimeters", "毫米"),
+    "µm": ("micrometer", "micrometers", "微米"),
+    "μm": ("micrometer", "micrometers", "微米"),
+    "nm": ("nanometer", "nanometers", "纳米"),
+    "kg": ("kilogram", "kilograms", "公斤"),
+    "g": ("gram", "grams", "克"),
+    "mg": ("milligram", "milligrams", "毫克"),
+    "L": ("liter", "liters", "升"),
+    "ml": ("milliliter", "milliliters", "毫升"),
+    "mL": ("milliliter", "milliliters", "毫升"),
+    "km/h": ("kilometer per hour", "kilometers per hour", "公里每小时"),
+    "m/s": ("meter per second", "meters per second", "米每秒"),
+    "mph": ("mile per hour", "miles per hour", "英里每小时"),
+    "°C": ("degree Celsius", "degrees Celsius", "摄氏度"),
+    "°F": ("degree Fahrenheit", "degrees Fahrenheit", "华氏度"),
+    "°": ("degree", "degrees", "度"),
+    "KB": ("kilobyte", "kilobytes", "千字节"),
+    "kB": ("kilobyte", "kilobytes", "千字节"),
+    "MB": ("megabyte", "megabytes", "兆字节"),
+    "GB": ("gigabyte", "gigabytes", "吉字节"),
+    "TB": ("terabyte", "terabytes", "太字节"),
+    "Hz": ("hertz", "hertz", "赫兹"),
+    "kHz": ("kilohertz", "kilohertz", "千赫"),
+    "MHz": ("megahertz", "megahertz", "兆赫"),
+    "GHz": ("gigahertz", "gigahertz", "吉赫"),
+    "W": ("watt", "watts", "瓦"),
+    "kW": ("kilowatt", "kilowatts", "千瓦"),
+    "kWh": ("kilowatt hour", "kilowatt hours", "千瓦时"),
+    "V": ("volt", "volts", "伏"),
+    "mAh": ("milliamp hour", "milliamp hours", "毫安时"),
+    "ms": ("millisecond", "milliseconds", "毫秒"),
+    "min": ("minute", "minutes", "分钟"),
+    "h": ("hour", "hours", "小时"),
+    "hr": ("hour", "hours", "小时"),
+    "hrs": ("hour", "hours", "小时"),
+    "lb": ("pound", "pounds", "磅"),
+    "lbs": ("pound", "pounds", "磅"),
+    "oz": ("ounce", "ounces", "盎司"),
+    "ft": ("foot", "feet", "英尺"),
+    "mi": ("mile", "miles", "英里"),
     "yd": ("yard", "yards", "码"),
 }
 
@@ -349,7 +417,9 @@ def _unit(match: Parts, language: str) -> str:
         prefix = {_SQUARED: "平方", _CUBED: "立方"}.get(power, "")
         return f"{'负' if sign else ''}{_amount(digits, 'zh')}{prefix}{chinese}"
     prefix = {_SQUARED: "square ", _CUBED: "cubic "}.get(power, "")
-    return f"{'minus ' if sign else ''}{_amount(digits, 'en')} {prefix}{singular if digits == '1' else plural}"
+    return (
+        f"{'minus ' if sign else ''}{_amount(digits, 'en')} {prefix}{singular if digits == '1' else plural}"
+    )
 
 
 # --- ordinals, decades, fractions, ranges, plain numbers ------------------------------------------
@@ -378,7 +448,9 @@ def _fraction(match: Parts, language: str) -> str:
         return f"{num.zh_cardinal(denominator)}分之{num.zh_cardinal(numerator)}"
     if denominator == 1:
         return f"{num.en_cardinal(numerator)} over one"
-    singular, plural = _EN_DENOMINATORS.get(denominator, (num.en_ordinal(denominator), num.en_ordinal(denominator) + "s"))
+    singular, plural = _EN_DENOMINATORS.get(
+        denominator, (num.en_ordinal(denominator), num.en_ordinal(denominator) + "s")
+    )
     return f"{num.en_cardinal(numerator)} {singular if numerator == 1 else plural}"
 
 
@@ -386,7 +458,11 @@ def _range(match: Parts, language: str) -> str:
     """The low end of '10–20 kg' and 'to'; the high end, with its unit, is read by the later rules."""
     low, high = match.group(1), match.group(2)
     if language == "zh":
-        return f"{_amount(low, 'zh')}至"
+        high_end = match.match.end(match.offset + 2)
+        years = (
+            len(low) == 4 and match.string[high_end : high_end + 1] == "年"
+        )  # 1990-2000年: years, digit by digit
+        return f"{num.zh_digits(low) if years else _amount(low, 'zh')}至"
     if len(low) == 4 and len(high) == 4 and "." not in low + high and 1100 <= _int(low) < 2100:
         return f"{num.en_year(_int(low))} to"
     return f"{_amount(low, 'en')} to"
@@ -399,9 +475,17 @@ def _hyphen_range(match: Parts, language: str) -> str:
     return _digits(low, language)  # 12-3: a code; each part is read on its own
 
 
-_REFERENCE_WORDS = {"pp": ("pages", "页"), "p": ("page", "页"), "fig": ("figure", "图"), "figs": ("figures", "图"),
-                    "vol": ("volume", "卷"), "ch": ("chapter", "章"), "chap": ("chapter", "章"),
-                    "sec": ("section", "节"), "eq": ("equation", "公式")}
+_REFERENCE_WORDS = {
+    "pp": ("pages", "页"),
+    "p": ("page", "页"),
+    "fig": ("figure", "图"),
+    "figs": ("figures", "图"),
+    "vol": ("volume", "卷"),
+    "ch": ("chapter", "章"),
+    "chap": ("chapter", "章"),
+    "sec": ("section", "节"),
+    "eq": ("equation", "公式"),
+}
 
 
 def _reference_word(match: Parts, language: str) -> str:
@@ -423,8 +507,10 @@ def _dotted(match: Parts, language: str) -> str:
     """Version numbers and addresses: 1.2.3 → one point two point three."""
     parts = match.group(0).split(".")
     joiner = "点" if language == "zh" else " point "
-    return joiner.join(_cardinal(int(part), language) if not part.startswith("0") or part == "0"
-                       else _digits(part, language) for part in parts)
+    return joiner.join(
+        _cardinal(int(part), language) if not part.startswith("0") or part == "0" else _digits(part, language)
+        for part in parts
+    )
 
 
 def _negative(match: Parts, language: str) -> str:
@@ -458,36 +544,74 @@ _NOT_IN_WORD = r"(?<![A-Za-z0-9_.])"  # not \b: a Chinese character counts as a 
 _UNIT_NAMES = "|".join(sorted((re.escape(unit) for unit in _UNITS), key=len, reverse=True))
 # (name, pattern, reader), most specific first: at one position the first rule that matches reads it.
 _NUMBER_RULES: tuple[tuple[str, str, Handler], ...] = (
-    ("iso_date", r"(?<![\d.])(\d{4})-(\d{1,2})-(\d{1,2})(?![\d.])", _iso_date),
-    ("ymd_date", r"(?<![\d./])(\d{4})[/.](\d{1,2})[/.](\d{1,2})(?![\d./])", _iso_date),
-    ("slash_date", r"(?<![\d./])(\d{1,2})/(\d{1,2})/(\d{4}|\d{2})(?![\d./])", _slash_date),
+    ("iso_date", r"(?<![\d.])(\d{4})-(\d{1,2})-(\d{1,2})(?!\.?\d)", _iso_date),
+    ("ymd_date", r"(?<![\d./])(\d{4})[/.](\d{1,2})[/.](\d{1,2})(?![\d/])(?!\.\d)", _iso_date),
+    ("slash_date", r"(?<![\d./])(\d{1,2})/(\d{1,2})/(\d{4}|\d{2})(?![\d/])(?!\.\d)", _slash_date),
+    ("zh_decade", r"(?<![\d.])(\d0|\d{3}0)\s?年代", _zh_decade),
     ("zh_year", r"(?<![\d.])(\d{2}|\d{4})\s?年", _zh_year),
     ("month_day", rf"\b({_MONTH_NAME})\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?![:\d])", _month_day),
     ("day_month", rf"(?<![\d.])(\d{{1,2}})(st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_NAME})\b", _day_month),
-    ("time", r"(?<![\d:.])([01]?\d|2[0-4]):([0-5]\d)(?::([0-5]\d))?(?![\d:])(\s?[AaPp]\.?[Mm]\.?(?![A-Za-z]))?",
-     _time),
+    (
+        "time",
+        r"(?<![\d:.])([01]?\d|2[0-4]):([0-5]\d)(?::([0-5]\d))?(?![\d:])(\s?[AaPp]\.?[Mm]\.?(?![A-Za-z]))?",
+        _time,
+    ),
     ("hour", r"(?<![\d.])(\d{1,2})\s?([AaPp])\.?[Mm]\.?(?![A-Za-z])", _hour_meridiem),
-    ("money", rf"(US|HK)?([$€£¥₩₹₽])\s?({_NUM})(?:\s?(thousand|million|billion|trillion|bn|[kKmMbB]|万|亿)"
-              rf"(?![A-Za-z]))?", _money),
+    (
+        "money",
+        (
+            rf"(US|HK)?([$€£¥₩₹₽])\s?({_NUM})(?:\s?(thousand|million|billion|trillion|bn|[kKmMbB]|万|亿)"
+            rf"(?![A-Za-z]))?"
+        ),
+        _money,
+    ),
     ("money_code", rf"({_NUM})\s?(USD|EUR|GBP|CNY|RMB|JPY)\b", _money_code),
     ("percent", rf"{_NOT_IN_WORD}(-?)({_NUM})\s?(%|‰)", _percent),
     ("ordinal", r"\b(\d+)(?i:st|nd|rd|th)\b", _ordinal),
-    ("decade", r"(?<![\d.])'?(\d{2}0|\d{3}0)'?s\b", _decade),
-    ("range", rf"(?<![\d.])({_NUM})\s*(?:{_DASH_MARK}|~)\s*(?=({_NUM})(?![\d.]))", _range),
-    ("digit_groups", r"(?<![\d-])\d{2,4}(?:-\d{2,4}){2,}(?![\d-])|(?<![\d-])\d{3,4}-\d{4}(?![\d-])", _digit_groups),
+    ("decade", r"(?<![\d.])'?(\d0|\d{3}0)'?s\b", _decade),
+    ("range", rf"(?<![\d.])({_NUM})\s*(?:{_DASH_MARK}|~)\s*(?=({_NUM})(?!\.?\d))", _range),
+    (
+        "digit_groups",
+        r"(?<![\d-])\d{2,4}(?:-\d{2,4}){2,}(?![\d-])|(?<![\d-])\d{3}-\d{4}(?![\d-])",
+        _digit_groups,
+    ),
     ("hyphen_range", r"(?<![\d-])(\d{1,4})-(?=(\d{1,4})(?![\d-]))", _hyphen_range),
     ("unit", rf"{_NOT_IN_WORD}(-?)({_NUM})\s?({_UNIT_NAMES})([{_SQUARED}{_CUBED}])?(?![A-Za-z0-9])", _unit),
     ("fraction", r"(?<![\d/.])(\d{1,3})/(\d{1,3})(?![\d/])", _fraction),
-    ("dotted", r"(?<![\d.])\d+(?:\.\d+){2,}(?![\d.])", _dotted),
+    ("dotted", r"(?<![\d.])\d+(?:\.\d+){2,}(?!\.?\d)", _dotted),
     ("negative", rf"{_NOT_IN_WORD}-({_NUM})", _negative),
     ("number_sign", rf"(?:#|\bNo\.\s?|\bNos\.\s?)({_NUM})", _number_sign),
-    ("reference", r"\b(pp|p|Fig|fig|Figs|figs|Vol|vol|Ch|ch|Chap|chap|Sec|sec|Eq|eq)\.\s?(?=\d)", _reference_word),
+    (
+        "reference",
+        r"\b(pp|p|Fig|fig|Figs|figs|Vol|vol|Ch|ch|Chap|chap|Sec|sec|Eq|eq)\.\s?(?=\d)",
+        _reference_word,
+    ),
     ("number", _NUM, _number),
 )
 _DIGIT_RUN = re.compile(r"[0-9]+")
 _PREFIX_SIGNS = frozenset("$€£¥₩₹₽#-'")
-_WORDS_BEFORE_NUMBERS = frozenset(("No", "Nos", "pp", "p", "Fig", "fig", "Figs", "figs", "Vol", "vol", "Ch", "ch",
-                                   "Chap", "chap", "Sec", "sec", "Eq", "eq"))
+_WORDS_BEFORE_NUMBERS = frozenset(
+    (
+        "No",
+        "Nos",
+        "pp",
+        "p",
+        "Fig",
+        "fig",
+        "Figs",
+        "figs",
+        "Vol",
+        "vol",
+        "Ch",
+        "ch",
+        "Chap",
+        "chap",
+        "Sec",
+        "sec",
+        "Eq",
+        "eq",
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -498,12 +622,61 @@ class _Rule:
     first: str  # the characters a match can begin with ("0" stands for any digit)
 
 
-_FIRST_CHARACTERS = {  # rules that may begin before the digits, and with what
-    "month_day": "JFMASOND", "money": "UH$€£¥₩₹₽", "percent": "-0", "decade": "'0", "unit": "-0",
-    "negative": "-", "number_sign": "#N", "reference": "pPfFvVcCsSeE",
+_FIRST_CHARACTERS = {  # rules that may begin before the digits, and with what ("reference" ends before them)
+    "month_day": "JFMASOND",
+    "money": "UH$€£¥₩₹₽",
+    "percent": "-0",
+    "decade": "'0",
+    "unit": "-0",
+    "negative": "-",
+    "number_sign": "#N",
+    "reference": "pPfFvVcCsSeE",
 }
-_RULES = tuple(_Rule(name, re.compile(pattern), read, _FIRST_CHARACTERS.get(name, "0"))
-               for name, pattern, read in _NUMBER_RULES)
+_UNIT_STARTS = "".join(sorted({unit[0] for unit in _UNITS})) + _SQUARED + _CUBED
+# The first visible character that may follow a number's first run of digits, per rule that starts at
+# a digit: "1984 they" can be no date, time, unit or money, so only the plain reading is tried.
+# Rules not listed accept anything.
+_FOLLOWING_CHARACTERS: dict[str, str] = {
+    "iso_date": "-",
+    "ymd_date": "/.",
+    "slash_date": "/",
+    "zh_decade": "年",
+    "zh_year": "年",
+    "day_month": "sndrto" + "JFMASOND",
+    "time": ":",
+    "hour": "aApP",
+    "money_code": ",.UEGCRJ",
+    "percent": ",.%‰",
+    "ordinal": "sndrtSNDRT",
+    "decade": "s'",
+    "range": ",.~" + _DASH_MARK,
+    "digit_groups": "-",
+    "hyphen_range": "-",
+    "unit": ",." + _UNIT_STARTS,
+    "fraction": "/",
+    "dotted": ".",
+}
+_RULES = tuple(
+    _Rule(name, re.compile(pattern), read, _FIRST_CHARACTERS.get(name, "0"))
+    for name, pattern, read in _NUMBER_RULES
+)
+
+
+@lru_cache(maxsize=256)
+def _digit_rules_followed_by(character: str) -> tuple[_Rule, ...]:
+    """The rules that start at a digit and allow ``character`` first after its run of digits (spaces
+    skipped; '' at the end of the text)."""
+    return tuple(
+        rule
+        for rule in _RULES
+        if "0" in rule.first
+        and (
+            rule.name not in _FOLLOWING_CHARACTERS
+            or (character and character in _FOLLOWING_CHARACTERS[rule.name])
+        )
+    )
+
+
 _RULES_BY_FIRST_CHARACTER: dict[str, tuple[_Rule, ...]] = {
     character: tuple(rule for rule in _RULES if character in rule.first)
     for character in {ch for rule in _RULES for ch in rule.first}
@@ -515,82 +688,167 @@ _RULES_BY_FIRST_CHARACTER: dict[str, tuple[_Rule, ...]] = {
 # regnal name ("Henry VIII" → "Henry the eighth") and alone at the head of a paragraph ("XII. The Storm").
 # The pronoun "I" is never one, except right after a chapter word.
 
-_CHAPTER_WORDS = frozenset("Chapter CHAPTER Part PART Book BOOK Volume VOLUME Vol Act ACT Scene SCENE Section "
-                           "SECTION Canto CANTO Letter LETTER Appendix APPENDIX".split())
-_REGNAL_NAMES = frozenset("King Queen Pope Emperor Tsar Czar Henry Louis Charles George Edward William Elizabeth "
-                          "James Richard Pius Benedict Gregory Leo Napoleon Peter Catherine Frederick Philip "
-                          "Alexander Nicholas Ivan John Paul Innocent Clement Ludwig Alfonso Ferdinand".split())
-_UPPER_ROMAN = re.compile(r"[IVXLCDM]+(?![A-Za-z0-9'’])")
-_LOWER_ROMAN_AFTER_WORD = {  # one literal-led pattern per word: fast to scan for
-    f"{word} ": re.compile(rf"({word}) ([ivxlcdm]{{1,8}})\b(?!')")
-    for word in ("Chapter", "Part", "Book", "Volume", "Act", "Scene", "Section", "Canto", "Letter", "Appendix")
-}
+_CHAPTER_WORDS = frozenset(
+    [
+        "Chapter",
+        "CHAPTER",
+        "Part",
+        "PART",
+        "Book",
+        "BOOK",
+        "Volume",
+        "VOLUME",
+        "Vol",
+        "Act",
+        "ACT",
+        "Scene",
+        "SCENE",
+        "Section",
+        "SECTION",
+        "Canto",
+        "CANTO",
+        "Letter",
+        "LETTER",
+        "Appendix",
+        "APPENDIX",
+    ]
+)
+_REGNAL_NAMES = frozenset(
+    [
+        "King",
+        "Queen",
+        "Pope",
+        "Emperor",
+        "Tsar",
+        "Czar",
+        "Henry",
+        "Louis",
+        "Charles",
+        "George",
+        "Edward",
+        "William",
+        "Elizabeth",
+        "James",
+        "Richard",
+        "Pius",
+        "Benedict",
+        "Gregory",
+        "Leo",
+        "Napoleon",
+        "Peter",
+        "Catherine",
+        "Frederick",
+        "Philip",
+        "Alexander",
+        "Nicholas",
+        "Ivan",
+        "John",
+        "Paul",
+        "Innocent",
+        "Clement",
+        "Ludwig",
+        "Alfonso",
+        "Ferdinand",
+    ]
+)
+_NUMERAL_END = r"(?![A-Za-z0-9'’])"
+# A numeral after a space, found in one pass led by the literal space; the word before it decides.
+_SPACED_NUMERAL = re.compile(rf" ([IVXLCDM]{{1,8}}|[ivxlcdm]{{1,8}}){_NUMERAL_END}")
+_OPENING_PUNCTUATION = " ,.!?;:，。！？、；：" + _DASH_MARK + _ELLIPSIS
+_PARAGRAPH_OPENING_NUMERAL = re.compile(
+    rf"{_SEPARATOR}[{_OPENING_PUNCTUATION}]*([IVXLC]{{1,7}}){_NUMERAL_END}"
+)
+_TEXT_OPENING_NUMERAL = re.compile(rf"[{_OPENING_PUNCTUATION}]*([IVXLC]{{1,7}}){_NUMERAL_END}")
 
 
-def _spell_roman_numerals(text: str, default: DefaultLanguage, forced: str) -> str:
+def spell_roman_numerals(text: str, default: str | DefaultLanguage, forced: str = "") -> str:
+    """Roman numerals that are surely numbers, as words; run after everything unspeakable is gone, so
+    that what follows a numeral is what the listener will hear follow it."""
+    if isinstance(default, str):
+        language = default
+        default = lambda _text, _position: language
     pieces: list[str] = []
     done = 0
-    for match in _UPPER_ROMAN.finditer(text):
-        spoken = _roman_reading(text, match.start(), match.end(), default, forced)
+    for match in _SPACED_NUMERAL.finditer(text):
+        spoken = _numeral_after_word(match, default, forced)
         if spoken:
-            spoken = _padded(spoken, text, match.start(), match.end())
-            pieces.append(text[done : match.start()])
+            pieces.append(text[done : match.start(1)])
             pieces.append(spoken)
             done = match.end()
-    pieces.append(text[done:])
-    text = "".join(pieces)
-    for word, pattern in _LOWER_ROMAN_AFTER_WORD.items():
-        if word in text:
-            text = pattern.sub(lambda m: _lower_roman(m, default, forced), text)
+    if pieces:
+        pieces.append(text[done:])
+        text = "".join(pieces)
+    if _SEPARATOR in text:  # a literal-led pattern: one fast scan
+        text = _PARAGRAPH_OPENING_NUMERAL.sub(lambda m: _opening_numeral(m, default, forced), text)
+    opening = _TEXT_OPENING_NUMERAL.match(text)
+    if opening:
+        text = _opening_numeral(opening, default, forced) + text[opening.end() :]
     return text
 
 
-def _roman_reading(text: str, start: int, end: int, default: DefaultLanguage, forced: str) -> str:
-    """The words for the numeral at text[start:end], or '' when it is not read as a number there."""
-    before = text[start - 1] if start else " "
-    after = text[end] if end < len(text) else " "
-    if before.isalnum() or before in "'’" or after.isalnum() or after in "'’":
-        return ""  # part of a word: "MIX" in "REMIX", "I" in "I'm"
-    value = num.roman_value(text[start:end])
+def _numeral_after_word(match: re.Match[str], default: DefaultLanguage, forced: str) -> str:
+    """'Chapter IV' → 'four', 'Part ii' → 'two', 'Henry VIII' → 'the eighth'; '' when not a number."""
+    text, space = match.string, match.start()
+    numeral = match.group(1)
+    previous = text[text.rfind(" ", max(0, space - 12), space) + 1 : space].rpartition(_SEPARATOR)[2]
+    previous = previous.rstrip(".")
+    chapter = previous in _CHAPTER_WORDS
+    regnal = previous in _REGNAL_NAMES and numeral.isupper() and (len(numeral) > 1 or numeral in "VX")
+    if not chapter and not regnal:
+        return ""
+    value = num.roman_value(numeral)
     if value is None:
         return ""
-    word_start = text.rfind(" ", max(0, start - 16), start - 1) + 1
-    previous = text[word_start : start - 1].rpartition(_SEPARATOR)[2].rstrip(".") if before == " " else ""
-    language = forced or default(text, start)
-    if previous in _CHAPTER_WORDS:
-        return _cardinal(value, language)
-    if previous in _REGNAL_NAMES and value > 1 and language == "en":
-        return f"the {num.en_ordinal(value)}"
-    if _opens_paragraph(text, start) and (after in ".:" or end == len(text) or after == _SEPARATOR):
-        if value > 1 or after in ".:":
-            return _cardinal(value, language)
-    return ""
+    language = forced or default(text, space)
+    if chapter:
+        spoken = _cardinal(value, language)
+    elif language == "en":
+        spoken = f"the {num.en_ordinal(value)}"
+    else:
+        return ""
+    return _padded(spoken, text, match.start(1), match.end())
 
 
-def _opens_paragraph(text: str, start: int) -> bool:
-    head = text[max(0, start - 8) : start].rstrip(" ")
-    return not head or head.endswith(_SEPARATOR) or start <= 8 and not head.strip()
-
-
-def _lower_roman(match: re.Match[str], default: DefaultLanguage, forced: str) -> str:
-    value = num.roman_value(match.group(2))
-    if value is None:
+def _opening_numeral(match: re.Match[str], default: DefaultLanguage, forced: str) -> str:
+    """'XII. The Storm' → 'twelve. The Storm'; a paragraph that is only 'IV' → 'four'."""
+    text, numeral_start, end = match.string, match.start(1), match.end(1)
+    value = num.roman_value(match.group(1))
+    rest = text[end : end + 8].lstrip(" " + _DASH_MARK + _ELLIPSIS)  # trailing pauses vanish later
+    closes = not rest or rest[0] in (".", ":", _SEPARATOR)
+    single_letter = end - numeral_start == 1 and text[numeral_start] not in "VX"  # "C" alone: likely a letter
+    if value is None or not closes or single_letter or (value == 1 and rest[:1] not in (".", ":")):
         return match.group(0)
-    return f"{match.group(1)} {_cardinal(value, forced or default(match.string, match.start()))}"
+    spoken = _cardinal(value, forced or default(text, numeral_start))
+    return text[match.start() : numeral_start] + _padded(spoken, text, numeral_start, end)
 
 
 # --- symbols ----------------------------------------------------------------------------------------
 
 _SYMBOL_WORDS = {  # symbol -> (English, Chinese)
-    "&": ("and", "和"), "+": ("plus", "加"), "=": ("equals", "等于"), "@": ("at", "at"), "%": ("percent", "百分之"),
-    "×": ("times", "乘"), "÷": ("divided by", "除以"), "±": ("plus or minus", "正负"), "§": ("section", "第"),
-    "≈": ("approximately", "约等于"), "≠": ("is not equal to", "不等于"), "≤": ("at most", "小于等于"),
-    "≥": ("at least", "大于等于"), "°": ("degrees", "度"), "~": ("about", "约"), "<": ("less than", "小于"),
-    ">": ("greater than", "大于"), "√": ("square root of", "根号"), "∞": ("infinity", "无穷"),
-    _SQUARED: ("squared", "平方"), _CUBED: ("cubed", "立方"),
+    "&": ("and", "和"),
+    "+": ("plus", "加"),
+    "=": ("equals", "等于"),
+    "@": ("at", "at"),
+    "%": ("percent", "百分之"),
+    "×": ("times", "乘"),
+    "÷": ("divided by", "除以"),
+    "±": ("plus or minus", "正负"),
+    "§": ("section", "第"),
+    "≈": ("approximately", "约等于"),
+    "≠": ("is not equal to", "不等于"),
+    "≤": ("at most", "小于等于"),
+    "≥": ("at least", "大于等于"),
+    "°": ("degrees", "度"),
+    "~": ("about", "约"),
+    "<": ("less than", "小于"),
+    ">": ("greater than", "大于"),
+    "√": ("square root of", "根号"),
+    "∞": ("infinity", "无穷"),
+    _SQUARED: ("squared", "平方"),
+    _CUBED: ("cubed", "立方"),
 }
 _SYMBOL = re.compile(f"[{re.escape(''.join(_SYMBOL_WORDS))}]")
-_SYMBOL_CHARACTERS = tuple(_SYMBOL_WORDS)
+_SYMBOL_CHARACTERS = frozenset(_SYMBOL_WORDS)
 
 
 def _symbol(match: Parts, language: str) -> str:

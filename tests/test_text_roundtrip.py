@@ -1,0 +1,161 @@
+"""Nothing lost or doubled: for every fixture book, each paragraph's sentences join back into exactly its
+normalised text (modulo spaces), every sentence fits the voice, and numbering follows the contract."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from books import SAMPLE_CHAPTERS, SAMPLE_ZH_CHAPTERS, write_epub, write_html, write_markdown, write_txt
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipeline.ingest import read_book
+from pipeline.text import TextOptions, normalize_text, segment_chapter, split_sentences
+from pipeline.text.normalize import ALLOWED
+from pipeline.text.sentences import cost
+from pipeline.types import Book, Chapter, Sentence
+
+WRITERS = {
+    "epub3": (write_epub, ".epub"),
+    "epub2": (lambda p, t, c: write_epub(p, t, c, version=2), ".epub"),
+    "txt": (write_txt, ".txt"),
+    "md": (write_markdown, ".md"),
+    "html": (write_html, ".html"),
+}
+CONTENTS = {
+    "english": SAMPLE_CHAPTERS,
+    "chinese": SAMPLE_ZH_CHAPTERS,
+    "both": SAMPLE_CHAPTERS + SAMPLE_ZH_CHAPTERS,
+}
+
+
+def fixture_books(tmp_path: Path) -> list[Book]:
+    books = []
+    for writer_name, (writer, suffix) in WRITERS.items():
+        for content_name, chapters in CONTENTS.items():
+            path = writer(tmp_path / f"{writer_name}-{content_name}{suffix}", "Sample Book", chapters)
+            books.append(read_book(path))
+    return books
+
+
+def squeeze(text: str) -> str:
+    return "".join(text.split())
+
+
+@pytest.mark.parametrize(
+    "options", [TextOptions(), TextOptions(max_chars=40, max_cjk_chars=20, min_chars=20)]
+)
+def test_every_fixture_book_round_trips(tmp_path: Path, options: TextOptions):
+    for book in fixture_books(tmp_path):
+        assert book.chapters, book.source
+        for chapter in book.chapters:
+            sentences = split_sentences(chapter, options)
+            assert_contract(chapter.title, chapter.paragraphs, sentences, chapter.index)
+            sources = {-1: chapter.title, **dict(enumerate(chapter.paragraphs))}
+            for paragraph_index, source in sources.items():
+                joined = "".join(s.text for s in sentences if s.paragraph_index == paragraph_index)
+                assert squeeze(joined) == squeeze(normalize_text(source, options)), (book.source, source)
+            for sentence in sentences:
+                assert ALLOWED.fullmatch(sentence.text), sentence
+                assert cost(sentence.text, options.cjk_weight) <= options.max_chars, sentence
+
+
+def assert_contract(
+    title: str, paragraphs: tuple[str, ...], sentences: list[Sentence], chapter_index: int
+) -> None:
+    assert [s.index for s in sentences] == list(range(len(sentences)))
+    assert all(s.chapter_index == chapter_index for s in sentences)
+    indices = [s.paragraph_index for s in sentences]
+    assert indices == sorted(indices)
+    assert set(indices) <= set(range(-1, len(paragraphs)))
+    assert (indices[:1] == [-1]) == bool(title.strip())
+
+
+def test_the_fixture_text_itself_is_what_comes_out(tmp_path: Path):
+    """The readers keep every paragraph the writers put in, in order, whatever the format."""
+    for writer_name, (writer, suffix) in WRITERS.items():
+        book = read_book(
+            writer(tmp_path / f"{writer_name}{suffix}", "Sample Book", SAMPLE_CHAPTERS + SAMPLE_ZH_CHAPTERS)
+        )
+        assert [list(chapter.paragraphs) for chapter in book.chapters] == [
+            paragraphs for _, paragraphs in SAMPLE_CHAPTERS + SAMPLE_ZH_CHAPTERS
+        ], writer_name
+
+
+def test_reading_a_chapter_at_once_equals_reading_each_paragraph_alone(tmp_path: Path):
+    book = read_book(write_epub(tmp_path / "b.epub", "B", SAMPLE_CHAPTERS + SAMPLE_ZH_CHAPTERS))
+    for chapter in book.chapters:
+        result = segment_chapter(chapter)
+        for index, paragraph in enumerate(chapter.paragraphs):
+            alone = split_sentences(chapter.__class__(chapter.index, "", (paragraph,)))
+            assert [s.text for s in alone] == [s.text for s in result.sentences if s.paragraph_index == index]
+
+
+def test_sample_sentences_read_naturally(tmp_path: Path):
+    book = read_book(write_epub(tmp_path / "b.epub", "B", SAMPLE_CHAPTERS[:1]))
+    texts = [s.text for s in split_sentences(book.chapters[0])]
+    assert texts[0] == "Chapter one: Arrival"
+    joined = " ".join(texts)
+    for phrase in (
+        "Good evening, said Mister Holmes.",
+        "ten thirty P M on March fifth, eighteen ninety five",
+        "three dollars and fifty cents",
+        "twenty percent",
+        "j dot watson at example dot com",
+        "example dot com",
+        "minus five degrees Celsius",
+        "one thousand two hundred thirty four people",
+        "eighteen nineties",
+        "Chapter twelve of the second volume, pages twelve to fifteen",
+    ):
+        assert phrase in joined, phrase
+
+
+_WORDS = st.lists(
+    st.sampled_from(
+        [
+            "Mr.",
+            "etc.",
+            "Chapter",
+            "IV",
+            "Henry",
+            "VIII",
+            "I",
+            "3",
+            "1984",
+            "$5",
+            "10:30",
+            "km",
+            "—",
+            "...",
+            "“",
+            "”",
+            "年",
+            "第",
+            "章",
+            "2024-03-05",
+            ".",
+            ",",
+            "\n",
+            "No.",
+            "~",
+            "-",
+            "March",
+            "pp.",
+            "😀",
+        ]
+    ),
+    max_size=16,
+).map(" ".join)
+_ANYTHING = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(_WORDS, _ANYTHING), min_size=1, max_size=4))
+def test_a_chapter_normalised_at_once_keeps_every_paragraph_apart(paragraphs: list[str]):
+    """Paragraphs are normalised together for speed; no rule may read across their boundary."""
+    sentences = split_sentences(Chapter(0, "", tuple(paragraphs)))
+    for index, paragraph in enumerate(paragraphs):
+        joined = "".join(s.text for s in sentences if s.paragraph_index == index)
+        assert squeeze(joined) == squeeze(normalize_text(paragraph))
