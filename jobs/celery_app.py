@@ -10,7 +10,7 @@ import os
 
 from celery import Celery
 from celery.signals import worker_process_init, worker_process_shutdown
-from kombu import Queue
+from kombu import Exchange, Queue
 
 from jobs.settings import Settings
 
@@ -43,8 +43,11 @@ def make_celery(settings: Settings) -> Celery:
         broker_transport_options=transport,
         visibility_timeout=settings.visibility_timeout,
         broker_connection_retry_on_startup=True,
-        task_queues=[Queue(q) for q in ALL_QUEUES],
+        # One direct exchange per queue: a message sent to one queue can never land in another.
+        task_queues=[Queue(q, Exchange(q, type="direct"), routing_key=q) for q in ALL_QUEUES],
         task_default_queue=CPU_QUEUE,
+        task_default_exchange=CPU_QUEUE,
+        task_default_routing_key=CPU_QUEUE,
         task_routes={"tts_jobs.synthesize_batch": {"queue": SYNTH_QUEUE}},
         # The child loads and warms the model in worker_process_init before it reports "up";
         # Celery's 4 s default would kill every replacement child of a GPU worker in a loop.

@@ -163,7 +163,7 @@ def test_a_pickle_message_is_refused_and_never_executed(tmp_path: Path, cluster)
     worker = popen_worker(env, tmp_path / "worker.log")
     try:
         deadline = time.monotonic() + 120
-        while "disabled content" not in read_log(tmp_path / "worker.log").lower():
+        while "refusing to deserialize" not in read_log(tmp_path / "worker.log").lower():
             assert time.monotonic() < deadline, read_log(tmp_path / "worker.log")[-3000:]
             time.sleep(0.5)
         time.sleep(2)  # had it been executed, the job would now be ingesting or beyond
