@@ -13,6 +13,7 @@ point where it has decayed to nothing) by FFT overlap-save, which vectorises whe
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable
 
@@ -57,6 +58,14 @@ def k_weighting_fir(sample_rate: int, taps: int = _FIR_TAPS) -> np.ndarray:
     return response
 
 
+@functools.lru_cache(maxsize=4)
+def _fir_spectrum(sample_rate: int) -> np.ndarray:
+    """The K-weighting FIR in the frequency domain, computed once per rate (read-only, shared)."""
+    spectrum = np.fft.rfft(k_weighting_fir(sample_rate), _FFT_SIZE)
+    spectrum.setflags(write=False)
+    return spectrum
+
+
 class LoudnessMeter:
     """Streams samples in; yields the K-weighted mean square of every 100 ms step.
 
@@ -67,7 +76,7 @@ class LoudnessMeter:
 
     def __init__(self, sample_rate: int) -> None:
         self._step = sample_rate * STEP_MS // 1000
-        self._fir_spectrum = np.fft.rfft(k_weighting_fir(sample_rate), _FFT_SIZE)
+        self._fir_spectrum = _fir_spectrum(sample_rate)
         self._hop = _FFT_SIZE - (_FIR_TAPS - 1)  # new samples per FFT block (overlap-save)
         self._history = np.zeros(_FIR_TAPS - 1)  # filter state: the input tail of the last block
         self._pending: list[np.ndarray] = []  # input not yet filtered
