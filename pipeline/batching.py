@@ -47,18 +47,19 @@ def plan_batches(
     ordered = sorted(sentences, key=lambda s: (-s.priority, _positions(s), s.id))
     batches: list[Batch] = []
     current: list[PlannedSentence] = []
+    longest = 0  # of ``current``; tracked as we go so planning stays linear in the sentences
     for sentence in ordered:
-        candidate = current + [sentence]
-        longest = max(_positions(s) for s in candidate)
-        fits = estimate(len(candidate), longest) <= limits.memory_cap_bytes
+        candidate_longest = max(longest, _positions(sentence))
+        fits = estimate(len(current) + 1, candidate_longest) <= limits.memory_cap_bytes
         same_class = not current or current[0].priority == sentence.priority
-        if current and (not fits or len(candidate) > limits.max_rows or not same_class):
-            batches.append(_close(current, estimate))
-            current = [sentence]
+        if current and (not fits or len(current) + 1 > limits.max_rows or not same_class):
+            batches.append(_close(current, longest, estimate))
+            current, longest = [sentence], _positions(sentence)
         else:
-            current = candidate
+            current.append(sentence)
+            longest = candidate_longest
     if current:
-        batches.append(_close(current, estimate))
+        batches.append(_close(current, longest, estimate))
     return batches
 
 
@@ -66,6 +67,6 @@ def _positions(sentence: PlannedSentence) -> int:
     return sentence.prompt_tokens + sentence.max_new_tokens
 
 
-def _close(rows: list[PlannedSentence], estimate: Callable[[int, int], int]) -> Batch:
-    longest = max(_positions(s) for s in rows)
+def _close(rows: list[PlannedSentence], longest: int,
+           estimate: Callable[[int, int], int]) -> Batch:
     return Batch(sentence_ids=tuple(s.id for s in rows), estimated_bytes=estimate(len(rows), longest))

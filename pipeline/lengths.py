@@ -31,7 +31,7 @@ def estimated_seconds(text: str) -> float:
 def max_new_tokens(text: str, slack: float = 2.0, floor_seconds: float = 2.0) -> int:
     """The cap: ``slack`` times the expected length, at least ``floor_seconds``, at most 2048."""
     seconds = max(estimated_seconds(text) * slack, floor_seconds)
-    return min(MAX_TOKENS_CAP, int(round(seconds * GPT_STEPS_PER_SECOND)))
+    return min(MAX_TOKENS_CAP, round(seconds * GPT_STEPS_PER_SECOND))
 
 
 def min_new_tokens(text: str, fraction: float = 0.4) -> int:

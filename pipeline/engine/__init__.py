@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from pipeline.engine.engine import Engine
     from pipeline.types import SynthesisRequest, SynthesisResult
 
-__all__ = ["EngineConfig", "Engine", "load_engine", "synthesize_with_oom_halving"]
+__all__ = ["Engine", "EngineConfig", "load_engine", "synthesize_with_oom_halving"]
 
 
 @dataclass(frozen=True)
@@ -30,8 +30,9 @@ class EngineConfig:
     """Where the weights are and how to run them.
 
     device: "auto" (CUDA when present), "cpu", "cuda" or "cuda:N".
-    precision: "auto" (fp16 on CUDA; fp32 on CPU, see docs/engine.md), "fp32", "fp16", "bf16",
-    "int8" (dynamic INT8 GPT linears; torchao on CUDA, torch.ao on CPU).
+    precision: "auto" (fp16 on CUDA; on CPU int8 for full-size weights and fp32 for tiny test
+    weights, as measured in docs/engine.md), "fp32", "fp16", "bf16", "int8" (INT8 GPT linears:
+    torchao weight-only on CUDA, torch.ao dynamic on CPU).
     """
 
     model_dir: Path | None = None  # None: the Hugging Face cache of 2Noise/ChatTTS

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,16 +15,23 @@ import torch
 
 from pipeline.batching import MemoryModel
 from pipeline.engine.audio_io import read_reference_audio
-from pipeline.engine.generation import (Generated, RowLimits, TokenSpace, generate, score_tokens)
+from pipeline.engine.generation import Generated, RowLimits, TokenSpace, generate, score_tokens
 from pipeline.engine.gpt import FusedLlama
 from pipeline.engine.memory import analytic_memory_model, calibrate_memory_model
-from pipeline.engine.prompts import (PromptRow, TokenEmbeddings, code_prompt_row, code_prompt_text,
-                                     embed_prompts, refine_prompt_text, text_prompt_row)
+from pipeline.engine.prompts import (
+    PromptRow,
+    TokenEmbeddings,
+    code_prompt_row,
+    code_prompt_text,
+    embed_prompts,
+    refine_prompt_text,
+    text_prompt_row,
+)
 from pipeline.engine.sampling import RowSampling
 from pipeline.engine.voices import SpeakerEmbedding, encode_audio_prompt, encode_speaker, parse_voice
 from pipeline.engine.waveform import WaveformDecoder
 from pipeline.errors import SynthesisError, VoiceError
-from pipeline.types import SynthesisRequest, SynthesisResult
+from pipeline.types import GPT_STEPS_PER_SECOND, SynthesisRequest, SynthesisResult
 
 log = logging.getLogger(__name__)
 
@@ -74,9 +82,14 @@ class Engine:
         ``synthesize_with_oom_halving``), VoiceError for a bad voice, SynthesisError otherwise."""
         if not requests:
             return []
+        started = time.perf_counter()
         generated = self._run(requests, keep_hiddens=True)
         with _device_errors(len(requests)):
             waves = self._parts.waveform.decode(generated.hiddens or [])
+        steps = sum(int(t.shape[0]) for t in generated.tokens)
+        log.debug("synthesized %d rows (%d GPT steps, %.1f s of audio) in %.2f s on %s/%s",
+                  len(requests), steps, steps / GPT_STEPS_PER_SECOND, time.perf_counter() - started, self.device,
+                  self.precision)
         return [SynthesisResult(waveform=wave, gpt_steps=int(tokens.shape[0]), hit_limit=hit)
                 for wave, tokens, hit in zip(waves, generated.tokens, generated.hit_limit)]
 

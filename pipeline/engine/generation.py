@@ -16,8 +16,14 @@ import torch
 
 from pipeline.engine.gpt import FusedLlama, KVCache, additive_mask
 from pipeline.engine.prompts import PromptBatch
-from pipeline.engine.sampling import (NoiseSource, RepetitionWindow, RowSampling, apply_penalty,
-                                      choose, mask_eos)
+from pipeline.engine.sampling import (
+    NoiseSource,
+    RepetitionWindow,
+    RowSampling,
+    apply_penalty,
+    choose,
+    mask_eos,
+)
 
 log = logging.getLogger(__name__)
 

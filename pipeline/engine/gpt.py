@@ -17,8 +17,13 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 log = logging.getLogger(__name__)
+
+# Not cuDNN attention: on Hopper it is chosen for fp16/bf16 and builds a new execution plan for
+# every new KV length, i.e. on every decode step (20+ s per first pass on the H200, docs/engine.md).
+_ATTENTION_BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
 
 
 class FusedLlamaLayer(nn.Module):
@@ -133,11 +138,12 @@ class FusedLlama(nn.Module):
         """
         start, steps = cache.length, x.shape[1]
         end = start + steps
-        for i, layer in enumerate(self.layers):
-            x = x + self._attention(layer, x, rope, attn_mask, cache, i, start, end)
-            h = F.rms_norm(x, (self.hidden,), layer.ln_mlp, layer.eps)
-            gate, up = layer.gate_up(h).chunk(2, dim=-1)
-            x = x + layer.down(F.silu(gate) * up)
+        with sdpa_kernel(_ATTENTION_BACKENDS):
+            for i, layer in enumerate(self.layers):
+                x = x + self._attention(layer, x, rope, attn_mask, cache, i, start, end)
+                h = F.rms_norm(x, (self.hidden,), layer.ln_mlp, layer.eps)
+                gate, up = layer.gate_up(h).chunk(2, dim=-1)
+                x = x + layer.down(F.silu(gate) * up)
         cache.length = end
         return F.rms_norm(x, (self.hidden,), self.norm, self.eps)
 

@@ -122,7 +122,7 @@ class WaveformDecoder:
         frames = frames * mask[:, None, :]
         count = spec.shape[-1]
         length = (count - 1) * hop + n_fft
-        fold = dict(output_size=(1, length), kernel_size=(1, n_fft), stride=(1, hop))
+        fold = {"output_size": (1, length), "kernel_size": (1, n_fft), "stride": (1, hop)}
         audio = F.fold(frames, **fold)[:, 0, 0]
         weights = window.square()[None, :, None] * mask[:, None, :].float()
         envelope = F.fold(weights, **fold)[:, 0, 0]

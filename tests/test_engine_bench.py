@@ -1,0 +1,85 @@
+"""The benchmark: its workload follows the protocol, and a tiny CPU run produces a full report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pipeline.engine.bench import (
+    BenchOptions,
+    BenchReport,
+    BenchRow,
+    forced_steps,
+    format_table,
+    make_workload,
+)
+
+
+def test_the_workload_is_a_mixed_book_in_book_order() -> None:
+    texts = make_workload(1024, seed=0)
+    assert len(texts) == 1024 and make_workload(1024, seed=0) == texts
+    assert all(10 <= len(t) <= 60 for t in texts)
+    chinese = sum(any("\u4e00" <= c <= "\u9fff" for c in t) for t in texts)
+    english = sum(any(c.isascii() and c.isalpha() for c in t) for t in texts)
+    assert chinese > 300 and english > 300
+    lengths = [len(t) for t in texts]
+    assert lengths != sorted(lengths)  # not pre-sorted
+    assert forced_steps("字" * 10) == 47 and forced_steps("a" * 60) == 282
+
+
+def test_the_report_has_the_fields_the_docs_and_the_lead_expect() -> None:
+    rows = (BenchRow(system="tts-jobs", precision="fp16", batch=256, sentences=1024, audio_s=3574,
+                     wall_s=7.1, x_realtime=503.8, peak_gib=6.39, top1_agreement=0.997,
+                     snr_db=float("inf")),
+            BenchRow(system="upstream", precision="fp32", batch=512, sentences=1024, audio_s=3574,
+                     wall_s=26.0, x_realtime=137.7, peak_gib=29.6))
+    report = BenchReport(rows=rows, device="cuda: H200", weights="synthetic full", date="d")
+    data = json.loads(report.to_json())
+    assert {"rows", "device", "weights", "date"} <= set(data)
+    for key in ("system", "precision", "batch", "x_realtime", "peak_gib", "top1_agreement",
+                "snr_db"):
+        assert key in data["rows"][0]
+    assert data["rows"][0]["snr_db"] is None  # inf is not JSON
+    table = format_table(report)
+    assert "| tts-jobs | fp16 | 256 |" in table and "503.8" in table
+
+
+def test_a_tiny_cpu_run_measures_every_requested_row(tiny_model_dir: Path) -> None:
+    pytest.importorskip("torch")
+    from pipeline.engine.bench import run_bench
+
+    report = run_bench(BenchOptions(model_dir=tiny_model_dir, device="cpu",
+                                    precisions=("fp32", "int8"), sentences=3, upstream=False,
+                                    fidelity_sentences=2, batch=2, max_steps=12))
+    assert [(r.system, r.precision) for r in report.rows] == [("tts-jobs", "fp32"),
+                                                              ("tts-jobs", "int8")]
+    for row in report.rows:
+        assert row.x_realtime > 0 and row.sentences == 3 and row.batches == 2
+    assert report.rows[0].top1_agreement == 1.0 and report.rows[1].top1_agreement > 0.9
+    assert report.weights == str(tiny_model_dir)
+
+
+def test_the_command_line_writes_json_and_prints_the_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    from pipeline.engine import bench
+
+    seen: list[BenchOptions] = []
+
+    def fake_run(opts: BenchOptions, progress: object = None) -> BenchReport:
+        seen.append(opts)
+        row = BenchRow(system="tts-jobs", precision="fp16", batch=opts.batch, sentences=8,
+                       audio_s=10.0, wall_s=1.0, x_realtime=10.0, peak_gib=None)
+        return BenchReport(rows=(row,), device="cpu", weights="synthetic tiny", date="today")
+
+    monkeypatch.setattr(bench, "run_bench", fake_run)
+    out = tmp_path / "bench.json"
+    assert bench.main(["--synthetic", "tiny", "--device", "cpu", "--precision", "fp16,int8",
+                       "--sentences", "8", "--upstream-batch", "4", "--batch", "64",
+                       "--json", str(out)]) == 0
+    opts = seen[0]
+    assert opts.precisions == ("fp16", "int8") and opts.upstream_batches == (4,)
+    assert opts.sentences == 8 and opts.batch == 64 and opts.synthetic == "tiny"
+    assert json.loads(out.read_text())["rows"][0]["precision"] == "fp16"
+    assert "| tts-jobs | fp16 | 64 |" in capsys.readouterr().out

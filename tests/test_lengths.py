@@ -1,0 +1,24 @@
+"""Sentence length limits from text: pure logic."""
+
+from __future__ import annotations
+
+from pipeline.lengths import MAX_TOKENS_CAP, estimated_seconds, max_new_tokens, min_new_tokens
+
+
+def test_longer_text_gets_a_longer_cap() -> None:
+    assert max_new_tokens("这是一个比较长的句子，里面有很多字。" * 2) > max_new_tokens("短句。")
+    assert max_new_tokens("A much longer English sentence with many words.") > max_new_tokens("Hi.")
+
+
+def test_chinese_characters_take_longer_than_latin_letters() -> None:
+    assert estimated_seconds("你好") > estimated_seconds("hi")
+
+
+def test_the_floor_stays_below_the_cap_and_short_text_still_gets_two_seconds() -> None:
+    for text in ("好。", "Hello there.", "这是一个测试句子。" * 5):
+        assert 0 <= min_new_tokens(text) < max_new_tokens(text)
+    assert max_new_tokens("好") >= round(2.0 * 46.875)
+
+
+def test_the_cap_never_exceeds_upstreams_limit() -> None:
+    assert max_new_tokens("字" * 5000) == MAX_TOKENS_CAP
