@@ -392,9 +392,10 @@ def voice_list() -> None:
 # ---------------------------------------------------------------- bench
 
 
-@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+             add_help_option=False)
 def bench(ctx: typer.Context) -> None:
-    """Measure synthesis speed against upstream ChatTTS (see `tts-jobs bench --help-bench`)."""
+    """Measure synthesis speed against upstream ChatTTS in the same run (`tts-jobs bench --help`)."""
     from pipeline.engine import bench as bench_module
 
     bench_module.main(list(ctx.args))
