@@ -21,6 +21,7 @@ SYNTH_QUEUE = "synth"
 ALL_QUEUES = (CPU_QUEUE, SYNTH_QUEUE)
 # Set by `tts-jobs worker` so the child process knows whether to load the model after the fork.
 WORKER_QUEUES_ENV = "TTS_JOBS_WORKER_QUEUES"
+WORKER_NAME_ENV = "TTS_JOBS_WORKER_NAME"
 
 
 def make_celery(settings: Settings) -> Celery:

@@ -86,13 +86,15 @@ def run(
     voice: VoiceOpt = service.DEFAULT_VOICE,
     device: Annotated[Optional[str], typer.Option(help="auto, cpu, cuda, cuda:N")] = None,
     precision: Annotated[Optional[str], typer.Option(help="auto, fp32, fp16, bf16, int8")] = None,
+    refine: Annotated[bool, typer.Option("--refine", help="ChatTTS's refine pass: pauses, breaths.")] = False,
 ) -> None:
     """Convert one book here and now (embedded default: SQLite, no servers). Prints the output path."""
     from pipeline.engine import EngineConfig, load_engine
 
     settings = _settings(model_dir=model_dir, device=device, precision=precision)
     rt = service.open_runtime(settings)
-    options = service.JobOptions(formats=_formats(fmt), out_dir=out.resolve() if out else None, voice=voice)
+    options = service.JobOptions(formats=_formats(fmt), out_dir=out.resolve() if out else None, voice=voice,
+                                 refine=refine)
     service.validate_book(book)  # fail fast, before the model loads
     engine = load_engine(EngineConfig(model_dir=settings.model_dir, device=settings.device,
                                       precision=settings.precision))
@@ -112,13 +114,14 @@ def submit(
     fmt: FormatOpt = None,
     voice: VoiceOpt = service.DEFAULT_VOICE,
     out: OutOpt = None,
+    refine: Annotated[bool, typer.Option("--refine", help="ChatTTS's refine pass: pauses, breaths.")] = False,
 ) -> None:
     """Record books as jobs and queue them for the workers. Prints one job id per book."""
     from jobs import tasks
 
     rt = service.open_runtime(_settings())
     options = service.JobOptions(formats=_formats(fmt), out_dir=out.resolve() if out else None,
-                                 voice=voice, priority=priority)
+                                 voice=voice, priority=priority, refine=refine)
     failed = False
     for book in books:
         try:

@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from jobs.settings import Settings
 from pipeline import lengths
-from pipeline.batching import PlanLimits, plan_batches
+from pipeline.batching import MemoryModel, PlanLimits, plan_batches
 from pipeline.errors import (
     AssemblyError,
     BookError,
@@ -228,20 +228,65 @@ def plan_pending(rt: Runtime, job_ids: Sequence[int] | None = None) -> list[int]
                                    prompt_tokens=estimated_prompt_tokens(s.text),
                                    priority=priorities.get(s.job_id, 0))
                    for s in sentences]
-        batches = repo.create_batches(session, plan_batches(planned, plan_limits(rt.settings)))
+        limits, memory = plan_limits(rt.settings, live_synthesis_workers(session))
+        batches = repo.create_batches(session, plan_batches(planned, limits, memory))
         session.commit()
         ids = [b.id for b in batches]
         log.info("planned %d sentences into %d batches", len(planned), len(ids))
         return ids
 
 
-def plan_limits(settings: Settings) -> PlanLimits:
-    gpu = settings.device.startswith("cuda")
+WORKER_ALIVE_SECONDS = 3600  # a synthesis worker not seen for this long no longer shapes batches
+
+
+def live_synthesis_workers(session: Session) -> list[Any]:
+    from datetime import timedelta
+
+    from storage.models import utcnow
+
+    return repo.live_workers(session, utcnow() - timedelta(seconds=WORKER_ALIVE_SECONDS))
+
+
+def plan_limits(settings: Settings, workers: Sequence[Any] = ()) -> tuple[PlanLimits, MemoryModel]:
+    """Batch limits for the smallest live synthesis worker: its memory cap, its calibrated memory
+    model and the batch size at which it last ran out of memory.
+
+    With no worker registered yet (the first book of a fresh cluster) the planner assumes an
+    80 GB-class card; a worker halves any batch that does not fit, so optimism costs time, not jobs.
+    """
+    gpu = settings.device.startswith("cuda") or any(w.device.startswith("cuda") for w in workers)
     max_rows = settings.max_batch or (256 if gpu else 16)
-    # NOTE: without a calibrated GPU at hand the planner assumes an 80 GB-class card; workers
-    # halve any batch that does not fit (OOM halving), so an optimistic cap costs time, not jobs.
-    cap = int(80e9 * settings.memory_fraction)
-    return PlanLimits(memory_cap_bytes=cap, max_rows=max_rows)
+    learned = [w.max_rows for w in workers if w.max_rows]
+    if learned:
+        max_rows = min(max_rows, *learned)
+    capped = [w for w in workers if w.memory_cap_bytes]
+    if not capped:
+        return PlanLimits(memory_cap_bytes=int(80e9 * settings.memory_fraction), max_rows=max_rows), MemoryModel()
+    smallest = min(capped, key=lambda w: w.memory_cap_bytes)
+    memory = MemoryModel(fixed_bytes=smallest.fixed_bytes,
+                         bytes_per_row_position=smallest.bytes_per_row_position)
+    return PlanLimits(memory_cap_bytes=smallest.memory_cap_bytes, max_rows=max_rows), memory
+
+
+def device_memory_bytes(engine: Engine) -> int | None:
+    """Total memory of the engine's GPU (None on CPU). torch is already loaded by the engine."""
+    if not engine.device.startswith("cuda"):
+        return None
+    import torch
+
+    return int(torch.cuda.get_device_properties(torch.device(engine.device)).total_memory)
+
+
+def register_synthesis_worker(rt: Runtime, engine: Engine, name: str, device_memory: int | None) -> None:
+    """Announce a synthesis worker's device, precision, memory cap and calibration to the planner."""
+    memory = engine.memory_model()
+    cap = int(device_memory * rt.settings.memory_fraction) if device_memory else None
+    with rt.session() as session:
+        repo.register_worker(session, name, device=engine.device, precision=engine.precision,
+                             model_dir=str(engine.model_root), memory_cap_bytes=cap,
+                             fixed_bytes=memory.fixed_bytes,
+                             bytes_per_row_position=memory.bytes_per_row_position, max_rows=None)
+        session.commit()
 
 
 def estimated_prompt_tokens(text: str) -> int:
@@ -255,7 +300,8 @@ def estimated_prompt_tokens(text: str) -> int:
 VoiceResolver = Callable[[str], str]
 
 
-def synthesize_batch(rt: Runtime, engine: Engine, batch_id: int, worker: str) -> list[int]:
+def synthesize_batch(rt: Runtime, engine: Engine, batch_id: int, worker: str,
+                     learned_by: str | None = None) -> list[int]:
     """Speak one batch and record every sentence's audio. Returns the jobs now ready to assemble.
 
     A batch held by a live lease elsewhere (a duplicate delivery) is left alone; a batch whose lease
@@ -271,13 +317,14 @@ def synthesize_batch(rt: Runtime, engine: Engine, batch_id: int, worker: str) ->
             return []
         sentences = repo.batch_pending_sentences(session, batch_id)
         attempts = batch.attempts
-        work = [_SentenceWork.from_row(s, _voice_of(session, s.job_id)) for s in sentences]
+        jobs = {s.job_id: repo.get_job(session, s.job_id) for s in sentences}
+        work = [_SentenceWork.from_row(s, jobs[s.job_id]) for s in sentences]
         session.commit()
     if not work:
         return _finish_batch(rt, batch_id, worker)
     with _LeaseKeeper(rt, batch_id, worker):
         try:
-            results = _synthesize_all(engine, work)
+            results = _synthesize_all(engine, _refined(engine, work), _limit_recorder(rt, learned_by))
             audio = [(w, r, _write_audio(rt, w, r)) for w, r in results]
         except Exception as exc:  # device error, full disk...: give the batch back, or fail it for good
             _give_back_or_fail(rt, batch_id, worker, work, attempts, exc)
@@ -321,27 +368,50 @@ class _SentenceWork:
     index: int
     request: SynthesisRequest
 
+    refine: bool = False  # the job asked for upstream's refine pass (pauses, breaths)
+
     @classmethod
-    def from_row(cls, s, voice: str) -> _SentenceWork:  # type: ignore[no-untyped-def]
+    def from_row(cls, s, job: Job) -> _SentenceWork:  # type: ignore[no-untyped-def]
         return cls(sentence_id=s.id, job_id=s.job_id, chapter_index=s.chapter.index, index=s.index,
-                   request=SynthesisRequest(text=s.text, voice=voice, seed=s.seed,
+                   request=SynthesisRequest(text=s.text, voice=job.voice_embedding, seed=s.seed,
                                             max_new_tokens=s.max_new_tokens,
-                                            min_new_tokens=s.min_new_tokens))
+                                            min_new_tokens=s.min_new_tokens),
+                   refine=bool((job.options or {}).get("refine")))
 
 
-def _voice_of(session: Session, job_id: int) -> str:
-    job = repo.get_job(session, job_id)
-    assert job is not None
-    return job.voice_embedding
+def _refined(engine: Engine, work: list[_SentenceWork]) -> list[_SentenceWork]:
+    """Run upstream's text-refinement pass, batched, for the sentences of jobs that asked for it."""
+    from dataclasses import replace
+
+    chosen = [w for w in work if w.refine]
+    if not chosen:
+        return work
+    texts = dict(zip((w.sentence_id for w in chosen), engine.refine_texts([w.request.text for w in chosen])))
+    return [replace(w, request=replace(w.request, text=texts[w.sentence_id])) if w.refine else w for w in work]
 
 
-def _synthesize_all(engine: Engine, work: list[_SentenceWork]) -> list[tuple[_SentenceWork, Any]]:
+def _limit_recorder(rt: Runtime, worker: str | None) -> Callable[[int], None] | None:
+    """Remember, for the planner, the batch size this worker had to halve to after running out of memory."""
+    if worker is None:
+        return None
+
+    def record(rows: int) -> None:
+        with rt.session() as session:
+            repo.lower_worker_max_rows(session, worker, rows)
+            session.commit()
+        log.warning("worker %s: out of memory; batches capped at %d rows from now on", worker, rows)
+
+    return record
+
+
+def _synthesize_all(engine: Engine, work: list[_SentenceWork],
+                    on_split: Callable[[int], None] | None = None) -> list[tuple[_SentenceWork, Any]]:
     """Synthesise with OOM halving; a sentence too large even alone is returned as its error."""
     from pipeline.engine import synthesize_with_oom_halving
 
     requests = [_with_voice(engine, w.request) for w in work]
     try:
-        return list(zip(work, synthesize_with_oom_halving(engine, requests)))
+        return list(zip(work, synthesize_with_oom_halving(engine, requests, on_split=on_split)))
     except SentenceTooLargeError as exc:
         if len(work) == 1:
             return [(work[0], SentenceTooLargeError(
@@ -531,12 +601,16 @@ def run_book(rt: Runtime, path: Path, options: JobOptions, engine: Engine,
 
     Returns the job id; the job ends done or failed (never left running), see `job_statuses`.
     """
+    import socket
+
     job_id = submit_book(rt, path, options)
+    worker = f"embedded@{socket.gethostname()}"
     try:
+        register_synthesis_worker(rt, engine, worker, device_memory_bytes(engine))
         if not ingest_job(rt, job_id):
             return job_id
         for batch_id in plan_pending(rt, [job_id]):
-            synthesize_batch(rt, engine, batch_id, worker="embedded")
+            synthesize_batch(rt, engine, batch_id, worker="embedded", learned_by=worker)
             if on_progress:
                 status = job_statuses(rt, job_id)[0]
                 on_progress(status.sentences_done, status.sentences_total)

@@ -7,6 +7,7 @@ blips, device errors) retry with backoff, a bounded number of times.
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import threading
 import time
@@ -16,7 +17,7 @@ from celery import shared_task
 from sqlalchemy.exc import InterfaceError, OperationalError
 
 from jobs import service
-from jobs.celery_app import app
+from jobs.celery_app import WORKER_NAME_ENV, app
 from jobs.settings import Settings
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ def runtime() -> service.Runtime:
 
 
 def worker_engine() -> Engine:
-    """This process's model, loaded and warmed once."""
+    """This process's model, loaded and warmed once, and announced to the planner."""
     global _engine
     with _lock:
         if _engine is None:
@@ -52,9 +53,22 @@ def worker_engine() -> Engine:
             _engine = load_engine(EngineConfig(model_dir=settings.model_dir, device=settings.device,
                                                precision=settings.precision))
             _engine.warm_up()
-            log.info("worker %s: model ready on %s (%s) from %s", worker_name(), _engine.device,
-                     _engine.precision, _engine.model_root)
-        return _engine
+    rt = runtime()
+    memory = service.device_memory_bytes(_engine)
+    try:
+        service.register_synthesis_worker(rt, _engine, synthesis_worker_name(), memory)
+    except Exception:  # the database may be down at start-up; batches are still halved on OOM
+        log.warning("worker %s: could not record its limits for the planner", synthesis_worker_name(),
+                    exc_info=True)
+    cap = f"{memory * rt.settings.memory_fraction / 2**30:.1f} GiB" if memory else "none (CPU)"
+    log.info("worker %s: model ready on %s (%s), memory cap %s, weights %s", synthesis_worker_name(),
+             _engine.device, _engine.precision, cap, _engine.model_root)
+    return _engine
+
+
+def synthesis_worker_name() -> str:
+    """The Celery worker name (``gpu0@host``): OOM limits are learned per device, not per process."""
+    return os.environ.get(WORKER_NAME_ENV) or f"tts@{socket.gethostname()}"
 
 
 def start_lease_sweeper() -> None:
@@ -83,8 +97,14 @@ def start_lease_sweeper() -> None:
     threading.Thread(target=sweep_forever, name="lease-sweeper", daemon=True).start()
 
 
+def engine() -> Engine:
+    """The loaded model (loaded now if this process was not started by a worker)."""
+    return _engine if _engine is not None else worker_engine()
+
+
 def worker_name() -> str:
-    return f"{socket.gethostname()}:{__import__('os').getpid()}"
+    """This process, as batch leases name it: host and pid (a dead pid on this host frees its lease)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 @shared_task(name="tts_jobs.ingest_job", bind=True, autoretry_for=RETRYABLE, retry_backoff=True,
@@ -109,7 +129,8 @@ def synthesize_batch(self, batch_id: int) -> None:  # type: ignore[no-untyped-de
     """Speak batch ``batch_id``; hand finished jobs to assembly."""
     rt = runtime()
     try:
-        ready = service.synthesize_batch(rt, worker_engine(), batch_id, worker_name())
+        ready = service.synthesize_batch(rt, engine(), batch_id, worker_name(),
+                                         learned_by=synthesis_worker_name())
     except RETRYABLE:
         raise
     except Exception as exc:

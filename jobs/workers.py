@@ -16,7 +16,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from jobs.celery_app import ALL_QUEUES, CPU_QUEUE, SYNTH_QUEUE, WORKER_QUEUES_ENV
+from jobs.celery_app import ALL_QUEUES, CPU_QUEUE, SYNTH_QUEUE, WORKER_NAME_ENV, WORKER_QUEUES_ENV
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +49,7 @@ def run_worker(spec: WorkerSpec, loglevel: str) -> None:
         os.environ["CUDA_VISIBLE_DEVICES"] = str(spec.gpu)
         os.environ.setdefault("TTS_JOBS_DEVICE", "cuda")
     os.environ[WORKER_QUEUES_ENV] = ",".join(spec.queues)  # read by the child after the fork
+    os.environ[WORKER_NAME_ENV] = spec.name.replace("%h", socket.gethostname())
     from jobs.celery_app import app
 
     log.info("worker %s: queues %s, %d process(es)%s", spec.name, ",".join(spec.queues), spec.concurrency,

@@ -201,3 +201,26 @@ class BulkEntry(Base):
     path: Mapped[str] = mapped_column(Text)  # where it was first seen
     job_id: Mapped[int | None] = mapped_column(ForeignKey("jobs.id", ondelete="SET NULL"), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Worker(Base):
+    """A synthesis worker as it announced itself at start-up: device, limits and calibration.
+
+    The planner (which runs on a CPU worker, far from any GPU) cuts batches to the smallest memory
+    cap among live synthesis workers, with their calibrated memory model and any batch size that
+    ran out of memory (``max_rows``, learned by OOM halving).
+    """
+
+    __tablename__ = "workers"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(255), unique=True)
+    device: Mapped[str] = mapped_column(String(64))
+    precision: Mapped[str] = mapped_column(String(16))
+    model_dir: Mapped[str] = mapped_column(Text, default="")
+    memory_cap_bytes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)  # None: no cap (CPU)
+    fixed_bytes: Mapped[int] = mapped_column(BigInteger)
+    bytes_per_row_position: Mapped[int] = mapped_column(BigInteger)
+    max_rows: Mapped[int | None] = mapped_column(Integer, nullable=True)  # learned from OOM
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    seen_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -151,3 +151,44 @@ def test_sentences_keep_their_seed_whatever_their_batch(rt, tmp_path: Path) -> N
                  for x in repo.chapter_sentences(s, c.id)]
     assert all(seed == service.sentence_seed(job_id, c, i) for c, i, seed in seeds)
     assert len({seed for *_, seed in seeds}) == len(seeds)
+
+
+def test_batches_fit_the_smallest_live_worker_and_its_learned_limit(rt, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The planner cuts to the tightest GPU worker's cap and to the size that ran out of memory."""
+    chapters = [("One", [f"Sentence number {i} of the only chapter." for i in range(30)])]
+    _ingested_job(rt, tmp_path, chapters)
+    fit = {"fixed_bytes": 1_000, "bytes_per_row_position": 10}
+    with rt.session() as s:
+        repo.register_worker(s, "gpu0@big", device="cuda:0", precision="fp16", memory_cap_bytes=10**12, **fit)
+        # 12 rows of up to 400 positions (prompt + new tokens) fit under this worker's cap
+        repo.register_worker(s, "gpu0@small", device="cuda:0", precision="fp16",
+                             memory_cap_bytes=1_000 + 10 * 12 * 400, **fit)
+        repo.lower_worker_max_rows(s, "gpu0@big", 8)
+        s.commit()
+
+    batch_ids = service.plan_pending(rt)
+
+    with rt.session() as s:
+        sizes = [s.get(repo.Batch, b).size for b in batch_ids]
+    assert sum(sizes) == 31 and max(sizes) == 8  # the learned OOM limit wins over the larger cap
+
+
+def test_refine_runs_only_for_the_jobs_that_asked_for_it(rt, tmp_path: Path, tiny_engine) -> None:  # type: ignore[no-untyped-def]
+    class CountingEngine(FailingEngine):
+        refined: list[str] = []
+
+        def refine_texts(self, texts):  # type: ignore[no-untyped-def]
+            self.refined.extend(texts)
+            return self._engine.refine_texts(texts)
+
+    plain = _ingested_job(rt, tmp_path, [("Plain", ["Read as written."])], name="plain")
+    book = write_epub(tmp_path / "refined.epub", "Refined", [("Refined", ["Read with breaths."])])
+    refined = service.submit_book(rt, book, service.JobOptions(formats=("wav",), refine=True))
+    assert service.ingest_job(rt, refined)
+    engine = CountingEngine(tiny_engine, "never-present", RuntimeError())
+    for batch_id in service.plan_pending(rt):
+        service.synthesize_batch(rt, engine, batch_id, "gpu0")
+
+    assert "Read with breaths." in engine.refined and "Read as written." not in engine.refined
+    assert all(service.job_statuses(rt, j)[0].sentences_done == service.job_statuses(rt, j)[0].sentences_total
+               for j in (plain, refined))
