@@ -230,9 +230,9 @@ class SoakReport:
 
     def summary(self) -> str:
         held = sum(1 for k in self.kills if k.batches_held)
-        lines = [f"soak: {len(self.job_ids)} books in {self.seconds:.0f} s; victim SIGKILLed {len(self.kills)} "
-                 f"times ({held} while holding a batch: "
-                 f"{', '.join(f'{k.at_seconds:.0f}s {k.batches_held}' for k in self.kills if k.batches_held)})",
+        hits = ", ".join(f"{k.at_seconds:.0f}s {k.batches_held}" for k in self.kills if k.batches_held)
+        lines = [(f"soak: {len(self.job_ids)} books in {self.seconds:.0f} s; victim SIGKILLed "
+                  f"{len(self.kills)} times ({held} while holding a batch: {hits})"),
                  f"soak: final states {dict(sorted(self.states.items()))}"]
         lines += [f"soak: PROBLEM {p}" for p in self.problems] or ["soak: every book verified"]
         return "\n".join(lines)
@@ -323,7 +323,10 @@ def run_soak(env: dict[str, str], work_dir: Path, config: SoakConfig,
                 break
             now = time.monotonic()
             if now > deadline:
-                report.problems.append(f"not finished after {config.minutes} min: {states}")
+                report.problems += [f"job {s.id} not finished after {config.minutes} min: {s.state}"
+                                    f"{f' ({s.error})' if s.error else ''}"
+                                    for s in job_statuses(rt) if s.id in report.job_ids
+                                    and s.state not in FINAL_JOB_STATES]
                 break
             held = batches_held_by(settings.database_url, group_pids(victim.pid))
             if schedule.due(now, bool(held)):
@@ -367,8 +370,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="seconds the victim worker works (after loading its model) before a kill (uniform)")
     parser.add_argument("--pg-admin", default=os.environ.get("TTS_JOBS_TEST_PG_ADMIN",
                                                              "postgresql://postgres@127.0.0.1:5432/test"))
-    parser.add_argument("--redis-url", default=os.environ.get("TTS_JOBS_TEST_REDIS", "redis://127.0.0.1:6379/14"),
-                        help="a Redis database this run may flush")
+    parser.add_argument("--redis-url", default=None,
+                        help="a Redis database this run may flush (default: one no test session is using)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder (logs, audio)")
     args = parser.parse_args(argv)
 
@@ -381,23 +384,30 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from jobs.settings import Settings
     from pipeline.engine.weights import write_synthetic_weights
-    from tests.conftest import env_for
+    from tests import conftest
 
+    # Importing conftest claims a Redis database no test session uses (see _claim_redis_database).
+    redis_url = args.redis_url or conftest.REDIS_TEST_URL
     work = Path(tempfile.mkdtemp(prefix="tts-jobs-soak-"))
     database = f"tts_jobs_soak_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(args.pg_admin, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{database}"')
-    broker = redis.Redis.from_url(args.redis_url)
-    broker.flushdb()
+    broker = redis.Redis.from_url(redis_url)
+
+    def flush() -> None:  # and keep our claim on the database
+        broker.flushdb()
+        broker.set(conftest._SESSION_LOCK_KEY, os.getpid(), ex=6 * 3600)
+
+    flush()
     try:
         print("soak: writing tiny SYNTHETIC weights (random values: the audiobooks are NOISE, not speech)")
         model = write_synthetic_weights(work / "model", size="tiny", seed=0).root
         settings = Settings.from_env({
             "TTS_JOBS_DATA_DIR": str(work / "data"),
             "TTS_JOBS_DATABASE_URL": f"{args.pg_admin.rsplit('/', 1)[0]}/{database}",
-            "TTS_JOBS_BROKER_URL": args.redis_url, "TTS_JOBS_MODEL_DIR": str(model),
+            "TTS_JOBS_BROKER_URL": redis_url, "TTS_JOBS_MODEL_DIR": str(model),
             "TTS_JOBS_DEVICE": "cpu", "TTS_JOBS_PRECISION": "fp32"})
-        env = soak_env(env_for(settings), args.lease_seconds, args.visibility_timeout)
+        env = soak_env(conftest.env_for(settings), args.lease_seconds, args.visibility_timeout)
         upgraded = cli(["db", "upgrade"], env, timeout=300)
         if upgraded.returncode != 0:
             print(upgraded.stderr, file=sys.stderr)
@@ -409,7 +419,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(report.summary())
         return 0 if report.ok else 1
     finally:
-        broker.flushdb()
+        flush()
         with psycopg.connect(args.pg_admin, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
         if args.keep:

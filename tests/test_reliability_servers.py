@@ -130,7 +130,7 @@ class PrivatePostgres:
 
     def _run(self, args: list[str], timeout: float) -> None:
         result = subprocess.run(self.as_postgres + [str(self.bindir / args[0])] + args[1:],
-                                capture_output=True, text=True, timeout=timeout)
+                                check=False, capture_output=True, text=True, timeout=timeout)
         assert result.returncode == 0, f"{args[0]} failed: {result.stdout}\n{result.stderr}"
 
     def url(self, database: str) -> str:
@@ -245,6 +245,10 @@ def assert_finished_exactly_once(status: dict, settings, log: str) -> None:  # t
 
 # ---------------------------------------------------------------- Redis
 
+# How long Redis stays down after a batch's results are committed: longer than Celery's default
+# publish retries (about 1.2 s), as short as a restart of a busy server.
+OUTAGE_AFTER_COMMIT = 5.0
+
 
 @pytest.mark.timeout(540)
 def test_queued_work_survives_a_redis_restart(tmp_path: Path, private_redis: PrivateRedis,
@@ -302,11 +306,11 @@ def test_a_book_completes_when_redis_is_down_as_its_batch_finishes(
         try:
             wait_until(lambda: (batch, "done") in batch_states(settings.database_url), 300,
                        f"batch {batch} to be recorded while Redis is down")
-            time.sleep(5)  # Redis stays down a little longer than the publish retries (about 1 s)
+            time.sleep(OUTAGE_AFTER_COMMIT)  # the fault's length, not a wait for a condition
         finally:
             private_redis.start()
 
-        status = wait_for_final_state(env, job, timeout=240)
+        status = wait_for_final_state(env, job, timeout=150)
     finally:
         stop_worker(worker)
     assert_finished_exactly_once(status, settings, read_log(tmp_path / "worker.log"))
@@ -316,7 +320,8 @@ def test_a_book_completes_when_redis_is_down_as_its_batch_finishes(
 
 LEASE_SECONDS = 120.0  # the production default: recovery must not wait for the lease to expire
 AFTER_RESTART_SECONDS = 100.0  # less than the lease
-BATCH_RETRIED = re.compile(r"Task tts_jobs\.synthesize_batch\[[^\]]+\] retry: Retry in")
+# Celery's log line for a task retried after an exception (normally the batch: recording its results).
+TASK_RETRIED = re.compile(r"Task tts_jobs\.\w+\[[^\]]+\] retry: Retry in")
 
 
 @pytest.mark.timeout(600)
@@ -339,8 +344,8 @@ def test_a_book_completes_when_postgres_restarts_mid_batch(
 
         private_postgres.stop("fast")
         try:
-            wait_until(lambda: BATCH_RETRIED.search(read_log(log_path)), 300,
-                       "the batch task to fail on the database and be retried")
+            wait_until(lambda: TASK_RETRIED.search(read_log(log_path)), 300,
+                       "a task to fail on the database and be retried")
         finally:
             private_postgres.start()
         back = time.monotonic()
