@@ -315,6 +315,11 @@ def synthesize_batch(rt: Runtime, engine: Engine, batch_id: int, worker: str,
             session.commit()
             log.info("batch=%s: finished or leased elsewhere; nothing to do", batch_id)
             return []
+        if batch.attempts > settings.max_attempts:  # every earlier attempt died with its worker
+            _fail_batch_for_good(session, batch_id, f"its worker process died {batch.attempts - 1} times "
+                                 "while speaking it (out of memory? try a smaller TTS_JOBS_MAX_BATCH)")
+            session.commit()
+            return []
         sentences = repo.batch_pending_sentences(session, batch_id)
         attempts = batch.attempts
         jobs = {s.job_id: repo.get_job(session, s.job_id) for s in sentences}
@@ -493,12 +498,17 @@ def _give_back_or_fail(rt: Runtime, batch_id: int, worker: str, work: list[_Sent
     reason = f"{type(exc).__name__}: {exc}"
     with rt.session() as session:
         if attempts >= rt.settings.max_attempts:
-            repo.finish_batch(session, batch_id, BatchState.FAILED, error=reason)
-            for job_id in {w.job_id for w in work}:
-                _fail_job(session, job_id, f"synthesis failed {attempts} times: {reason}")
+            _fail_batch_for_good(session, batch_id, f"synthesis failed {attempts} times: {reason}")
         else:
             repo.release_batch(session, batch_id, worker, reason)
         session.commit()
+
+
+def _fail_batch_for_good(session: Session, batch_id: int, reason: str) -> None:
+    """Give up on a batch: it and every job with sentences in it fail with ``reason``."""
+    repo.finish_batch(session, batch_id, BatchState.FAILED, error=reason)
+    for job_id in repo.batch_job_ids(session, batch_id):
+        _fail_job(session, job_id, reason)
 
 
 class _LeaseKeeper:
@@ -631,6 +641,13 @@ def run_book(rt: Runtime, path: Path, options: JobOptions, engine: Engine,
 def _fail_job(session: Session, job_id: int, error: str) -> None:
     if repo.move_job(session, job_id, JobState.FAILED, only_from=JobState.active(), error=error):
         log.error("job=%s: failed: %s", job_id, error)
+
+
+def fail_job(rt: Runtime, job_id: int, error: str) -> None:
+    """End a job that hit an error nobody will retry, so it never looks as if it were still running."""
+    with rt.session() as session:
+        _fail_job(session, job_id, error)
+        session.commit()
 
 
 def cancel_job(rt: Runtime, job_id: int) -> bool:

@@ -10,6 +10,7 @@ import logging
 import os
 import socket
 import threading
+from contextlib import contextmanager
 import time
 from typing import TYPE_CHECKING
 
@@ -107,12 +108,30 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+@contextmanager
+def _failing_job_on_final_error(task, job_id: int):  # type: ignore[no-untyped-def]
+    """Fail the job when an error will not be retried (a bug, or the last retry), never leave it hanging."""
+    try:
+        yield
+    except RETRYABLE as exc:
+        if task.request.retries >= task.max_retries:
+            service.fail_job(runtime(), job_id, f"gave up after {task.max_retries} retries: {exc}")
+        raise
+    except Exception as exc:
+        if not isinstance(exc, service.AssemblyError):
+            service.fail_job(runtime(), job_id, f"internal error ({type(exc).__name__}: {exc}); "
+                             "please report it, then `tts-jobs retry`")
+        raise
+
+
 @shared_task(name="tts_jobs.ingest_job", bind=True, autoretry_for=RETRYABLE, retry_backoff=True,
              retry_backoff_max=300, max_retries=8)
 def ingest_job(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
     """Read job ``job_id``'s book into chapters and sentences, then plan."""
-    if service.ingest_job(runtime(), job_id):
-        plan_pending.apply_async(argsrepr=f"after job {job_id}")
+    with _failing_job_on_final_error(self, job_id):
+        ready = service.ingest_job(runtime(), job_id)
+    if ready:
+        plan_pending.apply_async(argsrepr=f"after job {job_id}", retry_policy=CONTINUATION_RETRY)
 
 
 @shared_task(name="tts_jobs.plan_pending", bind=True, autoretry_for=RETRYABLE, retry_backoff=True,
@@ -149,12 +168,16 @@ def assemble_job(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
     from pipeline.errors import AssemblyError
 
     try:
-        service.assemble_job(runtime(), job_id)
+        with _failing_job_on_final_error(self, job_id):
+            service.assemble_job(runtime(), job_id)
     except AssemblyError:
         pass  # recorded on the job; bad audio is not retried
 
 
-# Messages carry ids only; argsrepr makes them readable on Flower's screens.
+# Messages carry ids only; argsrepr makes them readable on Flower's screens. A message that
+# continues work already recorded keeps trying through a broker outage: losing it would leave a
+# job half-way with nothing to wake it. (`submit` uses Celery's short default and reports failure.)
+CONTINUATION_RETRY = {"max_retries": 120, "interval_start": 0.5, "interval_step": 0.5, "interval_max": 5.0}
 
 
 def send_ingest(job_id: int) -> None:
@@ -162,11 +185,11 @@ def send_ingest(job_id: int) -> None:
 
 
 def send_batch(batch_id: int) -> None:
-    synthesize_batch.apply_async((batch_id,), argsrepr=f"batch {batch_id}")
+    synthesize_batch.apply_async((batch_id,), argsrepr=f"batch {batch_id}", retry_policy=CONTINUATION_RETRY)
 
 
 def send_assembly(job_id: int) -> None:
-    assemble_job.apply_async((job_id,), argsrepr=f"job {job_id}")
+    assemble_job.apply_async((job_id,), argsrepr=f"job {job_id}", retry_policy=CONTINUATION_RETRY)
 
 
 def enqueue_next(plan: service.RetryPlan) -> None:

@@ -163,7 +163,8 @@ def create_batches(session: Session, plan: Sequence[PlannedBatch]) -> list[Batch
 
 def claim_batch(session: Session, batch_id: int, worker: str, lease_seconds: float,
                 now: datetime | None = None) -> Batch | None:
-    """Lease a batch for ``worker``: queued ones, or running ones whose lease expired.
+    """Lease a batch for ``worker``: queued ones, running ones whose lease expired, or its own
+    (a retried task of the same process).
 
     Returns None when the batch is finished, unknown, or held by a live lease (a duplicate delivery).
     """
@@ -174,7 +175,9 @@ def claim_batch(session: Session, batch_id: int, worker: str, lease_seconds: flo
         .where(Batch.id == batch_id,
                or_(Batch.state == BatchState.QUEUED.value,
                    and_(Batch.state == BatchState.RUNNING.value,
-                        or_(Batch.heartbeat_at.is_(None), Batch.heartbeat_at < stale))))
+                        # a process runs one task at a time: its own earlier attempt has ended
+                        or_(Batch.heartbeat_at.is_(None), Batch.heartbeat_at < stale,
+                            Batch.leased_by == worker))))
         .values(state=BatchState.RUNNING.value, leased_by=worker, leased_at=now, heartbeat_at=now,
                 attempts=Batch.attempts + 1)
         .execution_options(synchronize_session=False)

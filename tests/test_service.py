@@ -192,3 +192,28 @@ def test_refine_runs_only_for_the_jobs_that_asked_for_it(rt, tmp_path: Path, tin
     assert "Read with breaths." in engine.refined and "Read as written." not in engine.refined
     assert all(service.job_statuses(rt, j)[0].sentences_done == service.job_statuses(rt, j)[0].sentences_total
                for j in (plain, refined))
+
+
+def test_a_batch_that_kills_its_worker_every_time_is_given_up(rt, tmp_path: Path, tiny_engine) -> None:  # type: ignore[no-untyped-def]
+    """Each death is taken over with one more attempt; past the cap the batch and its job fail."""
+    import socket
+    import subprocess
+    import sys
+
+    job_id = _ingested_job(rt, tmp_path, [("Only", ["A sentence that crashes the device."])])
+    [batch_id] = service.plan_pending(rt)
+    host = socket.gethostname()
+    for _ in range(rt.settings.max_attempts):  # each attempt's process dies mid-batch
+        dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        with rt.session() as s:
+            assert repo.claim_batch(s, batch_id, f"{host}:{dead}", rt.settings.lease_seconds) or \
+                repo.take_over_batch(s, batch_id, f"{host}:{dead}", s.get(repo.Batch, batch_id).leased_by)
+            s.commit()
+
+    assert service.synthesize_batch(rt, tiny_engine, batch_id, f"{host}:1") == []
+
+    status = service.job_statuses(rt, job_id)[0]
+    assert status.state == "failed" and "died" in status.error
+    with rt.session() as s:
+        assert s.get(repo.Batch, batch_id).state == BatchState.FAILED.value
