@@ -347,13 +347,13 @@ def _take_over_from_dead_local_worker(session: Session, batch_id: int, worker: s
     if batch is None or batch.state != BatchState.RUNNING.value or not batch.leased_by:
         return None
     host, _, pid = batch.leased_by.rpartition(":")
-    if host != worker.rpartition(":")[0] or not pid.isdigit() or _process_alive(int(pid)):
+    if host != worker.rpartition(":")[0] or not pid.isdigit() or process_alive(int(pid)):
         return None
     log.warning("batch=%s: its worker %s died; taking it over", batch_id, batch.leased_by)
     return repo.take_over_batch(session, batch_id, worker, batch.leased_by)
 
 
-def _process_alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
     import os
 
     try:

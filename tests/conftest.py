@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from jobs.service import process_alive
+
 PG_ADMIN_URL = os.environ.get("TTS_JOBS_TEST_PG_ADMIN", "postgresql://postgres@127.0.0.1:5432/test")
 REDIS_SERVER = os.environ.get("TTS_JOBS_TEST_REDIS_SERVER", "redis://127.0.0.1:6379")
 _SESSION_LOCK_KEY = "tts-jobs-test-session"
@@ -31,20 +33,10 @@ def _claim_redis_database() -> str:
         owner = client.get(_SESSION_LOCK_KEY)
         if owner is None and client.set(_SESSION_LOCK_KEY, os.getpid(), nx=True, ex=6 * 3600):
             return f"{REDIS_SERVER}/{db}"
-        if owner is not None and not _pid_alive(int(owner)):
+        if owner is not None and not process_alive(int(owner)):
             client.set(_SESSION_LOCK_KEY, os.getpid(), ex=6 * 3600)
             return f"{REDIS_SERVER}/{db}"
     raise RuntimeError("every Redis database 1-15 is claimed by a live test session")
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 REDIS_TEST_URL = os.environ.get("TTS_JOBS_TEST_REDIS") or _claim_redis_database()
@@ -78,8 +70,7 @@ def pg_database() -> Iterator[str]:
 @pytest.fixture(params=["sqlite", "postgresql"])
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """Each database test runs on both backends, against a schema migrated to head and empty."""
-    from storage.db import make_engine, upgrade
-    from storage.models import Base
+    from storage.db import upgrade
 
     if request.param == "sqlite":
         url = f"sqlite:///{tmp_path / 'jobs.db'}"
@@ -89,7 +80,15 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
     url = request.getfixturevalue("pg_database")
     upgrade(url)
     yield url
-    engine = make_engine(url)
+    wipe_tables(url)
+
+
+def wipe_tables(database_url: str) -> None:
+    """Empty every table (the schema stays), so the next test starts from nothing."""
+    from storage.db import make_engine
+    from storage.models import Base
+
+    engine = make_engine(database_url)
     with engine.begin() as conn:
         for table in reversed(Base.metadata.sorted_tables):
             conn.execute(table.delete())
@@ -142,4 +141,14 @@ def env_for(settings) -> dict[str, str]:  # type: ignore[no-untyped-def]
         "TTS_JOBS_LEASE_SECONDS": str(settings.lease_seconds),
         "PYTHONUNBUFFERED": "1",
     })
+    return env
+
+
+def cluster_env(settings) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """The environment of a cluster deployment for ``settings``, schema made by `tts-jobs db upgrade`."""
+    from tests.e2e_helpers import cli
+
+    env = env_for(settings)
+    upgraded = cli(["db", "upgrade"], env, timeout=180)
+    assert upgraded.returncode == 0, upgraded.stderr
     return env

@@ -197,16 +197,12 @@ def test_a_different_book_with_the_same_title_gets_its_own_folder(
 @pytest.fixture()
 def pg_settings(pg_database: str, settings_factory):  # type: ignore[no-untyped-def]
     """Settings on the real PostgreSQL, schema at head, tables emptied afterwards."""
-    from storage.db import make_engine, upgrade
-    from storage.models import Base
+    from storage.db import upgrade
+    from tests.conftest import wipe_tables
 
     upgrade(pg_database)
     yield settings_factory(pg_database)
-    engine = make_engine(pg_database)
-    with engine.begin() as conn:
-        for table in reversed(Base.metadata.sorted_tables):
-            conn.execute(table.delete())
-    engine.dispose()
+    wipe_tables(pg_database)
 
 
 def test_two_overlapping_runs_submit_each_book_once(tmp_path: Path, pg_settings, redis_url: str) -> None:  # type: ignore[no-untyped-def]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.books import write_epub
-from tests.conftest import env_for
+from tests.conftest import cluster_env, wipe_tables
 from tests.e2e_helpers import (
     assert_duration_matches_sentences_plus_pauses,
     cli,
@@ -25,25 +25,15 @@ CHAPTERS = [("One", ["The first chapter has two sentences.", "Here is the second
 
 
 @pytest.fixture()
-def cluster_env(pg_database: str, redis_url: str, settings_factory):  # type: ignore[no-untyped-def]
+def cluster(pg_database: str, redis_url: str, settings_factory):  # type: ignore[no-untyped-def]
     """Settings on the real PostgreSQL (schema created by `tts-jobs db upgrade`) and Redis."""
     settings = settings_factory(pg_database)
-    env = env_for(settings)
-    upgraded = cli(["db", "upgrade"], env, timeout=120)
-    assert upgraded.returncode == 0, upgraded.stderr
-    yield settings, env
-    from storage.db import make_engine
-    from storage.models import Base
-
-    engine = make_engine(pg_database)
-    with engine.begin() as conn:
-        for table in reversed(Base.metadata.sorted_tables):
-            conn.execute(table.delete())
-    engine.dispose()
+    yield settings, cluster_env(settings)
+    wipe_tables(pg_database)
 
 
-def test_a_submitted_book_is_finished_by_a_worker(tmp_path: Path, cluster_env) -> None:  # type: ignore[no-untyped-def]
-    settings, env = cluster_env
+def test_a_submitted_book_is_finished_by_a_worker(tmp_path: Path, cluster) -> None:  # type: ignore[no-untyped-def]
+    settings, env = cluster
     book = write_epub(tmp_path / "book.epub", "Cluster Book", CHAPTERS)
     worker = popen_worker(env, tmp_path / "worker.log")
     try:

@@ -18,7 +18,7 @@ from jobs import service
 from storage import repo
 from storage.models import BatchState
 from tests.books import write_epub
-from tests.conftest import env_for
+from tests.conftest import cluster_env, wipe_tables
 from tests.e2e_helpers import (
     assert_duration_matches_sentences_plus_pauses,
     cli,
@@ -44,18 +44,10 @@ def cluster(request: pytest.FixtureRequest, pg_database: str, redis_url: str, se
     """
     lease = getattr(request, "param", 10.0)
     settings = settings_factory(pg_database, lease_seconds=lease, max_batch=6)
-    env = env_for(settings)
+    env = cluster_env(settings)
     env["TTS_JOBS_MAX_BATCH"] = "6"
-    assert cli(["db", "upgrade"], env, timeout=120).returncode == 0
     yield settings, env
-    from storage.db import make_engine
-    from storage.models import Base
-
-    engine = make_engine(pg_database)
-    with engine.begin() as conn:
-        for table in reversed(Base.metadata.sorted_tables):
-            conn.execute(table.delete())
-    engine.dispose()
+    wipe_tables(pg_database)
 
 
 def _submit(env: dict[str, str], book: Path) -> int:

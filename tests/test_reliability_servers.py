@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.books import write_epub
-from tests.conftest import env_for
+from tests.conftest import cluster_env, wipe_tables
 from tests.e2e_helpers import cli, popen_worker, read_log, wait_for_final_state
 from tests.soak import book_problems, stop_worker, stuck_rows
 
@@ -185,29 +185,16 @@ def private_postgres() -> Iterator[PrivatePostgres]:
         server.destroy()
 
 
-def wipe(database_url: str) -> None:
-    from storage.db import make_engine
-    from storage.models import Base
-
-    engine = make_engine(database_url)
-    with engine.begin() as conn:
-        for table in reversed(Base.metadata.sorted_tables):
-            conn.execute(table.delete())
-    engine.dispose()
-
-
 @pytest.fixture()
 def redis_cluster_env(tmp_path: Path, pg_database: str, private_redis: PrivateRedis, settings_factory):  # type: ignore[no-untyped-def]
     """The shared test PostgreSQL (schema by `tts-jobs db upgrade`, emptied) and the private Redis."""
     settings = settings_factory(pg_database, broker_url=private_redis.url(0))
-    env = env_for(settings)
-    upgraded = cli(["db", "upgrade"], env, timeout=180)
-    assert upgraded.returncode == 0, upgraded.stderr
-    wipe(pg_database)
+    env = cluster_env(settings)
+    wipe_tables(pg_database)
     try:
         yield settings, env
     finally:
-        wipe(pg_database)
+        wipe_tables(pg_database)
 
 
 # ---------------------------------------------------------------- helpers
@@ -333,9 +320,7 @@ def test_a_book_completes_when_postgres_restarts_mid_batch(
     """
     database_url = private_postgres.create_database("tts_jobs")
     settings = settings_factory(database_url, broker_url=redis_url, lease_seconds=LEASE_SECONDS)
-    env = env_for(settings)
-    upgraded = cli(["db", "upgrade"], env, timeout=180)
-    assert upgraded.returncode == 0, upgraded.stderr
+    env = cluster_env(settings)
     log_path = tmp_path / "worker.log"
     worker = popen_worker(env, log_path)
     try:

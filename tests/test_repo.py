@@ -122,7 +122,7 @@ def test_two_planners_on_postgresql_never_take_the_same_sentence(pg_database: st
     PostgreSQL only: SQLite has a single writer, and SQLAlchemy drops FOR UPDATE there.
     """
     from storage.db import upgrade
-    from storage.models import Base
+    from tests.conftest import wipe_tables
 
     upgrade(pg_database)
     engine = make_engine(pg_database)
@@ -142,7 +142,5 @@ def test_two_planners_on_postgresql_never_take_the_same_sentence(pg_database: st
     finally:
         first.close()
         second.close()
-        with engine.begin() as conn:
-            for table in reversed(Base.metadata.sorted_tables):
-                conn.execute(table.delete())
         engine.dispose()
+        wipe_tables(pg_database)
