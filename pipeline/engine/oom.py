@@ -40,21 +40,22 @@ def synthesize_with_oom_halving(
 
     try:
         return engine.synthesize(requests)
-    except torch.OutOfMemoryError as exc:
-        _free_device_memory()
-        if len(requests) <= 1:
-            text = requests[0].text[:40] if requests else ""
-            raise SentenceTooLargeError(
-                f"sentence {text!r} (max_new_tokens={requests[0].max_new_tokens if requests else 0})"
-                " does not fit in device memory even alone; lower its max_new_tokens or use a "
-                "device with more memory") from exc
-        half = (len(requests) + 1) // 2
-        log.warning("out of memory on a batch of %d; retrying as %d + %d", len(requests), half,
-                    len(requests) - half)
-        if on_split is not None:
-            on_split(half)
-        first = synthesize_with_oom_halving(engine, requests[:half], on_split)
-        return first + synthesize_with_oom_halving(engine, requests[half:], on_split)
+    except torch.OutOfMemoryError:
+        pass  # retry outside the handler: the live traceback's frames would pin the batch's tensors
+    _free_device_memory()
+    if len(requests) <= 1:
+        text = requests[0].text[:40] if requests else ""
+        raise SentenceTooLargeError(
+            f"sentence {text!r} (max_new_tokens={requests[0].max_new_tokens if requests else 0})"
+            " does not fit in device memory even alone; lower its max_new_tokens or use a "
+            "device with more memory")
+    half = (len(requests) + 1) // 2
+    log.warning("out of memory on a batch of %d; retrying as %d + %d", len(requests), half,
+                len(requests) - half)
+    if on_split is not None:
+        on_split(half)
+    first = synthesize_with_oom_halving(engine, requests[:half], on_split)
+    return first + synthesize_with_oom_halving(engine, requests[half:], on_split)
 
 
 def _free_device_memory() -> None:
