@@ -217,3 +217,20 @@ def test_a_batch_that_kills_its_worker_every_time_is_given_up(rt, tmp_path: Path
     assert status.state == "failed" and "died" in status.error
     with rt.session() as s:
         assert s.get(repo.Batch, batch_id).state == BatchState.FAILED.value
+
+
+def test_status_shows_recent_throughput_and_an_eta_while_a_job_runs(rt, tmp_path: Path, tiny_engine) -> None:  # type: ignore[no-untyped-def]
+    chapters = [("One", [f"Sentence {i} of the chapter." for i in range(7)])]
+    job_id = _ingested_job(rt, tmp_path, chapters)
+    rt_small = service.Runtime(settings=rt.settings.with_overrides(max_batch=4), sessions=rt.sessions,
+                               artifacts=rt.artifacts)
+    first, *rest = service.plan_pending(rt_small)
+    service.synthesize_batch(rt_small, tiny_engine, first, "gpu0")
+
+    status = service.job_statuses(rt, job_id)[0]
+    assert 0 < status.sentences_done < status.sentences_total
+    assert status.x_realtime and status.x_realtime > 0
+    assert status.eta_seconds and status.eta_seconds > 0
+    for batch_id in rest:
+        service.synthesize_batch(rt_small, tiny_engine, batch_id, "gpu0")
+    assert service.job_statuses(rt, job_id)[0].eta_seconds is None  # nothing left to wait for
