@@ -32,6 +32,7 @@ from sqlalchemy.exc import IntegrityError
 
 from jobs import service
 from pipeline.errors import BookError, TtsJobsError
+from pipeline.files import file_sha256
 from storage import repo
 from storage.artifacts import atomic_write_bytes
 from storage.models import BulkEntry, Job, JobState
@@ -158,7 +159,7 @@ def submit_one(rt: service.Runtime, path: Path, options: BulkOptions, enqueue: E
         if time.time() - path.stat().st_mtime < options.min_age_seconds:
             return BookOutcome(path, Outcome.SKIPPED, f"changed less than {options.min_age_seconds:g} s "
                                "ago (still being copied?); the next run takes it")
-        sha256 = service.file_sha256(path)
+        sha256 = file_sha256(path)
     except OSError as exc:  # removed since the listing, or no permission
         return BookOutcome(path, Outcome.UNREADABLE, f"cannot read it ({exc.strerror or exc})")
     known = _already_submitted(rt, sha256)

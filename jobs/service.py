@@ -12,7 +12,6 @@ Celery message or a rerun after a crash only redoes what is missing.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import shutil
 import threading
@@ -34,6 +33,7 @@ from pipeline.errors import (
     TtsJobsError,
     VoiceError,
 )
+from pipeline.files import file_sha256
 from pipeline.types import BookMetadata, PlannedSentence, SynthesisRequest, SynthesisResult
 from storage import repo
 from storage.artifacts import ArtifactStore
@@ -134,14 +134,6 @@ def add_job(rt: Runtime, session: Session, path: Path, book, options: JobOptions
     session.flush()
     job.source_path = str(rt.artifacts.store_source(job.id, path))
     return job
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def resolve_voice(session: Session, name: str) -> str:

@@ -12,7 +12,6 @@ Synthetic weights have the same architecture and layout with random values, plus
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import ModelError
+from pipeline.files import file_sha256
 
 log = logging.getLogger(__name__)
 
@@ -271,18 +271,10 @@ def verify_real_weights(files: ModelFiles) -> None:
     expected = json.loads(sha_file.read_text())
     for key, rel in ASSET_FILES.items():
         path = files.asset(rel)
-        if _sha256(path) != expected[key]:
+        if file_sha256(path) != expected[key]:
             raise ModelError(f"{path}: sha256 does not match chattts 0.2.5's list; the file is "
                              "corrupt or from another release: download it again "
                              "(`tts-jobs model download`)")
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def download_weights(cache_dir: Path | None = None) -> Path:
