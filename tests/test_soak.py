@@ -23,7 +23,9 @@ def test_books_submitted_at_once_all_finish_while_a_worker_is_killed_at_random(
     wipe_tables(pg_database)  # the session's database is shared: start from an empty job table
     try:
         report = run_soak(env, tmp_path / "soak",
-                          SoakConfig(books=4, minutes=5, seed=8, kill_after=(3.0, 15.0), aim_seconds=10.0))
+                          # enough work that an idle machine is still busy when the kill comes
+                          SoakConfig(books=6, chapters_per_book=4, minutes=6, seed=8, kill_after=(1.0, 6.0),
+                                     aim_seconds=10.0))
     finally:
         wipe_tables(pg_database)
     print(report.summary())
