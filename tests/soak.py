@@ -283,9 +283,12 @@ def soak_env(env: dict[str, str], lease_seconds: float, visibility_timeout: int)
 
     Small batches (4 sentences) make many units of work, so kills land on work in flight; the short
     lease and visibility timeout make killed work come back within the run instead of hours later.
+    The kills here come from outside, not from the batch: a batch may be hit more often than
+    TTS_JOBS_MAX_ATTEMPTS allows for a batch that kills its own worker, so the cap is raised.
     """
     return {**env, "TTS_JOBS_LEASE_SECONDS": str(lease_seconds),
-            "TTS_JOBS_VISIBILITY_TIMEOUT": str(visibility_timeout), "TTS_JOBS_MAX_BATCH": "4"}
+            "TTS_JOBS_VISIBILITY_TIMEOUT": str(visibility_timeout), "TTS_JOBS_MAX_BATCH": "4",
+            "TTS_JOBS_MAX_ATTEMPTS": "50"}
 
 
 def run_soak(env: dict[str, str], work_dir: Path, config: SoakConfig,
