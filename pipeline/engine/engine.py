@@ -28,6 +28,8 @@ from pipeline.engine.prompts import (
     text_prompt_row,
 )
 from pipeline.engine.sampling import RowSampling
+from pipeline.engine.step_graphs import StepRunner, graphs_wanted
+from pipeline.engine.timing import PhaseClock
 from pipeline.engine.voices import SpeakerEmbedding, encode_audio_prompt, encode_speaker, parse_voice
 from pipeline.engine.waveform import WaveformDecoder
 from pipeline.errors import SynthesisError, VoiceError
@@ -75,6 +77,14 @@ class Engine:
         self.model_root = model_root
         self._parts = parts
         self._memory: MemoryModel | None = None
+        self.slots: int | None = None  # most sentences decoded at once; None: the whole batch
+        self.clock = PhaseClock(self._torch_device)  # where synthesis time goes (bench)
+        self._runner = StepRunner(parts.gpt, self._code_space(),
+                                  use_graphs=graphs_wanted(self._torch_device))
+
+    def release_slots(self) -> None:
+        """Free the decode slots and their CUDA graphs (they are kept between batches)."""
+        self._runner.release()
 
     # ----------------------------------------------------------------------------- synthesis
     def synthesize(self, requests: Sequence[SynthesisRequest]) -> list[SynthesisResult]:
@@ -84,7 +94,7 @@ class Engine:
             return []
         started = time.perf_counter()
         generated = self._run(requests, keep_hiddens=True)
-        with _device_errors(len(requests)):
+        with _device_errors(len(requests)), self.clock.phase("waveform"):
             waves = self._parts.waveform.decode(generated.hiddens or [])
         steps = sum(int(t.shape[0]) for t in generated.tokens)
         log.debug("synthesized %d rows (%d GPT steps, %.1f s of audio) in %.2f s on %s/%s",
@@ -137,8 +147,13 @@ class Engine:
                 seeds=[r.seed for r in requests], device=self._torch_device)
             limits = RowLimits(min_new=[r.min_new_tokens for r in requests],
                                max_new=[r.max_new_tokens for r in requests])
-            return generate(parts.gpt, self._code_space(), prompts, limits, sampling,
-                            keep_hiddens=keep_hiddens)
+            try:
+                return generate(parts.gpt, self._runner.space, prompts, limits, sampling,
+                                keep_hiddens=keep_hiddens, slots=self.slots,
+                                runner=self._runner, clock=self.clock)
+            except torch.OutOfMemoryError:
+                self.release_slots()  # the halved retry must not find the big slots still held
+                raise
 
     def _code_rows(self, requests: Sequence[SynthesisRequest]) -> list[PromptRow]:
         parts = self._parts

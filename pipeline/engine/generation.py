@@ -1,42 +1,36 @@
-"""The batched generation loop: prefill, then one GPT step per audio token, every row on its own terms.
+"""The generation loop: a pool of sentences flows through a fixed number of decode slots.
 
-Per row: its own prompt (voice), seed, temperature/top-p/top-k/repetition penalty, EOS floor
-(``min_new``) and forced stop (``max_new``). The device is asked whether rows have finished only
-every ``check_every`` steps; when enough have, they are dropped from the KV cache and from every
-per-row tensor, so finished rows stop costing compute.
+Continuous batching: the pool (the planner's memory-capped batch) is admitted longest first into
+the slots; every ``check_every`` steps (or exactly when the host knows a row must have ended) the
+finished rows are harvested and their slots refilled with the next sentences, prefilled together.
+When the pool is empty and few rows are left, they move to the front so that steps run on a
+smaller bucket of slots. Each row keeps its own prompt (voice), seed, sampling settings, EOS floor
+(``min_new``) and forced stop (``max_new``), so its tokens do not depend on its batch-mates, its
+slot, or when it was admitted.
+
+Decode steps run through ``StepRunner`` (CUDA graphs on the GPU, eager on CPU); the only host
+sync is the harvest check.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections import deque
 from dataclasses import dataclass
 
 import torch
 
+from pipeline.engine.decode_step import StepKind, TokenSpace
 from pipeline.engine.gpt import FusedLlama, KVCache, additive_mask
 from pipeline.engine.prompts import PromptBatch
-from pipeline.engine.sampling import (
-    NoiseSource,
-    RepetitionWindow,
-    RowSampling,
-    apply_penalty,
-    choose,
-    mask_eos,
-)
+from pipeline.engine.sampling import RowSampling
+from pipeline.engine.slots import Newcomers, SlotShape, SlotState, admit, compact, release
+from pipeline.engine.step_graphs import StepRunner, attend_bucket, bucket_for, row_buckets
+from pipeline.engine.timing import PhaseClock
 
 log = logging.getLogger(__name__)
 
-
-@dataclass(frozen=True)
-class TokenSpace:
-    """What a step emits: ``codebooks`` tokens from a ``vocab``; ``eos`` ends a row."""
-
-    codebooks: int
-    vocab: int
-    eos: int
-    embed: Callable[[torch.Tensor], torch.Tensor]  # [B, Q] tokens -> [B, C]
-    logits: Callable[[torch.Tensor], torch.Tensor]  # [B, C] hidden -> float32 [B, Q, V]
+__all__ = ["Generated", "RowLimits", "TokenSpace", "generate", "run_positions", "score_tokens"]
 
 
 @dataclass(frozen=True)
@@ -55,94 +49,160 @@ class Generated:
     hit_limit: list[bool]
 
 
-@dataclass
-class _Rows:
-    """The device-side state of the rows still generating (shrinks on compaction)."""
-
-    ids: torch.Tensor  # int64 [b]: each active row's index in the original batch
-    next_position: torch.Tensor  # int64 [b]: RoPE position of the next input token
-    min_new: torch.Tensor  # int64 [b]
-    max_new: torch.Tensor  # int64 [b]
-    done: torch.Tensor  # bool [b]
-    produced: torch.Tensor  # int64 [b]: tokens kept so far
-    hit_limit: torch.Tensor  # bool [b]
-    mask: torch.Tensor  # additive [b, 1, 1, S]: padding of each row's prompt is -inf
-    max_new_host: list[int]
-
-    def select(self, index: torch.Tensor, kept: list[int]) -> _Rows:
-        return _Rows(ids=self.ids[index], next_position=self.next_position[index],
-                     min_new=self.min_new[index], max_new=self.max_new[index],
-                     done=self.done[index], produced=self.produced[index],
-                     hit_limit=self.hit_limit[index], mask=self.mask[index],
-                     max_new_host=[self.max_new_host[i] for i in kept])
-
-
 def generate(gpt: FusedLlama, space: TokenSpace, prompts: PromptBatch, limits: RowLimits,
              sampling: RowSampling, keep_hiddens: bool = True, check_every: int = 8,
-             compact_fraction: float = 0.25) -> Generated:
-    """Generate up to ``max_new`` tokens for every row of ``prompts``."""
-    device = prompts.embeds.device
-    batch, width = prompts.rows, prompts.width
-    steps_cap = max(limits.max_new)
-    cache = gpt.new_cache(batch, width + steps_cap)
-    tokens_out = torch.zeros(steps_cap, batch, space.codebooks, dtype=torch.int64, device=device)
-    hiddens_out = (torch.zeros(steps_cap, batch, gpt.hidden, dtype=gpt.dtype, device=device)
-                   if keep_hiddens else None)
-    rows = _initial_rows(prompts, limits, steps_cap, gpt.dtype)
-    window = RepetitionWindow(batch, space.codebooks, space.vocab, device)
-    noise = None if sampling.greedy else NoiseSource(sampling.seed_key, space.codebooks, space.vocab)
-    finished: dict[int, tuple[int, bool]] = {}
-
-    hidden = _prefill(gpt, prompts, cache)
-    step = 0
-    while True:
-        if hiddens_out is not None:
-            hiddens_out[step].index_copy_(0, rows.ids, hidden)
-        logits = space.logits(hidden) / sampling.temperature
-        if sampling.penalised:
-            logits = apply_penalty(logits, window.counts(), sampling.penalty)
-        logits = mask_eos(logits, space.eos, rows.min_new <= step)
-        tokens = choose(logits, sampling, noise.at(step) if noise is not None else None)
-        window.push(step, tokens)
-        tokens_out[step].index_copy_(0, rows.ids, tokens)
-        _update_rows(rows, tokens, space.eos, step)
-        step += 1
-        if step >= max(rows.max_new_host) or step % check_every == 0:
-            done = rows.done.tolist()  # the only host sync, once every check_every steps
-            if all(done) or step >= max(rows.max_new_host):
-                _record(finished, rows, range(len(done)))
-                break
-            if sum(done) >= max(1, int(len(done) * compact_fraction)):
-                index = _compact(rows, done, window, noise, cache, finished)
-                rows = rows.select(index, [i for i, d in enumerate(done) if not d])
-                sampling, tokens = sampling.select(index), tokens[index]
-        hidden = _step(gpt, space, tokens, rows, cache)
-    return _collect(tokens_out, hiddens_out, finished, batch)
+             slots: int | None = None, runner: StepRunner | None = None,
+             clock: PhaseClock | None = None) -> Generated:
+    """Generate up to ``max_new`` tokens for every row of ``prompts``, at most ``slots`` at once."""
+    runner = runner or StepRunner(gpt, space, use_graphs=False)
+    clock = clock or PhaseClock(prompts.embeds.device)
+    return _Scheduler(gpt, space, prompts, limits, sampling, keep_hiddens, check_every,
+                      slots or prompts.rows, runner, clock).run()
 
 
-def _initial_rows(prompts: PromptBatch, limits: RowLimits, steps_cap: int,
-                  dtype: torch.dtype) -> _Rows:
-    device = prompts.embeds.device
-    batch = prompts.rows
-    valid = torch.cat([prompts.valid, torch.ones(batch, steps_cap, dtype=torch.bool,
-                                                 device=device)], 1)
+class _Scheduler:
+    """Host side of the loop: which row is in which slot, and when each must have ended."""
 
-    def col(values: list[int]) -> torch.Tensor:
-        return torch.tensor(values, dtype=torch.int64, device=device)
+    def __init__(self, gpt: FusedLlama, space: TokenSpace, prompts: PromptBatch,
+                 limits: RowLimits, sampling: RowSampling, keep_hiddens: bool, check_every: int,
+                 slots: int, runner: StepRunner, clock: PhaseClock) -> None:
+        self.gpt, self.space, self.prompts = gpt, space, prompts
+        self.limits, self.sampling, self.check_every = limits, sampling, check_every
+        self.runner, self.clock = runner, clock
+        self.lengths = prompts.lengths.tolist()
+        rows = prompts.rows
+        capacity = min(slots, rows)
+        self.state: SlotState = runner.slots_for(SlotShape(
+            capacity=capacity, positions=max(self.lengths) + max(limits.max_new),
+            steps=max(limits.max_new), codebooks=space.codebooks, vocab=space.vocab,
+            keep_hiddens=keep_hiddens))
+        self.capacity = capacity
+        self.buckets = row_buckets(capacity)
+        # longest first, so that the long rows do not start last and leave a tail
+        self.pending = deque(sorted(range(rows), key=lambda r: -limits.max_new[r]))
+        self.slot_row: list[int | None] = [None] * capacity
+        self.slot_write = [0] * capacity  # host copy of write_at, exact for rows still alive
+        self.slot_left = [0] * capacity  # steps until the row must have ended (its max_new)
+        self.results: dict[int, tuple[torch.Tensor, torch.Tensor | None, bool]] = {}
+        self.kv_bytes = 2 * len(gpt.layers) * gpt.hidden * torch.finfo(gpt.dtype).bits // 8
+        self.weight_bytes = _parameter_bytes(gpt)
 
-    return _Rows(ids=torch.arange(batch, device=device), next_position=prompts.lengths.clone(),
-                 min_new=col(limits.min_new), max_new=col(limits.max_new),
-                 done=torch.zeros(batch, dtype=torch.bool, device=device),
-                 produced=torch.zeros(batch, dtype=torch.int64, device=device),
-                 hit_limit=torch.zeros(batch, dtype=torch.bool, device=device),
-                 mask=additive_mask(valid, dtype)[:, None, None, :],
-                 max_new_host=list(limits.max_new))
+    def run(self) -> Generated:
+        self._refill()
+        while any(row is not None for row in self.slot_row):
+            live = self._live_rows()
+            steps = self._steps_until_check()
+            with self.clock.phase("gpt_steps"):
+                self._steps(live, steps)
+            self._harvest(live)
+            self._refill()
+            self._compact_if_sparse()
+        return self._collect()
+
+    # ------------------------------------------------------------------------- stepping
+    def _live_rows(self) -> int:
+        last = max(i for i, row in enumerate(self.slot_row) if row is not None)
+        return bucket_for(last + 1, self.buckets)
+
+    def _steps_until_check(self) -> int:
+        left = [n for n, row in zip(self.slot_left, self.slot_row) if row is not None]
+        return max(1, min(self.check_every, min(left)))
+
+    def _steps(self, live: int, steps: int) -> None:
+        """``steps`` decode steps; no row reaches its ``max_new`` before the last of them, so every
+        occupied slot advances one cache position per step."""
+        longest = max(w for w, row in zip(self.slot_write, self.slot_row) if row is not None)
+        for k in range(steps):
+            attend = attend_bucket(longest + k + 1, self.state.shape.positions)
+            self.runner.step(StepKind(rows=live, attend=attend, greedy=self.sampling.greedy,
+                                      penalised=self.sampling.penalised))
+            self.clock.count_step(self.weight_bytes + live * attend * self.kv_bytes)
+        for i, row in enumerate(self.slot_row):
+            if row is not None:
+                self.slot_write[i] += steps
+                self.slot_left[i] -= steps
+
+    # ------------------------------------------------------------------------- harvest, refill
+    def _harvest(self, live: int) -> None:
+        """Collect the rows that finished: the one host sync of the loop."""
+        state = self.state
+        flags = torch.stack([state.done[:live].long(), state.produced[:live],
+                             state.hit_limit[:live].long()]).tolist()
+        finished = [i for i in range(live) if self.slot_row[i] is not None and flags[0][i]]
+        for i in finished:
+            produced = flags[1][i]
+            tokens = state.tokens[i, :produced].clone()
+            hiddens = state.hiddens[i, :produced].clone() if state.hiddens is not None else None
+            self.results[self.slot_row[i]] = (tokens, hiddens, bool(flags[2][i]))
+            self.slot_row[i] = None
+        if finished:
+            release(state, finished)
+
+    def _refill(self) -> None:
+        free = [i for i, row in enumerate(self.slot_row) if row is None]
+        take = min(len(free), len(self.pending))
+        if take == 0:
+            return
+        rows = [self.pending.popleft() for _ in range(take)]
+        slots = free[:take]
+        with self.clock.phase("prefill"):
+            admit(self.state, self._prefill(rows, slots))
+        width = max(self.lengths[r] for r in rows)
+        for slot, row in zip(slots, rows):
+            self.slot_row[slot] = row
+            self.slot_write[slot] = width
+            self.slot_left[slot] = self.limits.max_new[row]
+
+    def _prefill(self, rows: list[int], slots: list[int]) -> Newcomers:
+        prompts = self.prompts
+        width = max(self.lengths[r] for r in rows)
+        index = torch.tensor(rows, dtype=torch.int64, device=prompts.embeds.device)
+        group = PromptBatch(embeds=prompts.embeds[index, -width:],
+                            valid=prompts.valid[index, -width:],
+                            positions=prompts.positions[index, -width:],
+                            lengths=prompts.lengths[index])
+        cache = self.gpt.new_cache(len(rows), width)
+        hidden = run_positions(self.gpt, group, cache)[:, -1]
+
+        def col(values: list[int]) -> torch.Tensor:
+            return torch.tensor(values, dtype=torch.int64, device=index.device)
+
+        return Newcomers(slots=slots, cache=cache, last_hidden=hidden, valid=group.valid,
+                         lengths=group.lengths,
+                         min_new=col([self.limits.min_new[r] for r in rows]),
+                         max_new=col([self.limits.max_new[r] for r in rows]),
+                         sampling=self.sampling.select(index))
+
+    def _compact_if_sparse(self) -> None:
+        """With nothing left to admit, move the live rows to the front once a smaller bucket
+        holds them, so that steps stop paying for empty slots."""
+        if self.pending:
+            return
+        occupied = [i for i, row in enumerate(self.slot_row) if row is not None]
+        if not occupied or bucket_for(len(occupied), self.buckets) >= self._live_rows():
+            return
+        compact(self.state, occupied)
+        n = len(occupied)
+        for name in ("slot_row", "slot_write", "slot_left"):
+            values = getattr(self, name)
+            moved = [values[i] for i in occupied]
+            setattr(self, name, moved + [None if name == "slot_row" else 0] * (self.capacity - n))
+        log.debug("compacted slots: %d live rows now at the front", n)
+
+    def _collect(self) -> Generated:
+        rows = self.prompts.rows
+        tokens_device = [self.results[r][0] for r in range(rows)]
+        sizes = [t.shape[0] for t in tokens_device]
+        joined = torch.cat(tokens_device).cpu() if rows else torch.zeros(0)
+        tokens = list(torch.split(joined, sizes))
+        hiddens = ([self.results[r][1] for r in range(rows)]
+                   if self.state.hiddens is not None else None)
+        return Generated(tokens=[t.clone() for t in tokens], hiddens=hiddens,
+                         hit_limit=[self.results[r][2] for r in range(rows)])
 
 
-def _prefill(gpt: FusedLlama, prompts: PromptBatch, cache: KVCache) -> torch.Tensor:
-    """Run every prompt position at once; return the last position's hidden state [B, C]."""
-    hidden = run_positions(gpt, prompts, cache)
-    return hidden[:, -1]
+def _parameter_bytes(module: torch.nn.Module) -> int:
+    return sum(t.numel() * t.element_size() for t in module.parameters())
 
 
 def run_positions(gpt: FusedLlama, prompts: PromptBatch, cache: KVCache) -> torch.Tensor:
@@ -156,61 +216,6 @@ def run_positions(gpt: FusedLlama, prompts: PromptBatch, cache: KVCache) -> torc
     allowed = causal & (prompts.valid[:, None, :] | diagonal)
     mask = additive_mask(allowed, gpt.dtype)[:, None]
     return gpt(prompts.embeds.to(gpt.dtype), gpt.rope(prompts.positions), mask, cache)
-
-
-def _step(gpt: FusedLlama, space: TokenSpace, tokens: torch.Tensor, rows: _Rows,
-          cache: KVCache) -> torch.Tensor:
-    x = space.embed(tokens).unsqueeze(1).to(gpt.dtype)
-    rope = gpt.rope(rows.next_position.unsqueeze(1))
-    mask = rows.mask[..., : cache.length + 1]
-    hidden = gpt(x, rope, mask, cache)[:, 0]
-    rows.next_position += 1
-    return hidden
-
-
-def _update_rows(rows: _Rows, tokens: torch.Tensor, eos: int, step: int) -> None:
-    """Bookkeeping after the token of ``step``: EOS ends a row (not counted); max_new stops it."""
-    alive = ~rows.done
-    chose_eos = (tokens == eos).any(-1)
-    kept = alive & ~chose_eos
-    at_limit = rows.max_new <= step + 1
-    rows.produced += kept.long()
-    rows.hit_limit |= kept & at_limit
-    rows.done |= alive & (chose_eos | at_limit)
-
-
-def _record(finished: dict[int, tuple[int, bool]], rows: _Rows, which: Sequence[int]) -> None:
-    ids, produced, hit = rows.ids.tolist(), rows.produced.tolist(), rows.hit_limit.tolist()
-    for i in which:
-        finished[ids[i]] = (produced[i], hit[i])
-
-
-def _compact(rows: _Rows, done: list[bool], window: RepetitionWindow, noise: NoiseSource | None,
-             cache: KVCache, finished: dict[int, tuple[int, bool]]) -> torch.Tensor:
-    """Record finished rows and drop them from the KV cache and the sampling state; returns the
-    index of the surviving rows, for the caller to select its own per-row tensors."""
-    _record(finished, rows, [i for i, d in enumerate(done) if d])
-    kept = [i for i, d in enumerate(done) if not d]
-    index = torch.tensor(kept, dtype=torch.int64, device=rows.ids.device)
-    log.debug("compacting batch: %d of %d rows still generating", len(kept), len(done))
-    cache.keep_rows(index)
-    window.select(index)
-    if noise is not None:
-        noise.select(index)
-    return index
-
-
-def _collect(tokens_out: torch.Tensor, hiddens_out: torch.Tensor | None,
-             finished: dict[int, tuple[int, bool]], batch: int) -> Generated:
-    tokens_cpu = tokens_out.cpu()
-    tokens, hiddens, hit = [], [] if hiddens_out is not None else None, []
-    for row in range(batch):
-        produced, hit_limit = finished[row]
-        tokens.append(tokens_cpu[:produced, row].clone())
-        if hiddens is not None:
-            hiddens.append(hiddens_out[:produced, row])
-        hit.append(hit_limit)
-    return Generated(tokens=tokens, hiddens=hiddens, hit_limit=hit)
 
 
 def score_tokens(gpt: FusedLlama, space: TokenSpace, prompts: PromptBatch,

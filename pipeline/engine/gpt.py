@@ -12,6 +12,7 @@ Shapes: B rows, S cache positions, H heads, D head width, C = H * D hidden width
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -24,6 +25,11 @@ log = logging.getLogger(__name__)
 # Not cuDNN attention: on Hopper it is chosen for fp16/bf16 and builds a new execution plan for
 # every new KV length, i.e. on every decode step (20+ s per first pass on the H200, docs/engine.md).
 _ATTENTION_BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
+
+
+_KV = tuple[torch.Tensor, torch.Tensor]
+# store(layer index, new keys, new values) -> the keys and values to attend to
+_Store = Callable[[int, torch.Tensor, torch.Tensor], _KV]
 
 
 class FusedLlamaLayer(nn.Module):
@@ -131,34 +137,61 @@ class FusedLlama(nn.Module):
 
     def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor],
                 attn_mask: torch.Tensor, cache: KVCache) -> torch.Tensor:
-        """Run ``x`` [B, L, C] at cache positions [cache.length, cache.length + L).
+        """Run ``x`` [B, L, C] at cache positions [cache.length, cache.length + L) (prefill).
 
         ``attn_mask`` is additive, [B, 1, L, cache.length + L]. Returns the final-norm hidden
         states [B, L, C] and advances ``cache.length`` by L.
         """
-        start, steps = cache.length, x.shape[1]
-        end = start + steps
+        start, end = cache.length, cache.length + x.shape[1]
+
+        def store(index: int, keys: torch.Tensor, values: torch.Tensor) -> _KV:
+            cache.keys[index][:, :, start:end] = keys
+            cache.values[index][:, :, start:end] = values
+            return cache.keys[index][:, :, :end], cache.values[index][:, :, :end]
+
+        hidden = self._layers(x, rope, attn_mask, store)
+        cache.length = end
+        return hidden
+
+    def forward_slots(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor],
+                      attn_mask: torch.Tensor, cache: KVCache, write_at: torch.Tensor,
+                      attend: int) -> torch.Tensor:
+        """One decode position for each of the first B slots of ``cache`` (B = len(write_at)).
+
+        Each slot writes its new key/value at its own cache index ``write_at`` [B] and attends
+        to cache positions [0, attend) under ``attn_mask`` [B, 1, 1, attend]. Every shape depends
+        only on (B, attend), and nothing reads back to the host, so a CUDA graph can hold it.
+        """
+        rows = write_at.shape[0]
+        at = write_at.view(rows, 1, 1, 1).expand(rows, self.heads, 1, self.head_dim)
+
+        def store(index: int, keys: torch.Tensor, values: torch.Tensor) -> _KV:
+            slot_keys, slot_values = cache.keys[index][:rows], cache.values[index][:rows]
+            slot_keys.scatter_(2, at, keys)
+            slot_values.scatter_(2, at, values)
+            return slot_keys[:, :, :attend], slot_values[:, :, :attend]
+
+        return self._layers(x, rope, attn_mask, store)
+
+    def _layers(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor],
+                attn_mask: torch.Tensor, store: _Store) -> torch.Tensor:
         with sdpa_kernel(_ATTENTION_BACKENDS):
             for i, layer in enumerate(self.layers):
-                x = x + self._attention(layer, x, rope, attn_mask, cache, i, start, end)
+                x = x + self._attention(layer, x, rope, attn_mask, store, i)
                 h = F.rms_norm(x, (self.hidden,), layer.ln_mlp, layer.eps)
                 gate, up = layer.gate_up(h).chunk(2, dim=-1)
                 x = x + layer.down(F.silu(gate) * up)
-        cache.length = end
         return F.rms_norm(x, (self.hidden,), self.norm, self.eps)
 
     def _attention(self, layer: FusedLlamaLayer, x: torch.Tensor,
                    rope: tuple[torch.Tensor, torch.Tensor], attn_mask: torch.Tensor,
-                   cache: KVCache, index: int, start: int, end: int) -> torch.Tensor:
+                   store: _Store, index: int) -> torch.Tensor:
         rows, steps, _ = x.shape
         h = F.rms_norm(x, (self.hidden,), layer.ln_attn, layer.eps)
         qkv = layer.qkv(h).view(rows, steps, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
         qk = _apply_rope(qkv[:2], *rope)  # [2, B, H, L, D]
-        keys, values = cache.keys[index], cache.values[index]
-        keys[:, :, start:end] = qk[1]
-        values[:, :, start:end] = qkv[2]
-        out = F.scaled_dot_product_attention(qk[0], keys[:, :, :end], values[:, :, :end],
-                                             attn_mask=attn_mask)
+        keys, values = store(index, qk[1], qkv[2])
+        out = F.scaled_dot_product_attention(qk[0], keys, values, attn_mask=attn_mask)
         return layer.o(out.transpose(1, 2).reshape(rows, steps, self.hidden))
 
 
@@ -178,6 +211,6 @@ def _rope_tables(hf_model: nn.Module, positions: int) -> tuple[torch.Tensor, tor
 
 
 def additive_mask(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """0 where attention is allowed, -inf elsewhere."""
-    zero = torch.zeros((), dtype=dtype, device=allowed.device)
-    return torch.where(allowed, zero, torch.tensor(float("-inf"), dtype=dtype, device=allowed.device))
+    """0 where attention is allowed, -inf elsewhere (no host-to-device copy: graph-safe)."""
+    zeros = torch.zeros(allowed.shape, dtype=dtype, device=allowed.device)
+    return zeros.masked_fill_(~allowed, float("-inf"))

@@ -65,6 +65,7 @@ def calibrate_memory_model(engine: Engine, voice: str) -> MemoryModel:
     for rows, steps in CALIBRATION_SHAPES:
         requests = [SynthesisRequest(text="校准" * 10, voice=voice, seed=i, max_new_tokens=steps,
                                      min_new_tokens=steps) for i in range(rows)]
+        engine.release_slots()  # each point measures slots of its own shape
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
         engine.synthesize(requests)

@@ -2,7 +2,7 @@
 
 Each row carries its own temperature, top-p, top-k, repetition penalty, EOS floor and seed. The
 random draw is the Gumbel-max trick with noise from a counter-based hash of
-(row seed, step, codebook, token): a row's tokens therefore depend only on its own logits and seed,
+(row seed, the row's own step, codebook, token): a row's tokens therefore depend only on its own logits and seed,
 never on which rows share its batch or where it sits, and no generator state is carried.
 
 Order of operations follows upstream (``gpt.generate``): logits / temperature, repetition penalty
@@ -55,33 +55,32 @@ class RowSampling:
         )
 
     def select(self, index: torch.Tensor) -> RowSampling:
-        """The settings of the rows in ``index`` (after compaction)."""
+        """The settings of the rows in ``index``."""
         return RowSampling(self.temperature[index], self.top_p[index], self.top_k[index],
                            self.penalty[index], self.seed_key[index], self.greedy, self.penalised)
 
+    def first(self, rows: int, greedy: bool, penalised: bool) -> RowSampling:
+        """A view of the first ``rows`` rows (the live slots), with the pool's stage flags."""
+        return RowSampling(self.temperature[:rows], self.top_p[:rows], self.top_k[:rows],
+                           self.penalty[:rows], self.seed_key[:rows], greedy, penalised)
 
-class RepetitionWindow:
-    """The last 16 tokens of every (row, codebook), as a ring buffer, for the repetition penalty."""
 
-    def __init__(self, rows: int, codebooks: int, vocab: int, device: torch.device) -> None:
-        self.vocab = vocab
-        # vocab is a sentinel id: one-hot column that is dropped, so empty slots count nothing.
-        self.tokens = torch.full((rows, codebooks, REPETITION_WINDOW), vocab, dtype=torch.int64,
-                                 device=device)
-        self.ones = torch.ones_like(self.tokens, dtype=torch.float32)
+def window_counts(window: torch.Tensor, vocab: int) -> torch.Tensor:
+    """How often each token occurs in every (row, codebook)'s last 16 tokens.
 
-    def push(self, step: int, tokens: torch.Tensor) -> None:
-        self.tokens[:, :, step % REPETITION_WINDOW] = tokens
+    ``window`` [B, Q, 16] holds token ids, ``vocab`` (a sentinel, dropped) where empty.
+    """
+    rows, codebooks, size = window.shape
+    counts = torch.zeros(rows, codebooks, vocab + 1, device=window.device)
+    counts.scatter_add_(2, window, torch.ones(rows, codebooks, size, device=window.device))
+    return counts[:, :, :vocab]
 
-    def counts(self) -> torch.Tensor:
-        rows, codebooks, _ = self.tokens.shape
-        counts = torch.zeros(rows, codebooks, self.vocab + 1, device=self.tokens.device)
-        counts.scatter_add_(2, self.tokens, self.ones)
-        return counts[:, :, : self.vocab]
 
-    def select(self, index: torch.Tensor) -> None:
-        self.tokens = self.tokens[index]
-        self.ones = self.ones[index]
+def push_window(window: torch.Tensor, row_step: torch.Tensor, tokens: torch.Tensor) -> None:
+    """Write each row's new tokens [B, Q] at its own ring position (its step mod 16)."""
+    rows, codebooks, size = window.shape
+    at = (row_step % size).view(rows, 1, 1).expand(rows, codebooks, 1)
+    window.scatter_(2, at, tokens.unsqueeze(-1))
 
 
 def apply_penalty(logits: torch.Tensor, counts: torch.Tensor, penalty: torch.Tensor) -> torch.Tensor:
@@ -121,37 +120,20 @@ def choose(logits: torch.Tensor, sampling: RowSampling, noise: torch.Tensor | No
     return order.gather(-1, scores.argmax(dim=-1, keepdim=True)).squeeze(-1)
 
 
-class NoiseSource:
-    """Gumbel noise for each step, made ``chunk`` steps at a time (fewer kernel launches per step).
+def noise_cells(codebooks: int, vocab: int, device: torch.device) -> torch.Tensor:
+    """The per-(codebook, token) half of the noise hash, [1, Q, V]; made once per model."""
+    cell = torch.arange(codebooks * vocab, dtype=torch.int64, device=device)
+    return _mix32((cell * _GOLDEN + 0x68E31DA4) & _MASK32).view(1, codebooks, vocab)
 
-    The noise of (row, step, codebook, token) is a pure function of the row's seed, so chunking,
-    compaction and batch composition never change it.
-    """
 
-    def __init__(self, seed_key: torch.Tensor, codebooks: int, vocab: int, chunk: int = 8) -> None:
-        self.seed_key = seed_key.view(-1, 1, 1, 1)  # [B, 1, 1, 1]
-        self.chunk = chunk
-        device = seed_key.device
-        cell = torch.arange(codebooks * vocab, dtype=torch.int64, device=device)
-        self.cell = _mix32((cell * _GOLDEN + 0x68E31DA4) & _MASK32).view(1, 1, codebooks, vocab)
-        self.start = -1
-        self.block: torch.Tensor | None = None  # [B, chunk, Q, V]
-
-    def at(self, step: int) -> torch.Tensor:
-        if self.block is None or not self.start <= step < self.start + self.chunk:
-            self.start = step - step % self.chunk
-            steps = torch.arange(self.start, self.start + self.chunk, dtype=torch.int64,
-                                 device=self.cell.device).view(1, -1, 1, 1)
-            step_key = _mix32((self.seed_key + steps * _GOLDEN) & _MASK32)
-            bits = _mix32(_mix32(step_key ^ self.cell))
-            uniform = ((bits >> 8).to(torch.float32) + 0.5) * (1.0 / (1 << 24))  # in (0, 1)
-            self.block = -torch.log(-torch.log(uniform))
-        return self.block[:, step - self.start]
-
-    def select(self, index: torch.Tensor) -> None:
-        self.seed_key = self.seed_key[index]
-        if self.block is not None:
-            self.block = self.block[index]
+def gumbel_noise(seed_key: torch.Tensor, row_step: torch.Tensor, cells: torch.Tensor) -> torch.Tensor:
+    """Gumbel noise [B, Q, V] for each row at its own step: a pure function of (row seed, step,
+    codebook, token), so neither batch-mates, slot nor refill order change a row's draw."""
+    rows = row_step.shape[0]
+    step_key = _mix32((seed_key.view(rows, 1, 1) + row_step.view(rows, 1, 1) * _GOLDEN) & _MASK32)
+    bits = _mix32(_mix32(step_key ^ cells))
+    uniform = ((bits >> 8).to(torch.float32) + 0.5) * (1.0 / (1 << 24))  # in (0, 1)
+    return -torch.log(-torch.log(uniform))
 
 
 def _mix32(x: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,101 @@
+"""One decode step over the first B slots: sample a token from each slot's hidden state, record it,
+then run the GPT one position on it. Everything stays on the device and in place.
+
+Per slot: temperature, repetition penalty over its own last 16 tokens, EOS masked until its
+``min_new``, top-p/top-k and its own Gumbel noise; EOS or ``max_new`` ends it. Finished (and free)
+slots still flow through the step — a fixed shape is what lets a CUDA graph replay it — but their
+counters stop and their writes land where nothing is read: cache index ``write_at`` (not advanced),
+token column ``row_step`` (past what they kept, or the scratch column).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from pipeline.engine.gpt import FusedLlama, additive_mask
+from pipeline.engine.sampling import apply_penalty, choose, gumbel_noise, mask_eos, push_window, \
+    window_counts
+from pipeline.engine.slots import SlotState
+
+
+@dataclass(frozen=True)
+class TokenSpace:
+    """What a step emits: ``codebooks`` tokens from a ``vocab``; ``eos`` ends a row."""
+
+    codebooks: int
+    vocab: int
+    eos: int
+    embed: Callable[[torch.Tensor], torch.Tensor]  # [B, Q] tokens -> [B, C]
+    logits: Callable[[torch.Tensor], torch.Tensor]  # [B, C] hidden -> float32 [B, Q, V]
+
+
+@dataclass(frozen=True)
+class StepKind:
+    """What selects a step's code: its shape and which sampling stages it needs."""
+
+    rows: int  # B: the first B slots
+    attend: int  # cache positions attended to
+    greedy: bool
+    penalised: bool
+
+
+def decode_step(gpt: FusedLlama, space: TokenSpace, state: SlotState, kind: StepKind) -> None:
+    b = kind.rows
+    step = state.row_step[:b]
+    alive = ~state.done[:b]
+    tokens = _sample(space, state, kind, step)
+    _record(state, b, step, tokens)
+    _advance_counters(state, b, step, alive, tokens, space.eos)
+    _run_gpt(gpt, space, state, kind, tokens, alive)
+
+
+def _sample(space: TokenSpace, state: SlotState, kind: StepKind, step: torch.Tensor) -> torch.Tensor:
+    b = kind.rows
+    sampling = state.sampling.first(b, kind.greedy, kind.penalised)
+    logits = space.logits(state.hidden[:b]) / sampling.temperature
+    if kind.penalised:
+        logits = apply_penalty(logits, window_counts(state.window[:b], space.vocab),
+                               sampling.penalty)
+    logits = mask_eos(logits, space.eos, state.min_new[:b] <= step)
+    noise = None if kind.greedy else gumbel_noise(sampling.seed_key, step, state.cells)
+    return choose(logits, sampling, noise)
+
+
+def _record(state: SlotState, b: int, step: torch.Tensor, tokens: torch.Tensor) -> None:
+    """Token (and the hidden state that chose it) into the slot's column ``row_step``."""
+    slots = torch.arange(b, device=step.device)
+    column = step.clamp(max=state.shape.steps)  # the scratch column for rows past their end
+    state.tokens[slots, column] = tokens
+    if state.hiddens is not None:
+        state.hiddens[slots, column] = state.hidden[:b]
+    push_window(state.window[:b], step, tokens)
+
+
+def _advance_counters(state: SlotState, b: int, step: torch.Tensor, alive: torch.Tensor,
+                      tokens: torch.Tensor, eos: int) -> None:
+    """EOS ends a row (not counted as a token); reaching ``max_new`` ends it (counted)."""
+    chose_eos = (tokens == eos).any(-1)
+    kept = alive & ~chose_eos
+    at_limit = state.max_new[:b] <= step + 1
+    state.produced[:b] += kept.long()
+    state.hit_limit[:b] |= kept & at_limit
+    state.done[:b] |= alive & (chose_eos | at_limit)
+    state.row_step[:b] += alive.long()
+
+
+def _run_gpt(gpt: FusedLlama, space: TokenSpace, state: SlotState, kind: StepKind,
+             tokens: torch.Tensor, alive: torch.Tensor) -> None:
+    b, attend = kind.rows, kind.attend
+    write_at = state.write_at[:b]
+    x = space.embed(tokens).unsqueeze(1).to(gpt.dtype)
+    rope = gpt.rope(state.rope_at[:b].clamp(max=state.rope_limit).unsqueeze(1))
+    positions = torch.arange(attend, device=write_at.device)
+    allowed = state.valid[:b, :attend] & (positions <= write_at.unsqueeze(1))
+    mask = additive_mask(allowed, gpt.dtype)[:, None, None, :]
+    hidden = gpt.forward_slots(x, rope, mask, state.cache, write_at, attend)[:, 0]
+    state.hidden[:b] = hidden
+    state.write_at[:b] += alive.long()
+    state.rope_at[:b] += alive.long()

@@ -1,0 +1,113 @@
+"""Decode steps replayed from CUDA graphs, one graph per step kind (live-slot bucket, attention
+length bucket, sampling stages).
+
+A decode step is ~450 small kernels; launched one by one from Python it costs ~5 ms on an H200
+whatever the batch, several times the GPU's own time for it. Replaying a captured graph launches
+them all at once. The first time a kind is needed the step runs eagerly (real work, and the
+warm-up capture needs) and is then captured; later steps of that kind replay. Graphs belong to one
+``SlotState``: they hold its tensors' addresses, so they are dropped with it.
+
+On CPU, or with ``TTS_JOBS_CUDA_GRAPHS=0``, or if a capture fails (it is logged once), every step
+runs eagerly: the same code, the same results.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import torch
+
+from pipeline.engine.decode_step import StepKind, TokenSpace, decode_step
+from pipeline.engine.gpt import FusedLlama
+from pipeline.engine.slots import SlotShape, SlotState
+
+log = logging.getLogger(__name__)
+
+ATTEND_BUCKET = 64  # attention lengths are rounded up to this (fewer graphs, little waste)
+POSITION_ROUNDING = 128  # slot capacity in cache positions, so that similar batches share slots
+
+
+def graphs_wanted(device: torch.device) -> bool:
+    return device.type == "cuda" and os.environ.get("TTS_JOBS_CUDA_GRAPHS", "1") != "0"
+
+
+def row_buckets(capacity: int) -> list[int]:
+    """Live-slot counts a step may run at: powers of two below ``capacity``, and ``capacity``."""
+    buckets, size = [], 1
+    while size < capacity:
+        buckets.append(size)
+        size *= 2
+    return buckets + [capacity]
+
+
+def bucket_for(count: int, buckets: list[int]) -> int:
+    return next(b for b in buckets if b >= count)
+
+
+def attend_bucket(positions_needed: int, capacity: int) -> int:
+    rounded = -(-positions_needed // ATTEND_BUCKET) * ATTEND_BUCKET
+    return min(rounded, capacity)
+
+
+class StepRunner:
+    """Owns the slots of one token space and the graphs captured over them."""
+
+    def __init__(self, gpt: FusedLlama, space: TokenSpace, use_graphs: bool) -> None:
+        self.gpt = gpt
+        self.space = space
+        self.use_graphs = use_graphs
+        self.state: SlotState | None = None
+        self._graphs: dict[StepKind, torch.cuda.CUDAGraph] = {}
+        self._pool = None
+        self.captured = 0
+
+    def slots_for(self, needed: SlotShape) -> SlotState:
+        """Slots that hold ``needed``: the current ones if big enough, else new (graphs dropped)."""
+        if self.state is not None and self.state.shape.holds(needed):
+            return self.state
+        old = self.state.shape if self.state is not None else None
+        self.release()
+        positions = -(-needed.positions // POSITION_ROUNDING) * POSITION_ROUNDING
+        if old is not None and old.capacity >= needed.capacity:
+            # growing in positions only (the planner's batches grow in length): leave headroom
+            positions = max(positions, min(int(old.positions * 1.5), 4096))
+        shape = SlotShape(capacity=needed.capacity, positions=positions,
+                          steps=max(needed.steps, old.steps if old else 0),
+                          codebooks=needed.codebooks, vocab=needed.vocab,
+                          keep_hiddens=needed.keep_hiddens)
+        self.state = SlotState(self.gpt, shape)
+        log.debug("slots allocated: %s (%.1f MiB)", shape, self.state.bytes() / 2**20)
+        return self.state
+
+    def release(self) -> None:
+        """Free the slots and their graphs (before an out-of-memory retry, or to measure memory)."""
+        self._graphs.clear()
+        self._pool = None
+        self.state = None
+
+    def step(self, kind: StepKind) -> None:
+        if self.state is None:
+            raise RuntimeError("no slots allocated")
+        graph = self._graphs.get(kind)
+        if graph is not None:
+            graph.replay()
+            return
+        decode_step(self.gpt, self.space, self.state, kind)
+        if self.use_graphs:
+            self._capture(kind)
+
+    def _capture(self, kind: StepKind) -> None:
+        if self._pool is None:
+            self._pool = torch.cuda.graph_pool_handle()
+        graph = torch.cuda.CUDAGraph()
+        try:
+            with torch.cuda.graph(graph, pool=self._pool):
+                decode_step(self.gpt, self.space, self.state, kind)
+        except RuntimeError as exc:  # an op that cannot be captured: run eagerly from now on
+            log.warning("CUDA graph capture failed (%s); decode steps run eagerly", exc)
+            self.use_graphs = False
+            self._graphs.clear()
+            return
+        self._graphs[kind] = graph
+        self.captured += 1

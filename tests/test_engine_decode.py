@@ -1,0 +1,226 @@
+"""The decode loop's continuous batching and its sampler, on tiny synthetic weights on the CPU.
+
+Continuous batching must be invisible in the output: a sentence's tokens are the same whether it
+runs alone, in one batch with every other, or enters a slot another sentence just left. The
+sampler must draw from the right distribution: checked against transformers' top-p/top-k warpers
+and upstream ChatTTS's repetition penalty on fixed logits.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from pipeline.engine import EngineConfig, load_engine
+from pipeline.engine.engine import Engine
+from pipeline.engine.sampling import (
+    RowSampling,
+    apply_penalty,
+    choose,
+    gumbel_noise,
+    noise_cells,
+    window_counts,
+)
+from pipeline.types import SynthesisRequest
+from tests.test_engine_tiny import upstream, upstream_greedy_codes  # noqa: F401 (fixture)
+
+TEXTS = ["今天天气很好我们去公园散步", "The quick brown fox jumps over it.", "混合 mixed 文本",
+         "一个很长很长的句子，里面有许多许多的字。", "Short.", "Another line, a little longer.",
+         "最后一句"]
+
+
+@pytest.fixture(scope="module")
+def engine(tiny_model_dir: Path) -> Engine:
+    return load_engine(EngineConfig(model_dir=tiny_model_dir, device="cpu", precision="fp32"))
+
+
+def requests_for(engine: Engine, greedy: bool) -> list[SynthesisRequest]:
+    voices = [engine.sample_voice(1), engine.sample_voice(2)]
+    lengths = [20, 14, 9, 31, 5, 17, 12]
+    return [SynthesisRequest(text=t, voice=voices[i % 2], seed=40 + i, max_new_tokens=n,
+                             min_new_tokens=0 if not greedy and i % 3 == 0 else n,
+                             top_k=1 if greedy else 20, repetition_penalty=1.05)
+            for i, (t, n) in enumerate(zip(TEXTS, lengths))]
+
+
+def codes_with_slots(engine: Engine, requests: list[SynthesisRequest],
+                     slots: int | None) -> list[Any]:
+    engine.slots = slots
+    try:
+        return engine.generate_codes(requests)
+    finally:
+        engine.slots = None
+
+
+@pytest.mark.parametrize("slots", [1, 2, 3])
+def test_refilled_slots_give_every_sentence_upstreams_greedy_tokens(engine: Engine, upstream: Any,
+                                                                    slots: int) -> None:
+    requests = requests_for(engine, greedy=True)
+    ours = codes_with_slots(engine, requests, slots)
+    for row, req in enumerate(requests):
+        expected = upstream_greedy_codes(upstream, req.text, req.voice, req.max_new_tokens)[0]
+        assert torch.equal(ours[row], expected), f"sentence {row} with {slots} slots"
+
+
+def test_sampled_tokens_do_not_depend_on_slots_refills_or_batch_mates(engine: Engine) -> None:
+    requests = requests_for(engine, greedy=False)
+    reference = codes_with_slots(engine, requests, None)
+    for slots in (1, 2, 5):
+        got = codes_with_slots(engine, requests, slots)
+        assert all(torch.equal(a, b) for a, b in zip(got, reference)), f"{slots} slots"
+    alone = [engine.generate_codes([r])[0] for r in requests]
+    assert all(torch.equal(a, b) for a, b in zip(alone, reference))
+
+
+@pytest.mark.parametrize("slots", [2, 5])
+def test_rows_ending_at_eos_free_their_slot_for_the_next_sentence(engine: Engine,
+                                                                  slots: int) -> None:
+    from pipeline.engine.generation import RowLimits, TokenSpace, generate
+    from pipeline.engine.prompts import code_prompt_row, code_prompt_text, embed_prompts
+    from pipeline.engine.voices import parse_voice
+
+    parts = engine._parts
+    emb = parts.embeddings
+    eos = emb.vocab - 1
+
+    def eos_loving_logits(hidden: torch.Tensor) -> torch.Tensor:
+        logits = emb.code_logits(hidden)
+        logits[:, :, eos] = 1e4  # the model always wants to stop, once allowed to
+        return logits
+
+    space = TokenSpace(codebooks=emb.codebooks, vocab=emb.vocab, eos=eos, embed=emb.code_embed,
+                       logits=eos_loving_logits)
+    voice = parse_voice(engine.sample_voice(0), parts.gpt.hidden, emb.codebooks)
+    texts = TEXTS[:5]
+    token_ids = engine._tokenize([code_prompt_text(t, "[speed_5]", voice) for t in texts])
+    rows = [code_prompt_row(ids, voice, emb.codebooks) for ids in token_ids]
+    prompts = embed_prompts(rows, emb, engine._spk_emb_id, torch.device("cpu"))
+    sampling = RowSampling.build([0.3] * 5, [0.7] * 5, [20] * 5, [1.05] * 5, list(range(5)),
+                                 torch.device("cpu"))
+    limits = RowLimits(min_new=[0, 5, 11, 2, 7], max_new=[30, 30, 9, 30, 30])
+    with torch.inference_mode():
+        out = generate(parts.gpt, space, prompts, limits, sampling, check_every=4, slots=slots)
+    assert [t.shape[0] for t in out.tokens] == [0, 5, 9, 2, 7]
+    assert out.hit_limit == [False, False, True, False, False]
+    assert all((t != eos).all() for t in out.tokens)
+    assert [h.shape[0] for h in out.hiddens] == [0, 5, 9, 2, 7]
+
+
+def test_few_live_rows_move_to_a_smaller_bucket_and_keep_their_tokens(
+        engine: Engine, caplog: pytest.LogCaptureFixture) -> None:
+    voice = engine.sample_voice(3)
+    # 4 slots: the short last sentence enters slot 3 when its 19-step row ends; once the three
+    # 20-step rows end it is alone at the back, and moves to the front (a 1-slot step).
+    lengths = [20, 20, 20, 19, 5]
+    requests = [SynthesisRequest(text=TEXTS[i], voice=voice, seed=i, max_new_tokens=n,
+                                 min_new_tokens=n, top_k=1) for i, n in enumerate(lengths)]
+    with caplog.at_level(logging.DEBUG, logger="pipeline.engine.generation"):
+        together = codes_with_slots(engine, requests, 4)
+    assert any("compacted slots" in r.getMessage() for r in caplog.records)
+    for req, codes in zip(requests, together):
+        assert torch.equal(codes, engine.generate_codes([req])[0])
+        assert codes.shape[0] == req.max_new_tokens
+
+
+def test_slots_are_kept_between_batches_and_grow_when_needed(engine: Engine) -> None:
+    voice = engine.sample_voice(4)
+    small = [SynthesisRequest(text=t, voice=voice, seed=i, max_new_tokens=6, min_new_tokens=6)
+             for i, t in enumerate(TEXTS[:3])]
+    engine.synthesize(small)
+    first = engine._runner.state
+    engine.synthesize(small[:2])
+    assert engine._runner.state is first, "a smaller batch reuses the slots"
+    longer = [SynthesisRequest(text=t, voice=voice, seed=i, max_new_tokens=200,
+                               min_new_tokens=200) for i, t in enumerate(TEXTS)]
+    results = engine.synthesize(longer)
+    assert engine._runner.state is not first and engine._runner.state.shape.capacity == 7
+    assert [r.gpt_steps for r in results] == [200] * 7
+    engine.release_slots()
+    assert engine._runner.state is None
+
+
+def test_the_phase_clock_accounts_for_prefill_steps_and_waveform(engine: Engine) -> None:
+    engine.clock.reset()
+    voice = engine.sample_voice(6)
+    engine.synthesize([SynthesisRequest(text=t, voice=voice, seed=i, max_new_tokens=10,
+                                        min_new_tokens=10) for i, t in enumerate(TEXTS[:3])])
+    totals = engine.clock.totals()
+    assert all(totals[p] > 0 for p in ("prefill", "gpt_steps", "waveform"))
+    assert engine.clock.steps == 10
+    assert engine.clock.step_bytes > 10 * sum(p.numel() * 4 for p in engine._parts.gpt.parameters())
+
+
+# ------------------------------------------------------------------------------ the sampler
+VOCAB = 12
+
+
+def fixed_logits() -> torch.Tensor:
+    return torch.tensor([2.0, 1.6, 1.5, 1.1, 0.9, 0.3, 0.0, -0.4, -0.8, -1.5, -2.0, -3.0])
+
+
+def draw(logits: torch.Tensor, temperature: float, top_p: float, top_k: int, penalty: float,
+         window: torch.Tensor, draws: int) -> np.ndarray:
+    """``draws`` samples of one (row, codebook) with these logits: one row per seed, as the loop
+    draws them (temperature, penalty, then top-p/top-k and the hashed Gumbel noise)."""
+    rows = draws
+    sampling = RowSampling.build([temperature] * rows, [top_p] * rows, [top_k] * rows,
+                                 [penalty] * rows, list(range(rows)), torch.device("cpu"))
+    scaled = logits.expand(rows, 1, VOCAB) / sampling.temperature
+    counts = window_counts(window.expand(rows, 1, -1).contiguous(), VOCAB)
+    scaled = apply_penalty(scaled, counts, sampling.penalty)
+    step = torch.full((rows,), 7, dtype=torch.int64)
+    noise = gumbel_noise(sampling.seed_key, step, noise_cells(1, VOCAB, torch.device("cpu")))
+    tokens = choose(scaled, sampling, noise)[:, 0]
+    return np.bincount(tokens.numpy(), minlength=VOCAB)
+
+
+def reference_probabilities(logits: torch.Tensor, temperature: float, top_p: float, top_k: int,
+                            penalty: float, window: torch.Tensor) -> np.ndarray:
+    """The same distribution from the reference implementations: upstream ChatTTS's repetition
+    penalty processor, then transformers' TopPLogitsWarper and TopKLogitsWarper."""
+    from ChatTTS.model.processors import CustomRepetitionPenaltyLogitsProcessorRepeat
+    from transformers.generation.logits_process import TopKLogitsWarper, TopPLogitsWarper
+
+    scores = (logits / temperature).unsqueeze(0)
+    processor = CustomRepetitionPenaltyLogitsProcessorRepeat(penalty, VOCAB, 16)
+    scores = processor(window.unsqueeze(0), scores.clone())
+    scores = TopPLogitsWarper(top_p, min_tokens_to_keep=min(3, top_k))(None, scores)
+    scores = TopKLogitsWarper(top_k)(None, scores)
+    return torch.softmax(scores, -1)[0].double().numpy()
+
+
+@pytest.mark.parametrize("temperature,top_p,top_k,penalty", [
+    (1.0, 1.0, VOCAB, 1.0),  # plain softmax
+    (0.7, 0.7, 20, 1.0),  # upstream's defaults: the nucleus decides
+    (0.3, 0.9, 4, 1.0),  # top-k decides
+    (1.0, 0.95, 8, 1.3),  # repetition penalty on a window of recent tokens
+])
+def test_the_sampler_draws_from_the_reference_distribution(temperature: float, top_p: float,
+                                                           top_k: int, penalty: float) -> None:
+    logits = fixed_logits()
+    window = torch.tensor([0, 0, 0, 1, 3, 3] + [VOCAB] * 10)  # token 0 three times, 1 once, 3 twice
+    draws = 40_000
+    counts = draw(logits, temperature, top_p, top_k, penalty, window, draws)
+    expected = reference_probabilities(logits, temperature, top_p, top_k, penalty,
+                                       window[window < VOCAB])
+    assert counts[expected == 0].sum() == 0, "a token outside the nucleus/top-k was drawn"
+    kept = expected > 0
+    # Pearson's chi-square over the kept tokens; 99.99th percentile for <= 11 degrees of freedom
+    # is below 40, while a wrong temperature or a missing penalty gives thousands.
+    chi2 = float((((counts[kept] - draws * expected[kept]) ** 2) / (draws * expected[kept])).sum())
+    assert chi2 < 40.0, (chi2, counts, np.round(expected * draws))
+
+
+def test_the_sampler_test_can_tell_a_wrong_distribution() -> None:
+    """The same statistic rejects a sampler that ignores the temperature."""
+    logits, window = fixed_logits(), torch.tensor([VOCAB] * 16)
+    counts = draw(logits, 1.0, 1.0, VOCAB, 1.0, window, 40_000)
+    wrong = reference_probabilities(logits, 0.7, 1.0, VOCAB, 1.0, torch.tensor([], dtype=torch.int64))
+    chi2 = float((((counts - 40_000 * wrong) ** 2) / (40_000 * wrong)).sum())
+    assert chi2 > 400.0
