@@ -57,6 +57,12 @@ def test_a_tiny_cpu_run_measures_every_requested_row(tiny_model_dir: Path) -> No
                                                               ("tts-jobs", "int8")]
     for row in report.rows:
         assert row.x_realtime > 0 and row.sentences == 3 and row.batches == 2
+        # where the time went: every phase measured, and together no more than the wall time
+        assert row.gpt_s > 0 and row.prefill_s > 0 and row.waveform_s > 0
+        assert row.gpt_s + row.prefill_s + row.waveform_s <= row.wall_s * 1.01
+        assert row.steps >= 12 and row.bandwidth_tbs > 0
+    table = format_table(report)
+    assert "| fp32 | 2 | 2 |" in table and "ms/step" in table
     assert report.rows[0].top1_agreement == 1.0 and report.rows[1].top1_agreement > 0.9
     assert report.weights == str(tiny_model_dir)
 
@@ -77,8 +83,10 @@ def test_the_command_line_writes_json_and_prints_the_table(tmp_path: Path, monke
     out = tmp_path / "bench.json"
     assert bench.main(["--synthetic", "tiny", "--device", "cpu", "--precision", "fp16,int8",
                        "--sentences", "8", "--upstream-batch", "4", "--batch", "64",
+                       "--slots", "32", "--scaling-batch", "1024:512", "--scaling-batch", "512",
                        "--json", str(out)]) == 0
     opts = seen[0]
+    assert opts.slots == 32 and opts.scaling_batches == ((1024, 512), 512)
     assert opts.precisions == ("fp16", "int8") and opts.upstream_batches == (4,)
     assert opts.sentences == 8 and opts.batch == 64 and opts.synthetic == "tiny"
     assert json.loads(out.read_text())["rows"][0]["precision"] == "fp16"

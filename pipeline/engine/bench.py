@@ -66,8 +66,10 @@ class BenchOptions:
     precisions: tuple[str, ...] = ()  # () = fp32,fp16,bf16,int8 on CUDA; fp32,int8 on CPU
     sentences: int | None = None  # None = 1024 on CUDA, 48 on CPU
     seed: int = 0
-    batch: int = 256  # tts-jobs: most rows in one planned batch
-    scaling_batches: tuple[int, ...] | None = None  # more tts-jobs rows at these batch sizes, in
+    batch: int = 256  # tts-jobs: most rows in one planned batch (the pool the slots draw from)
+    slots: int | None = None  # tts-jobs: rows decoded at once; None = the whole batch
+    scaling_batches: tuple[int | tuple[int, int], ...] | None = None  # more tts-jobs rows at
+    # these batch sizes (or (batch, slots) pairs: a pool bigger than the slots), in
     # the first reduced precision; None = 64,512 on CUDA, none on CPU
     upstream_batches: tuple[int, ...] | None = None  # None = 4,64,256,512 on CUDA; 4,16 on CPU
     upstream: bool = True
@@ -93,6 +95,14 @@ class BenchRow:
     load_s: float | None = None
     warmup_s: float | None = None
     batches: int = 0
+    slots: int | None = None
+    gpt_s: float | None = None  # GPU time in decode steps
+    prefill_s: float | None = None  # GPU time in prompt prefill
+    waveform_s: float | None = None  # GPU time in Decoder + Vocos
+    host_s: float | None = None  # wall - the above: the GPU waiting on the CPU
+    steps: int | None = None  # decode steps run
+    step_ms: float | None = None  # GPU time per decode step
+    bandwidth_tbs: float | None = None  # bytes the steps must read / their GPU time
     note: str = ""
 
 
@@ -192,8 +202,9 @@ def run_bench(opts: BenchOptions, progress: Callable[[str], None] | None = None)
         scaling = opts.scaling_batches if opts.scaling_batches is not None else (
             (512,) if on_gpu else ())
         reduced = [p for p in precisions if p != "fp32"][:1]
-        for batch in scaling if reduced else ():
-            ours(reduced[0], replace(opts, batch=batch))
+        for entry in scaling if reduced else ():
+            batch, slots = entry if isinstance(entry, tuple) else (entry, None)
+            ours(reduced[0], replace(opts, batch=batch, slots=slots))
     name = torch.cuda.get_device_name(device) if on_gpu else platform.processor() or "cpu"
     return BenchReport(rows=tuple(rows), device=f"{device.type}: {name}", weights=weights_label,
                        date=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -269,13 +280,17 @@ def _run_ours(model_dir: Path, device: Any, precision: str, texts: list[str], st
     load_s = time.perf_counter() - started
     started = time.perf_counter()
     engine.warm_up()
-    warmup_s = time.perf_counter() - started
     voice = engine.sample_voice(opts.seed)
     requests = _requests(texts, steps, voice, opts.seed)
+    graphs = engine.prepare_slots(opts.slots or opts.batch,
+                                  max(engine.prompt_tokens(t) for t in texts), max(steps))
+    warmup_s = time.perf_counter() - started
     cap = (int(torch.cuda.get_device_properties(device).total_memory * opts.memory_fraction)
            if on_gpu else 8 * 2**30)
     limits = PlanLimits(memory_cap_bytes=cap, max_rows=opts.batch)
+    engine.slots = opts.slots
     _sync(device, reset=True)
+    engine.clock.reset()
     started = time.perf_counter()
     planned = [PlannedSentence(id=i, max_new_tokens=n, prompt_tokens=engine.prompt_tokens(t))
                for i, (t, n) in enumerate(zip(texts, steps))]
@@ -289,6 +304,8 @@ def _run_ours(model_dir: Path, device: Any, precision: str, texts: list[str], st
     peak = torch.cuda.max_memory_allocated(device) / 2**30 if on_gpu else None
     if produced != sum(steps):
         raise RuntimeError(f"tts-jobs produced {produced} steps, expected {sum(steps)}")
+    phases = engine.clock.totals()
+    decode_steps, step_bytes = engine.clock.steps, engine.clock.step_bytes
     quality = fidelity.measure(engine, ref)
     del engine
     _release()
@@ -297,8 +314,19 @@ def _run_ours(model_dir: Path, device: Any, precision: str, texts: list[str], st
                     audio_s=audio, wall_s=wall, x_realtime=audio / wall, peak_gib=peak,
                     top1_agreement=quality.top1_agreement,
                     relative_logit_error=quality.relative_logit_error, snr_db=quality.snr_db,
-                    load_s=load_s, warmup_s=warmup_s, batches=len(batches),
-                    note=_int8_note(name, scheme, on_gpu))
+                    load_s=load_s, warmup_s=warmup_s, batches=len(batches), slots=opts.slots,
+                    gpt_s=phases["gpt_steps"], prefill_s=phases["prefill"],
+                    waveform_s=phases["waveform"],
+                    host_s=max(0.0, wall - sum(phases.values())), steps=decode_steps,
+                    step_ms=1000 * phases["gpt_steps"] / max(decode_steps, 1),
+                    bandwidth_tbs=(step_bytes / phases["gpt_steps"] / 1e12
+                                   if phases["gpt_steps"] else None),
+                    note=_join(_int8_note(name, scheme, on_gpu),
+                               f"{graphs} CUDA graphs" if graphs else ""))
+
+
+def _join(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
 
 
 def _int8_note(precision: str, scheme: str, on_gpu: bool) -> str:
@@ -411,22 +439,51 @@ def _describe(row: BenchRow) -> str:
             f"{_fmt(row.load_s, '.1f')} s, warm-up {_fmt(row.warmup_s, '.1f')} s {row.note}")
 
 
+COPY_CEILING_TBS = 4.3  # H200 device-to-device copy, read + write (shared/PERFORMANCE.md)
+
+
+def _batch_label(row: BenchRow) -> str:
+    if row.slots and row.slots != row.batch:
+        return f"{row.batch} ({row.slots} slots)"
+    return str(row.batch)
+
+
 def format_table(report: BenchReport) -> str:
-    """A Markdown table of every row, then the ratios."""
+    """A Markdown table of every row, the time breakdown of the tts-jobs rows, then the ratios."""
     header = ("| system | precision | batch | sentences | x real time | wall s | peak GiB "
               "| top-1 agree | logit rel err | SNR dB | load s | warm-up s | note |")
     lines = [f"Device: {report.device}; weights: {report.weights}; {report.date}", "",
              header, "|" + "---|" * 13]
     for r in report.rows:
         lines.append(
-            f"| {r.system} | {r.precision} | {r.batch} | {r.sentences} | {r.x_realtime:.1f} "
+            f"| {r.system} | {r.precision} | {_batch_label(r)} | {r.sentences} | {r.x_realtime:.1f} "
             f"| {r.wall_s:.1f} | {_fmt(r.peak_gib, '.2f')} | {_fmt(r.top1_agreement, '.4f')} "
             f"| {_fmt(r.relative_logit_error, '.2e')} | {_fmt(r.snr_db, '.1f')} "
             f"| {_fmt(r.load_s, '.1f')} | {_fmt(r.warmup_s, '.1f')} | {r.note} |")
+    lines += ["", "Where the tts-jobs time goes (GPU seconds from CUDA events; host = wall minus "
+              "GPU phases, i.e. the GPU waiting on Python). Bandwidth: weights + attended KV cache "
+              f"per step over the steps' GPU time, against the ~{COPY_CEILING_TBS} TB/s copy "
+              "ceiling.", "",
+              "| precision | batch | slots | wall s | GPT steps s | prefill s | Decoder+Vocos s "
+              "| host s | steps | ms/step | TB/s | % of ceiling |", "|" + "---|" * 12]
+    for r in report.rows:
+        if r.system != "tts-jobs" or r.gpt_s is None:
+            continue
+        share = r.bandwidth_tbs / COPY_CEILING_TBS * 100 if r.bandwidth_tbs else None
+        lines.append(
+            f"| {r.precision} | {r.batch} | {r.slots or r.batch} | {r.wall_s:.2f} | {r.gpt_s:.2f} "
+            f"| {_fmt(r.prefill_s, '.2f')} | {_fmt(r.waveform_s, '.2f')} | {_fmt(r.host_s, '.2f')} "
+            f"| {r.steps} | {_fmt(r.step_ms, '.2f')} | {_fmt(r.bandwidth_tbs, '.2f')} "
+            f"| {_fmt(share, '.0f')} |")
     if report.ratios:
         lines.append("")
         lines += [f"- {name}: {value:.2f}" for name, value in report.ratios.items()]
     return "\n".join(lines)
+
+
+def _batch_and_slots(text: str) -> int | tuple[int, int]:
+    batch, _, slots = text.partition(":")
+    return (int(batch), int(slots)) if slots else int(batch)
 
 
 def _parse(argv: Sequence[str] | None) -> tuple[BenchOptions, Path | None]:
@@ -441,10 +498,14 @@ def _parse(argv: Sequence[str] | None) -> tuple[BenchOptions, Path | None]:
                              "repeat or comma-separate")
     parser.add_argument("--sentences", type=int)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--batch", type=int, default=256)
+    parser.add_argument("--batch", type=int, default=256,
+                        help="most sentences in one planned batch (the pool the slots draw from)")
+    parser.add_argument("--slots", type=int,
+                        help="sentences decoded at once (continuous batching); default: the batch")
     parser.add_argument("--upstream-batch", action="append", type=int)
-    parser.add_argument("--scaling-batch", action="append", type=int,
-                        help="extra tts-jobs batch sizes (first reduced precision); 0 = none")
+    parser.add_argument("--scaling-batch", action="append", type=_batch_and_slots,
+                        help="extra tts-jobs rows (first reduced precision) at batch size N, or "
+                             "N:S for a pool of N sentences through S slots; 0 = none")
     parser.add_argument("--upstream-seconds", type=float, default=75.0)
     parser.add_argument("--no-upstream", action="store_true")
     parser.add_argument("--json", type=Path)
@@ -452,10 +513,10 @@ def _parse(argv: Sequence[str] | None) -> tuple[BenchOptions, Path | None]:
     precisions = tuple(p for item in args.precision or [] for p in item.split(",") if p)
     opts = BenchOptions(model_dir=args.model_dir, synthetic=args.synthetic, device=args.device,
                         precisions=precisions, sentences=args.sentences, seed=args.seed,
-                        batch=args.batch,
+                        batch=args.batch, slots=args.slots,
                         upstream_batches=tuple(args.upstream_batch) if args.upstream_batch else None,
                         upstream=not args.no_upstream, upstream_seconds=args.upstream_seconds,
-                        scaling_batches=(tuple(b for b in args.scaling_batch if b > 0)
+                        scaling_batches=(tuple(b for b in args.scaling_batch if b != 0)
                                          if args.scaling_batch else None))
     return opts, args.json
 

@@ -28,6 +28,7 @@ from pipeline.engine.prompts import (
     text_prompt_row,
 )
 from pipeline.engine.sampling import RowSampling
+from pipeline.engine.slots import SlotShape
 from pipeline.engine.step_graphs import StepRunner, graphs_wanted
 from pipeline.engine.timing import PhaseClock
 from pipeline.engine.voices import SpeakerEmbedding, encode_audio_prompt, encode_speaker, parse_voice
@@ -81,6 +82,17 @@ class Engine:
         self.clock = PhaseClock(self._torch_device)  # where synthesis time goes (bench)
         self._runner = StepRunner(parts.gpt, self._code_space(),
                                   use_graphs=graphs_wanted(self._torch_device))
+
+    @torch.inference_mode()
+    def prepare_slots(self, slots: int, prompt_tokens: int, max_new_tokens: int) -> int:
+        """Allocate decode slots for ``slots`` sentences of up to ``prompt_tokens`` +
+        ``max_new_tokens`` positions and capture their CUDA graphs now, not mid-batch (default
+        sampling: top-k > 1 with a repetition penalty). Returns how many graphs were captured."""
+        emb = self._parts.embeddings
+        shape = SlotShape(capacity=slots, positions=prompt_tokens + max_new_tokens,
+                          steps=max_new_tokens, codebooks=emb.codebooks, vocab=emb.vocab,
+                          keep_hiddens=True)
+        return self._runner.prepare(shape)
 
     def release_slots(self) -> None:
         """Free the decode slots and their CUDA graphs (they are kept between batches)."""

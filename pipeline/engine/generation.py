@@ -77,12 +77,13 @@ class _Scheduler:
             steps=max(limits.max_new), codebooks=space.codebooks, vocab=space.vocab,
             keep_hiddens=keep_hiddens))
         self.capacity = capacity
-        self.buckets = row_buckets(capacity)
+        self.buckets = row_buckets(self.state.shape.capacity)  # the captured ones
         # longest first, so that the long rows do not start last and leave a tail
         self.pending = deque(sorted(range(rows), key=lambda r: -limits.max_new[r]))
-        self.slot_row: list[int | None] = [None] * capacity
-        self.slot_write = [0] * capacity  # host copy of write_at, exact for rows still alive
-        self.slot_left = [0] * capacity  # steps until the row must have ended (its max_new)
+        held = self.state.shape.capacity  # may exceed ``capacity`` (slots kept from a bigger batch)
+        self.slot_row: list[int | None] = [None] * held
+        self.slot_write = [0] * held  # host copy of write_at, exact for rows still alive
+        self.slot_left = [0] * held  # steps until the row must have ended (its max_new)
         self.results: dict[int, tuple[torch.Tensor, torch.Tensor | None, bool]] = {}
         self.kv_bytes = 2 * len(gpt.layers) * gpt.hidden * torch.finfo(gpt.dtype).bits // 8
         self.weight_bytes = _parameter_bytes(gpt)
@@ -139,7 +140,7 @@ class _Scheduler:
             release(state, finished)
 
     def _refill(self) -> None:
-        free = [i for i, row in enumerate(self.slot_row) if row is None]
+        free = [i for i in range(self.capacity) if self.slot_row[i] is None]
         take = min(len(free), len(self.pending))
         if take == 0:
             return
@@ -186,7 +187,7 @@ class _Scheduler:
         for name in ("slot_row", "slot_write", "slot_left"):
             values = getattr(self, name)
             moved = [values[i] for i in occupied]
-            setattr(self, name, moved + [None if name == "slot_row" else 0] * (self.capacity - n))
+            setattr(self, name, moved + [None if name == "slot_row" else 0] * (len(values) - n))
         log.debug("compacted slots: %d live rows now at the front", n)
 
     def _collect(self) -> Generated:

@@ -86,6 +86,19 @@ class StepRunner:
         self._pool = None
         self.state = None
 
+    def prepare(self, needed: SlotShape, greedy: bool = False, penalised: bool = True) -> int:
+        """Capture every step kind slots of ``needed`` can run (each live-row bucket by each
+        attention bucket), so that no capture happens mid-batch. The eager step before each
+        capture runs on free slots only: it changes nothing that matters. Returns graphs made."""
+        state = self.slots_for(needed)
+        if not self.use_graphs:
+            return 0
+        before = self.captured
+        for rows in row_buckets(state.shape.capacity):
+            for attend in range(ATTEND_BUCKET, state.shape.positions + 1, ATTEND_BUCKET):
+                self.step(StepKind(rows=rows, attend=attend, greedy=greedy, penalised=penalised))
+        return self.captured - before
+
     def step(self, kind: StepKind) -> None:
         if self.state is None:
             raise RuntimeError("no slots allocated")
