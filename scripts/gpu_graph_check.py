@@ -43,7 +43,7 @@ def sync() -> None:
 
 def timed_codes(engine, requests, slots: int | None, graphs: bool) -> tuple[list, float]:
     engine.release_slots()
-    engine._runner.use_graphs = graphs
+    engine._runner.use_graphs = graphs and torch.cuda.is_available()
     engine.slots = slots
     engine.generate_codes(requests[:8])  # allocate, capture what this shape needs
     sync()

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from pipeline.engine.gpt import FusedLlama, additive_mask
+from pipeline.engine.gpt import FusedLlama
 from pipeline.engine.sampling import apply_penalty, choose, gumbel_noise, mask_eos, push_window, \
     window_counts
 from pipeline.engine.slots import SlotState
@@ -92,10 +92,7 @@ def _run_gpt(gpt: FusedLlama, space: TokenSpace, state: SlotState, kind: StepKin
     write_at = state.write_at[:b]
     x = space.embed(tokens).unsqueeze(1).to(gpt.dtype)
     rope = gpt.rope(state.rope_at[:b].clamp(max=state.rope_limit).unsqueeze(1))
-    positions = torch.arange(attend, device=write_at.device)
-    allowed = state.valid[:b, :attend] & (positions <= write_at.unsqueeze(1))
-    mask = additive_mask(allowed, gpt.dtype)[:, None, None, :]
-    hidden = gpt.forward_slots(x, rope, mask, state.cache, write_at, attend)[:, 0]
+    hidden = gpt.forward_slots(x, rope, state.cache, write_at, attend)[:, 0]
     state.hidden[:b] = hidden
     state.write_at[:b] += alive.long()
     state.rope_at[:b] += alive.long()

@@ -15,7 +15,14 @@ import torch
 
 from pipeline.batching import MemoryModel
 from pipeline.engine.audio_io import read_reference_audio
-from pipeline.engine.generation import Generated, RowLimits, TokenSpace, generate, score_tokens
+from pipeline.engine.generation import (
+    Generated,
+    OnFinished,
+    RowLimits,
+    TokenSpace,
+    generate,
+    score_tokens,
+)
 from pipeline.engine.gpt import FusedLlama
 from pipeline.engine.memory import analytic_memory_model, calibrate_memory_model
 from pipeline.engine.prompts import (
@@ -33,6 +40,7 @@ from pipeline.engine.step_graphs import StepRunner, graphs_wanted
 from pipeline.engine.timing import PhaseClock
 from pipeline.engine.voices import SpeakerEmbedding, encode_audio_prompt, encode_speaker, parse_voice
 from pipeline.engine.waveform import WaveformDecoder
+from pipeline.engine.waveform_overlap import WaveformsAlongside
 from pipeline.errors import SynthesisError, VoiceError
 from pipeline.types import GPT_STEPS_PER_SECOND, SynthesisRequest, SynthesisResult
 
@@ -105,9 +113,10 @@ class Engine:
         if not requests:
             return []
         started = time.perf_counter()
-        generated = self._run(requests, keep_hiddens=True)
-        with _device_errors(len(requests)), self.clock.phase("waveform"):
-            waves = self._parts.waveform.decode(generated.hiddens or [])
+        alongside = WaveformsAlongside(self._parts.waveform, len(requests), self.clock)
+        generated = self._run(requests, keep_hiddens=True, on_finished=alongside.submit)
+        with _device_errors(len(requests)):
+            waves = alongside.collect()
         steps = sum(int(t.shape[0]) for t in generated.tokens)
         log.debug("synthesized %d rows (%d GPT steps, %.1f s of audio) in %.2f s on %s/%s",
                   len(requests), steps, steps / GPT_STEPS_PER_SECOND, time.perf_counter() - started, self.device,
@@ -145,7 +154,8 @@ class Engine:
         return [logits[i, : c.shape[0]].float().cpu() for i, c in enumerate(codes)]
 
     @torch.inference_mode()
-    def _run(self, requests: Sequence[SynthesisRequest], keep_hiddens: bool) -> Generated:
+    def _run(self, requests: Sequence[SynthesisRequest], keep_hiddens: bool,
+             on_finished: OnFinished | None = None) -> Generated:
         for i, request in enumerate(requests):
             self._validate(i, request)
         parts = self._parts
@@ -162,7 +172,7 @@ class Engine:
             try:
                 return generate(parts.gpt, self._runner.space, prompts, limits, sampling,
                                 keep_hiddens=keep_hiddens, slots=self.slots,
-                                runner=self._runner, clock=self.clock)
+                                runner=self._runner, clock=self.clock, on_finished=on_finished)
             except torch.OutOfMemoryError:
                 self.release_slots()  # the halved retry must not find the big slots still held
                 raise

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -29,6 +30,8 @@ from pipeline.engine.step_graphs import StepRunner, attend_bucket, bucket_for, r
 from pipeline.engine.timing import PhaseClock
 
 log = logging.getLogger(__name__)
+
+OnFinished = Callable[[list[int], list[torch.Tensor]], None]
 
 __all__ = ["Generated", "RowLimits", "TokenSpace", "generate", "run_positions", "score_tokens"]
 
@@ -52,12 +55,15 @@ class Generated:
 def generate(gpt: FusedLlama, space: TokenSpace, prompts: PromptBatch, limits: RowLimits,
              sampling: RowSampling, keep_hiddens: bool = True, check_every: int = 8,
              slots: int | None = None, runner: StepRunner | None = None,
-             clock: PhaseClock | None = None) -> Generated:
-    """Generate up to ``max_new`` tokens for every row of ``prompts``, at most ``slots`` at once."""
+             clock: PhaseClock | None = None, on_finished: OnFinished | None = None) -> Generated:
+    """Generate up to ``max_new`` tokens for every row of ``prompts``, at most ``slots`` at once.
+
+    ``on_finished(rows, hiddens)`` is called at each harvest with the rows that just finished
+    (with ``keep_hiddens``), so that their waveforms can be made while the rest generate."""
     runner = runner or StepRunner(gpt, space, use_graphs=False)
     clock = clock or PhaseClock(prompts.embeds.device)
     return _Scheduler(gpt, space, prompts, limits, sampling, keep_hiddens, check_every,
-                      slots or prompts.rows, runner, clock).run()
+                      slots or prompts.rows, runner, clock, on_finished).run()
 
 
 class _Scheduler:
@@ -65,8 +71,10 @@ class _Scheduler:
 
     def __init__(self, gpt: FusedLlama, space: TokenSpace, prompts: PromptBatch,
                  limits: RowLimits, sampling: RowSampling, keep_hiddens: bool, check_every: int,
-                 slots: int, runner: StepRunner, clock: PhaseClock) -> None:
+                 slots: int, runner: StepRunner, clock: PhaseClock,
+                 on_finished: OnFinished | None) -> None:
         self.gpt, self.space, self.prompts = gpt, space, prompts
+        self.on_finished = on_finished
         self.limits, self.sampling, self.check_every = limits, sampling, check_every
         self.runner, self.clock = runner, clock
         self.lengths = prompts.lengths.tolist()
@@ -135,9 +143,13 @@ class _Scheduler:
             tokens = state.tokens[i, :produced].clone()
             hiddens = state.hiddens[i, :produced].clone() if state.hiddens is not None else None
             self.results[self.slot_row[i]] = (tokens, hiddens, bool(flags[2][i]))
+        rows = [self.slot_row[i] for i in finished]
+        for i in finished:
             self.slot_row[i] = None
         if finished:
             release(state, finished)
+            if self.on_finished is not None and state.hiddens is not None:
+                self.on_finished(rows, [self.results[r][1] for r in rows])
 
     def _refill(self) -> None:
         free = [i for i in range(self.capacity) if self.slot_row[i] is None]
@@ -148,10 +160,9 @@ class _Scheduler:
         slots = free[:take]
         with self.clock.phase("prefill"):
             admit(self.state, self._prefill(rows, slots))
-        width = max(self.lengths[r] for r in rows)
         for slot, row in zip(slots, rows):
             self.slot_row[slot] = row
-            self.slot_write[slot] = width
+            self.slot_write[slot] = self.lengths[row]
             self.slot_left[slot] = self.limits.max_new[row]
 
     def _prefill(self, rows: list[int], slots: list[int]) -> Newcomers:
@@ -168,8 +179,7 @@ class _Scheduler:
         def col(values: list[int]) -> torch.Tensor:
             return torch.tensor(values, dtype=torch.int64, device=index.device)
 
-        return Newcomers(slots=slots, cache=cache, last_hidden=hidden, valid=group.valid,
-                         lengths=group.lengths,
+        return Newcomers(slots=slots, cache=cache, last_hidden=hidden, lengths=group.lengths,
                          min_new=col([self.limits.min_new[r] for r in rows]),
                          max_new=col([self.limits.max_new[r] for r in rows]),
                          sampling=self.sampling.select(index))

@@ -2,9 +2,9 @@
 
 Upstream calls the HF model every step with a ``DynamicCache`` that grows by concatenation, builds
 masks and position ids on the host, and syncs on every step. Here the same weights run through a
-minimal Llama block: fused QKV and gate/up projections, one RoPE table looked up per step, a KV
-cache allocated once per batch and written in place, and rows that finish removed from the cache
-(``KVCache.keep_rows``) so they stop costing anything.
+minimal Llama block: fused QKV and gate/up projections, one RoPE table looked up per step, and
+two cache layouts: ``KVCache`` for a prefill (all rows at once), ``SlotCache`` for the decode
+slots (each slot its own length, read by FlashAttention's variable-length kernel on the GPU).
 
 Shapes: B rows, S cache positions, H heads, D head width, C = H * D hidden width.
 """
@@ -12,6 +12,7 @@ Shapes: B rows, S cache positions, H heads, D head width, C = H * D hidden width
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -25,11 +26,17 @@ log = logging.getLogger(__name__)
 # Not cuDNN attention: on Hopper it is chosen for fp16/bf16 and builds a new execution plan for
 # every new KV length, i.e. on every decode step (20+ s per first pass on the H200, docs/engine.md).
 _ATTENTION_BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
+# Decode-step attention through FlashAttention's variable-length kernel (CUDA, fp16/bf16): it reads
+# each slot's own prefix only. SDPA's memory-efficient kernel with a length mask took 77 % of a
+# step on the H200 (docs/engine.md). TTS_JOBS_FLASH_DECODE=0 falls back to the masked SDPA.
+FLASH_DECODE = os.environ.get("TTS_JOBS_FLASH_DECODE", "1") != "0"
 
 
 _KV = tuple[torch.Tensor, torch.Tensor]
 # store(layer index, new keys, new values) -> the keys and values to attend to
 _Store = Callable[[int, torch.Tensor, torch.Tensor], _KV]
+# attend(queries [B, H, L, D], keys, values) -> [B, L, H, D]
+_Attend = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
 
 class FusedLlamaLayer(nn.Module):
@@ -71,11 +78,7 @@ def _fused_linear(*layers: nn.Linear) -> nn.Linear:
 
 @dataclass
 class KVCache:
-    """Per-layer key and value tensors [B, H, S, D], written in place; ``length`` positions are filled.
-
-    Compaction (``keep_rows``) moves the surviving rows to the front of each tensor, one layer at a
-    time, so the extra memory it needs is one layer's surviving rows, not a second cache.
-    """
+    """Per-layer key and value tensors [B, H, S, D] of a prefill; ``length`` positions are filled."""
 
     keys: list[torch.Tensor]
     values: list[torch.Tensor]
@@ -91,14 +94,6 @@ class KVCache:
     @property
     def rows(self) -> int:
         return self.keys[0].shape[0]
-
-    def keep_rows(self, index: torch.Tensor) -> None:
-        """Keep only the rows in ``index`` (ascending), in that order."""
-        n = int(index.numel())
-        for tensors in (self.keys, self.values):
-            for i, t in enumerate(tensors):
-                t[:n] = t.index_select(0, index)
-                tensors[i] = t[:n]
 
 
 class FusedLlama(nn.Module):
@@ -153,46 +148,113 @@ class FusedLlama(nn.Module):
         cache.length = end
         return hidden
 
+    def new_slot_cache(self, slots: int, positions: int) -> SlotCache:
+        shape = (slots, positions, self.heads, self.head_dim)
+        device = self.norm.device
+        return SlotCache(keys=[torch.zeros(shape, dtype=self.dtype, device=device)
+                               for _ in self.layers],
+                         values=[torch.zeros(shape, dtype=self.dtype, device=device)
+                                 for _ in self.layers])
+
     def forward_slots(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor],
-                      attn_mask: torch.Tensor, cache: KVCache, write_at: torch.Tensor,
-                      attend: int) -> torch.Tensor:
+                      cache: SlotCache, write_at: torch.Tensor, attend: int) -> torch.Tensor:
         """One decode position for each of the first B slots of ``cache`` (B = len(write_at)).
 
-        Each slot writes its new key/value at its own cache index ``write_at`` [B] and attends
-        to cache positions [0, attend) under ``attn_mask`` [B, 1, 1, attend]. Every shape depends
-        only on (B, attend), and nothing reads back to the host, so a CUDA graph can hold it.
+        Slot i holds its sentence from cache position 0 on; it writes its new key/value at
+        ``write_at[i]`` and attends to positions [0, write_at[i]] (all < ``attend``). Every shape
+        depends only on (B, attend) and nothing reads back to the host, so a CUDA graph can hold it.
         """
         rows = write_at.shape[0]
-        at = write_at.view(rows, 1, 1, 1).expand(rows, self.heads, 1, self.head_dim)
+        at = write_at.view(rows, 1, 1, 1).expand(rows, 1, self.heads, self.head_dim)
+        attention = _slot_attention(write_at, attend, self.dtype, cache.positions)
 
         def store(index: int, keys: torch.Tensor, values: torch.Tensor) -> _KV:
             slot_keys, slot_values = cache.keys[index][:rows], cache.values[index][:rows]
-            slot_keys.scatter_(2, at, keys)
-            slot_values.scatter_(2, at, values)
-            return slot_keys[:, :, :attend], slot_values[:, :, :attend]
+            slot_keys.scatter_(1, at, keys.transpose(1, 2))  # [B, H, 1, D] -> [B, 1, H, D]
+            slot_values.scatter_(1, at, values.transpose(1, 2))
+            return slot_keys, slot_values
 
-        return self._layers(x, rope, attn_mask, store)
+        return self._layers(x, rope, None, store, attention)
 
     def _layers(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor],
-                attn_mask: torch.Tensor, store: _Store) -> torch.Tensor:
+                attn_mask: torch.Tensor | None, store: _Store,
+                attention: _Attend | None = None) -> torch.Tensor:
+        attention = attention or _masked_attention(attn_mask)
         with sdpa_kernel(_ATTENTION_BACKENDS):
             for i, layer in enumerate(self.layers):
-                x = x + self._attention(layer, x, rope, attn_mask, store, i)
+                x = x + self._attention(layer, x, rope, store, attention, i)
                 h = F.rms_norm(x, (self.hidden,), layer.ln_mlp, layer.eps)
                 gate, up = layer.gate_up(h).chunk(2, dim=-1)
                 x = x + layer.down(F.silu(gate) * up)
         return F.rms_norm(x, (self.hidden,), self.norm, self.eps)
 
     def _attention(self, layer: FusedLlamaLayer, x: torch.Tensor,
-                   rope: tuple[torch.Tensor, torch.Tensor], attn_mask: torch.Tensor,
-                   store: _Store, index: int) -> torch.Tensor:
+                   rope: tuple[torch.Tensor, torch.Tensor], store: _Store, attention: _Attend,
+                   index: int) -> torch.Tensor:
         rows, steps, _ = x.shape
         h = F.rms_norm(x, (self.hidden,), layer.ln_attn, layer.eps)
         qkv = layer.qkv(h).view(rows, steps, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
         qk = _apply_rope(qkv[:2], *rope)  # [2, B, H, L, D]
         keys, values = store(index, qk[1], qkv[2])
-        out = F.scaled_dot_product_attention(qk[0], keys, values, attn_mask=attn_mask)
-        return layer.o(out.transpose(1, 2).reshape(rows, steps, self.hidden))
+        out = attention(qk[0], keys, values)  # [B, L, H, D]
+        return layer.o(out.reshape(rows, steps, self.hidden))
+
+
+@dataclass
+class SlotCache:
+    """Per-layer keys and values of the decode slots, [N, P, H, D]: slot-major and position-major,
+    so that the first B slots are one contiguous block FlashAttention can read as B sequences."""
+
+    keys: list[torch.Tensor]
+    values: list[torch.Tensor]
+
+    @property
+    def positions(self) -> int:
+        return self.keys[0].shape[1]
+
+
+def _masked_attention(attn_mask: torch.Tensor | None) -> _Attend:
+    """SDPA over [B, H, S, D] keys with an additive mask; returns [B, L, H, D]."""
+
+    def attend(query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        out = F.scaled_dot_product_attention(query, keys, values, attn_mask=attn_mask)
+        return out.transpose(1, 2)
+
+    return attend
+
+
+def _slot_attention(write_at: torch.Tensor, attend: int, dtype: torch.dtype,
+                    positions: int) -> _Attend:
+    """Attention of one query per slot over its own cache prefix [0, write_at].
+
+    On CUDA in half precision: FlashAttention's variable-length kernel, reading each slot's
+    prefix and nothing else (``seqused_k``). Elsewhere (CPU; fp32): SDPA with a length mask over
+    the first ``attend`` positions. Keys/values arrive as [B, P, H, D].
+    """
+    rows = write_at.shape[0]
+    if FLASH_DECODE and write_at.is_cuda and dtype in (torch.float16, torch.bfloat16):
+        device = write_at.device
+        cum_q = torch.arange(rows + 1, dtype=torch.int32, device=device)
+        cum_k = cum_q * positions
+        used = (write_at + 1).to(torch.int32)
+
+        def flash(query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+            heads, dim = keys.shape[2], keys.shape[3]
+            out = torch.ops.aten._flash_attention_forward(
+                query[:, :, 0].contiguous(), keys.view(rows * positions, heads, dim),
+                values.view(rows * positions, heads, dim), cum_q, cum_k, 1, attend, 0.0, False,
+                False, seqused_k=used)[0]
+            return out.view(rows, 1, heads, dim)
+
+        return flash
+    allowed = torch.arange(attend, device=write_at.device) <= write_at.unsqueeze(1)
+    mask = additive_mask(allowed, dtype)[:, None, None, :]
+
+    def masked(query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        keys, values = keys[:, :attend].transpose(1, 2), values[:, :attend].transpose(1, 2)
+        return F.scaled_dot_product_attention(query, keys, values, attn_mask=mask).transpose(1, 2)
+
+    return masked
 
 
 def _apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:

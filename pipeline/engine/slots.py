@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
-from pipeline.engine.gpt import FusedLlama, KVCache
+from pipeline.engine.gpt import FusedLlama, KVCache, SlotCache
 from pipeline.engine.sampling import REPETITION_WINDOW, RowSampling, noise_cells
 
 
@@ -45,11 +45,8 @@ class SlotState:
         n, p, t, q = shape.capacity, shape.positions, shape.steps + 1, shape.codebooks
         device = gpt.norm.device
         self.shape = shape
-        self.cache: KVCache = gpt.new_cache(n, p)
-        for tensor in self.cache.keys + self.cache.values:
-            tensor.zero_()  # free slots attend to position 0: make it finite
+        self.cache: SlotCache = gpt.new_slot_cache(n, p)  # zeros: free slots read finite values
         self.hidden = torch.zeros(n, gpt.hidden, dtype=gpt.dtype, device=device)
-        self.valid = torch.ones(n, p, dtype=torch.bool, device=device)  # False on prompt padding
         self.write_at = torch.zeros(n, dtype=torch.int64, device=device)  # cache index of next K/V
         self.rope_at = torch.zeros(n, dtype=torch.int64, device=device)  # RoPE position of it
         self.row_step = torch.zeros(n, dtype=torch.int64, device=device)  # tokens chosen so far
@@ -70,7 +67,7 @@ class SlotState:
     def per_slot_tensors(self) -> list[torch.Tensor]:
         """Every tensor whose first dimension is the slot (the KV cache included)."""
         s = self.sampling
-        tensors = [self.hidden, self.valid, self.write_at, self.rope_at, self.row_step,
+        tensors = [self.hidden, self.write_at, self.rope_at, self.row_step,
                    self.min_new, self.max_new, self.done, self.produced, self.hit_limit,
                    self.window, self.tokens, s.temperature, s.top_p, s.top_k, s.penalty,
                    s.seed_key, *self.cache.keys, *self.cache.values]
@@ -85,28 +82,27 @@ class Newcomers:
     """Sentences entering free slots: their prefill output and their settings (device tensors)."""
 
     slots: list[int]
-    cache: KVCache  # [n, H, width, D], filled by the prefill
+    cache: KVCache  # [n, H, width, D], filled by the prefill; prompts left-padded to width
     last_hidden: torch.Tensor  # [n, C]
-    valid: torch.Tensor  # bool [n, width]
-    lengths: torch.Tensor  # int64 [n]: real prompt tokens (the next RoPE position)
+    lengths: torch.Tensor  # int64 [n]: real prompt tokens (the next cache index and RoPE position)
     min_new: torch.Tensor  # int64 [n]
     max_new: torch.Tensor  # int64 [n]
     sampling: RowSampling  # [n, 1, 1] settings
 
 
 def admit(state: SlotState, new: Newcomers) -> None:
-    """Put prefilled sentences into their slots: KV rows, counters, settings, a fresh window."""
+    """Put prefilled sentences into their slots: KV rows, counters, settings, a fresh window.
+
+    The prefill's left padding is dropped: each prompt moves to cache position 0 of its slot, so a
+    slot's valid positions are always the prefix [0, write_at]."""
     index = torch.tensor(new.slots, dtype=torch.int64, device=state.hidden.device)
-    width = new.valid.shape[1]
+    start = _unpadding_index(new.cache, new.lengths)
     for mine, theirs in ((state.cache.keys, new.cache.keys), (state.cache.values, new.cache.values)):
         for slot_tensor, prefilled in zip(mine, theirs):
-            slot_tensor[index, :, :width] = prefilled
-    valid = torch.ones(len(new.slots), state.shape.positions, dtype=torch.bool,
-                       device=index.device)
-    valid[:, :width] = new.valid
-    state.valid[index] = valid
+            width = prefilled.shape[2]
+            slot_tensor[index, :width] = prefilled.gather(2, start).transpose(1, 2)
     state.hidden[index] = new.last_hidden.to(state.hidden.dtype)
-    state.write_at[index] = width
+    state.write_at[index] = new.lengths
     state.rope_at[index] = new.lengths
     state.row_step[index] = 0
     state.min_new[index] = new.min_new
@@ -119,6 +115,14 @@ def admit(state: SlotState, new: Newcomers) -> None:
     for mine, theirs in ((s.temperature, n.temperature), (s.top_p, n.top_p), (s.top_k, n.top_k),
                          (s.penalty, n.penalty), (s.seed_key, n.seed_key)):
         mine[index] = theirs
+
+
+def _unpadding_index(cache: KVCache, lengths: torch.Tensor) -> torch.Tensor:
+    """Gather index [n, H, width, D] that shifts each left-padded row's real positions to 0."""
+    rows, heads, width, dim = cache.keys[0].shape
+    positions = torch.arange(width, device=lengths.device).view(1, -1)
+    source = (positions + (width - lengths).view(-1, 1)).clamp(max=width - 1)
+    return source.view(rows, 1, width, 1).expand(rows, heads, width, dim)
 
 
 def compact(state: SlotState, keep: list[int]) -> None:

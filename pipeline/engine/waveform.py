@@ -49,11 +49,19 @@ class WaveformDecoder:
     @torch.inference_mode()
     def decode(self, hiddens: Sequence[torch.Tensor]) -> list[np.ndarray]:
         """Waveforms (float32, 24 kHz) of GPT hidden states [T_i, C]; (2*T_i - 1) * 256 samples."""
-        waves: list[np.ndarray | None] = [None] * len(hiddens)
+        return to_numpy(self.decode_on_device(hiddens))
+
+    @torch.inference_mode()
+    def decode_on_device(self, hiddens: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        """``decode`` without the copy to the host (no sync): float32 device tensors."""
+        waves: list[torch.Tensor | None] = [None] * len(hiddens)
         for chunk in self._chunks([h.shape[0] for h in hiddens]):
-            for i, wave in zip(chunk, self.decode_batch([hiddens[i] for i in chunk])):
+            with torch.backends.cudnn.flags(enabled=self.use_cudnn):
+                batch = self._decode_batch([hiddens[i] for i in chunk])
+            for i, wave in zip(chunk, batch):
                 waves[i] = wave
-        return [w if w is not None else np.zeros(0, np.float32) for w in waves]
+        empty = torch.zeros(0, dtype=torch.float32, device=self.device)
+        return [w if w is not None else empty for w in waves]
 
     def _chunks(self, lengths: list[int]) -> list[list[int]]:
         """Row groups of similar length whose padded size stays under the per-chunk budget."""
@@ -69,11 +77,7 @@ class WaveformDecoder:
             chunks.append(current)
         return chunks
 
-    def decode_batch(self, hiddens: Sequence[torch.Tensor]) -> list[np.ndarray]:
-        with torch.backends.cudnn.flags(enabled=self.use_cudnn):
-            return self._decode_batch(hiddens)
-
-    def _decode_batch(self, hiddens: Sequence[torch.Tensor]) -> list[np.ndarray]:
+    def _decode_batch(self, hiddens: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         lengths = [h.shape[0] for h in hiddens]
         steps = max(lengths)
         x = torch.zeros(len(hiddens), hiddens[0].shape[1], steps, dtype=self.dtype,
@@ -84,7 +88,7 @@ class WaveformDecoder:
         mask = (torch.arange(2 * steps, device=self.device) < frames[:, None]).unsqueeze(1)
         mel = self._mel(x, mask.to(self.dtype))
         audio = self._vocos(mel, mask)
-        return [audio[i, : (2 * n - 1) * self.hop].cpu().numpy() for i, n in enumerate(lengths)]
+        return [audio[i, : (2 * n - 1) * self.hop] for i, n in enumerate(lengths)]
 
     def _mel(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Upstream ``DVAE.forward(mode='decode')`` without VQ, each conv input masked."""
@@ -130,6 +134,15 @@ class WaveformDecoder:
         audio = audio[:, start: start + (count - 1) * hop]
         envelope = envelope[:, start: start + (count - 1) * hop]
         return audio / torch.where(envelope > 1e-11, envelope, torch.ones_like(envelope))
+
+
+def to_numpy(waves: Sequence[torch.Tensor]) -> list[np.ndarray]:
+    """Device waveforms to the host in one copy (not one sync per row)."""
+    if not waves:
+        return []
+    joined = torch.cat([w.reshape(-1) for w in waves]).cpu().numpy()
+    bounds = np.cumsum([w.numel() for w in waves])[:-1]
+    return [part.copy() for part in np.split(joined, bounds)]
 
 
 def _convnext(block: nn.Module, x: torch.Tensor, scale: torch.Tensor | None) -> torch.Tensor:
