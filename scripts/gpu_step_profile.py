@@ -31,13 +31,14 @@ def compare_attention_paths(engine, state, kind: StepKind) -> None:
     x = space.embed(tokens).unsqueeze(1).to(gpt.dtype)
     rope = gpt.rope(state.rope_at[:b].unsqueeze(1))
     outputs = {}
-    for flash in (True, False):
-        gpt_module.FLASH_DECODE = flash
-        outputs[flash] = gpt.forward_slots(x, rope, state.cache, state.write_at[:b],
-                                           kind.attend)[:, 0].float()
-    gpt_module.FLASH_DECODE = True
-    diff = (outputs[True] - outputs[False]).norm() / outputs[False].norm()
-    print(f"flash vs masked SDPA decode attention: relative difference {diff.item():.2e}")
+    for path in ("sdpa", "flash", "triton"):
+        gpt_module.DECODE_ATTENTION = path
+        outputs[path] = gpt.forward_slots(x, rope, state.cache, state.write_at[:b],
+                                          kind.attend)[:, 0].float()
+    gpt_module.DECODE_ATTENTION = "triton"
+    for path in ("flash", "triton"):
+        diff = (outputs[path] - outputs["sdpa"]).norm() / outputs["sdpa"].norm()
+        print(f"{path} vs masked SDPA decode attention: relative difference {diff.item():.2e}")
 
 
 def main() -> int:

@@ -224,3 +224,38 @@ def test_the_sampler_test_can_tell_a_wrong_distribution() -> None:
     wrong = reference_probabilities(logits, 0.7, 1.0, VOCAB, 1.0, torch.tensor([], dtype=torch.int64))
     chi2 = float((((counts - 40_000 * wrong) ** 2) / (40_000 * wrong)).sum())
     assert chi2 > 400.0
+
+
+# ------------------------------------------------------------------------------ the GPU kernel
+KERNEL_CHECK = """
+import math, torch
+from pipeline.engine import decode_attention as da
+torch.manual_seed(0)
+B, P, H, D = 6, 200, 3, 64
+q = torch.randn(B, H, D).half()
+k = torch.randn(B, P, H, D).half()
+v = torch.randn(B, P, H, D).half()
+used = torch.tensor([1, 63, 64, 65, 130, 200], dtype=torch.int32)
+out = da.decode_attention(q, k, v, used, 200).float()
+worst = 0.0
+for b in range(B):
+    n = int(used[b])
+    s = torch.einsum("hd,phd->hp", q[b].float(), k[b, :n].float()) / math.sqrt(D)
+    ref = torch.einsum("hp,phd->hd", s.softmax(-1), v[b, :n].float())
+    worst = max(worst, (out[b] - ref).abs().max().item())
+print(worst)
+"""
+
+
+def test_the_gpu_decode_attention_kernel_reads_each_slots_own_prefix() -> None:
+    """The Triton kernel the H200 runs, under Triton's CPU interpreter: one query per slot
+    against exactly its first ``used`` positions (1, a block edge, the whole cache)."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("triton")
+    env = {**__import__("os").environ, "TRITON_INTERPRET": "1"}
+    done = subprocess.run([sys.executable, "-c", KERNEL_CHECK], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert float(done.stdout.strip().splitlines()[-1]) < 2e-3

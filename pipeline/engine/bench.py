@@ -282,8 +282,8 @@ def _run_ours(model_dir: Path, device: Any, precision: str, texts: list[str], st
     engine.warm_up()
     voice = engine.sample_voice(opts.seed)
     requests = _requests(texts, steps, voice, opts.seed)
-    graphs = engine.prepare_slots(opts.slots or opts.batch,
-                                  max(engine.prompt_tokens(t) for t in texts), max(steps))
+    graphs = engine.prepare_slots(opts.slots or opts.batch, max(engine.prompt_tokens_of(texts)),
+                                  max(steps))
     warmup_s = time.perf_counter() - started
     cap = (int(torch.cuda.get_device_properties(device).total_memory * opts.memory_fraction)
            if on_gpu else 8 * 2**30)
@@ -292,8 +292,8 @@ def _run_ours(model_dir: Path, device: Any, precision: str, texts: list[str], st
     _sync(device, reset=True)
     engine.clock.reset()
     started = time.perf_counter()
-    planned = [PlannedSentence(id=i, max_new_tokens=n, prompt_tokens=engine.prompt_tokens(t))
-               for i, (t, n) in enumerate(zip(texts, steps))]
+    planned = [PlannedSentence(id=i, max_new_tokens=n, prompt_tokens=p)
+               for i, (n, p) in enumerate(zip(steps, engine.prompt_tokens_of(texts)))]
     batches = plan_batches(planned, limits, engine.memory_model())
     produced = 0
     for batch in batches:

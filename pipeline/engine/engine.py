@@ -258,8 +258,13 @@ class Engine:
     # ----------------------------------------------------------------------------- planning
     def prompt_tokens(self, text: str) -> int:
         """Length of ``text``'s code prompt in tokens with the default prompt and a sampled voice."""
-        prompt = code_prompt_text(text, DEFAULT_PROMPT, SpeakerEmbedding(np.zeros(1, np.float16)))
-        return len(self._tokenize([prompt])[0])
+        return self.prompt_tokens_of([text])[0]
+
+    def prompt_tokens_of(self, texts: Sequence[str]) -> list[int]:
+        """``prompt_tokens`` of many texts in one tokenizer call."""
+        voice = SpeakerEmbedding(np.zeros(1, np.float16))
+        prompts = [code_prompt_text(t, DEFAULT_PROMPT, voice) for t in texts]
+        return [len(ids) for ids in self._tokenize(prompts)] if prompts else []
 
     def memory_model(self) -> MemoryModel:
         """Calibrated by ``warm_up`` on CUDA; an analytic, conservative model otherwise."""

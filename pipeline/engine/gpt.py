@@ -21,15 +21,17 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from pipeline.engine import decode_attention
+
 log = logging.getLogger(__name__)
 
 # Not cuDNN attention: on Hopper it is chosen for fp16/bf16 and builds a new execution plan for
 # every new KV length, i.e. on every decode step (20+ s per first pass on the H200, docs/engine.md).
 _ATTENTION_BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
-# Decode-step attention through FlashAttention's variable-length kernel (CUDA, fp16/bf16): it reads
-# each slot's own prefix only. SDPA's memory-efficient kernel with a length mask took 77 % of a
-# step on the H200 (docs/engine.md). TTS_JOBS_FLASH_DECODE=0 falls back to the masked SDPA.
-FLASH_DECODE = os.environ.get("TTS_JOBS_FLASH_DECODE", "1") != "0"
+# Decode-step attention on CUDA in half precision: "triton" (decode_attention.py, the default),
+# "flash" (FlashAttention's variable-length kernel) or "sdpa" (masked SDPA, also the CPU and fp32
+# path). Set by TTS_JOBS_DECODE_ATTENTION; docs/engine.md has what each measured.
+DECODE_ATTENTION = os.environ.get("TTS_JOBS_DECODE_ATTENTION", "triton")
 
 
 _KV = tuple[torch.Tensor, torch.Tensor]
@@ -227,12 +229,23 @@ def _slot_attention(write_at: torch.Tensor, attend: int, dtype: torch.dtype,
                     positions: int) -> _Attend:
     """Attention of one query per slot over its own cache prefix [0, write_at].
 
-    On CUDA in half precision: FlashAttention's variable-length kernel, reading each slot's
-    prefix and nothing else (``seqused_k``). Elsewhere (CPU; fp32): SDPA with a length mask over
-    the first ``attend`` positions. Keys/values arrive as [B, P, H, D].
+    On CUDA in half precision: the Triton kernel of ``decode_attention`` or FlashAttention's
+    variable-length kernel, each reading the slot's prefix and nothing else. Elsewhere (CPU;
+    fp32): SDPA with a length mask over the first ``attend`` positions. Keys/values arrive as
+    [B, P, H, D].
     """
     rows = write_at.shape[0]
-    if FLASH_DECODE and write_at.is_cuda and dtype in (torch.float16, torch.bfloat16):
+    fast = write_at.is_cuda and dtype in (torch.float16, torch.bfloat16)
+    if fast and DECODE_ATTENTION == "triton" and decode_attention.available():
+        used = (write_at + 1).to(torch.int32)
+
+        def triton_kernel(query: torch.Tensor, keys: torch.Tensor,
+                          values: torch.Tensor) -> torch.Tensor:
+            out = decode_attention.decode_attention(query[:, :, 0], keys, values, used, attend)
+            return out.unsqueeze(1)
+
+        return triton_kernel
+    if fast and DECODE_ATTENTION in ("flash", "triton"):
         device = write_at.device
         cum_q = torch.arange(rows + 1, dtype=torch.int32, device=device)
         cum_k = cum_q * positions

@@ -1,10 +1,12 @@
 """Decoder + Vocos for sentences as they finish, on a second CUDA stream, while the GPT goes on.
 
 The GPT's decode steps are bound by memory bandwidth and leave compute idle; Decoder + Vocos are
-convolutions, bound by compute. Launched on a side stream at each harvest, a finished group's
-waveforms are made while the next steps run, instead of after the last sentence of the batch.
-On CPU the decode simply runs at harvest time. Either way the waveforms are exactly
-``WaveformDecoder.decode``'s.
+convolutions, bound by compute. Finished sentences are buffered until they fill one decode chunk
+(``row_steps_per_chunk``), then launched on a side stream, so their waveforms are made while the
+next steps run instead of after the last sentence of the batch. Smaller launches cost more than
+they hide: the first version decoded every harvest (a few rows every 8 steps) and made the H200
+run *slower* (docs/engine.md). On CPU the decode simply runs when a chunk is full. Either way the
+waveforms are exactly ``WaveformDecoder.decode``'s.
 """
 
 from __future__ import annotations
@@ -25,9 +27,20 @@ class WaveformsAlongside:
         self.waves: list[torch.Tensor | None] = [None] * rows
         device = decoder.device
         self.side = torch.cuda.Stream(device) if device.type == "cuda" else None
+        self.buffered: list[tuple[int, torch.Tensor]] = []
 
     def submit(self, rows: Sequence[int], hiddens: Sequence[torch.Tensor]) -> None:
-        """Start decoding these finished rows (called by the generation loop at each harvest)."""
+        """Finished rows (called by the generation loop at each harvest): decoded once a chunk's
+        worth has gathered."""
+        self.buffered += zip(rows, hiddens)
+        if sum(h.shape[0] for _, h in self.buffered) >= self.decoder.row_steps_per_chunk:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self.buffered:
+            return
+        rows, hiddens = [r for r, _ in self.buffered], [h for _, h in self.buffered]
+        self.buffered = []
         if self.side is None:
             with self.clock.phase("waveform"):
                 self._store(rows, self.decoder.decode_on_device(hiddens))
@@ -40,7 +53,8 @@ class WaveformsAlongside:
             self._store(rows, self.decoder.decode_on_device(hiddens))
 
     def collect(self) -> list[np.ndarray]:
-        """Every row's waveform on the host (waits for the side stream)."""
+        """Every row's waveform on the host (decodes what is left, waits for the side stream)."""
+        self._flush()
         if self.side is not None:
             torch.cuda.current_stream(self.decoder.device).wait_stream(self.side)
         missing = [i for i, w in enumerate(self.waves) if w is None]

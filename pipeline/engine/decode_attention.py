@@ -1,0 +1,80 @@
+"""Decode-step attention on the GPU: one query per slot over that slot's own cache prefix.
+
+A decode step's attention is one query row per (slot, head) against up to a few hundred cached
+positions: pure memory traffic. The library kernels pad the query to a 64- or 128-row tile and
+spend their time on masked-out products (SDPA's memory-efficient kernel and FlashAttention's
+variable-length one both reached only ~1.6 TB/s of the H200's ~4.3 on this shape, ~75 % of a
+step; docs/engine.md). This Triton kernel gives each (slot, head) one program that streams the
+slot's keys and values once, with an online softmax in float32, and stops at the slot's length.
+
+Only on CUDA (Triton ships with CUDA builds of PyTorch); ``gpt.py`` falls back to FlashAttention
+or SDPA elsewhere.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+try:  # pragma: no cover - exercised on the GPU machine (and under TRITON_INTERPRET=1)
+    import triton
+    import triton.language as tl
+except ImportError:  # CPU builds of PyTorch
+    triton = None
+    tl = None
+
+
+def available() -> bool:
+    return triton is not None
+
+
+if triton is not None:  # pragma: no cover
+
+    @triton.jit
+    def _decode_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, used_ptr, scale,
+                                 stride_qb, stride_qh, stride_kb, stride_kp, stride_kh,
+                                 stride_ob, stride_oh,
+                                 LONGEST: tl.constexpr, BLOCK_N: tl.constexpr,
+                                 HEAD_DIM: tl.constexpr):
+        row = tl.program_id(0)
+        head = tl.program_id(1)
+        used = tl.load(used_ptr + row)
+        dims = tl.arange(0, HEAD_DIM)
+        q = tl.load(q_ptr + row * stride_qb + head * stride_qh + dims).to(tl.float32) * scale
+        base = row * stride_kb + head * stride_kh
+        best = tl.max(tl.full([BLOCK_N], float("-inf"), tl.float32), 0)
+        total = tl.sum(tl.zeros([BLOCK_N], tl.float32), 0)
+        acc = tl.zeros([HEAD_DIM], tl.float32)
+        # up to the longest slot (a compile-time bound: one variant per attention bucket), not
+        # ``used``: a loop bounded by a runtime value trips Triton's interpreter, which the CPU
+        # tests run this kernel under; blocks past ``used`` are fully masked and read no memory
+        for start in range(0, LONGEST, BLOCK_N):
+            positions = start + tl.arange(0, BLOCK_N)
+            inside = positions < used
+            offsets = base + positions[:, None] * stride_kp + dims[None, :]
+            keys = tl.load(k_ptr + offsets, mask=inside[:, None], other=0.0).to(tl.float32)
+            scores = tl.where(inside, tl.sum(keys * q[None, :], 1), float("-inf"))
+            new_best = tl.maximum(best, tl.max(scores, 0))
+            rescale = tl.exp(best - new_best)
+            weights = tl.exp(scores - new_best)
+            values = tl.load(v_ptr + offsets, mask=inside[:, None], other=0.0).to(tl.float32)
+            acc = acc * rescale + tl.sum(weights[:, None] * values, 0)
+            total = total * rescale + tl.sum(weights, 0)
+            best = new_best
+        out = acc / total
+        tl.store(o_ptr + row * stride_ob + head * stride_oh + dims, out.to(o_ptr.dtype.element_ty))
+
+
+def decode_attention(query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
+                     used: torch.Tensor, longest: int, block: int = 64) -> torch.Tensor:
+    """query [B, H, D]; keys/values [B, P, H, D] (the slots' caches, D contiguous); used [B]
+    int32: positions [0, used) of each slot are attended to, none beyond ``longest``.
+    Returns [B, H, D]."""
+    rows, heads, dim = query.shape
+    out = torch.empty_like(query)
+    _decode_attention_kernel[(rows, heads)](
+        query, keys, values, out, used, 1.0 / math.sqrt(dim),
+        query.stride(0), query.stride(1), keys.stride(0), keys.stride(1), keys.stride(2),
+        out.stride(0), out.stride(1), LONGEST=longest, BLOCK_N=block, HEAD_DIM=dim, num_warps=4)
+    return out
