@@ -29,11 +29,10 @@ def compare_attention_paths(engine, state, kind: StepKind) -> None:
     b = kind.rows
     tokens = torch.randint(0, space.vocab - 1, (b, space.codebooks), device=state.hidden.device)
     x = space.embed(tokens).unsqueeze(1).to(gpt.dtype)
-    rope = gpt.rope(state.rope_at[:b].unsqueeze(1))
     outputs = {}
     for path in ("sdpa", "flash", "triton"):
         gpt_module.DECODE_ATTENTION = path
-        outputs[path] = gpt.forward_slots(x, rope, state.cache, state.write_at[:b],
+        outputs[path] = gpt.forward_slots(x, state.rope_at[:b], state.cache, state.write_at[:b],
                                           kind.attend)[:, 0].float()
     gpt_module.DECODE_ATTENTION = "triton"
     for path in ("flash", "triton"):

@@ -243,13 +243,33 @@ for b in range(B):
     s = torch.einsum("hd,phd->hp", q[b].float(), k[b, :n].float()) / math.sqrt(D)
     ref = torch.einsum("hp,phd->hd", s.softmax(-1), v[b, :n].float())
     worst = max(worst, (out[b] - ref).abs().max().item())
+
+# RoPE + cache write against the PyTorch path (rotate_half), each slot at its own position
+from pipeline.engine.gpt import _apply_rope
+qkv = torch.randn(B, 3 * H * D).half()
+angles = torch.arange(P).float()[:, None] / (10000 ** (torch.arange(D // 2).float() / (D // 2)))
+table_cos, table_sin = torch.cat([angles.cos()] * 2, -1), torch.cat([angles.sin()] * 2, -1)
+at = torch.tensor([0, 5, 63, 64, 100, 199])
+keys, values = torch.zeros(B, P, H, D).half(), torch.zeros(B, P, H, D).half()
+query = da.rope_and_store(qkv, table_cos[at], table_sin[at], keys, values, at)
+parts = qkv.float().view(B, 3, H, D)
+cos, sin = table_cos[at][:, None, :], table_sin[at][:, None, :]
+rows = torch.arange(B)
+for got, want in ((query.float(), _apply_rope(parts[:, 0], cos, sin)),
+                  (keys[rows, at].float(), _apply_rope(parts[:, 1], cos, sin)),
+                  (values[rows, at].float(), parts[:, 2])):
+    worst = max(worst, (got - want).abs().max().item())
+untouched = keys.clone()
+untouched[rows, at] = 0
+worst = max(worst, untouched.abs().max().item())  # nothing written anywhere else
 print(worst)
 """
 
 
-def test_the_gpu_decode_attention_kernel_reads_each_slots_own_prefix() -> None:
-    """The Triton kernel the H200 runs, under Triton's CPU interpreter: one query per slot
-    against exactly its first ``used`` positions (1, a block edge, the whole cache)."""
+def test_the_gpu_decode_kernels_match_the_pytorch_path() -> None:
+    """The Triton kernels the H200 runs, under Triton's CPU interpreter: one query per slot
+    against exactly its first ``used`` positions (1, a block edge, the whole cache); RoPE and
+    the cache write at each slot's own position, as the PyTorch path does them."""
     import subprocess
     import sys
 

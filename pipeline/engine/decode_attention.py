@@ -1,4 +1,5 @@
-"""Decode-step attention on the GPU: one query per slot over that slot's own cache prefix.
+"""The decode step's attention on the GPU, in two Triton kernels: RoPE + cache write, then one query
+per slot over that slot's own cache prefix.
 
 A decode step's attention is one query row per (slot, head) against up to a few hundred cached
 positions: pure memory traffic. The library kernels pad the query to a 64- or 128-row tile and
@@ -6,6 +7,8 @@ spend their time on masked-out products (SDPA's memory-efficient kernel and Flas
 variable-length one both reached only ~1.6 TB/s of the H200's ~4.3 on this shape, ~75 % of a
 step; docs/engine.md). This Triton kernel gives each (slot, head) one program that streams the
 slot's keys and values once, with an online softmax in float32, and stops at the slot's length.
+Before it, ``rope_and_store`` replaces the ~7 small kernels per layer that rotated q and k on
+strided views and scattered k and v into the cache.
 
 Only on CUDA (Triton ships with CUDA builds of PyTorch); ``gpt.py`` falls back to FlashAttention
 or SDPA elsewhere.
@@ -64,6 +67,52 @@ if triton is not None:  # pragma: no cover
             best = new_best
         out = acc / total
         tl.store(o_ptr + row * stride_ob + head * stride_oh + dims, out.to(o_ptr.dtype.element_ty))
+
+
+if triton is not None:  # pragma: no cover
+
+    @triton.jit
+    def _rope_and_store_kernel(qkv_ptr, cos_ptr, sin_ptr, k_cache_ptr, v_cache_ptr, at_ptr, q_ptr,
+                               stride_qkv_b, stride_cos_b, stride_cache_b, stride_cache_p,
+                               stride_cache_h, stride_q_b, stride_q_h,
+                               HEADS: tl.constexpr, HEAD_DIM: tl.constexpr):
+        row = tl.program_id(0)
+        head = tl.program_id(1)
+        half: tl.constexpr = HEAD_DIM // 2
+        dims = tl.arange(0, HEAD_DIM)
+        partner = (dims + half) % HEAD_DIM  # rotate_half: [-x2, x1]
+        sign = tl.where(dims < half, -1.0, 1.0)
+        cos = tl.load(cos_ptr + row * stride_cos_b + dims)
+        sin = tl.load(sin_ptr + row * stride_cos_b + dims)
+        base = qkv_ptr + row * stride_qkv_b + head * HEAD_DIM
+        q = tl.load(base + dims).to(tl.float32)
+        q_partner = tl.load(base + partner).to(tl.float32)
+        k = tl.load(base + HEADS * HEAD_DIM + dims).to(tl.float32)
+        k_partner = tl.load(base + HEADS * HEAD_DIM + partner).to(tl.float32)
+        v = tl.load(base + 2 * HEADS * HEAD_DIM + dims)
+        q_rot = q * cos + sign * q_partner * sin
+        k_rot = k * cos + sign * k_partner * sin
+        at = tl.load(at_ptr + row)
+        slot = row * stride_cache_b + at * stride_cache_p + head * stride_cache_h + dims
+        tl.store(k_cache_ptr + slot, k_rot.to(k_cache_ptr.dtype.element_ty))
+        tl.store(v_cache_ptr + slot, v)
+        tl.store(q_ptr + row * stride_q_b + head * stride_q_h + dims,
+                 q_rot.to(q_ptr.dtype.element_ty))
+
+
+def rope_and_store(qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, keys: torch.Tensor,
+                   values: torch.Tensor, write_at: torch.Tensor) -> torch.Tensor:
+    """One decode position of B slots in one kernel: RoPE on q and k (float32 tables cos/sin
+    [B, D]), k and v written into the caches [N, P, H, D] at each slot's ``write_at``.
+    ``qkv`` is the fused projection's output [B, 3 * H * D]; returns the rotated queries [B, H, D]."""
+    rows = qkv.shape[0]
+    heads, dim = keys.shape[2], keys.shape[3]
+    query = torch.empty(rows, heads, dim, dtype=qkv.dtype, device=qkv.device)
+    _rope_and_store_kernel[(rows, heads)](
+        qkv, cos, sin, keys, values, write_at, query,
+        qkv.stride(0), cos.stride(0), keys.stride(0), keys.stride(1), keys.stride(2),
+        query.stride(0), query.stride(1), HEADS=heads, HEAD_DIM=dim, num_warps=1)
+    return query
 
 
 def decode_attention(query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,

@@ -91,8 +91,8 @@ def _run_gpt(gpt: FusedLlama, space: TokenSpace, state: SlotState, kind: StepKin
     b, attend = kind.rows, kind.attend
     write_at = state.write_at[:b]
     x = space.embed(tokens).unsqueeze(1).to(gpt.dtype)
-    rope = gpt.rope(state.rope_at[:b].clamp(max=state.rope_limit).unsqueeze(1))
-    hidden = gpt.forward_slots(x, rope, state.cache, write_at, attend)[:, 0]
+    rope_at = state.rope_at[:b].clamp(max=state.rope_limit)
+    hidden = gpt.forward_slots(x, rope_at, state.cache, write_at, attend)[:, 0]
     state.hidden[:b] = hidden
     state.write_at[:b] += alive.long()
     state.rope_at[:b] += alive.long()

@@ -219,8 +219,10 @@ class Engine:
         return parsed
 
     def _tokenize(self, texts: list[str]) -> list[list[int]]:
-        encoded = self._parts.tokenizer._tokenizer(texts, add_special_tokens=False)
-        return [list(ids) for ids in encoded["input_ids"]]
+        # The Rust tokenizer's batch call directly: the same ids as the transformers wrapper, ~5x
+        # faster on a 1024-sentence batch (the wrapper converts every encoding in Python).
+        fast = self._parts.tokenizer._tokenizer.backend_tokenizer
+        return [encoding.ids for encoding in fast.encode_batch(texts, add_special_tokens=False)]
 
     @property
     def _torch_device(self) -> torch.device:

@@ -39,6 +39,8 @@ _KV = tuple[torch.Tensor, torch.Tensor]
 _Store = Callable[[int, torch.Tensor, torch.Tensor], _KV]
 # attend(queries [B, H, L, D], keys, values) -> [B, L, H, D]
 _Attend = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+# mix(layer index, fused qkv projection [B, L, 3C]) -> attention output [B, L, H, D]
+_Mix = Callable[[int, torch.Tensor], torch.Tensor]
 
 
 class FusedLlamaLayer(nn.Module):
@@ -146,7 +148,7 @@ class FusedLlama(nn.Module):
             cache.values[index][:, :, start:end] = values
             return cache.keys[index][:, :, :end], cache.values[index][:, :, :end]
 
-        hidden = self._layers(x, rope, attn_mask, store)
+        hidden = self._layers(x, self._rope_store_attend(rope, store, _masked_attention(attn_mask)))
         cache.length = end
         return hidden
 
@@ -158,17 +160,19 @@ class FusedLlama(nn.Module):
                          values=[torch.zeros(shape, dtype=self.dtype, device=device)
                                  for _ in self.layers])
 
-    def forward_slots(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor],
-                      cache: SlotCache, write_at: torch.Tensor, attend: int) -> torch.Tensor:
+    def forward_slots(self, x: torch.Tensor, rope_at: torch.Tensor, cache: SlotCache,
+                      write_at: torch.Tensor, attend: int) -> torch.Tensor:
         """One decode position for each of the first B slots of ``cache`` (B = len(write_at)).
 
-        Slot i holds its sentence from cache position 0 on; it writes its new key/value at
-        ``write_at[i]`` and attends to positions [0, write_at[i]] (all < ``attend``). Every shape
-        depends only on (B, attend) and nothing reads back to the host, so a CUDA graph can hold it.
+        Slot i holds its sentence from cache position 0 on; its new token has RoPE position
+        ``rope_at[i]``, writes its key/value at ``write_at[i]`` and attends to positions
+        [0, write_at[i]] (all < ``attend``). Every shape depends only on (B, attend) and nothing
+        reads back to the host, so a CUDA graph can hold it. Returns [B, 1, C].
         """
+        if _use_triton(write_at, self.dtype):
+            return self._layers(x, self._triton_decode(rope_at, cache, write_at, attend))
         rows = write_at.shape[0]
         at = write_at.view(rows, 1, 1, 1).expand(rows, 1, self.heads, self.head_dim)
-        attention = _slot_attention(write_at, attend, self.dtype, cache.positions)
 
         def store(index: int, keys: torch.Tensor, values: torch.Tensor) -> _KV:
             slot_keys, slot_values = cache.keys[index][:rows], cache.values[index][:rows]
@@ -176,30 +180,53 @@ class FusedLlama(nn.Module):
             slot_values.scatter_(1, at, values.transpose(1, 2))
             return slot_keys, slot_values
 
-        return self._layers(x, rope, None, store, attention)
+        attention = _slot_attention(write_at, attend, self.dtype, cache.positions)
+        return self._layers(x, self._rope_store_attend(self.rope(rope_at.unsqueeze(1)), store,
+                                                       attention))
 
-    def _layers(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor],
-                attn_mask: torch.Tensor | None, store: _Store,
-                attention: _Attend | None = None) -> torch.Tensor:
-        attention = attention or _masked_attention(attn_mask)
+    def _layers(self, x: torch.Tensor, mix: _Mix) -> torch.Tensor:
         with sdpa_kernel(_ATTENTION_BACKENDS):
             for i, layer in enumerate(self.layers):
-                x = x + self._attention(layer, x, rope, store, attention, i)
+                x = x + self._attention(layer, x, mix, i)
                 h = F.rms_norm(x, (self.hidden,), layer.ln_mlp, layer.eps)
                 gate, up = layer.gate_up(h).chunk(2, dim=-1)
                 x = x + layer.down(F.silu(gate) * up)
         return F.rms_norm(x, (self.hidden,), self.norm, self.eps)
 
-    def _attention(self, layer: FusedLlamaLayer, x: torch.Tensor,
-                   rope: tuple[torch.Tensor, torch.Tensor], store: _Store, attention: _Attend,
+    def _attention(self, layer: FusedLlamaLayer, x: torch.Tensor, mix: _Mix,
                    index: int) -> torch.Tensor:
         rows, steps, _ = x.shape
         h = F.rms_norm(x, (self.hidden,), layer.ln_attn, layer.eps)
-        qkv = layer.qkv(h).view(rows, steps, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
-        qk = _apply_rope(qkv[:2], *rope)  # [2, B, H, L, D]
-        keys, values = store(index, qk[1], qkv[2])
-        out = attention(qk[0], keys, values)  # [B, L, H, D]
+        out = mix(index, layer.qkv(h))  # [B, L, H, D]
         return layer.o(out.reshape(rows, steps, self.hidden))
+
+    def _rope_store_attend(self, rope: tuple[torch.Tensor, torch.Tensor], store: _Store,
+                           attention: _Attend) -> _Mix:
+        """The plain PyTorch path: RoPE on q and k, cache write, attention."""
+
+        def mix(index: int, qkv: torch.Tensor) -> torch.Tensor:
+            rows, steps, _ = qkv.shape
+            qkv = qkv.view(rows, steps, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
+            qk = _apply_rope(qkv[:2], *rope)  # [2, B, H, L, D]
+            keys, values = store(index, qk[1], qkv[2])
+            return attention(qk[0], keys, values)
+
+        return mix
+
+    def _triton_decode(self, rope_at: torch.Tensor, cache: SlotCache, write_at: torch.Tensor,
+                       attend: int) -> _Mix:
+        """The GPU decode path: RoPE + cache write in one kernel, then the prefix attention."""
+        rows = write_at.shape[0]
+        cos, sin = self.rope_cos[rope_at], self.rope_sin[rope_at]  # float32 [B, D]
+        used = (write_at + 1).to(torch.int32)
+
+        def mix(index: int, qkv: torch.Tensor) -> torch.Tensor:
+            keys, values = cache.keys[index][:rows], cache.values[index][:rows]
+            query = decode_attention.rope_and_store(qkv[:, 0], cos, sin, keys, values, write_at)
+            out = decode_attention.decode_attention(query, keys, values, used, attend)
+            return out.unsqueeze(1)
+
+        return mix
 
 
 @dataclass
@@ -213,6 +240,11 @@ class SlotCache:
     @property
     def positions(self) -> int:
         return self.keys[0].shape[1]
+
+
+def _use_triton(write_at: torch.Tensor, dtype: torch.dtype) -> bool:
+    return (DECODE_ATTENTION == "triton" and write_at.is_cuda
+            and dtype in (torch.float16, torch.bfloat16) and decode_attention.available())
 
 
 def _masked_attention(attn_mask: torch.Tensor | None) -> _Attend:
@@ -229,22 +261,12 @@ def _slot_attention(write_at: torch.Tensor, attend: int, dtype: torch.dtype,
                     positions: int) -> _Attend:
     """Attention of one query per slot over its own cache prefix [0, write_at].
 
-    On CUDA in half precision: the Triton kernel of ``decode_attention`` or FlashAttention's
-    variable-length kernel, each reading the slot's prefix and nothing else. Elsewhere (CPU;
-    fp32): SDPA with a length mask over the first ``attend`` positions. Keys/values arrive as
-    [B, P, H, D].
+    On CUDA in half precision (when the Triton path is off): FlashAttention's variable-length
+    kernel, reading the slot's prefix and nothing else. Elsewhere (CPU; fp32): SDPA with a length
+    mask over the first ``attend`` positions. Keys/values arrive as [B, P, H, D].
     """
     rows = write_at.shape[0]
     fast = write_at.is_cuda and dtype in (torch.float16, torch.bfloat16)
-    if fast and DECODE_ATTENTION == "triton" and decode_attention.available():
-        used = (write_at + 1).to(torch.int32)
-
-        def triton_kernel(query: torch.Tensor, keys: torch.Tensor,
-                          values: torch.Tensor) -> torch.Tensor:
-            out = decode_attention.decode_attention(query[:, :, 0], keys, values, used, attend)
-            return out.unsqueeze(1)
-
-        return triton_kernel
     if fast and DECODE_ATTENTION in ("flash", "triton"):
         device = write_at.device
         cum_q = torch.arange(rows + 1, dtype=torch.int32, device=device)

@@ -142,7 +142,7 @@ def to_numpy(waves: Sequence[torch.Tensor]) -> list[np.ndarray]:
         return []
     joined = torch.cat([w.reshape(-1) for w in waves]).cpu().numpy()
     bounds = np.cumsum([w.numel() for w in waves])[:-1]
-    return [part.copy() for part in np.split(joined, bounds)]
+    return np.split(joined, bounds)  # views of one host array: no second copy
 
 
 def _convnext(block: nn.Module, x: torch.Tensor, scale: torch.Tensor | None) -> torch.Tensor:
