@@ -19,17 +19,19 @@ Run: ``python -m pipeline.engine.bench --synthetic full --device cuda --json out
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import gc
 import json
 import logging
 import math
+import os
 import platform
 import random
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -291,16 +293,18 @@ def _run_ours(model_dir: Path, device: Any, precision: str, texts: list[str], st
     engine.slots = opts.slots
     _sync(device, reset=True)
     engine.clock.reset()
-    started = time.perf_counter()
-    planned = [PlannedSentence(id=i, max_new_tokens=n, prompt_tokens=p)
-               for i, (n, p) in enumerate(zip(steps, engine.prompt_tokens_of(texts)))]
-    batches = plan_batches(planned, limits, engine.memory_model())
-    produced = 0
-    for batch in batches:
-        results = synthesize_with_oom_halving(engine, [requests[i] for i in batch.sentence_ids])
-        produced += sum(r.gpt_steps for r in results)
-    _sync(device)
-    wall = time.perf_counter() - started
+    with _host_profile(f"{precision}-{opts.batch}"):
+        started = time.perf_counter()
+        planned = [PlannedSentence(id=i, max_new_tokens=n, prompt_tokens=p)
+                   for i, (n, p) in enumerate(zip(steps, engine.prompt_tokens_of(texts)))]
+        batches = plan_batches(planned, limits, engine.memory_model())
+        produced = 0
+        for batch in batches:
+            results = synthesize_with_oom_halving(engine,
+                                                  [requests[i] for i in batch.sentence_ids])
+            produced += sum(r.gpt_steps for r in results)
+        _sync(device)
+        wall = time.perf_counter() - started
     peak = torch.cuda.max_memory_allocated(device) / 2**30 if on_gpu else None
     if produced != sum(steps):
         raise RuntimeError(f"tts-jobs produced {produced} steps, expected {sum(steps)}")
@@ -323,6 +327,26 @@ def _run_ours(model_dir: Path, device: Any, precision: str, texts: list[str], st
                                    if phases["gpt_steps"] else None),
                     note=_join(_int8_note(name, scheme, on_gpu),
                                f"{graphs} CUDA graphs" if graphs else ""))
+
+
+@contextlib.contextmanager
+def _host_profile(label: str) -> Iterator[None]:
+    """With TTS_JOBS_BENCH_PROFILE=DIR, cProfile the timed region (where the host time goes)."""
+    folder = os.environ.get("TTS_JOBS_BENCH_PROFILE")
+    if not folder:
+        yield
+        return
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        yield
+    finally:
+        profiler.disable()
+        with open(Path(folder) / f"host-{label}.txt", "w") as out:
+            pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(40)
 
 
 def _join(*parts: str) -> str:

@@ -47,6 +47,7 @@ from pipeline.types import GPT_STEPS_PER_SECOND, SynthesisRequest, SynthesisResu
 log = logging.getLogger(__name__)
 
 DEFAULT_PROMPT = "[speed_5]"
+TOKEN_MEMORY = 65_536  # prompts whose token ids are remembered (a few MB)
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,7 @@ class Engine:
         self.model_root = model_root
         self._parts = parts
         self._memory: MemoryModel | None = None
+        self._token_ids: dict[str, list[int]] = {}  # recent prompts, tokenized
         self.slots: int | None = None  # most sentences decoded at once; None: the whole batch
         self.clock = PhaseClock(self._torch_device)  # where synthesis time goes (bench)
         self._runner = StepRunner(parts.gpt, self._code_space(),
@@ -221,8 +223,15 @@ class Engine:
     def _tokenize(self, texts: list[str]) -> list[list[int]]:
         # The Rust tokenizer's batch call directly: the same ids as the transformers wrapper, ~5x
         # faster on a 1024-sentence batch (the wrapper converts every encoding in Python).
-        fast = self._parts.tokenizer._tokenizer.backend_tokenizer
-        return [encoding.ids for encoding in fast.encode_batch(texts, add_special_tokens=False)]
+        # Prompts met at planning time are met again at synthesis: remembered, not re-tokenized.
+        missing = list(dict.fromkeys(t for t in texts if t not in self._token_ids))
+        if missing:
+            fast = self._parts.tokenizer._tokenizer.backend_tokenizer
+            encoded = fast.encode_batch(missing, add_special_tokens=False)
+            if len(self._token_ids) + len(missing) > TOKEN_MEMORY:
+                self._token_ids.clear()
+            self._token_ids.update((t, e.ids) for t, e in zip(missing, encoded))
+        return [list(self._token_ids[t]) for t in texts]
 
     @property
     def _torch_device(self) -> torch.device:

@@ -98,14 +98,19 @@ class _Scheduler:
 
     def run(self) -> Generated:
         self._refill()
+        just_finished: list[int] = []
         while any(row is not None for row in self.slot_row):
             live = self._live_rows()
             steps = self._steps_until_check()
             with self.clock.phase("gpt_steps"):
                 self._steps(live, steps)
-            self._harvest(live)
+            # The steps are queued on the GPU now: hand over the rows of the last harvest, so
+            # that launching their waveform decode keeps the host busy while the GPU is too.
+            self._hand_over(just_finished)
+            just_finished = self._harvest(live)
             self._refill()
             self._compact_if_sparse()
+        self._hand_over(just_finished)
         return self._collect()
 
     # ------------------------------------------------------------------------- stepping
@@ -132,8 +137,8 @@ class _Scheduler:
                 self.slot_left[i] -= steps
 
     # ------------------------------------------------------------------------- harvest, refill
-    def _harvest(self, live: int) -> None:
-        """Collect the rows that finished: the one host sync of the loop."""
+    def _harvest(self, live: int) -> list[int]:
+        """Collect the rows that finished (the one host sync of the loop); returns them."""
         state = self.state
         flags = torch.stack([state.done[:live].long(), state.produced[:live],
                              state.hit_limit[:live].long()]).tolist()
@@ -148,8 +153,11 @@ class _Scheduler:
             self.slot_row[i] = None
         if finished:
             release(state, finished)
-            if self.on_finished is not None and state.hiddens is not None:
-                self.on_finished(rows, [self.results[r][1] for r in rows])
+        return rows
+
+    def _hand_over(self, rows: list[int]) -> None:
+        if rows and self.on_finished is not None and self.state.hiddens is not None:
+            self.on_finished(rows, [self.results[r][1] for r in rows])
 
     def _refill(self) -> None:
         free = [i for i in range(self.capacity) if self.slot_row[i] is None]
