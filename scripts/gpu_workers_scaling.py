@@ -1,0 +1,691 @@
+"""Two GPU workers against one, through the real Celery path: do two books finish ~2x faster?
+
+    python3 scripts/gpu_workers_scaling.py                      # on a machine with 2 GPUs
+    python3 scripts/gpu_workers_scaling.py --sentences-per-book 1600
+    python scripts/gpu_workers_scaling.py --cpu-smoke           # the same flow on CPU, tiny weights
+
+Each phase starts from nothing: a fresh data directory and SQLite database (the embedded default),
+one `tts-jobs worker --cpu` (ingest, plan, assemble) and N synthesis workers (`tts-jobs worker
+--gpu I`, each pinned to its GPU). Once every synthesis worker has loaded its model and registered
+with the planner, the same two books go in through `tts-jobs submit`, and the phase ends when both
+audiobooks are done. Phase "one" has one synthesis worker (GPU 0), phase "two" has two (GPU 0 and 1).
+The weights are SYNTHETIC (random values at the upstream sizes, so the audio is noise), written once
+with `tts-jobs model synthetic`; fp16 on the GPUs.
+
+Measured per phase, from the job table: submit -> every sentence synthesized (the part that more
+GPUs speed up), submit -> both audiobooks done (adds the assembly of the last book, which is CPU
+work), the audio produced, and each synthesis worker's batches and busy time. The speedup is phase
+one's time over phase two's; the goal is >= 1.9.
+
+redis-server (own process on a free port) and ffmpeg come from a kit folder when there is one
+(--kit, default .kit, git-ignored and built by hand; its README says how): the Debian packages of
+redis-server and its libraries, unpacked into a scratch folder here, and a static ffmpeg as
+bin/ffmpeg.xz. Without a kit both are taken from PATH. The Python packages must already be
+importable (e.g. PYTHONPATH=/tmp/site:$PWD after `pip install --target /tmp/site`).
+
+Prints a Markdown table; with $OUT set, also writes $OUT/scaling.json and the workers' logs under
+$OUT/logs. Every process the script starts is stopped at the end, on failure too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import io
+import json
+import lzma
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from pipeline import lengths  # noqa: E402
+from pipeline.engine.bench import make_workload  # noqa: E402
+from pipeline.types import GPT_STEPS_PER_SECOND  # noqa: E402
+
+TTS_JOBS = [sys.executable, "-m", "jobs.cli"]
+TARGET_SPEEDUP = 1.9
+STARTED = time.monotonic()
+
+
+# ------------------------------------------------------------------------------------ settings
+
+
+@dataclass(frozen=True)
+class Mode:
+    """What differs between the GPU measurement and the CPU smoke test."""
+
+    name: str
+    weights: str  # `tts-jobs model synthetic --size`
+    device: str  # TTS_JOBS_DEVICE
+    precision: str | None  # TTS_JOBS_PRECISION (None: the project's default)
+    sentences_per_book: int
+    chapters_per_book: int
+    budget_s: float  # the whole run stops waiting after this long
+
+    def synthesis_worker_args(self, index: int) -> list[str]:
+        """`tts-jobs worker` arguments of synthesis worker ``index``, and its name."""
+        if self.device == "cuda":
+            return ["worker", "--gpu", str(index), "--name", synthesis_worker_name(self, index)]
+        return ["worker", "--queues", "synth", "--name", synthesis_worker_name(self, index)]
+
+
+GPU_MODE = Mode(name="gpu", weights="full", device="cuda", precision="fp16",
+                sentences_per_book=3200, chapters_per_book=16, budget_s=510)
+CPU_SMOKE_MODE = Mode(name="cpu-smoke", weights="tiny", device="cpu", precision=None,
+                      sentences_per_book=30, chapters_per_book=2, budget_s=1500)
+
+
+def synthesis_worker_name(mode: Mode, index: int) -> str:
+    prefix = "gpu" if mode.device == "cuda" else "synth"
+    return f"{prefix}{index}@{socket.gethostname()}"
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cpu-smoke", action="store_true",
+                        help="tiny weights on CPU, a few dozen sentences: tests the flow, measures nothing")
+    parser.add_argument("--sentences-per-book", type=int, help="default 3200 (GPU) / 30 (smoke)")
+    parser.add_argument("--chapters-per-book", type=int, help="default 16 (GPU) / 2 (smoke)")
+    parser.add_argument("--format", default="m4b", help="output format of both books (default m4b)")
+    parser.add_argument("--budget", type=float, help="seconds before the run gives up (default 510 / 1500)")
+    parser.add_argument("--kit", type=Path, default=REPO / ".kit", help="redis-server and ffmpeg (default .kit)")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch folder (data, logs, books)")
+    return parser.parse_args()
+
+
+def chosen_mode(args: argparse.Namespace) -> Mode:
+    mode = CPU_SMOKE_MODE if args.cpu_smoke else GPU_MODE
+    overrides = {"sentences_per_book": args.sentences_per_book, "chapters_per_book": args.chapters_per_book,
+                 "budget_s": args.budget}
+    return Mode(**{**asdict(mode), **{k: v for k, v in overrides.items() if v is not None}})
+
+
+def progress(message: str) -> None:
+    """A timestamped line, flushed at once: a run killed from outside still shows where it was."""
+    now = dt.datetime.now().strftime("%H:%M:%S")
+    print(f"[{now} +{time.monotonic() - STARTED:6.1f}s] {message}", flush=True)
+
+
+def seconds_left(mode: Mode) -> float:
+    return mode.budget_s - (time.monotonic() - STARTED)
+
+
+class RunFailed(Exception):
+    """The measurement cannot go on; the message says why."""
+
+
+# ------------------------------------------------------------------------------------ the books
+
+
+def write_books(folder: Path, mode: Mode) -> tuple[list[Path], float]:
+    """Two Markdown books of the same size, mixed Chinese/English. Returns them and their audio cap (s)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    books, cap_seconds = [], 0.0
+    for number, title in enumerate(("Scaling Book A", "Scaling Book B")):
+        sentences = make_workload(mode.sentences_per_book, seed=1000 + number)
+        path = folder / f"book_{'ab'[number]}.md"
+        path.write_text(book_markdown(title, sentences, mode.chapters_per_book), encoding="utf-8")
+        books.append(path)
+        cap_seconds += sum(lengths.max_new_tokens(s) for s in sentences) / GPT_STEPS_PER_SECOND
+    return books, cap_seconds
+
+
+def book_markdown(title: str, sentences: list[str], chapters: int, per_paragraph: int = 6) -> str:
+    per_chapter = -(-len(sentences) // chapters)
+    parts = [f"# {title}\n"]
+    for chapter in range(chapters):
+        body = sentences[chapter * per_chapter:(chapter + 1) * per_chapter]
+        parts.append(f"\n## Chapter {chapter + 1}\n")
+        for start in range(0, len(body), per_paragraph):
+            parts.append("\n" + " ".join(body[start:start + per_paragraph]) + "\n")
+    return "".join(parts)
+
+
+# ------------------------------------------------------------------------------------ tools
+
+
+@dataclass(frozen=True)
+class Tools:
+    """Where redis-server and ffmpeg come from, and the environment they need."""
+
+    redis_server: Path
+    redis_env: dict[str, str]
+    path_prefix: str  # prepended to PATH for every tts-jobs process ("" when ffmpeg is on PATH)
+
+
+def prepare_tools(kit: Path, scratch: Path) -> Tools:
+    redis_server, redis_env = kit_redis(kit / "debs", scratch / "redis") if (kit / "debs").is_dir() \
+        else (which_or_fail("redis-server"), {})
+    ffmpeg_dir = kit_ffmpeg(kit / "bin", scratch / "bin")
+    tools = Tools(redis_server=redis_server, redis_env=redis_env, path_prefix=str(ffmpeg_dir or ""))
+    ffmpeg = shutil.which("ffmpeg", path=os.pathsep.join(filter(None, [tools.path_prefix, os.environ["PATH"]])))
+    if ffmpeg is None:
+        raise RunFailed("no ffmpeg: put one on PATH or bin/ffmpeg.xz into the kit")
+    progress(f"redis-server: {redis_server} ({first_line([str(redis_server), '--version'], redis_env)})")
+    progress(f"ffmpeg: {ffmpeg} ({first_line([ffmpeg, '-version'], {})})")
+    return tools
+
+
+def which_or_fail(name: str) -> Path:
+    found = shutil.which(name)
+    if found is None:
+        raise RunFailed(f"no {name}: put one on PATH or bring a kit (--kit)")
+    return Path(found)
+
+
+def first_line(command: list[str], extra_env: dict[str, str]) -> str:
+    out = subprocess.run(command, capture_output=True, text=True, env={**os.environ, **extra_env}, timeout=30)
+    if out.returncode != 0:
+        raise RunFailed(f"{command[0]} does not run here: {(out.stderr or out.stdout).strip()[-500:]}")
+    return (out.stdout.strip().splitlines() or [""])[0]
+
+
+# Inside the Debian packages: the redis binary (redis-server is redis-check-rdb under another name;
+# redis picks its role from argv[0]) and the shared libraries it loads.
+_REDIS_MEMBER = re.compile(r"(?:\./)?(usr/bin/redis-check-rdb|(?:usr/)?lib/x86_64-linux-gnu/lib[^/]+\.so[.0-9]*)")
+
+
+def kit_redis(debs: Path, target: Path) -> tuple[Path, dict[str, str]]:
+    """Unpack redis-server and its libraries from the kit's .deb files (no dpkg needed)."""
+    (target / "lib").mkdir(parents=True, exist_ok=True)
+    server = target / "redis-server"
+    for deb in sorted(debs.glob("*.deb")):
+        with tarfile.open(fileobj=io.BytesIO(deb_data_tar(deb))) as tar:
+            for member in tar.getmembers():
+                match = _REDIS_MEMBER.fullmatch(member.name)
+                if match is None:
+                    continue
+                name = Path(match.group(1)).name
+                dest = server if name == "redis-check-rdb" else target / "lib" / name
+                if member.issym() and "/" not in member.linkname:
+                    dest.unlink(missing_ok=True)
+                    dest.symlink_to(member.linkname)
+                elif member.isfile():
+                    dest.write_bytes(tar.extractfile(member).read())  # type: ignore[union-attr]
+                    dest.chmod(0o755)
+    if not server.exists():
+        raise RunFailed(f"no redis-tools package in {debs}")
+    return server, {"LD_LIBRARY_PATH": os.pathsep.join(
+        filter(None, [str(target / "lib"), os.environ.get("LD_LIBRARY_PATH", "")]))}
+
+
+def deb_data_tar(deb: Path) -> bytes:
+    """The data.tar.* member of a .deb (an `ar` archive: 8-byte magic, then 60-byte member headers)."""
+    blob = deb.read_bytes()
+    if not blob.startswith(b"!<arch>\n"):
+        raise RunFailed(f"{deb} is not a Debian package")
+    position = 8
+    while position + 60 <= len(blob):
+        header = blob[position:position + 60]
+        name, size = header[:16].decode().strip().rstrip("/"), int(header[48:58])
+        if name.startswith("data.tar"):
+            return blob[position + 60:position + 60 + size]
+        position += 60 + size + size % 2
+    raise RunFailed(f"{deb} has no data.tar member")
+
+
+def kit_ffmpeg(kit_bin: Path, target: Path) -> Path | None:
+    """A folder holding the kit's ffmpeg (bin/ffmpeg as is, or bin/ffmpeg.xz unpacked), or None."""
+    if (kit_bin / "ffmpeg").is_file():
+        return kit_bin
+    packed = kit_bin / "ffmpeg.xz"
+    if not packed.is_file():
+        return None
+    target.mkdir(parents=True, exist_ok=True)
+    with lzma.open(packed) as source, open(target / "ffmpeg", "wb") as dest:
+        shutil.copyfileobj(source, dest, 1 << 20)
+    (target / "ffmpeg").chmod(0o755)
+    return target
+
+
+# ------------------------------------------------------------------------------------ processes
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextmanager
+def redis_running(tools: Tools, folder: Path) -> Iterator[int]:
+    """A private redis-server on a free port (no persistence); stopped on exit. Yields the port."""
+    folder.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    command = [str(tools.redis_server), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+               "--appendonly", "no", "--dir", str(folder), "--logfile", str(folder / "redis.log")]
+    server = subprocess.Popen(command, env={**os.environ, **tools.redis_env}, start_new_session=True,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    try:
+        wait_for_redis(port, server)
+        progress(f"redis-server pid {server.pid} on 127.0.0.1:{port}")
+        yield port
+    finally:
+        stop_process_groups([server])
+
+
+def wait_for_redis(port: int, server: subprocess.Popen, timeout: float = 20) -> None:  # type: ignore[type-arg]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RunFailed(f"redis-server exited with {server.returncode} at start-up")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as connection:
+                connection.sendall(b"PING\r\n")
+                if connection.recv(64).startswith(b"+PONG"):
+                    return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise RunFailed(f"redis-server did not answer on port {port} within {timeout:.0f} s")
+
+
+@dataclass
+class WorkerProcess:
+    name: str
+    process: subprocess.Popen  # type: ignore[type-arg]
+    log_path: Path
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def is_ready(self) -> bool:
+        """Celery logs 'NAME ready.' once its pool is up (a GPU worker's child has loaded its model)."""
+        return f"{self.name} ready." in self.log_text()
+
+
+def start_worker(name: str, args: list[str], env: dict[str, str], log_path: Path) -> WorkerProcess:
+    """`tts-jobs ARGS` in its own process group (so that stopping it stops its pool's children)."""
+    log_file = open(log_path, "wb")  # noqa: SIM115 - the process owns it until it exits
+    process = subprocess.Popen(TTS_JOBS + args + ["--loglevel", "INFO"], env=env, cwd=REPO, stdout=log_file,
+                               stderr=subprocess.STDOUT, start_new_session=True)
+    log_file.close()
+    progress(f"started {name}: pid {process.pid}: tts-jobs {' '.join(args)}")
+    return WorkerProcess(name=name, process=process, log_path=log_path)
+
+
+def stop_process_groups(processes: list[subprocess.Popen], grace: float = 15) -> None:  # type: ignore[type-arg]
+    """SIGTERM each process's group (Celery: warm shutdown), SIGKILL what is left after ``grace`` s."""
+    signal_groups(processes, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for process in processes:
+        try:
+            process.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            progress(f"pid {process.pid} still running after {grace:.0f} s; killing its process group")
+    signal_groups(processes, signal.SIGKILL)  # also any pool child that outlived its parent
+    for process in processes:
+        process.wait(timeout=10)
+
+
+def signal_groups(processes: list[subprocess.Popen], sig: signal.Signals) -> None:  # type: ignore[type-arg]
+    for process in processes:
+        try:
+            os.killpg(process.pid, sig)  # each was started in its own session: group id = its pid
+        except ProcessLookupError:
+            pass
+
+
+def parent_pid(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+# ------------------------------------------------------------------------------------ the job table
+
+
+class JobTable:
+    """Read-only queries on one phase's database (plain connections: no write lock is taken)."""
+
+    def __init__(self, url: str) -> None:
+        from sqlalchemy import create_engine
+
+        self.engine = create_engine(url)
+
+    def registered_workers(self) -> set[str]:
+        from sqlalchemy import select
+
+        from storage.models import Worker
+
+        with self.engine.connect() as connection:
+            return set(connection.scalars(select(Worker.name)))
+
+    def jobs(self) -> list[dict]:  # type: ignore[type-arg]
+        from sqlalchemy import select
+
+        from storage.models import Job
+
+        with self.engine.connect() as connection:
+            rows = connection.execute(select(Job.id, Job.state, Job.error, Job.created_at, Job.finished_at,
+                                             Job.outputs).order_by(Job.id))
+            return [dict(row._mapping) for row in rows]
+
+    def sentences(self) -> tuple[int, int, float]:
+        """(sentences, sentences done, seconds of audio)."""
+        from sqlalchemy import case, func, select
+
+        from storage.models import Sentence
+
+        with self.engine.connect() as connection:
+            total, done, audio = connection.execute(select(
+                func.count(Sentence.id), func.sum(case((Sentence.state == "done", 1), else_=0)),
+                func.sum(Sentence.audio_seconds))).one()
+        return int(total or 0), int(done or 0), float(audio or 0.0)
+
+    def batches(self) -> list[dict]:  # type: ignore[type-arg]
+        from sqlalchemy import select
+
+        from storage.models import Batch
+
+        with self.engine.connect() as connection:
+            rows = connection.execute(select(Batch.id, Batch.state, Batch.size, Batch.leased_by,
+                                             Batch.leased_at, Batch.finished_at, Batch.attempts))
+            return [dict(row._mapping) for row in rows]
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def seconds_between(start: dt.datetime | None, end: dt.datetime | None) -> float | None:
+    if start is None or end is None:
+        return None
+    return round((end - start).total_seconds(), 2)
+
+
+# ------------------------------------------------------------------------------------ one phase
+
+
+@dataclass
+class PhaseResult:
+    phase: str
+    synthesis_workers: int
+    sentences: int = 0
+    audio_seconds: float = 0.0
+    startup_seconds: float | None = None  # workers started -> every synthesis worker ready
+    to_synthesized_seconds: float | None = None  # first job recorded -> last batch finished (job table)
+    to_done_seconds: float | None = None  # first job recorded -> last job finished (job table)
+    submit_to_done_wall_seconds: float | None = None  # this script's clock, submit command to both done
+    synthesis_span_seconds: float | None = None  # first batch leased -> last batch finished
+    batches: int = 0
+    per_worker: dict[str, dict] = field(default_factory=dict)  # type: ignore[type-arg]
+    outputs: list[str] = field(default_factory=list)
+
+    @property
+    def x_realtime(self) -> float | None:
+        return self.audio_seconds / self.to_synthesized_seconds if self.to_synthesized_seconds else None
+
+
+@dataclass
+class Phase:
+    """Everything one phase needs: its workers, environment and folder."""
+
+    name: str
+    synthesis_workers: int
+    mode: Mode
+    folder: Path
+    env: dict[str, str]
+    workers: list[WorkerProcess] = field(default_factory=list)
+
+    @property
+    def database_url(self) -> str:
+        return self.env["TTS_JOBS_DATABASE_URL"]
+
+
+def phase_env(mode: Mode, tools: Tools, data_dir: Path, redis_url: str, weights: Path) -> dict[str, str]:
+    env = {**os.environ, "TTS_JOBS_DATA_DIR": str(data_dir),
+           "TTS_JOBS_DATABASE_URL": f"sqlite:///{data_dir / 'tts-jobs.db'}", "TTS_JOBS_BROKER_URL": redis_url,
+           "TTS_JOBS_MODEL_DIR": str(weights), "TTS_JOBS_DEVICE": mode.device, "PYTHONUNBUFFERED": "1"}
+    if mode.precision:
+        env["TTS_JOBS_PRECISION"] = mode.precision
+    if tools.path_prefix:
+        env["PATH"] = os.pathsep.join([tools.path_prefix, env.get("PATH", "")])
+    return env
+
+
+def run_cli(args: list[str], env: dict[str, str], timeout: float = 600) -> str:
+    done = subprocess.run(TTS_JOBS + args, env=env, cwd=REPO, capture_output=True, text=True, timeout=timeout)
+    if done.returncode != 0:
+        raise RunFailed(f"tts-jobs {' '.join(args)} exited with {done.returncode}: {done.stderr.strip()[-2000:]}")
+    return done.stdout
+
+
+def run_phase(phase: Phase, books: list[Path], output_format: str) -> PhaseResult:
+    result = PhaseResult(phase=phase.name, synthesis_workers=phase.synthesis_workers)
+    phase.folder.mkdir(parents=True, exist_ok=True)
+    run_cli(["db", "upgrade"], phase.env)
+    table = JobTable(phase.database_url)
+    try:
+        started = time.monotonic()
+        start_phase_workers(phase)
+        wait_until_ready(phase, table)
+        result.startup_seconds = round(time.monotonic() - started, 1)
+        progress(f"phase {phase.name}: every worker ready after {result.startup_seconds} s; submitting")
+        submitted = time.monotonic()
+        job_ids = run_cli(["submit", *map(str, books), "-f", output_format], phase.env).split()
+        progress(f"phase {phase.name}: submitted jobs {', '.join(job_ids)}")
+        wait_until_done(phase, table, len(books))
+        result.submit_to_done_wall_seconds = round(time.monotonic() - submitted, 2)
+        record_measurements(result, phase, table)
+    finally:
+        table.close()
+        stop_process_groups([w.process for w in phase.workers])
+        progress(f"phase {phase.name}: workers stopped")
+    return result
+
+
+def start_phase_workers(phase: Phase) -> None:
+    host = socket.gethostname()
+    phase.workers.append(start_worker(f"cpu@{host}", ["worker", "--cpu", "--concurrency", "2",
+                                                      "--name", f"cpu@{host}"],
+                                      phase.env, phase.folder / "worker-cpu.log"))
+    for index in range(phase.synthesis_workers):
+        name = synthesis_worker_name(phase.mode, index)
+        phase.workers.append(start_worker(name, phase.mode.synthesis_worker_args(index), phase.env,
+                                          phase.folder / f"worker-synth{index}.log"))
+
+
+def wait_until_ready(phase: Phase, table: JobTable) -> None:
+    """Until every worker's pool is up and every synthesis worker has registered with the planner."""
+    synthesis_names = {synthesis_worker_name(phase.mode, i) for i in range(phase.synthesis_workers)}
+    last_report = 0.0
+    while True:
+        check_workers_alive(phase)
+        registered = table.registered_workers() & synthesis_names
+        waiting = [w.name for w in phase.workers if not w.is_ready()]
+        if not waiting and registered == synthesis_names:
+            return
+        if time.monotonic() - last_report > 15:
+            last_report = time.monotonic()
+            progress(f"phase {phase.name}: waiting for {', '.join(waiting) or 'registration'} "
+                     f"(registered: {', '.join(sorted(registered)) or 'none'})")
+        if seconds_left(phase.mode) <= 0:
+            raise RunFailed(f"workers not ready within the budget: {', '.join(waiting)}")
+        time.sleep(1)
+
+
+def check_workers_alive(phase: Phase) -> None:
+    for worker in phase.workers:
+        if worker.process.poll() is not None:
+            raise RunFailed(f"{worker.name} exited with {worker.process.returncode}; its log ends:\n"
+                            + worker.log_text()[-4000:])
+
+
+def wait_until_done(phase: Phase, table: JobTable, books: int) -> None:
+    """Until every job is done; a failed or cancelled job ends the run with its error."""
+    last_report = 0.0
+    while True:
+        check_workers_alive(phase)
+        jobs = table.jobs()
+        broken = [j for j in jobs if j["state"] in ("failed", "cancelled")]
+        if broken:
+            raise RunFailed("; ".join(f"job {j['id']} {j['state']}: {j['error']}" for j in broken))
+        if len(jobs) == books and all(j["state"] == "done" for j in jobs):
+            progress(f"phase {phase.name}: both books done")
+            return
+        if time.monotonic() - last_report > 10:
+            last_report = time.monotonic()
+            total, done, audio = table.sentences()
+            states = ", ".join(f"{j['id']}:{j['state']}" for j in jobs)
+            progress(f"phase {phase.name}: {done}/{total} sentences, {audio:,.0f} s of audio; jobs {states}")
+        if seconds_left(phase.mode) <= 0:
+            raise RunFailed(f"phase {phase.name} not finished within the budget ({phase.mode.budget_s:.0f} s)")
+        time.sleep(0.5)
+
+
+def record_measurements(result: PhaseResult, phase: Phase, table: JobTable) -> None:
+    jobs, batches = table.jobs(), table.batches()
+    result.sentences, _, result.audio_seconds = table.sentences()
+    result.audio_seconds = round(result.audio_seconds, 1)
+    submitted = min(j["created_at"] for j in jobs)
+    last_batch = max((b["finished_at"] for b in batches if b["finished_at"]), default=None)
+    first_lease = min((b["leased_at"] for b in batches if b["leased_at"]), default=None)
+    result.to_synthesized_seconds = seconds_between(submitted, last_batch)
+    result.to_done_seconds = seconds_between(submitted, max(j["finished_at"] for j in jobs))
+    result.synthesis_span_seconds = seconds_between(first_lease, last_batch)
+    result.batches = len(batches)
+    result.per_worker = batches_per_worker(phase, batches)
+    result.outputs = [o for j in jobs for o in j["outputs"]]
+
+
+def batches_per_worker(phase: Phase, batches: list[dict]) -> dict[str, dict]:  # type: ignore[type-arg]
+    """Batches, sentences and busy seconds per synthesis worker (a lease names the pool child's pid)."""
+    names = {w.process.pid: w.name for w in phase.workers}
+    split: dict[str, dict] = {}  # type: ignore[type-arg]
+    for batch in batches:
+        pid = (batch["leased_by"] or "").rpartition(":")[2]
+        name = names.get(parent_pid(int(pid)) if pid.isdigit() else None, batch["leased_by"] or "unleased")
+        entry = split.setdefault(name, {"batches": 0, "sentences": 0, "busy_seconds": 0.0, "retried": 0})
+        entry["batches"] += 1
+        entry["sentences"] += batch["size"]
+        entry["busy_seconds"] = round(entry["busy_seconds"]
+                                      + (seconds_between(batch["leased_at"], batch["finished_at"]) or 0.0), 2)
+        entry["retried"] += int(batch["attempts"] > 1)
+    return split
+
+
+# ------------------------------------------------------------------------------------ report
+
+
+def speedups(results: list[PhaseResult]) -> dict[str, float | None]:
+    by_name = {r.phase: r for r in results}
+    one, two = by_name.get("one"), by_name.get("two")
+    if one is None or two is None:
+        return {}
+
+    def ratio(a: float | None, b: float | None) -> float | None:
+        return round(a / b, 3) if a and b else None
+
+    return {"synthesized": ratio(one.to_synthesized_seconds, two.to_synthesized_seconds),
+            "done": ratio(one.to_done_seconds, two.to_done_seconds),
+            "synthesis_span": ratio(one.synthesis_span_seconds, two.synthesis_span_seconds)}
+
+
+def markdown_report(results: list[PhaseResult], ratios: dict[str, float | None]) -> str:
+    lines = ["| phase | synthesis workers | sentences | audio s | submit → synthesized s | submit → done s "
+             "| × real time | batches per worker (busy s) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        split = ", ".join(f"{name.split('@')[0]}: {w['batches']} ({w['busy_seconds']:.1f})"
+                          for name, w in sorted(r.per_worker.items()))
+        speed = f"{r.x_realtime:.0f}" if r.x_realtime else "–"
+        lines.append(f"| {r.phase} | {r.synthesis_workers} | {r.sentences} | {r.audio_seconds:,.0f} "
+                     f"| {r.to_synthesized_seconds} | {r.to_done_seconds} | {speed} | {split} |")
+    if ratios:
+        verdict = "meets" if (ratios["synthesized"] or 0) >= TARGET_SPEEDUP else "is BELOW"
+        lines += ["", f"speedup two/one: submit → synthesized **{ratios['synthesized']}×** ({verdict} the "
+                      f"{TARGET_SPEEDUP}× goal), submit → done {ratios['done']}×, first batch → last batch "
+                      f"{ratios['synthesis_span']}×"]
+    return "\n".join(lines)
+
+
+def machine_facts() -> dict[str, str]:
+    facts = {"host": socket.gethostname(), "python": sys.version.split()[0]}
+    if shutil.which("nvidia-smi"):
+        listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30).stdout
+        facts["gpus"] = listing.strip()
+    return facts
+
+
+def save_outputs(report: dict, phases: list[Phase]) -> None:  # type: ignore[type-arg]
+    """$OUT/scaling.json and the tail of every worker log under $OUT/logs (when $OUT is set)."""
+    out = os.environ.get("OUT")
+    if not out:
+        return
+    Path(out).mkdir(parents=True, exist_ok=True)
+    (Path(out) / "scaling.json").write_text(json.dumps(report, indent=2, ensure_ascii=False, default=str))
+    logs = Path(out) / "logs"
+    logs.mkdir(exist_ok=True)
+    for phase in phases:
+        for worker in phase.workers:
+            tail = worker.log_text()[-200_000:]
+            (logs / f"{phase.name}-{worker.log_path.stem}.log").write_text(tail)
+    progress(f"wrote {out}/scaling.json and {out}/logs")
+
+
+# ------------------------------------------------------------------------------------ main
+
+
+def main() -> int:
+    args = parse_args()
+    mode = chosen_mode(args)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the clean-up below on SIGTERM too
+    scratch = Path(tempfile.mkdtemp(prefix="tts-scaling-"))
+    progress(f"mode {mode.name}: {mode.sentences_per_book} sentences x 2 books, {mode.weights} weights on "
+             f"{mode.device}, budget {mode.budget_s:.0f} s; scratch {scratch}")
+    results: list[PhaseResult] = []
+    phases: list[Phase] = []
+    report: dict = {"mode": asdict(mode), "machine": machine_facts(), "command": " ".join(sys.argv),  # type: ignore[type-arg]
+                    "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "phases": []}
+    code = 1
+    try:
+        tools = prepare_tools(args.kit, scratch / "tools")
+        books, cap_seconds = write_books(scratch / "books", mode)
+        progress(f"books: {', '.join(b.name for b in books)}; at most {cap_seconds:,.0f} s of audio in all")
+        weights = scratch / "weights"
+        run_cli(["model", "synthetic", str(weights), "--size", mode.weights], {**os.environ})
+        progress(f"synthetic {mode.weights} weights in {weights}")
+        with redis_running(tools, scratch / "redis-data") as port:
+            for database, (name, count) in enumerate((("one", 1), ("two", 2))):
+                data_dir = scratch / f"phase-{name}"
+                env = phase_env(mode, tools, data_dir / "data", f"redis://127.0.0.1:{port}/{database}", weights)
+                phase = Phase(name=name, synthesis_workers=count, mode=mode, folder=data_dir, env=env)
+                phases.append(phase)
+                progress(f"phase {name}: {count} synthesis worker(s)")
+                results.append(run_phase(phase, books, args.format))
+                report["phases"] = [asdict(r) | {"x_realtime": r.x_realtime} for r in results]
+                progress(f"phase {name}: submit → synthesized {results[-1].to_synthesized_seconds} s, "
+                         f"→ done {results[-1].to_done_seconds} s")
+        code = 0
+    except RunFailed as failure:
+        report["error"] = str(failure)
+        progress(f"FAILED: {failure}")
+    finally:
+        report["speedup"], report["target_speedup"] = speedups(results), TARGET_SPEEDUP
+        if results:
+            print("\n" + markdown_report(results, report["speedup"]) + "\n", flush=True)
+        save_outputs(report, phases)
+        if args.keep:
+            progress(f"kept {scratch}")
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
