@@ -247,7 +247,8 @@ def plan_limits(settings: Settings, workers: Sequence[Any] = ()) -> tuple[PlanLi
     80 GB-class card; a worker halves any batch that does not fit, so optimism costs time, not jobs.
     """
     gpu = settings.device.startswith("cuda") or any(w.device.startswith("cuda") for w in workers)
-    max_rows = settings.max_batch or (256 if gpu else 16)
+    # 1024 on a GPU: continuous batching keeps a big pool's slots full (docs/benchmarks.md, issue 6)
+    max_rows = settings.max_batch or (1024 if gpu else 16)
     learned = [w.max_rows for w in workers if w.max_rows]
     if learned:
         max_rows = min(max_rows, *learned)

@@ -9,7 +9,8 @@
 | TTS_JOBS_DEVICE | auto | auto, cpu, cuda, cuda:N |
 | TTS_JOBS_PRECISION | auto | auto, fp32, fp16, bf16, int8 |
 | TTS_JOBS_MEMORY_FRACTION | 0.85 | share of GPU memory the planner may plan for |
-| TTS_JOBS_MAX_BATCH | 256 (GPU) / 16 (CPU) | most sentences in one batch |
+| TTS_JOBS_MAX_BATCH | 1024 (GPU) / 16 (CPU) | most sentences in one batch (the pool its decode slots draw from; the planner's memory cap may allow fewer) |
+| TTS_JOBS_SLOTS | (the batch) | most sentences a GPU worker decodes at once; the rest of the batch waits for a free slot |
 | TTS_JOBS_LEASE_SECONDS | 120 | a running batch whose worker is silent this long is taken over |
 | TTS_JOBS_VISIBILITY_TIMEOUT | 21600 | Redis redelivery of unacknowledged messages (longer than any batch) |
 | TTS_JOBS_MAX_ATTEMPTS | 3 | attempts per batch before its sentences fail |
@@ -33,6 +34,7 @@ class Settings:
     precision: str = "auto"
     memory_fraction: float = 0.85
     max_batch: int | None = None  # None: decided by the device (see batch_rows)
+    slots: int | None = None  # None: every sentence of a batch decodes at once
     lease_seconds: float = 120.0
     visibility_timeout: int = 21_600
     max_attempts: int = 3
@@ -43,6 +45,7 @@ class Settings:
         data_dir = Path(env.get("TTS_JOBS_DATA_DIR") or _default_data_dir()).expanduser()
         model_dir = env.get("TTS_JOBS_MODEL_DIR")
         max_batch = env.get("TTS_JOBS_MAX_BATCH")
+        slots = env.get("TTS_JOBS_SLOTS")
         return cls(
             data_dir=data_dir,
             database_url=env.get("TTS_JOBS_DATABASE_URL") or f"sqlite:///{data_dir / 'tts-jobs.db'}",
@@ -52,6 +55,7 @@ class Settings:
             precision=env.get("TTS_JOBS_PRECISION", "auto"),
             memory_fraction=float(env.get("TTS_JOBS_MEMORY_FRACTION", "0.85")),
             max_batch=int(max_batch) if max_batch else None,
+            slots=int(slots) if slots else None,
             lease_seconds=float(env.get("TTS_JOBS_LEASE_SECONDS", "120")),
             visibility_timeout=int(env.get("TTS_JOBS_VISIBILITY_TIMEOUT", "21600")),
             max_attempts=int(env.get("TTS_JOBS_MAX_ATTEMPTS", "3")),

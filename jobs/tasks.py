@@ -53,6 +53,7 @@ def worker_engine() -> Engine:
             settings = Settings.from_env()
             _engine = load_engine(EngineConfig(model_dir=settings.model_dir, device=settings.device,
                                                precision=settings.precision))
+            _engine.slots = settings.slots
             _engine.warm_up()
     rt = runtime()
     memory = service.device_memory_bytes(_engine)

@@ -234,3 +234,16 @@ def test_status_shows_recent_throughput_and_an_eta_while_a_job_runs(rt, tmp_path
     for batch_id in rest:
         service.synthesize_batch(rt_small, tiny_engine, batch_id, "gpu0")
     assert service.job_statuses(rt, job_id)[0].eta_seconds is None  # nothing left to wait for
+
+
+def test_gpu_batches_are_big_pools_and_slots_come_from_the_environment(settings_factory) -> None:  # type: ignore[no-untyped-def]
+    from jobs.settings import Settings
+
+    gpu = settings_factory(device="cuda")
+    limits, _ = service.plan_limits(gpu)
+    assert limits.max_rows == 1024  # a pool that keeps the decode slots full
+    assert service.plan_limits(settings_factory(device="cpu"))[0].max_rows == 16
+    assert service.plan_limits(gpu.with_overrides(max_batch=300))[0].max_rows == 300
+    env = {"TTS_JOBS_DATA_DIR": "/tmp/x", "TTS_JOBS_SLOTS": "256"}
+    assert Settings.from_env(env).slots == 256
+    assert Settings.from_env({"TTS_JOBS_DATA_DIR": "/tmp/x"}).slots is None
