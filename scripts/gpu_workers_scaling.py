@@ -1,7 +1,7 @@
 """Two GPU workers against one, through the real Celery path: do two books finish ~2x faster?
 
     python3 scripts/gpu_workers_scaling.py                      # on a machine with 2 GPUs
-    python3 scripts/gpu_workers_scaling.py --sentences-per-book 1600
+    python3 scripts/gpu_workers_scaling.py --sentences-per-book 2500 --max-batch 512
     python scripts/gpu_workers_scaling.py --cpu-smoke           # the same flow on CPU, tiny weights
 
 Each phase starts from nothing: a fresh data directory and SQLite database (the embedded default),
@@ -15,7 +15,9 @@ with `tts-jobs model synthetic`; fp16 on the GPUs.
 Measured per phase, from the job table: submit -> every sentence synthesized (the part that more
 GPUs speed up), submit -> both audiobooks done (adds the assembly of the last book, which is CPU
 work), the audio produced, and each synthesis worker's batches and busy time. The speedup is phase
-one's time over phase two's; the goal is >= 1.9.
+one's time over phase two's; the goal is >= 1.9. The default books (~5,300 sentences each) make about
+a dozen batches at the default pool of 1024 sentences, and at most ~108,000 s of audio (random
+weights stop at their length cap or earlier), i.e. roughly 40-100 s for one H200.
 
 redis-server (own process on a free port) and ffmpeg come from a kit folder when there is one
 (--kit, default .kit, git-ignored and built by hand; its README says how): the Debian packages of
@@ -46,15 +48,19 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from sqlalchemy import case, create_engine, func, select  # noqa: E402
+
 from pipeline import lengths  # noqa: E402
 from pipeline.engine.bench import make_workload  # noqa: E402
 from pipeline.types import GPT_STEPS_PER_SECOND  # noqa: E402
+from storage.models import Batch, Job, JobState, Sentence, SentenceState, Worker  # noqa: E402
 
 TTS_JOBS = [sys.executable, "-m", "jobs.cli"]
 TARGET_SPEEDUP = 1.9
@@ -75,18 +81,22 @@ class Mode:
     sentences_per_book: int
     chapters_per_book: int
     budget_s: float  # the whole run stops waiting after this long
+    max_batch: int | None = None  # TTS_JOBS_MAX_BATCH (None: the project's default, 1024 on a GPU)
+    extra_env: tuple[tuple[str, str], ...] = ()  # for every tts-jobs process
 
     def synthesis_worker_args(self, index: int) -> list[str]:
-        """`tts-jobs worker` arguments of synthesis worker ``index``, and its name."""
+        """`tts-jobs worker` arguments of synthesis worker ``index`` (pinned to GPU ``index`` on CUDA)."""
         if self.device == "cuda":
             return ["worker", "--gpu", str(index), "--name", synthesis_worker_name(self, index)]
         return ["worker", "--queues", "synth", "--name", synthesis_worker_name(self, index)]
 
 
 GPU_MODE = Mode(name="gpu", weights="full", device="cuda", precision="fp16",
-                sentences_per_book=3200, chapters_per_book=16, budget_s=510)
+                sentences_per_book=5000, chapters_per_book=20, budget_s=510)
+# One torch thread per process: two synthesis workers on a small CPU must not fight over its cores.
 CPU_SMOKE_MODE = Mode(name="cpu-smoke", weights="tiny", device="cpu", precision=None,
-                      sentences_per_book=30, chapters_per_book=2, budget_s=1500)
+                      sentences_per_book=30, chapters_per_book=2, budget_s=1500,
+                      extra_env=(("OMP_NUM_THREADS", "1"), ("MKL_NUM_THREADS", "1")))
 
 
 def synthesis_worker_name(mode: Mode, index: int) -> str:
@@ -95,14 +105,18 @@ def synthesis_worker_name(mode: Mode, index: int) -> str:
 
 
 def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cpu-smoke", action="store_true",
                         help="tiny weights on CPU, a few dozen sentences: tests the flow, measures nothing")
-    parser.add_argument("--sentences-per-book", type=int, help="default 3200 (GPU) / 30 (smoke)")
-    parser.add_argument("--chapters-per-book", type=int, help="default 16 (GPU) / 2 (smoke)")
+    parser.add_argument("--sentences-per-book", type=int, help="default 5000 (GPU) / 30 (smoke)")
+    parser.add_argument("--chapters-per-book", type=int, help="default 20 (GPU) / 2 (smoke)")
+    parser.add_argument("--max-batch", type=int,
+                        help="TTS_JOBS_MAX_BATCH for every worker (default: the project's own)")
     parser.add_argument("--format", default="m4b", help="output format of both books (default m4b)")
     parser.add_argument("--budget", type=float, help="seconds before the run gives up (default 510 / 1500)")
-    parser.add_argument("--kit", type=Path, default=REPO / ".kit", help="redis-server and ffmpeg (default .kit)")
+    parser.add_argument("--kit", type=Path, default=REPO / ".kit",
+                        help="where redis-server and ffmpeg come from (default .kit)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder (data, logs, books)")
     return parser.parse_args()
 
@@ -110,8 +124,8 @@ def parse_args() -> argparse.Namespace:
 def chosen_mode(args: argparse.Namespace) -> Mode:
     mode = CPU_SMOKE_MODE if args.cpu_smoke else GPU_MODE
     overrides = {"sentences_per_book": args.sentences_per_book, "chapters_per_book": args.chapters_per_book,
-                 "budget_s": args.budget}
-    return Mode(**{**asdict(mode), **{k: v for k, v in overrides.items() if v is not None}})
+                 "budget_s": args.budget, "max_batch": args.max_batch}
+    return replace(mode, **{k: v for k, v in overrides.items() if v is not None})
 
 
 def progress(message: str) -> None:
@@ -168,11 +182,15 @@ class Tools:
 
 
 def prepare_tools(kit: Path, scratch: Path) -> Tools:
-    redis_server, redis_env = kit_redis(kit / "debs", scratch / "redis") if (kit / "debs").is_dir() \
-        else (which_or_fail("redis-server"), {})
+    """redis-server and ffmpeg from the kit when it has them, else from PATH; each is run once here."""
+    if (kit / "debs").is_dir():
+        redis_server, redis_env = kit_redis(kit / "debs", scratch / "redis")
+    else:
+        redis_server, redis_env = which_or_fail("redis-server"), {}
     ffmpeg_dir = kit_ffmpeg(kit / "bin", scratch / "bin")
     tools = Tools(redis_server=redis_server, redis_env=redis_env, path_prefix=str(ffmpeg_dir or ""))
-    ffmpeg = shutil.which("ffmpeg", path=os.pathsep.join(filter(None, [tools.path_prefix, os.environ["PATH"]])))
+    search_path = os.pathsep.join(filter(None, [tools.path_prefix, os.environ.get("PATH", "")]))
+    ffmpeg = shutil.which("ffmpeg", path=search_path)
     if ffmpeg is None:
         raise RunFailed("no ffmpeg: put one on PATH or bin/ffmpeg.xz into the kit")
     progress(f"redis-server: {redis_server} ({first_line([str(redis_server), '--version'], redis_env)})")
@@ -196,7 +214,8 @@ def first_line(command: list[str], extra_env: dict[str, str]) -> str:
 
 # Inside the Debian packages: the redis binary (redis-server is redis-check-rdb under another name;
 # redis picks its role from argv[0]) and the shared libraries it loads.
-_REDIS_MEMBER = re.compile(r"(?:\./)?(usr/bin/redis-check-rdb|(?:usr/)?lib/x86_64-linux-gnu/lib[^/]+\.so[.0-9]*)")
+_REDIS_MEMBER = re.compile(
+    r"(?:\./)?(usr/bin/redis-check-rdb|(?:usr/)?lib/x86_64-linux-gnu/lib[^/]+\.so[.0-9]*)")
 
 
 def kit_redis(debs: Path, target: Path) -> tuple[Path, dict[str, str]]:
@@ -215,7 +234,8 @@ def kit_redis(debs: Path, target: Path) -> tuple[Path, dict[str, str]]:
                     dest.unlink(missing_ok=True)
                     dest.symlink_to(member.linkname)
                 elif member.isfile():
-                    dest.write_bytes(tar.extractfile(member).read())  # type: ignore[union-attr]
+                    with tar.extractfile(member) as content:  # type: ignore[union-attr]
+                        dest.write_bytes(content.read())
                     dest.chmod(0o755)
     if not server.exists():
         raise RunFailed(f"no redis-tools package in {debs}")
@@ -278,7 +298,7 @@ def redis_running(tools: Tools, folder: Path) -> Iterator[int]:
         stop_process_groups([server])
 
 
-def wait_for_redis(port: int, server: subprocess.Popen, timeout: float = 20) -> None:  # type: ignore[type-arg]
+def wait_for_redis(port: int, server: subprocess.Popen[bytes], timeout: float = 20) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if server.poll() is not None:
@@ -297,28 +317,28 @@ def wait_for_redis(port: int, server: subprocess.Popen, timeout: float = 20) -> 
 @dataclass
 class WorkerProcess:
     name: str
-    process: subprocess.Popen  # type: ignore[type-arg]
+    process: subprocess.Popen[bytes]
     log_path: Path
 
     def log_text(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
     def is_ready(self) -> bool:
-        """Celery logs 'NAME ready.' once its pool is up (a GPU worker's child has loaded its model)."""
+        """Celery logs 'NAME ready.' once connected; the model loads in the pool child after that,
+        so a synthesis worker is ready only once it has also registered (see wait_until_ready)."""
         return f"{self.name} ready." in self.log_text()
 
 
 def start_worker(name: str, args: list[str], env: dict[str, str], log_path: Path) -> WorkerProcess:
     """`tts-jobs ARGS` in its own process group (so that stopping it stops its pool's children)."""
-    log_file = open(log_path, "wb")  # noqa: SIM115 - the process owns it until it exits
-    process = subprocess.Popen(TTS_JOBS + args + ["--loglevel", "INFO"], env=env, cwd=REPO, stdout=log_file,
-                               stderr=subprocess.STDOUT, start_new_session=True)
-    log_file.close()
+    with open(log_path, "wb") as log_file:  # the child keeps its own copy of the descriptor
+        process = subprocess.Popen(TTS_JOBS + args + ["--loglevel", "INFO"], env=env, cwd=REPO,
+                                   stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
     progress(f"started {name}: pid {process.pid}: tts-jobs {' '.join(args)}")
     return WorkerProcess(name=name, process=process, log_path=log_path)
 
 
-def stop_process_groups(processes: list[subprocess.Popen], grace: float = 15) -> None:  # type: ignore[type-arg]
+def stop_process_groups(processes: list[subprocess.Popen[bytes]], grace: float = 15) -> None:
     """SIGTERM each process's group (Celery: warm shutdown), SIGKILL what is left after ``grace`` s."""
     signal_groups(processes, signal.SIGTERM)
     deadline = time.monotonic() + grace
@@ -332,7 +352,7 @@ def stop_process_groups(processes: list[subprocess.Popen], grace: float = 15) ->
         process.wait(timeout=10)
 
 
-def signal_groups(processes: list[subprocess.Popen], sig: signal.Signals) -> None:  # type: ignore[type-arg]
+def signal_groups(processes: list[subprocess.Popen[bytes]], sig: signal.Signals) -> None:
     for process in processes:
         try:
             os.killpg(process.pid, sig)  # each was started in its own session: group id = its pid
@@ -354,23 +374,13 @@ class JobTable:
     """Read-only queries on one phase's database (plain connections: no write lock is taken)."""
 
     def __init__(self, url: str) -> None:
-        from sqlalchemy import create_engine
-
         self.engine = create_engine(url)
 
     def registered_workers(self) -> set[str]:
-        from sqlalchemy import select
-
-        from storage.models import Worker
-
         with self.engine.connect() as connection:
             return set(connection.scalars(select(Worker.name)))
 
-    def jobs(self) -> list[dict]:  # type: ignore[type-arg]
-        from sqlalchemy import select
-
-        from storage.models import Job
-
+    def jobs(self) -> list[dict[str, Any]]:
         with self.engine.connect() as connection:
             rows = connection.execute(select(Job.id, Job.state, Job.error, Job.created_at, Job.finished_at,
                                              Job.outputs).order_by(Job.id))
@@ -378,21 +388,13 @@ class JobTable:
 
     def sentences(self) -> tuple[int, int, float]:
         """(sentences, sentences done, seconds of audio)."""
-        from sqlalchemy import case, func, select
-
-        from storage.models import Sentence
-
         with self.engine.connect() as connection:
+            is_done = case((Sentence.state == SentenceState.DONE.value, 1), else_=0)
             total, done, audio = connection.execute(select(
-                func.count(Sentence.id), func.sum(case((Sentence.state == "done", 1), else_=0)),
-                func.sum(Sentence.audio_seconds))).one()
+                func.count(Sentence.id), func.sum(is_done), func.sum(Sentence.audio_seconds))).one()
         return int(total or 0), int(done or 0), float(audio or 0.0)
 
-    def batches(self) -> list[dict]:  # type: ignore[type-arg]
-        from sqlalchemy import select
-
-        from storage.models import Batch
-
+    def batches(self) -> list[dict[str, Any]]:
         with self.engine.connect() as connection:
             rows = connection.execute(select(Batch.id, Batch.state, Batch.size, Batch.leased_by,
                                              Batch.leased_at, Batch.finished_at, Batch.attempts))
@@ -423,7 +425,7 @@ class PhaseResult:
     submit_to_done_wall_seconds: float | None = None  # this script's clock, submit command to both done
     synthesis_span_seconds: float | None = None  # first batch leased -> last batch finished
     batches: int = 0
-    per_worker: dict[str, dict] = field(default_factory=dict)  # type: ignore[type-arg]
+    per_worker: dict[str, dict[str, Any]] = field(default_factory=dict)
     outputs: list[str] = field(default_factory=list)
 
     @property
@@ -450,9 +452,12 @@ class Phase:
 def phase_env(mode: Mode, tools: Tools, data_dir: Path, redis_url: str, weights: Path) -> dict[str, str]:
     env = {**os.environ, "TTS_JOBS_DATA_DIR": str(data_dir),
            "TTS_JOBS_DATABASE_URL": f"sqlite:///{data_dir / 'tts-jobs.db'}", "TTS_JOBS_BROKER_URL": redis_url,
-           "TTS_JOBS_MODEL_DIR": str(weights), "TTS_JOBS_DEVICE": mode.device, "PYTHONUNBUFFERED": "1"}
+           "TTS_JOBS_MODEL_DIR": str(weights), "TTS_JOBS_DEVICE": mode.device, "PYTHONUNBUFFERED": "1",
+           **dict(mode.extra_env)}
     if mode.precision:
         env["TTS_JOBS_PRECISION"] = mode.precision
+    if mode.max_batch:
+        env["TTS_JOBS_MAX_BATCH"] = str(mode.max_batch)
     if tools.path_prefix:
         env["PATH"] = os.pathsep.join([tools.path_prefix, env.get("PATH", "")])
     return env
@@ -461,7 +466,8 @@ def phase_env(mode: Mode, tools: Tools, data_dir: Path, redis_url: str, weights:
 def run_cli(args: list[str], env: dict[str, str], timeout: float = 600) -> str:
     done = subprocess.run(TTS_JOBS + args, env=env, cwd=REPO, capture_output=True, text=True, timeout=timeout)
     if done.returncode != 0:
-        raise RunFailed(f"tts-jobs {' '.join(args)} exited with {done.returncode}: {done.stderr.strip()[-2000:]}")
+        raise RunFailed(f"tts-jobs {' '.join(args)} exited with {done.returncode}: "
+                        f"{done.stderr.strip()[-2000:]}")
     return done.stdout
 
 
@@ -532,10 +538,10 @@ def wait_until_done(phase: Phase, table: JobTable, books: int) -> None:
     while True:
         check_workers_alive(phase)
         jobs = table.jobs()
-        broken = [j for j in jobs if j["state"] in ("failed", "cancelled")]
+        broken = [j for j in jobs if j["state"] in (JobState.FAILED.value, JobState.CANCELLED.value)]
         if broken:
             raise RunFailed("; ".join(f"job {j['id']} {j['state']}: {j['error']}" for j in broken))
-        if len(jobs) == books and all(j["state"] == "done" for j in jobs):
+        if len(jobs) == books and all(j["state"] == JobState.DONE.value for j in jobs):
             progress(f"phase {phase.name}: both books done")
             return
         if time.monotonic() - last_report > 10:
@@ -544,7 +550,7 @@ def wait_until_done(phase: Phase, table: JobTable, books: int) -> None:
             states = ", ".join(f"{j['id']}:{j['state']}" for j in jobs)
             progress(f"phase {phase.name}: {done}/{total} sentences, {audio:,.0f} s of audio; jobs {states}")
         if seconds_left(phase.mode) <= 0:
-            raise RunFailed(f"phase {phase.name} not finished within the budget ({phase.mode.budget_s:.0f} s)")
+            raise RunFailed(f"phase {phase.name} not done within the budget ({phase.mode.budget_s:.0f} s)")
         time.sleep(0.5)
 
 
@@ -563,10 +569,10 @@ def record_measurements(result: PhaseResult, phase: Phase, table: JobTable) -> N
     result.outputs = [o for j in jobs for o in j["outputs"]]
 
 
-def batches_per_worker(phase: Phase, batches: list[dict]) -> dict[str, dict]:  # type: ignore[type-arg]
+def batches_per_worker(phase: Phase, batches: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Batches, sentences and busy seconds per synthesis worker (a lease names the pool child's pid)."""
     names = {w.process.pid: w.name for w in phase.workers}
-    split: dict[str, dict] = {}  # type: ignore[type-arg]
+    split: dict[str, dict[str, Any]] = {}
     for batch in batches:
         pid = (batch["leased_by"] or "").rpartition(":")[2]
         name = names.get(parent_pid(int(pid)) if pid.isdigit() else None, batch["leased_by"] or "unleased")
@@ -622,7 +628,7 @@ def machine_facts() -> dict[str, str]:
     return facts
 
 
-def save_outputs(report: dict, phases: list[Phase]) -> None:  # type: ignore[type-arg]
+def save_outputs(report: dict[str, Any], phases: list[Phase]) -> None:
     """$OUT/scaling.json and the tail of every worker log under $OUT/logs (when $OUT is set)."""
     out = os.environ.get("OUT")
     if not out:
@@ -641,41 +647,38 @@ def save_outputs(report: dict, phases: list[Phase]) -> None:  # type: ignore[typ
 # ------------------------------------------------------------------------------------ main
 
 
+def exit_on_sigterm(*_: object) -> None:
+    """Turn SIGTERM into SystemExit so that every `finally` stops its processes; ignore a second one."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sys.exit(143)
+
+
 def main() -> int:
     args = parse_args()
     mode = chosen_mode(args)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the clean-up below on SIGTERM too
+    signal.signal(signal.SIGTERM, exit_on_sigterm)
     scratch = Path(tempfile.mkdtemp(prefix="tts-scaling-"))
     progress(f"mode {mode.name}: {mode.sentences_per_book} sentences x 2 books, {mode.weights} weights on "
              f"{mode.device}, budget {mode.budget_s:.0f} s; scratch {scratch}")
-    results: list[PhaseResult] = []
+    report: dict[str, Any] = {"mode": asdict(mode), "machine": machine_facts(), "command": " ".join(sys.argv),
+                              "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+    results: list[PhaseResult] = []  # filled phase by phase: a failure keeps what was measured
     phases: list[Phase] = []
-    report: dict = {"mode": asdict(mode), "machine": machine_facts(), "command": " ".join(sys.argv),  # type: ignore[type-arg]
-                    "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "phases": []}
     code = 1
     try:
         tools = prepare_tools(args.kit, scratch / "tools")
         books, cap_seconds = write_books(scratch / "books", mode)
         progress(f"books: {', '.join(b.name for b in books)}; at most {cap_seconds:,.0f} s of audio in all")
         weights = scratch / "weights"
-        run_cli(["model", "synthetic", str(weights), "--size", mode.weights], {**os.environ})
+        run_cli(["model", "synthetic", str(weights), "--size", mode.weights], dict(os.environ))
         progress(f"synthetic {mode.weights} weights in {weights}")
-        with redis_running(tools, scratch / "redis-data") as port:
-            for database, (name, count) in enumerate((("one", 1), ("two", 2))):
-                data_dir = scratch / f"phase-{name}"
-                env = phase_env(mode, tools, data_dir / "data", f"redis://127.0.0.1:{port}/{database}", weights)
-                phase = Phase(name=name, synthesis_workers=count, mode=mode, folder=data_dir, env=env)
-                phases.append(phase)
-                progress(f"phase {name}: {count} synthesis worker(s)")
-                results.append(run_phase(phase, books, args.format))
-                report["phases"] = [asdict(r) | {"x_realtime": r.x_realtime} for r in results]
-                progress(f"phase {name}: submit → synthesized {results[-1].to_synthesized_seconds} s, "
-                         f"→ done {results[-1].to_done_seconds} s")
+        run_both_phases(mode, tools, scratch, books, weights, args.format, results, phases)
         code = 0
     except RunFailed as failure:
         report["error"] = str(failure)
         progress(f"FAILED: {failure}")
     finally:
+        report["phases"] = [asdict(r) | {"x_realtime": r.x_realtime} for r in results]
         report["speedup"], report["target_speedup"] = speedups(results), TARGET_SPEEDUP
         if results:
             print("\n" + markdown_report(results, report["speedup"]) + "\n", flush=True)
@@ -685,6 +688,22 @@ def main() -> int:
         else:
             shutil.rmtree(scratch, ignore_errors=True)
     return code
+
+
+def run_both_phases(mode: Mode, tools: Tools, scratch: Path, books: list[Path], weights: Path,
+                    output_format: str, results: list[PhaseResult], phases: list[Phase]) -> None:
+    """Phase "one" (one synthesis worker), then phase "two" (two), on one Redis; appends as it goes."""
+    with redis_running(tools, scratch / "redis-data") as port:
+        for database, (name, count) in enumerate((("one", 1), ("two", 2))):
+            redis_url = f"redis://127.0.0.1:{port}/{database}"  # one Redis database per phase
+            folder = scratch / f"phase-{name}"
+            phase = Phase(name=name, synthesis_workers=count, mode=mode, folder=folder,
+                          env=phase_env(mode, tools, folder / "data", redis_url, weights))
+            phases.append(phase)
+            progress(f"phase {name}: {count} synthesis worker(s)")
+            results.append(run_phase(phase, books, output_format))
+            progress(f"phase {name}: submit → synthesized {results[-1].to_synthesized_seconds} s, "
+                     f"→ done {results[-1].to_done_seconds} s")
 
 
 if __name__ == "__main__":
