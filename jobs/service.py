@@ -323,7 +323,7 @@ def synthesize_batch(rt: Runtime, engine: Engine, batch_id: int, worker: str,
     with _LeaseKeeper(rt, batch_id, worker):
         try:
             results = _synthesize_all(engine, _refined(engine, work), _limit_recorder(rt, learned_by))
-            audio = [(w, r, _write_audio(rt, w, r)) for w, r in results]
+            audio = _write_batch_audio(rt, results)
         except Exception as exc:  # device error, full disk...: give the batch back, or fail it for good
             _give_back_or_fail(rt, batch_id, worker, work, attempts, exc)
             raise
@@ -437,15 +437,17 @@ def _with_voice(engine: Engine, request: SynthesisRequest) -> SynthesisRequest:
         return replace(request, voice=_voice_cache[request.voice])
 
 
-def _write_audio(rt: Runtime, work: _SentenceWork, result: Any) -> tuple[str, float] | None:
-    """Write one sentence's WAV atomically; None for a sentence that failed."""
-    from pipeline.audio import write_sentence_wav
+def _write_batch_audio(rt: Runtime, results: list[tuple[_SentenceWork, Any]]) -> list[tuple[_SentenceWork, Any, tuple[str, float] | None]]:
+    """Write the batch's sentence WAVs (atomic each, durable together before anything is recorded);
+    a sentence that failed gets None."""
+    from pipeline.audio import write_sentence_wavs
 
-    if not isinstance(result, SynthesisResult):
-        return None
-    relative = rt.artifacts.sentence_audio(work.job_id, work.chapter_index, work.index)
-    seconds = write_sentence_wav(rt.artifacts.resolve(relative), result.waveform)
-    return str(relative), seconds
+    spoken = [(w, r) for w, r in results if isinstance(r, SynthesisResult)]
+    relative = [rt.artifacts.sentence_audio(w.job_id, w.chapter_index, w.index) for w, _ in spoken]
+    seconds = write_sentence_wavs([(rt.artifacts.resolve(rel), r.waveform)
+                                   for rel, (_, r) in zip(relative, spoken)])
+    written = {id(w): (str(rel), sec) for (w, _), rel, sec in zip(spoken, relative, seconds)}
+    return [(w, r, written.get(id(w))) for w, r in results]
 
 
 def _record_results(rt: Runtime, batch_id: int, worker: str, audio: list) -> list[int]:  # type: ignore[type-arg]

@@ -69,3 +69,35 @@ def test_missing_truncated_and_garbage_files_are_assembly_errors(tmp_path):
     garbage.write_bytes(b"RIFF\x00\x00\x00\x00WAVEjunk" * 10)
     with pytest.raises(AssemblyError, match=str(garbage)):
         read_sentence_audio(garbage)
+
+
+def test_a_batch_of_sentences_is_written_in_parallel_and_synced_once(tmp_path, monkeypatch):
+    from pipeline.audio import write_sentence_wavs
+    from pipeline.audio import wavio
+
+    syncs = []
+    real_sync = wavio._sync_filesystem_of
+    monkeypatch.setattr(wavio, "_sync_filesystem_of", lambda d: (syncs.append(d), real_sync(d)))
+    fsyncs = []
+    monkeypatch.setattr(wavio.os, "fsync", lambda fd: fsyncs.append(fd))
+    rng = np.random.default_rng(0)
+    items = [(tmp_path / f"ch{i % 3}" / f"{i:04d}.wav",
+              rng.uniform(-0.5, 0.5, SAMPLE_RATE // 10 * (1 + i % 5)).astype(np.float32))
+             for i in range(40)]
+    seconds = write_sentence_wavs(items)
+    assert seconds == [len(w) / SAMPLE_RATE for _, w in items]
+    for path, waveform in items:
+        samples = np.frombuffer(wave.open(str(path)).readframes(10**7), dtype="<i2")
+        assert np.array_equal(samples, np.rint(waveform * 32767).astype("<i2"))
+    assert len(syncs) == 1 and not fsyncs  # one filesystem sync, not two fsyncs per file
+    assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_a_batch_write_that_cannot_create_a_file_names_it(tmp_path):
+    from pipeline.audio import write_sentence_wavs
+
+    (tmp_path / "blocked").write_text("a file where a chapter folder should be")
+    bad = tmp_path / "blocked" / "0001.wav"
+    with pytest.raises(AssemblyError, match="blocked/0001.wav"):
+        write_sentence_wavs([(tmp_path / "ok.wav", np.zeros(100, np.float32)),
+                             (bad, np.zeros(100, np.float32))])

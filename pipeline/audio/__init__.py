@@ -3,6 +3,7 @@
 Public API::
 
     write_sentence_wav(path, waveform, *, durable=True) -> seconds   # used by synthesis, atomic
+    write_sentence_wavs([(path, waveform), ...]) -> [seconds]     # a batch: parallel, one sync
     assemble_audiobook(chapters, metadata, out_dir, work_dir, options) -> AssemblyReport
 """
 
@@ -15,7 +16,7 @@ from pipeline.audio.model import (
     ChapterReport,
     SentenceAudio,
 )
-from pipeline.audio.wavio import write_sentence_wav
+from pipeline.audio.wavio import write_sentence_wav, write_sentence_wavs
 
 __all__ = [
     "SUPPORTED_FORMATS",
@@ -26,4 +27,5 @@ __all__ = [
     "SentenceAudio",
     "assemble_audiobook",
     "write_sentence_wav",
+    "write_sentence_wavs",
 ]

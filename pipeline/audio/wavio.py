@@ -7,10 +7,13 @@ undecodable file is an :class:`~pipeline.errors.AssemblyError` that names the fi
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import tempfile
 import wave
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -91,6 +94,42 @@ def write_sentence_wav(path: Path, waveform: np.ndarray, *, durable: bool = True
         remove_quietly(Path(tmp_name))
         raise
     return len(pcm) / SAMPLE_RATE
+
+
+def write_sentence_wavs(items: Sequence[tuple[Path, np.ndarray]], threads: int = 8) -> list[float]:
+    """Write a batch's sentence WAVs: each one atomically, all of them durably at once.
+
+    ``write_sentence_wav(durable=True)`` costs two fsyncs per file (~10 ms on a VM disk): seconds
+    per batch of hundreds of sentences, with the GPU idle. Here the files are written in parallel
+    threads (the PCM conversion and the writes release the GIL) without a sync each, then one
+    sync of the filesystem makes every file and rename durable before the caller records them.
+
+    Returns each file's duration in seconds, in order. Raises AssemblyError like the single write.
+    """
+    if not items:
+        return []
+    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(items)))) as pool:
+        seconds = list(pool.map(lambda item: write_sentence_wav(*item, durable=False), items))
+    _sync_filesystem_of(Path(items[0][0]).parent)
+    return seconds
+
+
+def _sync_filesystem_of(directory: Path) -> None:
+    """syncfs(2) on the filesystem holding ``directory`` (Linux); os.sync() elsewhere."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        syncfs = libc.syncfs
+    except (OSError, AttributeError):
+        os.sync()
+        return
+    descriptor = os.open(directory, os.O_RDONLY)
+    try:
+        if syncfs(descriptor) != 0:
+            error = ctypes.get_errno()
+            raise AssemblyError(f"{directory}: cannot make the sentence audio durable: "
+                                f"{os.strerror(error)} ({os_error_fix(OSError(error, ''))})")
+    finally:
+        os.close(descriptor)
 
 
 def _fsync_directory(directory: Path) -> None:

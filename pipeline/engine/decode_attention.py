@@ -38,8 +38,7 @@ if triton is not None:  # pragma: no cover
     def _decode_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, used_ptr, scale,
                                  stride_qb, stride_qh, stride_kb, stride_kp, stride_kh,
                                  stride_ob, stride_oh,
-                                 LONGEST: tl.constexpr, BLOCK_N: tl.constexpr,
-                                 HEAD_DIM: tl.constexpr):
+                                 BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr):
         row = tl.program_id(0)
         head = tl.program_id(1)
         used = tl.load(used_ptr + row)
@@ -49,10 +48,11 @@ if triton is not None:  # pragma: no cover
         best = tl.max(tl.full([BLOCK_N], float("-inf"), tl.float32), 0)
         total = tl.sum(tl.zeros([BLOCK_N], tl.float32), 0)
         acc = tl.zeros([HEAD_DIM], tl.float32)
-        # up to the longest slot (a compile-time bound: one variant per attention bucket), not
-        # ``used``: a loop bounded by a runtime value trips Triton's interpreter, which the CPU
-        # tests run this kernel under; blocks past ``used`` are fully masked and read no memory
-        for start in range(0, LONGEST, BLOCK_N):
+        # a while loop up to the slot's own length: one compiled kernel for every length (a
+        # ``range`` over a loaded bound is not supported by Triton's CPU interpreter, which the
+        # tests run this kernel under)
+        start = 0
+        while start < used:
             positions = start + tl.arange(0, BLOCK_N)
             inside = positions < used
             offsets = base + positions[:, None] * stride_kp + dims[None, :]
@@ -65,6 +65,7 @@ if triton is not None:  # pragma: no cover
             acc = acc * rescale + tl.sum(weights[:, None] * values, 0)
             total = total * rescale + tl.sum(weights, 0)
             best = new_best
+            start += BLOCK_N
         out = acc / total
         tl.store(o_ptr + row * stride_ob + head * stride_oh + dims, out.to(o_ptr.dtype.element_ty))
 
@@ -116,14 +117,13 @@ def rope_and_store(qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, keys
 
 
 def decode_attention(query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
-                     used: torch.Tensor, longest: int, block: int = 64) -> torch.Tensor:
+                     used: torch.Tensor, block: int = 64) -> torch.Tensor:
     """query [B, H, D]; keys/values [B, P, H, D] (the slots' caches, D contiguous); used [B]
-    int32: positions [0, used) of each slot are attended to, none beyond ``longest``.
-    Returns [B, H, D]."""
+    int32: positions [0, used) of each slot are attended to. Returns [B, H, D]."""
     rows, heads, dim = query.shape
     out = torch.empty_like(query)
     _decode_attention_kernel[(rows, heads)](
         query, keys, values, out, used, 1.0 / math.sqrt(dim),
         query.stride(0), query.stride(1), keys.stride(0), keys.stride(1), keys.stride(2),
-        out.stride(0), out.stride(1), LONGEST=longest, BLOCK_N=block, HEAD_DIM=dim, num_warps=4)
+        out.stride(0), out.stride(1), BLOCK_N=block, HEAD_DIM=dim, num_warps=4)
     return out

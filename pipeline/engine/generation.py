@@ -95,6 +95,7 @@ class _Scheduler:
         self.results: dict[int, tuple[torch.Tensor, torch.Tensor | None, bool]] = {}
         self.kv_bytes = 2 * len(gpt.layers) * gpt.hidden * torch.finfo(gpt.dtype).bits // 8
         self.weight_bytes = _parameter_bytes(gpt)
+        self.prefix_only = gpt.attention_reads_prefix_only()
 
     def run(self) -> Generated:
         self._refill()
@@ -126,11 +127,14 @@ class _Scheduler:
         """``steps`` decode steps; no row reaches its ``max_new`` before the last of them, so every
         occupied slot advances one cache position per step."""
         longest = max(w for w, row in zip(self.slot_write, self.slot_row) if row is not None)
+        positions = self.state.shape.positions
         for k in range(steps):
-            attend = attend_bucket(longest + k + 1, self.state.shape.positions)
+            # With prefix-only attention the length is no part of a step's shape: one graph
+            # per live-slot bucket serves every length.
+            attend = positions if self.prefix_only else attend_bucket(longest + k + 1, positions)
             self.runner.step(StepKind(rows=live, attend=attend, greedy=self.sampling.greedy,
                                       penalised=self.sampling.penalised))
-            self.clock.count_step(self.weight_bytes + live * attend * self.kv_bytes)
+            self.clock.count_step(self.weight_bytes + live * (longest + k + 1) * self.kv_bytes)
         for i, row in enumerate(self.slot_row):
             if row is not None:
                 self.slot_write[i] += steps

@@ -160,6 +160,11 @@ class FusedLlama(nn.Module):
                          values=[torch.zeros(shape, dtype=self.dtype, device=device)
                                  for _ in self.layers])
 
+    def attention_reads_prefix_only(self) -> bool:
+        """Whether a decode step's attention reads each slot's own prefix whatever ``attend`` is
+        (the Triton path): then one graph per live-slot count serves every length."""
+        return _use_triton(self.norm, self.dtype)
+
     def forward_slots(self, x: torch.Tensor, rope_at: torch.Tensor, cache: SlotCache,
                       write_at: torch.Tensor, attend: int) -> torch.Tensor:
         """One decode position for each of the first B slots of ``cache`` (B = len(write_at)).
@@ -223,7 +228,7 @@ class FusedLlama(nn.Module):
         def mix(index: int, qkv: torch.Tensor) -> torch.Tensor:
             keys, values = cache.keys[index][:rows], cache.values[index][:rows]
             query = decode_attention.rope_and_store(qkv[:, 0], cos, sin, keys, values, write_at)
-            out = decode_attention.decode_attention(query, keys, values, used, attend)
+            out = decode_attention.decode_attention(query, keys, values, used)
             return out.unsqueeze(1)
 
         return mix
@@ -242,8 +247,8 @@ class SlotCache:
         return self.keys[0].shape[1]
 
 
-def _use_triton(write_at: torch.Tensor, dtype: torch.dtype) -> bool:
-    return (DECODE_ATTENTION == "triton" and write_at.is_cuda
+def _use_triton(on: torch.Tensor, dtype: torch.dtype) -> bool:
+    return (DECODE_ATTENTION == "triton" and on.is_cuda
             and dtype in (torch.float16, torch.bfloat16) and decode_attention.available())
 
 

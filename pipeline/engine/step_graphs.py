@@ -94,8 +94,11 @@ class StepRunner:
         if not self.use_graphs:
             return 0
         before = self.captured
+        positions = state.shape.positions
+        attends = ([positions] if self.gpt.attention_reads_prefix_only()
+                   else range(ATTEND_BUCKET, positions + 1, ATTEND_BUCKET))
         for rows in row_buckets(state.shape.capacity):
-            for attend in range(ATTEND_BUCKET, state.shape.positions + 1, ATTEND_BUCKET):
+            for attend in attends:
                 self.step(StepKind(rows=rows, attend=attend, greedy=greedy, penalised=penalised))
         return self.captured - before
 
