@@ -41,7 +41,10 @@ def plan_batches(
     """Sort by (priority desc, length) and cut into batches under the memory cap.
 
     Every sentence lands in exactly one batch; a sentence too large even alone gets a batch of its
-    own (the engine then fails it alone with a clear error).
+    own (the engine then fails it alone with a clear error). Batches come back in the order to run
+    them: priority classes first to last, and within a class the longest batch first, so that with
+    several GPU workers the long batches start early and the short ones fill in at the end
+    (longest-processing-time order) instead of one worker finishing the longest batch alone.
     """
     estimate = estimate or memory.estimate
     ordered = sorted(sentences, key=lambda s: (-s.priority, _positions(s), s.id))
@@ -60,7 +63,20 @@ def plan_batches(
             longest = candidate_longest
     if current:
         batches.append(_close(current, longest, estimate))
-    return batches
+    by_id = {s.id: s for s in ordered}
+    return _longest_first_within_each_class(batches, by_id)
+
+
+def _longest_first_within_each_class(batches: list[Batch],
+                                     by_id: dict[int, PlannedSentence]) -> list[Batch]:
+    """Batches are cut shortest first within each priority class; run them longest first (a
+    stable sort, so batches of equal length keep their order)."""
+
+    def key(batch: Batch) -> tuple[int, int]:
+        first = by_id[batch.sentence_ids[0]]
+        return -first.priority, -max(_positions(by_id[i]) for i in batch.sentence_ids)
+
+    return sorted(batches, key=key)
 
 
 def _positions(sentence: PlannedSentence) -> int:

@@ -71,15 +71,16 @@ def test_missing_truncated_and_garbage_files_are_assembly_errors(tmp_path):
         read_sentence_audio(garbage)
 
 
-def test_a_batch_of_sentences_is_written_in_parallel_and_synced_once(tmp_path, monkeypatch):
+def test_a_batch_of_sentences_is_written_durably_from_several_threads(tmp_path, monkeypatch):
+    import threading
+
     from pipeline.audio import write_sentence_wavs
     from pipeline.audio import wavio
 
-    syncs = []
-    real_sync = wavio._sync_filesystem_of
-    monkeypatch.setattr(wavio, "_sync_filesystem_of", lambda d: (syncs.append(d), real_sync(d)))
-    fsyncs = []
-    monkeypatch.setattr(wavio.os, "fsync", lambda fd: fsyncs.append(fd))
+    fsynced_by: list[str] = []
+    real_fsync = wavio.os.fsync
+    monkeypatch.setattr(wavio.os, "fsync",
+                        lambda fd: (fsynced_by.append(threading.current_thread().name), real_fsync(fd)))
     rng = np.random.default_rng(0)
     items = [(tmp_path / f"ch{i % 3}" / f"{i:04d}.wav",
               rng.uniform(-0.5, 0.5, SAMPLE_RATE // 10 * (1 + i % 5)).astype(np.float32))
@@ -89,7 +90,8 @@ def test_a_batch_of_sentences_is_written_in_parallel_and_synced_once(tmp_path, m
     for path, waveform in items:
         samples = np.frombuffer(wave.open(str(path)).readframes(10**7), dtype="<i2")
         assert np.array_equal(samples, np.rint(waveform * 32767).astype("<i2"))
-    assert len(syncs) == 1 and not fsyncs  # one filesystem sync, not two fsyncs per file
+    assert len(fsynced_by) == 2 * len(items)  # every file and its rename made durable
+    assert len(set(fsynced_by)) > 1  # from several threads at once
     assert not list(tmp_path.rglob("*.tmp"))
 
 

@@ -110,3 +110,19 @@ def test_row_limit_splits_even_when_memory_is_plentiful(count: int) -> None:
 def test_planning_never_imports_torch() -> None:
     code = "import sys, pipeline.batching, pipeline.lengths; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_batches_run_longest_first_within_each_priority_class() -> None:
+    """Longest-processing-time order: with two GPU workers the long batches start first, so the
+    two finish together instead of one ending the longest batch alone."""
+    sentences = [PlannedSentence(id=i, max_new_tokens=50 + 10 * i, prompt_tokens=20,
+                                 priority=1 if i % 4 == 0 else 0) for i in range(40)]
+    batches = plan_batches(sentences, PlanLimits(memory_cap_bytes=2**40, max_rows=5), MODEL)
+    by_id = {s.id: s for s in sentences}
+    classes = [by_id[b.sentence_ids[0]].priority for b in batches]
+    assert classes == sorted(classes, reverse=True)  # the urgent class still goes first
+    for wanted in (1, 0):
+        longest = [max(by_id[i].max_new_tokens for i in b.sentence_ids)
+                   for b, c in zip(batches, classes) if c == wanted]
+        assert longest == sorted(longest, reverse=True) and len(longest) > 1
+    assert sorted(i for b in batches for i in b.sentence_ids) == list(range(40))

@@ -7,7 +7,6 @@ undecodable file is an :class:`~pipeline.errors.AssemblyError` that names the fi
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import os
 import tempfile
@@ -97,39 +96,20 @@ def write_sentence_wav(path: Path, waveform: np.ndarray, *, durable: bool = True
 
 
 def write_sentence_wavs(items: Sequence[tuple[Path, np.ndarray]], threads: int = 8) -> list[float]:
-    """Write a batch's sentence WAVs: each one atomically, all of them durably at once.
+    """Write a batch's sentence WAVs, each atomically and durably, several at once.
 
-    ``write_sentence_wav(durable=True)`` costs two fsyncs per file (~10 ms on a VM disk): seconds
-    per batch of hundreds of sentences, with the GPU idle. Here the files are written in parallel
-    threads (the PCM conversion and the writes release the GIL) without a sync each, then one
-    sync of the filesystem makes every file and rename durable before the caller records them.
+    One durable write waits ~10 ms on two fsyncs (VM disk): seconds per batch of hundreds of
+    sentences, with the GPU idle. Written from ``threads`` threads (the PCM conversion, the writes
+    and the fsyncs release the GIL), the waits overlap and the filesystem commits them together.
+    (A single syncfs for the batch was tried and dropped: it also waits for every other writer on
+    the filesystem — the other GPU worker, the assembly — docs/benchmarks.md.)
 
     Returns each file's duration in seconds, in order. Raises AssemblyError like the single write.
     """
     if not items:
         return []
     with ThreadPoolExecutor(max_workers=max(1, min(threads, len(items)))) as pool:
-        seconds = list(pool.map(lambda item: write_sentence_wav(*item, durable=False), items))
-    _sync_filesystem_of(Path(items[0][0]).parent)
-    return seconds
-
-
-def _sync_filesystem_of(directory: Path) -> None:
-    """syncfs(2) on the filesystem holding ``directory`` (Linux); os.sync() elsewhere."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        syncfs = libc.syncfs
-    except (OSError, AttributeError):
-        os.sync()
-        return
-    descriptor = os.open(directory, os.O_RDONLY)
-    try:
-        if syncfs(descriptor) != 0:
-            error = ctypes.get_errno()
-            raise AssemblyError(f"{directory}: cannot make the sentence audio durable: "
-                                f"{os.strerror(error)} ({os_error_fix(OSError(error, ''))})")
-    finally:
-        os.close(descriptor)
+        return list(pool.map(lambda item: write_sentence_wav(*item), items))
 
 
 def _fsync_directory(directory: Path) -> None:
