@@ -4,7 +4,7 @@ Upstream calls the HF model every step with a ``DynamicCache`` that grows by con
 masks and position ids on the host, and syncs on every step. Here the same weights run through a
 minimal Llama block: fused QKV and gate/up projections, one RoPE table looked up per step, and
 two cache layouts: ``KVCache`` for a prefill (all rows at once), ``SlotCache`` for the decode
-slots (each slot its own length, read by FlashAttention's variable-length kernel on the GPU).
+slots (each slot its own length; on the GPU read by the Triton kernels of `decode_attention.py`).
 
 Shapes: B rows, S cache positions, H heads, D head width, C = H * D hidden width.
 """
@@ -237,7 +237,8 @@ class FusedLlama(nn.Module):
 @dataclass
 class SlotCache:
     """Per-layer keys and values of the decode slots, [N, P, H, D]: slot-major and position-major,
-    so that the first B slots are one contiguous block FlashAttention can read as B sequences."""
+    so that the first B slots are one contiguous block (the Triton kernels index it by slot and
+    position; FlashAttention can read it as B sequences)."""
 
     keys: list[torch.Tensor]
     values: list[torch.Tensor]
