@@ -181,7 +181,7 @@ def test_a_full_disk_fails_the_batch_cleanly_and_keeps_what_was_recorded(setting
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """ENOSPC while writing sentence audio: the batch is retried, then its job fails with the reason;
     no file with a final name is incomplete and earlier audio stays recorded."""
-    import pipeline.audio
+    import pipeline.audio.wavio
     from pipeline.engine import EngineConfig, load_engine
 
     rt = service.open_runtime(settings_factory(database_url, max_attempts=2, max_batch=2), upgrade_schema=False)
@@ -192,7 +192,7 @@ def test_a_full_disk_fails_the_batch_cleanly_and_keeps_what_was_recorded(setting
     first, *rest = service.plan_pending(rt)
     service.synthesize_batch(rt, engine, first, "gpu0")  # this batch's audio is recorded
     recorded = service.job_statuses(rt, job)[0].sentences_done
-    real_write = pipeline.audio.write_sentence_wav
+    real_write = pipeline.audio.wavio.write_sentence_wav  # what a batch's writer threads call
     written: list[Path] = []
 
     def write_until_full(path: Path, waveform):  # type: ignore[no-untyped-def]
@@ -201,7 +201,7 @@ def test_a_full_disk_fails_the_batch_cleanly_and_keeps_what_was_recorded(setting
         written.append(path)
         return real_write(path, waveform)
 
-    monkeypatch.setattr(pipeline.audio, "write_sentence_wav", write_until_full)
+    monkeypatch.setattr(pipeline.audio.wavio, "write_sentence_wav", write_until_full)
     for _ in range(3):
         with pytest.raises(OSError):
             written.clear()
