@@ -438,16 +438,17 @@ def _with_voice(engine: Engine, request: SynthesisRequest) -> SynthesisRequest:
 
 
 def _write_batch_audio(rt: Runtime, results: list[tuple[_SentenceWork, Any]]) -> list[tuple[_SentenceWork, Any, tuple[str, float] | None]]:
-    """Write the batch's sentence WAVs (atomic each, durable together before anything is recorded);
-    a sentence that failed gets None."""
+    """Write the batch's sentence WAVs (atomic and durable each, several at once) before anything
+    is recorded; a sentence that failed gets None."""
     from pipeline.audio import write_sentence_wavs
 
-    spoken = [(w, r) for w, r in results if isinstance(r, SynthesisResult)]
-    relative = [rt.artifacts.sentence_audio(w.job_id, w.chapter_index, w.index) for w, _ in spoken]
-    seconds = write_sentence_wavs([(rt.artifacts.resolve(rel), r.waveform)
-                                   for rel, (_, r) in zip(relative, spoken)])
-    written = {id(w): (str(rel), sec) for (w, _), rel, sec in zip(spoken, relative, seconds)}
-    return [(w, r, written.get(id(w))) for w, r in results]
+    spoken = [i for i, (_, r) in enumerate(results) if isinstance(r, SynthesisResult)]
+    relative = {i: rt.artifacts.sentence_audio(results[i][0].job_id, results[i][0].chapter_index,
+                                               results[i][0].index) for i in spoken}
+    seconds = write_sentence_wavs([(rt.artifacts.resolve(relative[i]), results[i][1].waveform)
+                                   for i in spoken])
+    written = {i: (str(relative[i]), sec) for i, sec in zip(spoken, seconds)}
+    return [(w, r, written.get(i)) for i, (w, r) in enumerate(results)]
 
 
 def _record_results(rt: Runtime, batch_id: int, worker: str, audio: list) -> list[int]:  # type: ignore[type-arg]

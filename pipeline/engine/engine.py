@@ -105,6 +105,11 @@ class Engine:
                           keep_hiddens=True)
         return self._runner.prepare(shape)
 
+    def forget_prompts(self) -> None:
+        """Drop the remembered token ids and parsed voices (a benchmark's timed run must tokenize)."""
+        self._token_ids.clear()
+        self._voices.clear()
+
     def release_slots(self) -> None:
         """Free the decode slots and their CUDA graphs (they are kept between batches)."""
         self._runner.release()

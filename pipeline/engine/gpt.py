@@ -28,9 +28,9 @@ log = logging.getLogger(__name__)
 # Not cuDNN attention: on Hopper it is chosen for fp16/bf16 and builds a new execution plan for
 # every new KV length, i.e. on every decode step (20+ s per first pass on the H200, docs/engine.md).
 _ATTENTION_BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
-# Decode-step attention on CUDA in half precision: "triton" (decode_attention.py, the default),
-# "flash" (FlashAttention's variable-length kernel) or "sdpa" (masked SDPA, also the CPU and fp32
-# path). Set by TTS_JOBS_DECODE_ATTENTION; docs/engine.md has what each measured.
+# Decode-step attention on CUDA in half precision: "triton" (decode_attention.py, the default) or
+# "sdpa" (masked SDPA, also the CPU and fp32 path). Set by TTS_JOBS_DECODE_ATTENTION; docs/engine.md
+# has what each measured (FlashAttention's variable-length kernel was tried too: no faster).
 DECODE_ATTENTION = os.environ.get("TTS_JOBS_DECODE_ATTENTION", "triton")
 
 
@@ -185,7 +185,7 @@ class FusedLlama(nn.Module):
             slot_values.scatter_(1, at, values.transpose(1, 2))
             return slot_keys, slot_values
 
-        attention = _slot_attention(write_at, attend, self.dtype, cache.positions)
+        attention = _slot_attention(write_at, attend, self.dtype)
         return self._layers(x, self._rope_store_attend(self.rope(rope_at.unsqueeze(1)), store,
                                                        attention))
 
@@ -237,8 +237,8 @@ class FusedLlama(nn.Module):
 @dataclass
 class SlotCache:
     """Per-layer keys and values of the decode slots, [N, P, H, D]: slot-major and position-major,
-    so that the first B slots are one contiguous block (the Triton kernels index it by slot and
-    position; FlashAttention can read it as B sequences)."""
+    so that the first B slots are one contiguous block the Triton kernels index by slot and
+    position."""
 
     keys: list[torch.Tensor]
     values: list[torch.Tensor]
@@ -263,31 +263,10 @@ def _masked_attention(attn_mask: torch.Tensor | None) -> _Attend:
     return attend
 
 
-def _slot_attention(write_at: torch.Tensor, attend: int, dtype: torch.dtype,
-                    positions: int) -> _Attend:
-    """Attention of one query per slot over its own cache prefix [0, write_at].
-
-    On CUDA in half precision (when the Triton path is off): FlashAttention's variable-length
-    kernel, reading the slot's prefix and nothing else. Elsewhere (CPU; fp32): SDPA with a length
-    mask over the first ``attend`` positions. Keys/values arrive as [B, P, H, D].
-    """
-    rows = write_at.shape[0]
-    fast = write_at.is_cuda and dtype in (torch.float16, torch.bfloat16)
-    if fast and DECODE_ATTENTION in ("flash", "triton"):
-        device = write_at.device
-        cum_q = torch.arange(rows + 1, dtype=torch.int32, device=device)
-        cum_k = cum_q * positions
-        used = (write_at + 1).to(torch.int32)
-
-        def flash(query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
-            heads, dim = keys.shape[2], keys.shape[3]
-            out = torch.ops.aten._flash_attention_forward(
-                query[:, :, 0].contiguous(), keys.view(rows * positions, heads, dim),
-                values.view(rows * positions, heads, dim), cum_q, cum_k, 1, attend, 0.0, False,
-                False, seqused_k=used)[0]
-            return out.view(rows, 1, heads, dim)
-
-        return flash
+def _slot_attention(write_at: torch.Tensor, attend: int, dtype: torch.dtype) -> _Attend:
+    """Attention of one query per slot over its own cache prefix [0, write_at], when the Triton
+    path is off (CPU, fp32): SDPA with a length mask over the first ``attend`` positions.
+    Keys/values arrive as [B, P, H, D]."""
     allowed = torch.arange(attend, device=write_at.device) <= write_at.unsqueeze(1)
     mask = additive_mask(allowed, dtype)[:, None, None, :]
 
