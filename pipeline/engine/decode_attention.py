@@ -10,8 +10,7 @@ slot's keys and values once, with an online softmax in float32, and stops at the
 Before it, ``rope_and_store`` replaces the ~7 small kernels per layer that rotated q and k on
 strided views and scattered k and v into the cache.
 
-Only on CUDA (Triton ships with CUDA builds of PyTorch); ``gpt.py`` falls back to FlashAttention
-or SDPA elsewhere.
+Only on CUDA (Triton ships with CUDA builds of PyTorch); ``gpt.py`` uses masked SDPA elsewhere.
 """
 
 from __future__ import annotations
