@@ -274,11 +274,13 @@ def _run_ours(model_dir: Path, device: Any, precision: str, texts: list[str], st
     from pipeline.engine import EngineConfig, fidelity, synthesize_with_oom_halving
     from pipeline.engine.loading import load_engine
 
-    name, scheme = ("int8", "dynamic") if precision == "int8-dyn" else (precision, "weight_only")
+    name, kv_cache = precision.split("-kv", 1) if "-kv" in precision else (precision, None)
+    name, scheme = ("int8", "dynamic") if name == "int8-dyn" else (name, "weight_only")
     on_gpu = device.type == "cuda"
     started = time.perf_counter()
-    engine = load_engine(EngineConfig(model_dir=model_dir, device=str(device), precision=name),
-                         int8_scheme=scheme)
+    engine = load_engine(EngineConfig(model_dir=model_dir, device=str(device), precision=name,
+                                      kv_cache=kv_cache), int8_scheme=scheme)
+    kv_int8 = engine.quantized_kv()
     load_s = time.perf_counter() - started
     started = time.perf_counter()
     engine.warm_up()
@@ -327,6 +329,7 @@ def _run_ours(model_dir: Path, device: Any, precision: str, texts: list[str], st
                     bandwidth_tbs=(step_bytes / phases["gpt_steps"] / 1e12
                                    if phases["gpt_steps"] else None),
                     note=_join(_int8_note(name, scheme, on_gpu),
+                               "KV cache int8" if kv_int8 else "",
                                f"{graphs} CUDA graphs" if graphs else ""))
 
 
@@ -520,7 +523,8 @@ def _parse(argv: Sequence[str] | None) -> tuple[BenchOptions, Path | None]:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--precision", action="append",
                         help="fp32, fp16, bf16, int8 (CUDA: weight-only), int8-dyn (CUDA: W8A8); "
-                             "repeat or comma-separate")
+                             "a suffix -kvint8 / -kvmodel sets the KV cache (default: int8 on "
+                             "the GPU's fp16/bf16 path); repeat or comma-separate")
     parser.add_argument("--sentences", type=int)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--batch", type=int, default=256,

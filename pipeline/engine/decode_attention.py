@@ -10,12 +10,18 @@ slot's keys and values once, with an online softmax in float32, and stops at the
 Before it, ``rope_and_store`` replaces the ~7 small kernels per layer that rotated q and k on
 strided views and scattered k and v into the cache.
 
+The cache is [N, H, P, D]: each (slot, head) reads one contiguous run of its positions. With an
+int8 cache (``kv_int8.py``) the kernels also take the scales [N, H, P]: ``rope_and_store``
+quantizes each new key and value vector, the attention multiplies the scales back in (a key's
+scale into its score, a value's into its softmax weight), so no dequantized copy is ever made.
+
 Only on CUDA (Triton ships with CUDA builds of PyTorch); ``gpt.py`` uses masked SDPA elsewhere.
 """
 
 from __future__ import annotations
 
 import math
+import os
 
 import torch
 
@@ -26,6 +32,11 @@ except ImportError:  # CPU builds of PyTorch
     triton = None
     tl = None
 
+# Positions per loop iteration and warps per program of the attention kernel (measured on the
+# H200 by scripts/gpu_step_profile.py; docs/engine.md). Overridable for that sweep.
+BLOCK_POSITIONS = int(os.environ.get("TTS_JOBS_ATTENTION_BLOCK", "64"))
+WARPS = int(os.environ.get("TTS_JOBS_ATTENTION_WARPS", "4"))
+
 
 def available() -> bool:
     return triton is not None
@@ -34,16 +45,18 @@ def available() -> bool:
 if triton is not None:  # pragma: no cover
 
     @triton.jit
-    def _decode_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, used_ptr, scale,
-                                 stride_qb, stride_qh, stride_kb, stride_kp, stride_kh,
-                                 stride_ob, stride_oh,
-                                 BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr):
+    def _decode_attention_kernel(q_ptr, k_ptr, v_ptr, ks_ptr, vs_ptr, o_ptr, used_ptr, scale,
+                                 stride_qb, stride_qh, stride_kb, stride_kh, stride_kp,
+                                 stride_sb, stride_sh, stride_ob, stride_oh,
+                                 QUANTIZED: tl.constexpr, BLOCK_N: tl.constexpr,
+                                 HEAD_DIM: tl.constexpr):
         row = tl.program_id(0)
         head = tl.program_id(1)
         used = tl.load(used_ptr + row)
         dims = tl.arange(0, HEAD_DIM)
         q = tl.load(q_ptr + row * stride_qb + head * stride_qh + dims).to(tl.float32) * scale
         base = row * stride_kb + head * stride_kh
+        scale_base = row * stride_sb + head * stride_sh
         best = tl.max(tl.full([BLOCK_N], float("-inf"), tl.float32), 0)
         total = tl.sum(tl.zeros([BLOCK_N], tl.float32), 0)
         acc = tl.zeros([HEAD_DIM], tl.float32)
@@ -56,13 +69,18 @@ if triton is not None:  # pragma: no cover
             inside = positions < used
             offsets = base + positions[:, None] * stride_kp + dims[None, :]
             keys = tl.load(k_ptr + offsets, mask=inside[:, None], other=0.0).to(tl.float32)
-            scores = tl.where(inside, tl.sum(keys * q[None, :], 1), float("-inf"))
+            values = tl.load(v_ptr + offsets, mask=inside[:, None], other=0.0).to(tl.float32)
+            scores = tl.sum(keys * q[None, :], 1)
+            if QUANTIZED:
+                scores *= tl.load(ks_ptr + scale_base + positions, mask=inside, other=0.0)
+            scores = tl.where(inside, scores, float("-inf"))
             new_best = tl.maximum(best, tl.max(scores, 0))
             rescale = tl.exp(best - new_best)
             weights = tl.exp(scores - new_best)
-            values = tl.load(v_ptr + offsets, mask=inside[:, None], other=0.0).to(tl.float32)
-            acc = acc * rescale + tl.sum(weights[:, None] * values, 0)
             total = total * rescale + tl.sum(weights, 0)
+            if QUANTIZED:
+                weights *= tl.load(vs_ptr + scale_base + positions, mask=inside, other=0.0)
+            acc = acc * rescale + tl.sum(weights[:, None] * values, 0)
             best = new_best
             start += BLOCK_N
         out = acc / total
@@ -72,9 +90,23 @@ if triton is not None:  # pragma: no cover
 if triton is not None:  # pragma: no cover
 
     @triton.jit
-    def _rope_and_store_kernel(qkv_ptr, cos_ptr, sin_ptr, k_cache_ptr, v_cache_ptr, at_ptr, q_ptr,
-                               stride_qkv_b, stride_cos_b, stride_cache_b, stride_cache_p,
-                               stride_cache_h, stride_q_b, stride_q_h,
+    def _store(cache_ptr, scales_ptr, at, x, QUANTIZED: tl.constexpr):
+        """One vector into the cache (and its scale), rounded as kv_int8.quantize does."""
+        if QUANTIZED:
+            step = tl.maximum(tl.max(tl.abs(x), 0), 1e-20) / 127.0
+            scaled = x / step
+            rounded = (scaled + tl.where(scaled >= 0, 0.5, -0.5)).to(tl.int32)
+            tl.store(cache_ptr + at, tl.minimum(tl.maximum(rounded, -127), 127).to(tl.int8))
+            tl.store(scales_ptr, step)
+        else:
+            tl.store(cache_ptr + at, x.to(cache_ptr.dtype.element_ty))
+
+    @triton.jit
+    def _rope_and_store_kernel(qkv_ptr, cos_ptr, sin_ptr, k_cache_ptr, v_cache_ptr,
+                               ks_ptr, vs_ptr, at_ptr, q_ptr,
+                               stride_qkv_b, stride_cos_b, stride_cache_b, stride_cache_h,
+                               stride_cache_p, stride_scale_b, stride_scale_h,
+                               stride_q_b, stride_q_h, QUANTIZED: tl.constexpr,
                                HEADS: tl.constexpr, HEAD_DIM: tl.constexpr):
         row = tl.program_id(0)
         head = tl.program_id(1)
@@ -89,40 +121,62 @@ if triton is not None:  # pragma: no cover
         q_partner = tl.load(base + partner).to(tl.float32)
         k = tl.load(base + HEADS * HEAD_DIM + dims).to(tl.float32)
         k_partner = tl.load(base + HEADS * HEAD_DIM + partner).to(tl.float32)
-        v = tl.load(base + 2 * HEADS * HEAD_DIM + dims)
+        v = tl.load(base + 2 * HEADS * HEAD_DIM + dims).to(tl.float32)
         q_rot = q * cos + sign * q_partner * sin
         k_rot = k * cos + sign * k_partner * sin
         at = tl.load(at_ptr + row)
-        slot = row * stride_cache_b + at * stride_cache_p + head * stride_cache_h + dims
-        tl.store(k_cache_ptr + slot, k_rot.to(k_cache_ptr.dtype.element_ty))
-        tl.store(v_cache_ptr + slot, v)
+        slot = row * stride_cache_b + head * stride_cache_h + at * stride_cache_p + dims
+        scale_at = row * stride_scale_b + head * stride_scale_h + at
+        _store(k_cache_ptr, ks_ptr + scale_at, slot, k_rot, QUANTIZED)
+        _store(v_cache_ptr, vs_ptr + scale_at, slot, v, QUANTIZED)
         tl.store(q_ptr + row * stride_q_b + head * stride_q_h + dims,
                  q_rot.to(q_ptr.dtype.element_ty))
 
 
 def rope_and_store(qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, keys: torch.Tensor,
-                   values: torch.Tensor, write_at: torch.Tensor) -> torch.Tensor:
+                   values: torch.Tensor, write_at: torch.Tensor,
+                   key_scales: torch.Tensor | None = None,
+                   value_scales: torch.Tensor | None = None) -> torch.Tensor:
     """One decode position of B slots in one kernel: RoPE on q and k (float32 tables cos/sin
-    [B, D]), k and v written into the caches [N, P, H, D] at each slot's ``write_at``.
-    ``qkv`` is the fused projection's output [B, 3 * H * D]; returns the rotated queries [B, H, D]."""
+    [B, D]), k and v written into the caches [N, H, P, D] at each slot's ``write_at`` (int8 with
+    their scales [N, H, P] when those are given). ``qkv`` is the fused projection's output
+    [B, 3 * H * D]; returns the rotated queries [B, H, D]."""
     rows = qkv.shape[0]
-    heads, dim = keys.shape[2], keys.shape[3]
+    heads, dim = keys.shape[1], keys.shape[3]
+    quantized, key_scales, value_scales = _scales(keys, key_scales, value_scales)
     query = torch.empty(rows, heads, dim, dtype=qkv.dtype, device=qkv.device)
     _rope_and_store_kernel[(rows, heads)](
-        qkv, cos, sin, keys, values, write_at, query,
+        qkv, cos, sin, keys, values, key_scales, value_scales, write_at, query,
         qkv.stride(0), cos.stride(0), keys.stride(0), keys.stride(1), keys.stride(2),
-        query.stride(0), query.stride(1), HEADS=heads, HEAD_DIM=dim, num_warps=1)
+        key_scales.stride(0), key_scales.stride(1), query.stride(0), query.stride(1),
+        QUANTIZED=quantized, HEADS=heads, HEAD_DIM=dim, num_warps=1)
     return query
 
 
 def decode_attention(query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
-                     used: torch.Tensor, block: int = 64) -> torch.Tensor:
-    """query [B, H, D]; keys/values [B, P, H, D] (the slots' caches, D contiguous); used [B]
-    int32: positions [0, used) of each slot are attended to. Returns [B, H, D]."""
+                     used: torch.Tensor, key_scales: torch.Tensor | None = None,
+                     value_scales: torch.Tensor | None = None) -> torch.Tensor:
+    """query [B, H, D]; keys/values [B, H, P, D] (the slots' caches, D contiguous; int8 when
+    their scales [B, H, P] are given); used [B] int32: positions [0, used) of each slot are
+    attended to. Returns [B, H, D] in the query's dtype."""
     rows, heads, dim = query.shape
+    quantized, key_scales, value_scales = _scales(keys, key_scales, value_scales)
     out = torch.empty_like(query)
     _decode_attention_kernel[(rows, heads)](
-        query, keys, values, out, used, 1.0 / math.sqrt(dim),
+        query, keys, values, key_scales, value_scales, out, used, 1.0 / math.sqrt(dim),
         query.stride(0), query.stride(1), keys.stride(0), keys.stride(1), keys.stride(2),
-        out.stride(0), out.stride(1), BLOCK_N=block, HEAD_DIM=dim, num_warps=4)
+        key_scales.stride(0), key_scales.stride(1), out.stride(0), out.stride(1),
+        QUANTIZED=quantized, BLOCK_N=BLOCK_POSITIONS, HEAD_DIM=dim, num_warps=WARPS)
     return out
+
+
+def _scales(keys: torch.Tensor, key_scales: torch.Tensor | None,
+            value_scales: torch.Tensor | None) -> tuple[bool, torch.Tensor, torch.Tensor]:
+    """(quantized, key scales, value scales); without scales the kernels get the caches as
+    placeholders (never read) and strides of a [N, H, P] view of them."""
+    if key_scales is None or value_scales is None:
+        placeholder = keys[:, :, :, 0]
+        return False, placeholder, placeholder
+    if key_scales.stride(2) != 1 or value_scales.stride() != key_scales.stride():
+        raise ValueError("scales must be [N, H, P] with positions contiguous and equal strides")
+    return True, key_scales, value_scales

@@ -49,7 +49,7 @@ def decode_step(gpt: FusedLlama, space: TokenSpace, state: SlotState, kind: Step
     tokens = _sample(space, state, kind, step)
     _record(state, b, step, tokens)
     _advance_counters(state, b, step, alive, tokens, space.eos)
-    _run_gpt(gpt, space, state, kind, tokens, alive)
+    run_gpt_step(gpt, space, state, kind, tokens, alive)
 
 
 def _sample(space: TokenSpace, state: SlotState, kind: StepKind, step: torch.Tensor) -> torch.Tensor:
@@ -86,8 +86,10 @@ def _advance_counters(state: SlotState, b: int, step: torch.Tensor, alive: torch
     state.row_step[:b] += alive.long()
 
 
-def _run_gpt(gpt: FusedLlama, space: TokenSpace, state: SlotState, kind: StepKind,
-             tokens: torch.Tensor, alive: torch.Tensor) -> None:
+def run_gpt_step(gpt: FusedLlama, space: TokenSpace, state: SlotState, kind: StepKind,
+                 tokens: torch.Tensor, alive: torch.Tensor) -> None:
+    """The GPT one position on ``tokens`` [B, Q]: the next hidden states, the caches of the rows
+    still ``alive`` advanced."""
     b, attend = kind.rows, kind.attend
     write_at = state.write_at[:b]
     x = space.embed(tokens).unsqueeze(1).to(gpt.dtype)

@@ -105,6 +105,10 @@ class Engine:
                           keep_hiddens=True)
         return self._runner.prepare(shape)
 
+    def quantized_kv(self) -> bool:
+        """Whether the decode slots keep keys and values in int8 (``EngineConfig.kv_cache``)."""
+        return self._parts.gpt.quantized_kv()
+
     def forget_prompts(self) -> None:
         """Drop the remembered token ids and parsed voices (a benchmark's timed run must tokenize)."""
         self._token_ids.clear()
@@ -150,15 +154,16 @@ class Engine:
     @torch.inference_mode()
     def score_codes(self, requests: Sequence[SynthesisRequest],
                     codes: Sequence[torch.Tensor]) -> list[torch.Tensor]:
-        """Teacher-forced logits: for each request, float32 [T, num_vq, V] predicting ``codes[i]``."""
+        """Teacher-forced logits through the decode path (slots, their KV cache): for each request,
+        float32 [T, num_vq, V] predicting ``codes[i]``."""
         parts = self._parts
         steps = max(int(c.shape[0]) for c in codes)
         forced = torch.zeros(len(codes), steps - 1, parts.embeddings.codebooks, dtype=torch.int64)
         for i, c in enumerate(codes):
             forced[i, : c.shape[0] - 1] = c[:-1]
         prompts = embed_prompts(self._code_rows(requests), parts.embeddings,
-                                self._spk_emb_id, self._torch_device, extra=forced)
-        logits = score_tokens(parts.gpt, self._code_space(), prompts, steps)
+                                self._spk_emb_id, self._torch_device)
+        logits = score_tokens(parts.gpt, self._code_space(), prompts, forced)
         return [logits[i, : c.shape[0]].float().cpu() for i, c in enumerate(codes)]
 
     @torch.inference_mode()

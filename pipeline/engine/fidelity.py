@@ -1,6 +1,7 @@
 """Fidelity of a reduced precision against fp32 on the same weights and inputs.
 
-- GPT: teacher-forced logits on the reference's own tokens: top-1 agreement (share of
+- GPT: teacher-forced logits on the reference's own tokens, through the decode path (slots and
+  their KV cache, int8 where generation keeps it so): top-1 agreement (share of
   (step, codebook) positions whose arg-max matches) and relative error ||cand - ref|| / ||ref||.
 - Decoder + Vocos: waveforms from identical (reference) hidden states: SNR in dB.
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
-from pipeline.engine.decode_step import StepKind, TokenSpace
+from pipeline.engine.decode_step import StepKind, TokenSpace, run_gpt_step
 from pipeline.engine.gpt import FusedLlama, KVCache, additive_mask
 from pipeline.engine.prompts import PromptBatch
 from pipeline.engine.sampling import RowSampling
@@ -93,7 +93,7 @@ class _Scheduler:
         self.slot_write = [0] * held  # host copy of write_at, exact for rows still alive
         self.slot_left = [0] * held  # steps until the row must have ended (its max_new)
         self.results: dict[int, tuple[torch.Tensor, torch.Tensor | None, bool]] = {}
-        self.kv_bytes = 2 * len(gpt.layers) * gpt.hidden * torch.finfo(gpt.dtype).bits // 8
+        self.kv_bytes = gpt.kv_bytes_per_position()
         self.weight_bytes = _parameter_bytes(gpt)
         self.prefix_only = gpt.attention_reads_prefix_only()
 
@@ -242,12 +242,27 @@ def run_positions(gpt: FusedLlama, prompts: PromptBatch, cache: KVCache) -> torc
 
 
 def score_tokens(gpt: FusedLlama, space: TokenSpace, prompts: PromptBatch,
-                 steps: int) -> torch.Tensor:
-    """Teacher forcing: logits [B, steps, Q, V] for tokens t_0..t_{steps-1}, where ``prompts`` holds
-    each prompt followed by the forced tokens t_0..t_{steps-2} (the hidden state at the prompt's
-    last position predicts t_0)."""
-    cache = gpt.new_cache(prompts.rows, prompts.width)
-    hidden = run_positions(gpt, prompts, cache)
-    tail = hidden[:, prompts.width - steps:]
-    rows, length = tail.shape[:2]
-    return space.logits(tail.reshape(rows * length, -1)).view(rows, length, space.codebooks, -1)
+                 forced: torch.Tensor) -> torch.Tensor:
+    """Teacher forcing through the decode path that generation runs (prefill, admission into
+    slots, their KV cache — int8 where it is — and the decode attention): logits [B, T, Q, V]
+    for tokens t_0..t_{T-1}, where ``forced`` [B, T-1, Q] holds t_0..t_{T-2}. The prompt's last
+    hidden state predicts t_0; each forced token then runs one position as a sampled one would."""
+    rows, steps = prompts.rows, forced.shape[1] + 1
+    device = prompts.embeds.device
+    state = SlotState(gpt, SlotShape(
+        capacity=rows, positions=int(prompts.lengths.max()) + steps, steps=steps,
+        codebooks=space.codebooks, vocab=space.vocab, keep_hiddens=False))
+    cache = gpt.new_cache(rows, prompts.width)
+    last_hidden = run_positions(gpt, prompts, cache)[:, -1]
+    everyone = torch.arange(rows, device=device)
+    steps_col = torch.full((rows,), steps, dtype=torch.int64, device=device)
+    admit(state, Newcomers(slots=list(range(rows)), cache=cache, last_hidden=last_hidden,
+                           lengths=prompts.lengths, min_new=steps_col, max_new=steps_col,
+                           sampling=state.sampling.select(everyone)))
+    kind = StepKind(rows=rows, attend=state.shape.positions, greedy=True, penalised=False)
+    alive = torch.ones(rows, dtype=torch.bool, device=device)
+    logits = [space.logits(state.hidden)]
+    for k in range(steps - 1):
+        run_gpt_step(gpt, space, state, kind, forced[:, k].to(device), alive)
+        logits.append(space.logits(state.hidden))
+    return torch.stack(logits, 1)

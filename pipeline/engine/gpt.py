@@ -4,7 +4,8 @@ Upstream calls the HF model every step with a ``DynamicCache`` that grows by con
 masks and position ids on the host, and syncs on every step. Here the same weights run through a
 minimal Llama block: fused QKV and gate/up projections, one RoPE table looked up per step, and
 two cache layouts: ``KVCache`` for a prefill (all rows at once), ``SlotCache`` for the decode
-slots (each slot its own length; on the GPU read by the Triton kernels of `decode_attention.py`).
+slots (each slot its own length; on the GPU read by the Triton kernels of `decode_attention.py`;
+int8 with a scale per vector where ``TTS_JOBS_KV_CACHE`` asks for it, `kv_int8.py`).
 
 Shapes: B rows, S cache positions, H heads, D head width, C = H * D hidden width.
 """
@@ -14,14 +15,14 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from pipeline.engine import decode_attention
+from pipeline.engine import decode_attention, kv_int8
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +33,11 @@ _ATTENTION_BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTIO
 # "sdpa" (masked SDPA, also the CPU and fp32 path). Set by TTS_JOBS_DECODE_ATTENTION; docs/engine.md
 # has what each measured (FlashAttention's variable-length kernel was tried too: no faster).
 DECODE_ATTENTION = os.environ.get("TTS_JOBS_DECODE_ATTENTION", "triton")
+# The decode slots' KV cache: "int8" (kv_int8.py), "model" (the model's dtype), or "auto": int8
+# where the Triton decode path runs (CUDA, fp16/bf16), the model's dtype elsewhere. Measured
+# speed and fidelity of each: docs/engine.md.
+KV_CACHE = os.environ.get("TTS_JOBS_KV_CACHE", "auto")
+KV_CACHE_CHOICES = ("auto", "int8", "model")
 
 
 _KV = tuple[torch.Tensor, torch.Tensor]
@@ -119,6 +125,7 @@ class FusedLlama(nn.Module):
         cos, sin = _rope_tables(hf_model, int(config.max_position_embeddings))
         self.register_buffer("rope_cos", cos, persistent=False)  # [max_positions, D], fp32
         self.register_buffer("rope_sin", sin, persistent=False)
+        self.kv_cache = KV_CACHE  # read by quantized_kv(); tests set it per model
 
     @property
     def dtype(self) -> torch.dtype:
@@ -153,12 +160,35 @@ class FusedLlama(nn.Module):
         return hidden
 
     def new_slot_cache(self, slots: int, positions: int) -> SlotCache:
-        shape = (slots, positions, self.heads, self.head_dim)
+        shape = (slots, self.heads, positions, self.head_dim)
         device = self.norm.device
-        return SlotCache(keys=[torch.zeros(shape, dtype=self.dtype, device=device)
-                               for _ in self.layers],
-                         values=[torch.zeros(shape, dtype=self.dtype, device=device)
-                                 for _ in self.layers])
+        if not self.quantized_kv():
+            return SlotCache(keys=[torch.zeros(shape, dtype=self.dtype, device=device)
+                                   for _ in self.layers],
+                             values=[torch.zeros(shape, dtype=self.dtype, device=device)
+                                     for _ in self.layers])
+
+        def int8() -> list[torch.Tensor]:
+            return [torch.zeros(shape, dtype=torch.int8, device=device) for _ in self.layers]
+
+        def scales() -> list[torch.Tensor]:
+            return [torch.zeros(shape[:3], dtype=torch.float32, device=device)
+                    for _ in self.layers]
+
+        return SlotCache(keys=int8(), values=int8(), key_scales=scales(), value_scales=scales(),
+                         dtype=self.dtype)
+
+    def quantized_kv(self) -> bool:
+        """Whether the decode slots keep their keys and values in int8 (``KV_CACHE``)."""
+        if self.kv_cache == "auto":
+            return _use_triton(self.norm, self.dtype)
+        return self.kv_cache == "int8"
+
+    def kv_bytes_per_position(self) -> int:
+        """Bytes of keys and values one slot position holds, over all layers."""
+        if self.quantized_kv():
+            return 2 * len(self.layers) * (self.hidden + 4 * self.heads)
+        return 2 * len(self.layers) * self.hidden * (torch.finfo(self.dtype).bits // 8)
 
     def attention_reads_prefix_only(self) -> bool:
         """Whether a decode step's attention reads each slot's own prefix whatever ``attend`` is
@@ -177,13 +207,10 @@ class FusedLlama(nn.Module):
         if _use_triton(write_at, self.dtype):
             return self._layers(x, self._triton_decode(rope_at, cache, write_at, attend))
         rows = write_at.shape[0]
-        at = write_at.view(rows, 1, 1, 1).expand(rows, 1, self.heads, self.head_dim)
 
         def store(index: int, keys: torch.Tensor, values: torch.Tensor) -> _KV:
-            slot_keys, slot_values = cache.keys[index][:rows], cache.values[index][:rows]
-            slot_keys.scatter_(1, at, keys.transpose(1, 2))  # [B, H, 1, D] -> [B, 1, H, D]
-            slot_values.scatter_(1, at, values.transpose(1, 2))
-            return slot_keys, slot_values
+            cache.scatter(index, write_at, keys, values)
+            return cache.read(index, rows, attend)
 
         attention = _slot_attention(write_at, attend, self.dtype)
         return self._layers(x, self._rope_store_attend(self.rope(rope_at.unsqueeze(1)), store,
@@ -227,8 +254,11 @@ class FusedLlama(nn.Module):
 
         def mix(index: int, qkv: torch.Tensor) -> torch.Tensor:
             keys, values = cache.keys[index][:rows], cache.values[index][:rows]
-            query = decode_attention.rope_and_store(qkv[:, 0], cos, sin, keys, values, write_at)
-            out = decode_attention.decode_attention(query, keys, values, used)
+            scales = ((cache.key_scales[index][:rows], cache.value_scales[index][:rows])
+                      if cache.quantized else (None, None))
+            query = decode_attention.rope_and_store(qkv[:, 0], cos, sin, keys, values, write_at,
+                                                    *scales)
+            out = decode_attention.decode_attention(query, keys, values, used, *scales)
             return out.unsqueeze(1)
 
         return mix
@@ -236,16 +266,61 @@ class FusedLlama(nn.Module):
 
 @dataclass
 class SlotCache:
-    """Per-layer keys and values of the decode slots, [N, P, H, D]: slot-major and position-major,
-    so that the first B slots are one contiguous block the Triton kernels index by slot and
-    position."""
+    """Per-layer keys and values of the decode slots, [N, H, P, D]: slot-major, so that the first
+    B slots are one contiguous block, and position-major within a head, so that a slot's head
+    reads one contiguous run. int8 with float32 scales [N, H, P] per vector when quantized
+    (``kv_int8.py``); ``dtype`` is what reads of it give back."""
 
     keys: list[torch.Tensor]
     values: list[torch.Tensor]
+    key_scales: list[torch.Tensor] = field(default_factory=list)
+    value_scales: list[torch.Tensor] = field(default_factory=list)
+    dtype: torch.dtype | None = None
 
     @property
     def positions(self) -> int:
-        return self.keys[0].shape[1]
+        return self.keys[0].shape[2]
+
+    @property
+    def quantized(self) -> bool:
+        return bool(self.key_scales)
+
+    def tensors(self) -> list[torch.Tensor]:
+        return [*self.keys, *self.values, *self.key_scales, *self.value_scales]
+
+    def put(self, layer: int, slots: torch.Tensor, keys: torch.Tensor,
+            values: torch.Tensor) -> None:
+        """Keys and values [n, H, w, D] into positions [0, w) of ``slots`` (admission)."""
+        width = keys.shape[2]
+        for cache, scales, new in ((self.keys, self.key_scales, keys),
+                                   (self.values, self.value_scales, values)):
+            if self.quantized:
+                new, scale = kv_int8.quantize(new)
+                scales[layer][slots, :, :width] = scale
+            cache[layer][slots, :, :width] = new.to(cache[layer].dtype)
+
+    def scatter(self, layer: int, write_at: torch.Tensor, keys: torch.Tensor,
+                values: torch.Tensor) -> None:
+        """One new position per slot (the first B = len(write_at)): keys/values [B, H, 1, D]."""
+        rows, heads, _, dim = keys.shape
+        at = write_at.view(rows, 1, 1)
+        for cache, scales, new in ((self.keys, self.key_scales, keys),
+                                   (self.values, self.value_scales, values)):
+            if self.quantized:
+                new, scale = kv_int8.quantize(new)
+                scales[layer][:rows].scatter_(2, at.expand(rows, heads, 1), scale)
+            cache[layer][:rows].scatter_(2, at.unsqueeze(-1).expand(rows, heads, 1, dim), new)
+
+    def read(self, layer: int, rows: int, attend: int) -> _KV:
+        """The first ``rows`` slots' keys and values at positions [0, attend), [B, H, attend, D]
+        in the model's dtype (a view, or a dequantized copy)."""
+        keys = self.keys[layer][:rows, :, :attend]
+        values = self.values[layer][:rows, :, :attend]
+        if not self.quantized:
+            return keys, values
+        return (kv_int8.dequantize(keys, self.key_scales[layer][:rows, :, :attend], self.dtype),
+                kv_int8.dequantize(values, self.value_scales[layer][:rows, :, :attend],
+                                   self.dtype))
 
 
 def _use_triton(on: torch.Tensor, dtype: torch.dtype) -> bool:
@@ -266,12 +341,11 @@ def _masked_attention(attn_mask: torch.Tensor | None) -> _Attend:
 def _slot_attention(write_at: torch.Tensor, attend: int, dtype: torch.dtype) -> _Attend:
     """Attention of one query per slot over its own cache prefix [0, write_at], when the Triton
     path is off (CPU, fp32): SDPA with a length mask over the first ``attend`` positions.
-    Keys/values arrive as [B, P, H, D]."""
+    Keys/values arrive as [B, H, attend, D]."""
     allowed = torch.arange(attend, device=write_at.device) <= write_at.unsqueeze(1)
     mask = additive_mask(allowed, dtype)[:, None, None, :]
 
     def masked(query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
-        keys, values = keys[:, :attend].transpose(1, 2), values[:, :attend].transpose(1, 2)
         return F.scaled_dot_product_attention(query, keys, values, attn_mask=mask).transpose(1, 2)
 
     return masked

@@ -10,7 +10,7 @@ import torch
 
 from pipeline.engine import EngineConfig
 from pipeline.engine.engine import Engine, ModelParts
-from pipeline.engine.gpt import FusedLlama
+from pipeline.engine.gpt import KV_CACHE, KV_CACHE_CHOICES, FusedLlama
 from pipeline.engine.prompts import TokenEmbeddings
 from pipeline.engine.waveform import WaveformDecoder
 from pipeline.engine.weights import NOISE_WARNING, ModelFiles, build_config, locate_model, verify_real_weights
@@ -46,8 +46,13 @@ def load_engine(config: EngineConfig, int8_scheme: str = "weight_only") -> Engin
     precision = resolve_precision(config.precision, device, files.size)
     if int8_scheme not in INT8_SCHEMES:
         raise ModelError(f"unknown int8 scheme {int8_scheme!r}: use one of {INT8_SCHEMES}")
+    kv_cache = config.kv_cache or KV_CACHE
+    if kv_cache not in KV_CACHE_CHOICES:
+        raise ModelError(f"unknown KV cache {kv_cache!r}: use one of {KV_CACHE_CHOICES} "
+                         "(EngineConfig.kv_cache or TTS_JOBS_KV_CACHE)")
     chat = _load_upstream(files, device)
     parts = _build_parts(chat, device, precision, int8_scheme)
+    parts.gpt.kv_cache = kv_cache
     log.info("engine ready: %s, %s, %s weights from %s", device, precision,
              "SYNTHETIC (noise)" if files.synthetic else "real", files.root)
     return Engine(parts, device=str(device), precision=precision, synthetic=files.synthetic,

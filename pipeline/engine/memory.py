@@ -30,7 +30,7 @@ CALIBRATION_SHAPES = ((4, 32), (16, 96), (48, 48), (32, 160))  # (rows, new toke
 def analytic_memory_model(gpt: FusedLlama, waveform: WaveformDecoder) -> MemoryModel:
     """KV cache + kept hidden states + scores per row-position; weights + decode chunk fixed."""
     item = torch.finfo(gpt.dtype).bits // 8
-    per_position = (2 * len(gpt.layers) * gpt.hidden * item  # K and V
+    per_position = (gpt.kv_bytes_per_position()  # K and V
                     + gpt.hidden * item  # hidden state kept for the decoder
                     + gpt.heads * 4 + 4 * 8 + item)  # attention scores, tokens, mask
     decode_chunk = waveform.row_steps_per_chunk * decode_bytes_per_step(waveform)

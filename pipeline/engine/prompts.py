@@ -123,11 +123,8 @@ def text_prompt_row(token_ids: list[int], codebooks: int) -> PromptRow:
 
 
 def embed_prompts(rows: list[PromptRow], embeddings: TokenEmbeddings, spk_emb_id: int,
-                  device: torch.device, extra: torch.Tensor | None = None) -> PromptBatch:
-    """Left-pad ``rows`` to one width and embed them.
-
-    ``extra`` [B, T, Q] are audio codes appended after every row's prompt (teacher forcing).
-    """
+                  device: torch.device) -> PromptBatch:
+    """Left-pad ``rows`` to one width and embed them."""
     width = max(row.ids.shape[0] for row in rows)
     codebooks = rows[0].ids.shape[1]
     ids = torch.zeros(len(rows), width, codebooks, dtype=torch.int64)
@@ -143,9 +140,6 @@ def embed_prompts(rows: list[PromptRow], embeddings: TokenEmbeddings, spk_emb_id
     codes = embeddings.code_embed(torch.where(is_text.unsqueeze(-1), 0, ids))
     embeds = torch.where(is_text.unsqueeze(-1), text, codes)
     embeds = _apply_speakers(embeds, rows, ids[..., 0] == spk_emb_id, device)
-    if extra is not None:
-        embeds = torch.cat([embeds, embeddings.code_embed(extra.to(device))], 1)
-        valid = torch.cat([valid, torch.ones(extra.shape[:2], dtype=torch.bool, device=device)], 1)
     positions = valid.long().cumsum(-1) - 1
     positions = positions.masked_fill(~valid, 1)  # as upstream; padding is never attended to
     lengths = torch.tensor([row.ids.shape[0] for row in rows], dtype=torch.int64, device=device)

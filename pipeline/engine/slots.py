@@ -70,7 +70,7 @@ class SlotState:
         tensors = [self.hidden, self.write_at, self.rope_at, self.row_step,
                    self.min_new, self.max_new, self.done, self.produced, self.hit_limit,
                    self.window, self.tokens, s.temperature, s.top_p, s.top_k, s.penalty,
-                   s.seed_key, *self.cache.keys, *self.cache.values]
+                   s.seed_key, *self.cache.tensors()]
         return tensors + ([self.hiddens] if self.hiddens is not None else [])
 
     def bytes(self) -> int:
@@ -97,10 +97,8 @@ def admit(state: SlotState, new: Newcomers) -> None:
     slot's valid positions are always the prefix [0, write_at]."""
     index = torch.tensor(new.slots, dtype=torch.int64, device=state.hidden.device)
     start = _unpadding_index(new.cache, new.lengths)
-    for mine, theirs in ((state.cache.keys, new.cache.keys), (state.cache.values, new.cache.values)):
-        for slot_tensor, prefilled in zip(mine, theirs):
-            width = prefilled.shape[2]
-            slot_tensor[index, :width] = prefilled.gather(2, start).transpose(1, 2)
+    for layer, (keys, values) in enumerate(zip(new.cache.keys, new.cache.values)):
+        state.cache.put(layer, index, keys.gather(2, start), values.gather(2, start))
     state.hidden[index] = new.last_hidden.to(state.hidden.dtype)
     state.write_at[index] = new.lengths
     state.rope_at[index] = new.lengths
