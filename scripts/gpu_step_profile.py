@@ -1,6 +1,8 @@
-"""Where a decode step's GPU time goes: torch.profiler over eager steps at full slots.
+"""Where a decode step's GPU time goes: torch.profiler over eager steps at full slots, the
+Triton attention against masked SDPA, graph replay time, and a sweep of the attention kernel's
+block size and warps over fp16 and int8 caches.
 
-    python scripts/gpu_step_profile.py --rows 512 --attend 320 --precision fp16
+    python scripts/gpu_step_profile.py --rows 512 --attend 320 --precision fp16 [--kv-cache int8]
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from pipeline.engine.weights import write_synthetic_weights
 
 
 def compare_attention_paths(engine, state, kind: StepKind) -> None:
-    """One decode position through FlashAttention and through masked SDPA: same hidden states?
-    (Writing the same keys/values at the same positions twice changes nothing.)"""
+    """One decode position through the Triton kernels and through masked SDPA (over the same
+    cache, dequantized when it is int8): same hidden states? (Writing the same keys/values at
+    the same positions twice changes nothing.)"""
     from pipeline.engine import gpt as gpt_module
 
     gpt, space = engine._parts.gpt, engine._runner.space
@@ -39,22 +42,87 @@ def compare_attention_paths(engine, state, kind: StepKind) -> None:
     print(f"triton vs masked SDPA decode attention: relative difference {diff.item():.2e}")
 
 
+def fill_cache(state) -> None:
+    """Random keys and values (and scales) in every slot, like a cache after real prefills."""
+    cache = state.cache
+    for tensor in (*cache.keys, *cache.values):
+        if tensor.dtype == torch.int8:
+            tensor.copy_(torch.randint(-127, 128, tensor.shape, device=tensor.device))
+        else:
+            tensor.normal_()
+    for scales in (*cache.key_scales, *cache.value_scales):
+        scales.uniform_(0.005, 0.02)
+
+
+def sweep_attention_kernel(rows: int, attend: int, heads: int = 12, dim: int = 64) -> None:
+    """The attention kernel alone, one layer, on a realistic mix of slot lengths: µs and the
+    bandwidth over the bytes each slot's prefix really holds."""
+    from pipeline.engine import decode_attention as da
+
+    device = torch.device("cuda")
+    used = torch.randint(attend // 4, attend + 1, (rows,), device=device, dtype=torch.int32)
+    query = torch.randn(rows, heads, dim, device=device, dtype=torch.float16)
+    shape = (rows, heads, attend, dim)
+    caches = {
+        "fp16": (torch.randn(shape, device=device, dtype=torch.float16),
+                 torch.randn(shape, device=device, dtype=torch.float16), None, None),
+        "int8": (torch.randint(-127, 128, shape, device=device, dtype=torch.int8),
+                 torch.randint(-127, 128, shape, device=device, dtype=torch.int8),
+                 torch.rand(shape[:3], device=device) / 64, torch.rand(shape[:3], device=device) / 64),
+    }
+    positions = int(used.sum()) * heads
+    print(f"attention kernel sweep: {rows} slots, lengths {attend // 4}..{attend}, one layer")
+    print("| cache | kernel | block | warps | µs | TB/s |")
+    print("|---|---|---|---|---|---|")
+    saved = da.KERNEL, da.BLOCK_POSITIONS, da.WARPS
+    for name, (keys, values, key_scales, value_scales) in caches.items():
+        per_position = 2 * dim * keys.element_size() + (8 if key_scales is not None else 0)
+        best = None
+        for kernel in ("fma", "dot"):
+            for block in (32, 64, 128):
+                for warps in (1, 2, 4):
+                    da.KERNEL, da.BLOCK_POSITIONS, da.WARPS = kernel, block, warps
+                    seconds = _time(lambda: da.decode_attention(query, keys, values, used,
+                                                                key_scales, value_scales))
+                    print(f"| {name} | {kernel} | {block} | {warps} | {seconds * 1e6:.1f} | "
+                          f"{positions * per_position / seconds / 1e12:.2f} |")
+                    best = min(best or (seconds, kernel, block, warps), (seconds, kernel, block, warps))
+        print(f"BEST {name} {best[1]} {best[2]} {best[3]} {best[0] * 1e6:.1f}")
+    da.KERNEL, da.BLOCK_POSITIONS, da.WARPS = saved
+
+
+def _time(run, repeats: int = 20) -> float:
+    for _ in range(3):
+        run()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(repeats):
+        run()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) / 1e3 / repeats
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=512)
     parser.add_argument("--attend", type=int, default=320)
     parser.add_argument("--precision", default="fp16")
     parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--kv-cache", default=None, help="auto, int8 or model")
+    parser.add_argument("--sweep", action="store_true", help="also sweep the attention kernel")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, torch.inference_mode():
         write_synthetic_weights(Path(tmp), "full", 0)
         engine = load_engine(EngineConfig(model_dir=Path(tmp), device="cuda",
-                                          precision=args.precision))
+                                          precision=args.precision, kv_cache=args.kv_cache))
         emb = engine._parts.embeddings
         runner = engine._runner
         state = runner.slots_for(SlotShape(args.rows, args.attend, 64, emb.codebooks, emb.vocab,
                                            True))
         state.write_at.fill_(args.attend - 2)
+        fill_cache(state)
         kind = StepKind(rows=args.rows, attend=args.attend, greedy=False, penalised=True)
         for _ in range(3):
             decode_step(engine._parts.gpt, runner.space, state, kind)
@@ -73,9 +141,12 @@ def main() -> int:
             runner.step(kind)
         torch.cuda.synchronize()
         per_step = (time.perf_counter() - started) / 50
-        kv = args.rows * args.attend * 2 * len(engine._parts.gpt.layers) * engine._parts.gpt.hidden * 2
+        kv = args.rows * args.attend * engine._parts.gpt.kv_bytes_per_position()
         print(f"graph replay: {per_step * 1e3:.3f} ms/step at {args.rows} rows x {args.attend} "
-              f"positions; KV read {kv / 1e9:.2f} GB -> {kv / per_step / 1e12:.2f} TB/s")
+              f"positions, KV cache {'int8' if engine.quantized_kv() else args.precision}; "
+              f"KV read {kv / 1e9:.2f} GB -> {kv / per_step / 1e12:.2f} TB/s")
+        if args.sweep:
+            sweep_attention_kernel(args.rows, args.attend)
     return 0
 
 

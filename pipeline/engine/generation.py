@@ -8,8 +8,10 @@ smaller bucket of slots. Each row keeps its own prompt (voice), seed, sampling s
 (``min_new``) and forced stop (``max_new``), so its tokens do not depend on its batch-mates, its
 slot, or when it was admitted.
 
-Decode steps run through ``StepRunner`` (CUDA graphs on the GPU, eager on CPU); the only host
-sync is the harvest check.
+Decode steps run through ``StepRunner`` (CUDA graphs on the GPU, eager on CPU). The harvest is
+one step behind: which rows are done is copied to the host after each chunk of steps, and read only
+once the next chunk is queued, so the GPU has work while the host harvests and refills (rows that
+finished meanwhile ride along as done rows: their counters and cache stay put).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import torch
 
 from pipeline.engine.decode_step import StepKind, TokenSpace, run_gpt_step
 from pipeline.engine.gpt import FusedLlama, KVCache, additive_mask
+from pipeline.engine.host_lists import to_device
 from pipeline.engine.prompts import PromptBatch
 from pipeline.engine.sampling import RowSampling
 from pipeline.engine.slots import Newcomers, SlotShape, SlotState, admit, compact, release
@@ -100,17 +103,22 @@ class _Scheduler:
     def run(self) -> Generated:
         self._refill()
         just_finished: list[int] = []
-        while any(row is not None for row in self.slot_row):
-            live = self._live_rows()
-            steps = self._steps_until_check()
-            with self.clock.phase("gpt_steps"):
-                self._steps(live, steps)
-            # The steps are queued on the GPU now: hand over the rows of the last harvest, so
-            # that launching their waveform decode keeps the host busy while the GPU is too.
+        waiting: _DoneFlags | None = None  # the last chunk's flags, on their way to the host
+        while waiting is not None or self._runnable():
+            queued = None
+            if self._runnable():
+                live = self._live_rows()
+                steps = self._steps_until_check()
+                with self.clock.phase("gpt_steps"):
+                    self._steps(live, steps)
+                queued = _DoneFlags.take(self.state, live, self.slot_row)
+            # The steps are queued on the GPU now: hand over the rows of the last harvest (their
+            # waveform decode launches), then harvest the chunk before, while these steps run.
             self._hand_over(just_finished)
-            just_finished = self._harvest(live)
+            just_finished = self._harvest(waiting) if waiting is not None else []
+            waiting = queued
             self._refill()
-            self._compact_if_sparse()
+            self._compact_if_sparse(waiting)
         self._hand_over(just_finished)
         return self._collect()
 
@@ -119,13 +127,19 @@ class _Scheduler:
         last = max(i for i, row in enumerate(self.slot_row) if row is not None)
         return bucket_for(last + 1, self.buckets)
 
+    def _runnable(self) -> bool:
+        """Whether some slot holds a row that may still be generating (rows at their
+        ``max_new`` are known to have ended; rows that chose EOS are known only at harvest)."""
+        return any(row is not None and left > 0 for row, left in zip(self.slot_row, self.slot_left))
+
     def _steps_until_check(self) -> int:
-        left = [n for n, row in zip(self.slot_left, self.slot_row) if row is not None]
-        return max(1, min(self.check_every, min(left)))
+        left = [n for n, row in zip(self.slot_left, self.slot_row) if row is not None and n > 0]
+        return min(self.check_every, min(left))
 
     def _steps(self, live: int, steps: int) -> None:
         """``steps`` decode steps; no row reaches its ``max_new`` before the last of them, so every
-        occupied slot advances one cache position per step."""
+        row still generating advances one cache position per step (the host's copies run ahead
+        for rows that have ended: they are only an upper bound for the attention length)."""
         longest = max(w for w, row in zip(self.slot_write, self.slot_row) if row is not None)
         positions = self.state.shape.positions
         for k in range(steps):
@@ -141,22 +155,21 @@ class _Scheduler:
                 self.slot_left[i] -= steps
 
     # ------------------------------------------------------------------------- harvest, refill
-    def _harvest(self, live: int) -> list[int]:
-        """Collect the rows that finished (the one host sync of the loop); returns them."""
+    def _harvest(self, flags: _DoneFlags) -> list[int]:
+        """Collect the rows that ``flags`` saw finished (the one host sync of the loop: the chunk
+        after them is already queued); returns them."""
         state = self.state
-        flags = torch.stack([state.done[:live].long(), state.produced[:live],
-                             state.hit_limit[:live].long()]).tolist()
-        finished = [i for i in range(live) if self.slot_row[i] is not None and flags[0][i]]
-        for i in finished:
-            produced = flags[1][i]
-            tokens = state.tokens[i, :produced].clone()
-            hiddens = state.hiddens[i, :produced].clone() if state.hiddens is not None else None
-            self.results[self.slot_row[i]] = (tokens, hiddens, bool(flags[2][i]))
-        rows = [self.slot_row[i] for i in finished]
-        for i in finished:
-            self.slot_row[i] = None
-        if finished:
-            release(state, finished)
+        ended = [(slot, produced, hit) for slot, (row, done, produced, hit)
+                 in enumerate(flags.read()) if done and row is not None and self.slot_row[slot] == row]
+        for slot, produced, hit in ended:
+            tokens = state.tokens[slot, :produced].clone()
+            hiddens = state.hiddens[slot, :produced].clone() if state.hiddens is not None else None
+            self.results[self.slot_row[slot]] = (tokens, hiddens, hit)
+        rows = [self.slot_row[slot] for slot, _, _ in ended]
+        for slot, _, _ in ended:
+            self.slot_row[slot] = None
+        if ended:
+            release(state, [slot for slot, _, _ in ended])
         return rows
 
     def _hand_over(self, rows: list[int]) -> None:
@@ -180,7 +193,7 @@ class _Scheduler:
     def _prefill(self, rows: list[int], slots: list[int]) -> Newcomers:
         prompts = self.prompts
         width = max(self.lengths[r] for r in rows)
-        index = torch.tensor(rows, dtype=torch.int64, device=prompts.embeds.device)
+        index = to_device(rows, prompts.embeds.device)
         group = PromptBatch(embeds=prompts.embeds[index, -width:],
                             valid=prompts.valid[index, -width:],
                             positions=prompts.positions[index, -width:],
@@ -189,22 +202,24 @@ class _Scheduler:
         hidden = run_positions(self.gpt, group, cache)[:, -1]
 
         def col(values: list[int]) -> torch.Tensor:
-            return torch.tensor(values, dtype=torch.int64, device=index.device)
+            return to_device(values, index.device)
 
         return Newcomers(slots=slots, cache=cache, last_hidden=hidden, lengths=group.lengths,
                          min_new=col([self.limits.min_new[r] for r in rows]),
                          max_new=col([self.limits.max_new[r] for r in rows]),
                          sampling=self.sampling.select(index))
 
-    def _compact_if_sparse(self) -> None:
+    def _compact_if_sparse(self, waiting: _DoneFlags | None) -> None:
         """With nothing left to admit, move the live rows to the front once a smaller bucket
-        holds them, so that steps stop paying for empty slots."""
+        holds them, so that steps stop paying for empty slots (``waiting`` follows the move)."""
         if self.pending:
             return
         occupied = [i for i, row in enumerate(self.slot_row) if row is not None]
         if not occupied or bucket_for(len(occupied), self.buckets) >= self._live_rows():
             return
         compact(self.state, occupied)
+        if waiting is not None:
+            waiting.follow(occupied)
         n = len(occupied)
         for name in ("slot_row", "slot_write", "slot_left"):
             values = getattr(self, name)
@@ -222,6 +237,42 @@ class _Scheduler:
                    if self.state.hiddens is not None else None)
         return Generated(tokens=[t.clone() for t in tokens], hiddens=hiddens,
                          hit_limit=[self.results[r][2] for r in range(rows)])
+
+
+class _DoneFlags:
+    """Which of the first ``live`` slots were done after a chunk of steps, how many tokens each
+    kept and whether it hit ``max_new``: copied to pinned host memory behind the chunk, read at
+    the next harvest. ``slot_rows`` is which row each slot held when they were taken."""
+
+    def __init__(self, host: torch.Tensor, event: torch.cuda.Event | None,
+                 slot_rows: list[int | None]) -> None:
+        self.host, self.event, self.slot_rows = host, event, slot_rows
+        self.order = list(range(len(slot_rows)))  # slot now -> slot when taken
+
+    @staticmethod
+    def take(state: SlotState, live: int, slot_row: list[int | None]) -> _DoneFlags:
+        flags = torch.stack([state.done[:live].long(), state.produced[:live],
+                             state.hit_limit[:live].long()])
+        if not flags.is_cuda:
+            return _DoneFlags(flags, None, list(slot_row))
+        host = torch.empty(flags.shape, dtype=flags.dtype, pin_memory=True)
+        host.copy_(flags, non_blocking=True)
+        event = torch.cuda.Event()
+        event.record()
+        return _DoneFlags(host, event, list(slot_row))
+
+    def follow(self, moved: list[int]) -> None:
+        """Slots ``moved`` went to the front, in that order (``compact``)."""
+        self.order = [self.order[i] for i in moved] + [-1] * (len(self.order) - len(moved))
+
+    def read(self) -> list[tuple[int | None, bool, int, bool]]:
+        """Per slot now: (row when taken, done, tokens kept, hit max_new)."""
+        if self.event is not None:
+            self.event.synchronize()
+        done, produced, hit = self.host.tolist()
+        live = len(done)
+        return [(self.slot_rows[t], bool(done[t]), produced[t], bool(hit[t]))
+                if 0 <= t < live else (None, False, 0, False) for t in self.order]
 
 
 def _parameter_bytes(module: torch.nn.Module) -> int:

@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from pipeline.engine.host_lists import pinned_to_device, to_device
 from pipeline.engine.voices import AudioPrompt, SpeakerEmbedding, Voice
 
 
@@ -135,14 +136,14 @@ def embed_prompts(rows: list[PromptRow], embeddings: TokenEmbeddings, spk_emb_id
         ids[i, width - n:] = row.ids
         is_text[i, width - n:] = row.is_text
         valid[i, width - n:] = True
-    ids, is_text, valid = ids.to(device), is_text.to(device), valid.to(device)
+    ids, is_text, valid = (pinned_to_device(t, device) for t in (ids, is_text, valid))
     text = embeddings.text_embed(torch.where(is_text, ids[..., 0], 0))
     codes = embeddings.code_embed(torch.where(is_text.unsqueeze(-1), 0, ids))
     embeds = torch.where(is_text.unsqueeze(-1), text, codes)
     embeds = _apply_speakers(embeds, rows, ids[..., 0] == spk_emb_id, device)
     positions = valid.long().cumsum(-1) - 1
     positions = positions.masked_fill(~valid, 1)  # as upstream; padding is never attended to
-    lengths = torch.tensor([row.ids.shape[0] for row in rows], dtype=torch.int64, device=device)
+    lengths = to_device([row.ids.shape[0] for row in rows], device)
     return PromptBatch(embeds=embeds, valid=valid, positions=positions, lengths=lengths)
 
 
@@ -153,6 +154,7 @@ def _apply_speakers(embeds: torch.Tensor, rows: list[PromptRow], at_tag: torch.T
         return embeds
     width = embeds.shape[-1]
     stacked = torch.stack([s if s is not None else torch.zeros(width) for s in speakers])
-    has = torch.tensor([s is not None for s in speakers], device=device).view(-1, 1)
+    has = to_device([s is not None for s in speakers], device, torch.bool).view(-1, 1)
     replace = (at_tag & has).unsqueeze(-1)
-    return torch.where(replace, stacked.to(device, embeds.dtype).unsqueeze(1), embeds)
+    speaker = pinned_to_device(stacked.to(embeds.dtype), device).unsqueeze(1)
+    return torch.where(replace, speaker, embeds)

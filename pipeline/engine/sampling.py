@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import torch
 
+from pipeline.engine.host_lists import to_device
+
 REPETITION_WINDOW = 16  # upstream's past_window
 _MASK32 = 0xFFFFFFFF
 _GOLDEN = 0x9E3779B1
@@ -41,9 +43,9 @@ class RowSampling:
     def build(temperature: list[float], top_p: list[float], top_k: list[int], penalty: list[float],
               seeds: list[int], device: torch.device) -> RowSampling:
         def col(values: list, dtype: torch.dtype) -> torch.Tensor:
-            return torch.tensor(values, dtype=dtype, device=device).view(-1, 1, 1)
+            return to_device(values, device, dtype).view(-1, 1, 1)
 
-        keys = torch.tensor([s & _MASK32 for s in seeds], dtype=torch.int64, device=device)
+        keys = to_device([s & _MASK32 for s in seeds], device)
         return RowSampling(
             temperature=col(temperature, torch.float32),
             top_p=col(top_p, torch.float32),

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from pipeline.engine.gpt import FusedLlama, KVCache, SlotCache
+from pipeline.engine.host_lists import to_device
 from pipeline.engine.sampling import REPETITION_WINDOW, RowSampling, noise_cells
 
 
@@ -95,20 +96,20 @@ def admit(state: SlotState, new: Newcomers) -> None:
 
     The prefill's left padding is dropped: each prompt moves to cache position 0 of its slot, so a
     slot's valid positions are always the prefix [0, write_at]."""
-    index = torch.tensor(new.slots, dtype=torch.int64, device=state.hidden.device)
+    index = to_device(new.slots, state.hidden.device)
     start = _unpadding_index(new.cache, new.lengths)
     for layer, (keys, values) in enumerate(zip(new.cache.keys, new.cache.values)):
         state.cache.put(layer, index, keys.gather(2, start), values.gather(2, start))
     state.hidden[index] = new.last_hidden.to(state.hidden.dtype)
     state.write_at[index] = new.lengths
     state.rope_at[index] = new.lengths
-    state.row_step[index] = 0
     state.min_new[index] = new.min_new
     state.max_new[index] = new.max_new
-    state.done[index] = False
-    state.produced[index] = 0
-    state.hit_limit[index] = False
-    state.window[index] = state.shape.vocab
+    # index_fill_, not ``t[index] = scalar``: the latter copies the scalar to the GPU and waits
+    # for every queued kernel first (a host sync per admission; docs/engine.md)
+    for tensor, value in ((state.row_step, 0), (state.done, False), (state.produced, 0),
+                          (state.hit_limit, False), (state.window, state.shape.vocab)):
+        tensor.index_fill_(0, index, value)
     s, n = state.sampling, new.sampling
     for mine, theirs in ((s.temperature, n.temperature), (s.top_p, n.top_p), (s.top_k, n.top_k),
                          (s.penalty, n.penalty), (s.seed_key, n.seed_key)):
@@ -125,7 +126,7 @@ def _unpadding_index(cache: KVCache, lengths: torch.Tensor) -> torch.Tensor:
 
 def compact(state: SlotState, keep: list[int]) -> None:
     """Move the slots in ``keep`` (ascending) to the front, in that order, in place."""
-    index = torch.tensor(keep, dtype=torch.int64, device=state.hidden.device)
+    index = to_device(keep, state.hidden.device)
     n = len(keep)
     for tensor in state.per_slot_tensors():
         tensor[:n] = tensor.index_select(0, index)
@@ -133,5 +134,5 @@ def compact(state: SlotState, keep: list[int]) -> None:
 
 def release(state: SlotState, slots: list[int]) -> None:
     """Mark harvested slots free: done, so a step leaves their counters alone."""
-    index = torch.tensor(slots, dtype=torch.int64, device=state.hidden.device)
-    state.done[index] = True
+    index = to_device(slots, state.hidden.device)
+    state.done.index_fill_(0, index, True)  # no host sync, unlike ``done[index] = True``

@@ -19,6 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from pipeline.engine.host_lists import to_device
+
 log = logging.getLogger(__name__)
 
 HOP = 256  # samples per mel frame; two mel frames per GPT step
@@ -84,7 +86,7 @@ class WaveformDecoder:
                         device=self.device)
         for i, h in enumerate(hiddens):
             x[i, :, : h.shape[0]] = h.t().to(self.dtype)
-        frames = torch.tensor([2 * n for n in lengths], device=self.device)
+        frames = to_device([2 * n for n in lengths], self.device)
         mask = (torch.arange(2 * steps, device=self.device) < frames[:, None]).unsqueeze(1)
         mel = self._mel(x, mask.to(self.dtype))
         audio = self._vocos(mel, mask)

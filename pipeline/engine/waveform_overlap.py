@@ -5,8 +5,10 @@ convolutions, bound by compute. Finished sentences are buffered until they fill 
 (``row_steps_per_chunk``), then launched on a side stream, so their waveforms are made while the
 next steps run instead of after the last sentence of the batch. Smaller launches cost more than
 they hide: the first version decoded every harvest (a few rows every 8 steps) and made the H200
-run *slower* (docs/engine.md). On CPU the decode simply runs when a chunk is full. Either way the
-waveforms are exactly ``WaveformDecoder.decode``'s.
+run *slower* (docs/engine.md). Each chunk's audio is copied to pinned host memory on the same
+side stream right away, so that the end of a batch waits only for its last chunk, not for one
+copy of the whole batch's audio. On CPU the decode simply runs when a chunk is full. Either way
+the waveforms are exactly ``WaveformDecoder.decode``'s.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ class WaveformsAlongside:
     def __init__(self, decoder: WaveformDecoder, rows: int, clock: PhaseClock) -> None:
         self.decoder = decoder
         self.clock = clock
-        self.waves: list[torch.Tensor | None] = [None] * rows
+        self.waves: list[torch.Tensor | np.ndarray | None] = [None] * rows
         device = decoder.device
         self.side = torch.cuda.Stream(device) if device.type == "cuda" else None
         self.buffered: list[tuple[int, torch.Tensor]] = []
@@ -56,12 +58,25 @@ class WaveformsAlongside:
         """Every row's waveform on the host (decodes what is left, waits for the side stream)."""
         self._flush()
         if self.side is not None:
+            self.side.synchronize()
             torch.cuda.current_stream(self.decoder.device).wait_stream(self.side)
         missing = [i for i, w in enumerate(self.waves) if w is None]
         if missing:
             raise RuntimeError(f"no waveform was decoded for rows {missing}")
-        return to_numpy([w for w in self.waves if w is not None])
+        if self.side is not None:
+            return [w for w in self.waves if isinstance(w, np.ndarray)]
+        return to_numpy([w for w in self.waves if isinstance(w, torch.Tensor)])
 
     def _store(self, rows: Sequence[int], waves: list[torch.Tensor]) -> None:
-        for row, wave in zip(rows, waves):
+        if self.side is None:
+            for row, wave in zip(rows, waves):
+                self.waves[row] = wave
+            return
+        # On the side stream: one copy of the chunk into pinned memory, read after collect()'s
+        # synchronize (the numpy arrays are views of it).
+        flat = torch.cat([w.reshape(-1) for w in waves])
+        host = torch.empty(flat.shape, dtype=flat.dtype, pin_memory=True)
+        host.copy_(flat, non_blocking=True)
+        bounds = np.cumsum([w.numel() for w in waves])[:-1]
+        for row, wave in zip(rows, np.split(host.numpy(), bounds)):
             self.waves[row] = wave
