@@ -91,6 +91,22 @@ def sweep_attention_kernel(rows: int, attend: int, heads: int = 12, dim: int = 6
     da.KERNEL, da.BLOCK_POSITIONS, da.WARPS = saved
 
 
+def profile_waveform_chunk(engine, rows: int = 64, steps: int = 256) -> None:
+    """Decoder + Vocos of one decode chunk (random hidden states): where its GPU time goes."""
+    waveform = engine._parts.waveform
+    hiddens = [torch.randn(steps, engine._parts.gpt.hidden, device="cuda") for _ in range(rows)]
+    for _ in range(2):
+        waveform.decode_on_device(hiddens)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(3):
+            waveform.decode_on_device(hiddens)
+        torch.cuda.synchronize()
+    print(f"Decoder+Vocos, {rows} rows x {steps} steps, 3 chunks:")
+    print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=15,
+                                    max_name_column_width=60))
+
+
 def _time(run, repeats: int = 20) -> float:
     for _ in range(3):
         run()
@@ -112,6 +128,7 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--kv-cache", default=None, help="auto, int8 or model")
     parser.add_argument("--sweep", action="store_true", help="also sweep the attention kernel")
+    parser.add_argument("--waveform", action="store_true", help="also profile Decoder+Vocos")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, torch.inference_mode():
         write_synthetic_weights(Path(tmp), "full", 0)
@@ -147,6 +164,8 @@ def main() -> int:
               f"KV read {kv / 1e9:.2f} GB -> {kv / per_step / 1e12:.2f} TB/s")
         if args.sweep:
             sweep_attention_kernel(args.rows, args.attend)
+        if args.waveform:
+            profile_waveform_chunk(engine)
     return 0
 
 

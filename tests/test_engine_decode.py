@@ -331,6 +331,33 @@ for cache, scales, want in ((keys8, kscale, want_k), (values8, vscale, want_v)):
     written = torch.zeros(B, H, P, dtype=torch.bool)
     written[rows, :, at] = True
     assert scales[~written].abs().max().item() == 0.0
+
+# admission of a left-padded prefill into slots: the kernel against the PyTorch path
+from pipeline.engine.gpt import SlotCache
+prefilled = torch.randn(3, H, 40, D).half()
+lengths, slots = torch.tensor([40, 7, 33]), torch.tensor([4, 0, 2])
+for quantized in (False, True):
+    def empty():
+        dtype = torch.int8 if quantized else torch.float16
+        return SlotCache(keys=[torch.zeros(B, H, P, D, dtype=dtype)],
+                         values=[torch.zeros(B, H, P, D, dtype=dtype)],
+                         key_scales=[torch.zeros(B, H, P)] if quantized else [],
+                         value_scales=[torch.zeros(B, H, P)] if quantized else [],
+                         dtype=torch.float16)
+    by_kernel, by_torch = empty(), empty()
+    halved = prefilled / 2  # values differ from keys
+    for cache, scales, new in ((by_kernel.keys, by_kernel.key_scales, prefilled),
+                               (by_kernel.values, by_kernel.value_scales, halved)):
+        da.admit_prefill(new, cache[0], scales[0] if quantized else None, slots, lengths)
+    by_torch.admit(0, slots, prefilled, halved, lengths)  # CPU tensors: the PyTorch path
+    for i, (slot, n) in enumerate(zip(slots.tolist(), lengths.tolist())):
+        for part in (0, 1):  # keys, values
+            got = by_kernel.read(0, B, P)[part][slot, :, :n].float()
+            want = by_torch.read(0, B, P)[part][slot, :, :n].float()
+            worst = max(worst, (got - want).abs().max().item())
+            exact = (prefilled if part == 0 else halved)[i, :, 40 - n:].float()
+            assert quantized or torch.equal(got, exact)
+            assert (got - exact).abs().max().item() < 0.05
 print(worst)
 """
 

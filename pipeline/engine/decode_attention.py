@@ -186,6 +186,51 @@ if triton is not None:  # pragma: no cover
                  q_rot.to(q_ptr.dtype.element_ty))
 
 
+if triton is not None:  # pragma: no cover
+
+    @triton.jit
+    def _admit_kernel(src_ptr, dst_ptr, scales_ptr, slots_ptr, lengths_ptr,
+                      stride_sb, stride_sh, stride_sp, stride_db, stride_dh, stride_dp,
+                      stride_cb, stride_ch, width,
+                      QUANTIZED: tl.constexpr, BLOCK_P: tl.constexpr, HEAD_DIM: tl.constexpr):
+        row = tl.program_id(0)
+        head = tl.program_id(1)
+        positions = tl.program_id(2) * BLOCK_P + tl.arange(0, BLOCK_P)
+        dims = tl.arange(0, HEAD_DIM)
+        slot = tl.load(slots_ptr + row)
+        length = tl.load(lengths_ptr + row)
+        inside = positions < length
+        source = positions + (width - length)  # the prompt sits at the right end (left padding)
+        x = tl.load(src_ptr + row * stride_sb + head * stride_sh + source[:, None] * stride_sp
+                    + dims[None, :], mask=inside[:, None], other=0.0).to(tl.float32)
+        at = dst_ptr + slot * stride_db + head * stride_dh + positions[:, None] * stride_dp + dims[None, :]
+        if QUANTIZED:
+            step = tl.maximum(tl.max(tl.abs(x), 1), 1e-20) / 127.0
+            scaled = x / step[:, None]
+            rounded = (scaled + tl.where(scaled >= 0, 0.5, -0.5)).to(tl.int32)
+            codes = tl.minimum(tl.maximum(rounded, -127), 127).to(tl.int8)
+            tl.store(at, codes, mask=inside[:, None])
+            tl.store(scales_ptr + slot * stride_cb + head * stride_ch + positions, step, mask=inside)
+        else:
+            tl.store(at, x.to(dst_ptr.dtype.element_ty), mask=inside[:, None])
+
+
+def admit_prefill(prefilled: torch.Tensor, cache: torch.Tensor, scales: torch.Tensor | None,
+                  slots: torch.Tensor, lengths: torch.Tensor) -> None:
+    """A prefill's keys or values [n, H, w, D] (each prompt left-padded: its ``lengths[i]``
+    positions at the right end) into positions [0, length) of cache rows ``slots`` [N, H, P, D],
+    quantized to int8 with their ``scales`` [N, H, P] when given. One pass: the gather, the
+    quantization and the scatter of the PyTorch path in one kernel."""
+    rows, heads, width, dim = prefilled.shape
+    quantized, scales, _ = _scales(cache, scales, scales)
+    block = 32
+    _admit_kernel[(rows, heads, triton.cdiv(width, block))](
+        prefilled, cache, scales, slots, lengths,
+        prefilled.stride(0), prefilled.stride(1), prefilled.stride(2),
+        cache.stride(0), cache.stride(1), cache.stride(2), scales.stride(0), scales.stride(1),
+        width, QUANTIZED=quantized, BLOCK_P=block, HEAD_DIM=dim, num_warps=2)
+
+
 def rope_and_store(qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, keys: torch.Tensor,
                    values: torch.Tensor, write_at: torch.Tensor,
                    key_scales: torch.Tensor | None = None,

@@ -288,9 +288,23 @@ class SlotCache:
     def tensors(self) -> list[torch.Tensor]:
         return [*self.keys, *self.values, *self.key_scales, *self.value_scales]
 
+    def admit(self, layer: int, slots: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
+              lengths: torch.Tensor) -> None:
+        """A prefill's keys and values [n, H, w, D] into ``slots``, each prompt moved from the
+        right end (left padding) to positions [0, lengths[i])."""
+        if keys.is_cuda and decode_attention.available():
+            for cache, scales, new in ((self.keys, self.key_scales, keys),
+                                       (self.values, self.value_scales, values)):
+                decode_attention.admit_prefill(new, cache[layer],
+                                               scales[layer] if self.quantized else None,
+                                               slots, lengths)
+            return
+        start = _unpadding_index(keys.shape, lengths)
+        self.put(layer, slots, keys.gather(2, start), values.gather(2, start))
+
     def put(self, layer: int, slots: torch.Tensor, keys: torch.Tensor,
             values: torch.Tensor) -> None:
-        """Keys and values [n, H, w, D] into positions [0, w) of ``slots`` (admission)."""
+        """Keys and values [n, H, w, D] into positions [0, w) of ``slots``."""
         width = keys.shape[2]
         for cache, scales, new in ((self.keys, self.key_scales, keys),
                                    (self.values, self.value_scales, values)):
@@ -321,6 +335,14 @@ class SlotCache:
         return (kv_int8.dequantize(keys, self.key_scales[layer][:rows, :, :attend], self.dtype),
                 kv_int8.dequantize(values, self.value_scales[layer][:rows, :, :attend],
                                    self.dtype))
+
+
+def _unpadding_index(shape: torch.Size, lengths: torch.Tensor) -> torch.Tensor:
+    """Gather index [n, H, width, D] that shifts each left-padded row's real positions to 0."""
+    rows, heads, width, dim = shape
+    positions = torch.arange(width, device=lengths.device).view(1, -1)
+    source = (positions + (width - lengths).view(-1, 1)).clamp(max=width - 1)
+    return source.view(rows, 1, width, 1).expand(rows, heads, width, dim)
 
 
 def _use_triton(on: torch.Tensor, dtype: torch.dtype) -> bool:

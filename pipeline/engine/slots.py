@@ -97,9 +97,8 @@ def admit(state: SlotState, new: Newcomers) -> None:
     The prefill's left padding is dropped: each prompt moves to cache position 0 of its slot, so a
     slot's valid positions are always the prefix [0, write_at]."""
     index = to_device(new.slots, state.hidden.device)
-    start = _unpadding_index(new.cache, new.lengths)
     for layer, (keys, values) in enumerate(zip(new.cache.keys, new.cache.values)):
-        state.cache.put(layer, index, keys.gather(2, start), values.gather(2, start))
+        state.cache.admit(layer, index, keys, values, new.lengths)
     state.hidden[index] = new.last_hidden.to(state.hidden.dtype)
     state.write_at[index] = new.lengths
     state.rope_at[index] = new.lengths
@@ -114,14 +113,6 @@ def admit(state: SlotState, new: Newcomers) -> None:
     for mine, theirs in ((s.temperature, n.temperature), (s.top_p, n.top_p), (s.top_k, n.top_k),
                          (s.penalty, n.penalty), (s.seed_key, n.seed_key)):
         mine[index] = theirs
-
-
-def _unpadding_index(cache: KVCache, lengths: torch.Tensor) -> torch.Tensor:
-    """Gather index [n, H, width, D] that shifts each left-padded row's real positions to 0."""
-    rows, heads, width, dim = cache.keys[0].shape
-    positions = torch.arange(width, device=lengths.device).view(1, -1)
-    source = (positions + (width - lengths).view(-1, 1)).clamp(max=width - 1)
-    return source.view(rows, 1, width, 1).expand(rows, heads, width, dim)
 
 
 def compact(state: SlotState, keep: list[int]) -> None:
