@@ -24,6 +24,7 @@ from pipeline.engine.host_lists import to_device
 log = logging.getLogger(__name__)
 
 HOP = 256  # samples per mel frame; two mel frames per GPT step
+STEP_BUCKET = 32  # decode chunks are padded to a multiple of this many GPT steps (on the GPU)
 
 
 class WaveformDecoder:
@@ -81,7 +82,11 @@ class WaveformDecoder:
 
     def _decode_batch(self, hiddens: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         lengths = [h.shape[0] for h in hiddens]
-        steps = max(lengths)
+        # padded to a multiple of STEP_BUCKET on the GPU: chunk shapes then repeat from batch to
+        # batch, and the GEMM and FFT libraries find their plans cached (a first shape costs
+        # host time, measured on the H200); the mask keeps the padding out of every row
+        steps = -(-max(lengths) // STEP_BUCKET) * STEP_BUCKET if self.device.type == "cuda" \
+            else max(lengths)
         x = torch.zeros(len(hiddens), hiddens[0].shape[1], steps, dtype=self.dtype,
                         device=self.device)
         for i, h in enumerate(hiddens):
