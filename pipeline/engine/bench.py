@@ -349,6 +349,7 @@ def _host_profile(label: str) -> Iterator[None]:
     import cProfile
     import pstats
 
+    Path(folder).mkdir(parents=True, exist_ok=True)  # before the run, not after it
     profiler = cProfile.Profile()
     profiler.enable()
     try:
