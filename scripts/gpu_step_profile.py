@@ -72,23 +72,22 @@ def sweep_attention_kernel(rows: int, attend: int, heads: int = 12, dim: int = 6
     }
     positions = int(used.sum()) * heads
     print(f"attention kernel sweep: {rows} slots, lengths {attend // 4}..{attend}, one layer")
-    print("| cache | kernel | block | warps | µs | TB/s |")
-    print("|---|---|---|---|---|---|")
-    saved = da.KERNEL, da.BLOCK_POSITIONS, da.WARPS
+    print("| cache | block | warps | µs | TB/s |")
+    print("|---|---|---|---|---|")
+    saved = da.BLOCK_POSITIONS, da.WARPS
     for name, (keys, values, key_scales, value_scales) in caches.items():
         per_position = 2 * dim * keys.element_size() + (8 if key_scales is not None else 0)
         best = None
-        for kernel in ("fma", "dot"):
-            for block in (32, 64, 128):
-                for warps in (1, 2, 4):
-                    da.KERNEL, da.BLOCK_POSITIONS, da.WARPS = kernel, block, warps
-                    seconds = _time(lambda: da.decode_attention(query, keys, values, used,
-                                                                key_scales, value_scales))
-                    print(f"| {name} | {kernel} | {block} | {warps} | {seconds * 1e6:.1f} | "
-                          f"{positions * per_position / seconds / 1e12:.2f} |")
-                    best = min(best or (seconds, kernel, block, warps), (seconds, kernel, block, warps))
-        print(f"BEST {name} {best[1]} {best[2]} {best[3]} {best[0] * 1e6:.1f}")
-    da.KERNEL, da.BLOCK_POSITIONS, da.WARPS = saved
+        for block in (32, 64, 128):
+            for warps in (1, 2, 4):
+                da.BLOCK_POSITIONS, da.WARPS = block, warps
+                seconds = _time(lambda: da.decode_attention(query, keys, values, used,
+                                                            key_scales, value_scales))
+                print(f"| {name} | {block} | {warps} | {seconds * 1e6:.1f} | "
+                      f"{positions * per_position / seconds / 1e12:.2f} |")
+                best = min(best or (seconds, block, warps), (seconds, block, warps))
+        print(f"BEST {name} {best[1]} {best[2]} {best[0] * 1e6:.1f}")
+    da.BLOCK_POSITIONS, da.WARPS = saved
 
 
 def profile_waveform_chunk(engine, rows: int = 64, steps: int = 256) -> None:

@@ -36,9 +36,6 @@ except ImportError:  # CPU builds of PyTorch
 # H200 by scripts/gpu_step_profile.py; docs/engine.md). Overridable for that sweep.
 BLOCK_POSITIONS = int(os.environ.get("TTS_JOBS_ATTENTION_BLOCK", "32"))
 WARPS = int(os.environ.get("TTS_JOBS_ATTENTION_WARPS", "1"))
-# "fma": scores and sums on the CUDA cores (a dot product per position, reduced across lanes);
-# "dot": on the tensor cores, the one query padded to a 16-row tile. Measured: docs/engine.md.
-KERNEL = os.environ.get("TTS_JOBS_ATTENTION_KERNEL", "fma")
 
 
 def available() -> bool:
@@ -93,63 +90,17 @@ if triton is not None:  # pragma: no cover
 if triton is not None:  # pragma: no cover
 
     @triton.jit
-    def _decode_attention_dot_kernel(q_ptr, k_ptr, v_ptr, ks_ptr, vs_ptr, o_ptr, used_ptr, scale,
-                                     stride_qb, stride_qh, stride_kb, stride_kh, stride_kp,
-                                     stride_sb, stride_sh, stride_ob, stride_oh,
-                                     QUANTIZED: tl.constexpr, BLOCK_N: tl.constexpr,
-                                     HEAD_DIM: tl.constexpr):
-        """The same attention with both products on the tensor cores: the query is row 0 of a
-        16-row tile (the smallest a tensor-core product takes), the other rows are zeros whose
-        results are never stored. An int8 cache's value scales go into the values (fp16 keeps
-        them exactly enough), its key scales into the scores."""
-        row = tl.program_id(0)
-        head = tl.program_id(1)
-        used = tl.load(used_ptr + row)
-        dims = tl.arange(0, HEAD_DIM)
-        lanes = tl.arange(0, 16)
-        q = tl.load(q_ptr + row * stride_qb + head * stride_qh + dims).to(tl.float32) * scale
-        tile = tl.where(lanes[:, None] == 0, q[None, :], 0.0).to(tl.float16)
-        base = row * stride_kb + head * stride_kh
-        scale_base = row * stride_sb + head * stride_sh
-        best = tl.full([16], float("-inf"), tl.float32)
-        total = tl.zeros([16], tl.float32)
-        acc = tl.zeros([16, HEAD_DIM], tl.float32)
-        start = 0
-        while start < used:
-            positions = start + tl.arange(0, BLOCK_N)
-            inside = positions < used
-            offsets = base + positions[:, None] * stride_kp + dims[None, :]
-            keys = tl.load(k_ptr + offsets, mask=inside[:, None], other=0.0).to(tl.float16)
-            values = tl.load(v_ptr + offsets, mask=inside[:, None], other=0.0)
-            scores = tl.dot(tile, tl.trans(keys))  # [16, BLOCK_N], float32
-            if QUANTIZED:
-                key_scales = tl.load(ks_ptr + scale_base + positions, mask=inside, other=0.0)
-                scores *= key_scales[None, :]
-                value_scales = tl.load(vs_ptr + scale_base + positions, mask=inside, other=0.0)
-                values = values.to(tl.float32) * value_scales[:, None]
-            scores = tl.where(inside[None, :], scores, float("-inf"))
-            new_best = tl.maximum(best, tl.max(scores, 1))
-            rescale = tl.exp(best - new_best)
-            weights = tl.exp(scores - new_best[:, None])
-            total = total * rescale + tl.sum(weights, 1)
-            acc = acc * rescale[:, None] + tl.dot(weights.to(tl.float16), values.to(tl.float16))
-            best = new_best
-            start += BLOCK_N
-        out = acc / total[:, None]
-        where = o_ptr + row * stride_ob + head * stride_oh + lanes[:, None] * 0 + dims[None, :]
-        tl.store(where, out.to(o_ptr.dtype.element_ty), mask=lanes[:, None] == 0)
-
-
-if triton is not None:  # pragma: no cover
+    def _int8_codes(scaled):
+        """Rounded half away from zero and clamped, as kv_int8.quantize does."""
+        rounded = (scaled + tl.where(scaled >= 0, 0.5, -0.5)).to(tl.int32)
+        return tl.minimum(tl.maximum(rounded, -127), 127).to(tl.int8)
 
     @triton.jit
     def _store(cache_ptr, scales_ptr, at, x, QUANTIZED: tl.constexpr):
-        """One vector into the cache (and its scale), rounded as kv_int8.quantize does."""
+        """One vector into the cache (and its scale)."""
         if QUANTIZED:
             step = tl.maximum(tl.max(tl.abs(x), 0), 1e-20) / 127.0
-            scaled = x / step
-            rounded = (scaled + tl.where(scaled >= 0, 0.5, -0.5)).to(tl.int32)
-            tl.store(cache_ptr + at, tl.minimum(tl.maximum(rounded, -127), 127).to(tl.int8))
+            tl.store(cache_ptr + at, _int8_codes(x / step))
             tl.store(scales_ptr, step)
         else:
             tl.store(cache_ptr + at, x.to(cache_ptr.dtype.element_ty))
@@ -206,10 +157,7 @@ if triton is not None:  # pragma: no cover
         at = dst_ptr + slot * stride_db + head * stride_dh + positions[:, None] * stride_dp + dims[None, :]
         if QUANTIZED:
             step = tl.maximum(tl.max(tl.abs(x), 1), 1e-20) / 127.0
-            scaled = x / step[:, None]
-            rounded = (scaled + tl.where(scaled >= 0, 0.5, -0.5)).to(tl.int32)
-            codes = tl.minimum(tl.maximum(rounded, -127), 127).to(tl.int8)
-            tl.store(at, codes, mask=inside[:, None])
+            tl.store(at, _int8_codes(x / step[:, None]), mask=inside[:, None])
             tl.store(scales_ptr + slot * stride_cb + head * stride_ch + positions, step, mask=inside)
         else:
             tl.store(at, x.to(dst_ptr.dtype.element_ty), mask=inside[:, None])
@@ -260,8 +208,7 @@ def decode_attention(query: torch.Tensor, keys: torch.Tensor, values: torch.Tens
     rows, heads, dim = query.shape
     quantized, key_scales, value_scales = _scales(keys, key_scales, value_scales)
     out = torch.empty_like(query)
-    kernel = _decode_attention_dot_kernel if KERNEL == "dot" else _decode_attention_kernel
-    kernel[(rows, heads)](
+    _decode_attention_kernel[(rows, heads)](
         query, keys, values, key_scales, value_scales, out, used, 1.0 / math.sqrt(dim),
         query.stride(0), query.stride(1), keys.stride(0), keys.stride(1), keys.stride(2),
         key_scales.stride(0), key_scales.stride(1), out.stride(0), out.stride(1),
