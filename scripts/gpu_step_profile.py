@@ -106,6 +106,43 @@ def profile_waveform_chunk(engine, rows: int = 64, steps: int = 256) -> None:
                                     max_name_column_width=60))
 
 
+def time_step_parts(engine, state, kind: StepKind) -> None:
+    """GPU time of each part of one decode step, every part captured alone as a CUDA graph (eager
+    timing would measure launches): which part is worth making faster."""
+    from pipeline.engine import decode_step as ds
+
+    gpt, space, b = engine._parts.gpt, engine._runner.space, kind.rows
+    step = state.row_step[:b]
+    alive = ~state.done[:b]
+    tokens = ds._sample(space, state, kind, step)
+    sampling = state.sampling.first(b, kind.greedy, kind.penalised, kind.candidates)
+    logits = space.logits(state.hidden[:b])
+    parts = {
+        "sampling: head logits": lambda: space.logits(state.hidden[:b]),
+        "sampling: everything after the logits": lambda: ds.choose(
+            ds.mask_eos(ds.apply_penalty(logits / sampling.temperature,
+                                         ds.window_counts(state.window[:b], space.vocab),
+                                         sampling.penalty), space.eos, state.min_new[:b] <= step),
+            sampling, step, state.cells),
+        "sampling, whole": lambda: ds._sample(space, state, kind, step),
+        "record + counters": lambda: (ds._record(state, b, step, tokens),
+                                      ds._advance_counters(state, b, step, alive, tokens, space.eos)),
+        "GPT one position": lambda: ds.run_gpt_step(gpt, space, state, kind, tokens, alive),
+        "whole step": lambda: ds.decode_step(gpt, space, state, kind),
+    }
+    print(f"decode step parts, each replayed alone from a CUDA graph ({b} rows x {kind.attend} "
+          "positions):")
+    print("| part | µs |")
+    print("|---|---|")
+    for name, run in parts.items():
+        run()
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            run()
+        print(f"| {name} | {_time(graph.replay) * 1e6:.1f} |")
+
+
 def _time(run, repeats: int = 20) -> float:
     for _ in range(3):
         run()
@@ -126,6 +163,8 @@ def main() -> int:
     parser.add_argument("--precision", default="fp16")
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--kv-cache", default=None, help="auto, int8 or model")
+    parser.add_argument("--candidates", type=int, default=32,
+                        help="tokens ranked per (row, codebook) when sampling (0: a full sort)")
     parser.add_argument("--sweep", action="store_true", help="also sweep the attention kernel")
     parser.add_argument("--waveform", action="store_true", help="also profile Decoder+Vocos")
     args = parser.parse_args()
@@ -139,7 +178,8 @@ def main() -> int:
                                            True))
         state.write_at.fill_(args.attend - 2)
         fill_cache(state)
-        kind = StepKind(rows=args.rows, attend=args.attend, greedy=False, penalised=True)
+        kind = StepKind(rows=args.rows, attend=args.attend, greedy=False, penalised=True,
+                        candidates=args.candidates)
         for _ in range(3):
             decode_step(engine._parts.gpt, runner.space, state, kind)
         torch.cuda.synchronize()
@@ -147,8 +187,9 @@ def main() -> int:
             for _ in range(args.steps):
                 decode_step(engine._parts.gpt, runner.space, state, kind)
             torch.cuda.synchronize()
-        print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=25, max_name_column_width=70))
+        print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=40, max_name_column_width=70))
         compare_attention_paths(engine, state, kind)
+        time_step_parts(engine, state, kind)
         runner.step(kind)  # capture
         runner.step(kind)
         torch.cuda.synchronize()

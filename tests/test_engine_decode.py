@@ -8,9 +8,11 @@ and upstream ChatTTS's repetition penalty on fixed logits.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from pathlib import Path
 from typing import Any
+
 
 import numpy as np
 import pytest
@@ -23,7 +25,6 @@ from pipeline.engine.sampling import (
     RowSampling,
     apply_penalty,
     choose,
-    gumbel_noise,
     noise_cells,
     window_counts,
 )
@@ -99,7 +100,7 @@ def test_rows_ending_at_eos_free_their_slot_for_the_next_sentence(engine: Engine
     voice = parse_voice(engine.sample_voice(0), parts.gpt.hidden, emb.codebooks)
     texts = TEXTS[:5]
     token_ids = engine._tokenize([code_prompt_text(t, "[speed_5]", voice) for t in texts])
-    rows = [code_prompt_row(ids, voice, emb.codebooks) for ids in token_ids]
+    rows = [code_prompt_row(ids, voice) for ids in token_ids]
     prompts = embed_prompts(rows, emb, engine._spk_emb_id, torch.device("cpu"))
     sampling = RowSampling.build([0.3] * 5, [0.7] * 5, [20] * 5, [1.05] * 5, list(range(5)),
                                  torch.device("cpu"))
@@ -213,18 +214,19 @@ def fixed_logits() -> torch.Tensor:
 
 
 def draw(logits: torch.Tensor, temperature: float, top_p: float, top_k: int, penalty: float,
-         window: torch.Tensor, draws: int) -> np.ndarray:
+         window: torch.Tensor, draws: int, candidates: int = 0) -> np.ndarray:
     """``draws`` samples of one (row, codebook) with these logits: one row per seed, as the loop
-    draws them (temperature, penalty, then top-p/top-k and the hashed Gumbel noise)."""
+    draws them (temperature, penalty, then top-p/top-k and the hashed Gumbel noise), ranking
+    the best ``candidates`` tokens only, or all of them (0)."""
     rows = draws
     sampling = RowSampling.build([temperature] * rows, [top_p] * rows, [top_k] * rows,
                                  [penalty] * rows, list(range(rows)), torch.device("cpu"))
+    sampling = dataclasses.replace(sampling, candidates=candidates)
     scaled = logits.expand(rows, 1, VOCAB) / sampling.temperature
     counts = window_counts(window.expand(rows, 1, -1).contiguous(), VOCAB)
     scaled = apply_penalty(scaled, counts, sampling.penalty)
     step = torch.full((rows,), 7, dtype=torch.int64)
-    noise = gumbel_noise(sampling.seed_key, step, noise_cells(1, VOCAB, torch.device("cpu")))
-    tokens = choose(scaled, sampling, noise)[:, 0]
+    tokens = choose(scaled, sampling, step, noise_cells(1, VOCAB, torch.device("cpu")))[:, 0]
     return np.bincount(tokens.numpy(), minlength=VOCAB)
 
 
@@ -243,18 +245,24 @@ def reference_probabilities(logits: torch.Tensor, temperature: float, top_p: flo
     return torch.softmax(scores, -1)[0].double().numpy()
 
 
-@pytest.mark.parametrize("temperature,top_p,top_k,penalty", [
-    (1.0, 1.0, VOCAB, 1.0),  # plain softmax
-    (0.7, 0.7, 20, 1.0),  # upstream's defaults: the nucleus decides
-    (0.3, 0.9, 4, 1.0),  # top-k decides
-    (1.0, 0.95, 8, 1.3),  # repetition penalty on a window of recent tokens
+@pytest.mark.parametrize("temperature,top_p,top_k,penalty,candidates", [
+    (1.0, 1.0, VOCAB, 1.0, 0),  # plain softmax
+    (0.7, 0.7, 20, 1.0, 0),  # upstream's defaults: the nucleus decides
+    (0.3, 0.9, 4, 1.0, 0),  # top-k decides
+    (1.0, 0.95, 8, 1.3, 0),  # repetition penalty on a window of recent tokens
+    # the same with only the best few tokens ranked (the GPU loop's default): the nucleus still
+    # weighs them against the whole vocabulary
+    (0.7, 0.7, 6, 1.0, 6),
+    (0.3, 0.9, 4, 1.0, 5),
+    (1.0, 0.95, 8, 1.3, 8),
 ])
 def test_the_sampler_draws_from_the_reference_distribution(temperature: float, top_p: float,
-                                                           top_k: int, penalty: float) -> None:
+                                                           top_k: int, penalty: float,
+                                                           candidates: int) -> None:
     logits = fixed_logits()
     window = torch.tensor([0, 0, 0, 1, 3, 3] + [VOCAB] * 10)  # token 0 three times, 1 once, 3 twice
     draws = 40_000
-    counts = draw(logits, temperature, top_p, top_k, penalty, window, draws)
+    counts = draw(logits, temperature, top_p, top_k, penalty, window, draws, candidates)
     expected = reference_probabilities(logits, temperature, top_p, top_k, penalty,
                                        window[window < VOCAB])
     assert counts[expected == 0].sum() == 0, "a token outside the nucleus/top-k was drawn"
@@ -263,6 +271,25 @@ def test_the_sampler_draws_from_the_reference_distribution(temperature: float, t
     # is below 40, while a wrong temperature or a missing penalty gives thousands.
     chi2 = float((((counts[kept] - draws * expected[kept]) ** 2) / (draws * expected[kept])).sum())
     assert chi2 < 40.0, (chi2, counts, np.round(expected * draws))
+
+
+def test_ranking_the_best_candidates_draws_the_tokens_a_full_sort_draws() -> None:
+    """The loop ranks only a bucket of best tokens (``candidate_count``): on ChatTTS-sized logits
+    (4 codebooks x 626 tokens, a mix of settings per row) every draw equals the full sort's."""
+    generator = torch.Generator().manual_seed(0)
+    rows, vocab = 512, 626
+    logits = torch.randn(rows, 4, vocab, generator=generator) * 3
+    top_k = [int(k) for k in torch.randint(1, 33, (rows,), generator=generator)]
+    top_p = [float(p) for p in torch.rand(rows, generator=generator) * 0.9 + 0.1]
+    sampling = RowSampling.build([1.0] * rows, top_p, top_k, [1.0] * rows, list(range(rows)),
+                                 torch.device("cpu"))
+    assert sampling.candidates == 32
+    step = torch.arange(rows)
+    cells = noise_cells(4, vocab, torch.device("cpu"))
+    ranked = choose(logits.clone(), sampling, step, cells)
+    everything = choose(logits.clone(), dataclasses.replace(sampling, candidates=0), step, cells)
+    assert torch.equal(ranked, everything)
+    assert len(set(ranked.flatten().tolist())) > 100  # draws spread, not one argmax
 
 
 def test_the_sampler_test_can_tell_a_wrong_distribution() -> None:

@@ -94,6 +94,20 @@ def test_waveform_equals_upstreams_decoder_on_the_same_hidden_states(engine: Eng
     np.testing.assert_allclose(ours, expected, atol=1e-6)
 
 
+def test_full_convolutions_run_as_one_gemm_give_upstreams_waveforms(engine: Engine, upstream: Any,
+                                                                    monkeypatch: Any) -> None:
+    """On the GPU in half precision the decoder's full convolutions run over all rows as one
+    GEMM (``conv_rows_at_once``); the same path forced on here must still be upstream's audio,
+    for rows of different lengths decoded together."""
+    waveform = engine._parts.waveform
+    monkeypatch.setattr(waveform, "batched_convs", True)
+    hiddens = [torch.randn(n, 64) for n in (23, 9, 40)]
+    ours = engine.decode_hiddens(hiddens)
+    for hidden, wave in zip(hiddens, ours):
+        expected = upstream._decode_to_wavs([hidden.clone()], True)[0]
+        np.testing.assert_allclose(wave, expected, atol=1e-5)
+
+
 # ------------------------------------------------------------------------------ per row
 def test_a_sentence_sounds_the_same_alone_in_a_batch_and_at_any_position(engine: Engine) -> None:
     voice = engine.sample_voice(5)
@@ -148,7 +162,7 @@ def test_eos_ends_a_row_at_its_own_floor_and_is_not_counted(engine: Engine) -> N
                        logits=eos_loving_logits)
     voice = parse_voice(engine.sample_voice(0), parts.gpt.hidden, emb.codebooks)
     token_ids = engine._tokenize([code_prompt_text(t, "[speed_5]", voice) for t in TEXTS])
-    rows = [code_prompt_row(ids, voice, emb.codebooks) for ids in token_ids]
+    rows = [code_prompt_row(ids, voice) for ids in token_ids]
     prompts = embed_prompts(rows, emb, engine._spk_emb_id, torch.device("cpu"))
     sampling = RowSampling.build([0.3] * 3, [0.7] * 3, [20] * 3, [1.05] * 3, [1, 2, 3],
                                  torch.device("cpu"))

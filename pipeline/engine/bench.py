@@ -102,6 +102,10 @@ class BenchRow:
     prefill_s: float | None = None  # GPU time in prompt prefill
     waveform_s: float | None = None  # GPU time in Decoder + Vocos
     host_s: float | None = None  # wall - the above: the GPU waiting on the CPU
+    idle_start_s: float | None = None  # GPU idle before its first phase (tokenising, planning)
+    idle_between_s: float | None = None  # GPU idle between its phases (waiting on the host)
+    tail_s: float | None = None  # Decoder+Vocos after the last decode step
+    after_s: float | None = None  # wall time after the GPU's last phase (results to the host)
     steps: int | None = None  # decode steps run
     step_ms: float | None = None  # GPU time per decode step
     bandwidth_tbs: float | None = None  # bytes the steps must read / their GPU time
@@ -318,6 +322,7 @@ def _run_ours(model_dir: Path, device: Any, precision: str, texts: list[str], st
     if produced != sum(steps):
         raise RuntimeError(f"tts-jobs produced {produced} steps, expected {sum(steps)}")
     phases = engine.clock.totals()
+    edges = engine.clock.edges()
     decode_steps, step_bytes = engine.clock.steps, engine.clock.step_bytes
     quality = fidelity.measure(engine, ref)
     del engine
@@ -330,7 +335,12 @@ def _run_ours(model_dir: Path, device: Any, precision: str, texts: list[str], st
                     load_s=load_s, warmup_s=warmup_s, batches=len(batches), slots=opts.slots,
                     gpt_s=phases["gpt_steps"], prefill_s=phases["prefill"],
                     waveform_s=phases["waveform"],
-                    host_s=max(0.0, wall - sum(phases.values())), steps=decode_steps,
+                    host_s=max(0.0, wall - sum(phases.values())),
+                    idle_start_s=edges["idle_start"] if on_gpu else None,
+                    idle_between_s=edges["idle_between"] if on_gpu else None,
+                    tail_s=edges["tail"] if on_gpu else None,
+                    after_s=max(0.0, wall - edges["busy_end"]) if on_gpu else None,
+                    steps=decode_steps,
                     step_ms=1000 * phases["gpt_steps"] / max(decode_steps, 1),
                     bandwidth_tbs=(step_bytes / phases["gpt_steps"] / 1e12
                                    if phases["gpt_steps"] else None),
@@ -341,7 +351,13 @@ def _run_ours(model_dir: Path, device: Any, precision: str, texts: list[str], st
 
 @contextlib.contextmanager
 def _host_profile(label: str) -> Iterator[None]:
-    """With TTS_JOBS_BENCH_PROFILE=DIR, cProfile the timed region (where the host time goes)."""
+    """With TTS_JOBS_BENCH_PROFILE=DIR, cProfile the timed region (where the host time goes);
+    with TTS_JOBS_BENCH_TRACE=DIR, record it with torch.profiler instead (every kernel and CUDA
+    call on a timeline, for ``scripts/gpu_trace_gaps.py``). Either slows the run it watches."""
+    if os.environ.get("TTS_JOBS_BENCH_TRACE"):
+        with _device_trace(Path(os.environ["TTS_JOBS_BENCH_TRACE"]) / f"trace-{label}.json.gz"):
+            yield
+        return
     folder = os.environ.get("TTS_JOBS_BENCH_PROFILE")
     if not folder:
         yield
@@ -358,6 +374,16 @@ def _host_profile(label: str) -> Iterator[None]:
         profiler.disable()
         with open(Path(folder) / f"host-{label}.txt", "w") as out:
             pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(40)
+
+
+@contextlib.contextmanager
+def _device_trace(path: Path) -> Iterator[None]:
+    from torch.profiler import ProfilerActivity, profile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        yield
+    prof.export_chrome_trace(str(path))
 
 
 def _join(*parts: str) -> str:
@@ -496,11 +522,15 @@ def format_table(report: BenchReport) -> str:
             f"| {_fmt(r.relative_logit_error, '.2e')} | {_fmt(r.snr_db, '.1f')} "
             f"| {_fmt(r.load_s, '.1f')} | {_fmt(r.warmup_s, '.1f')} | {r.note} |")
     lines += ["", "Where the tts-jobs time goes (GPU seconds from CUDA events; host = wall minus "
-              "GPU phases, i.e. the GPU waiting on Python). Bandwidth: weights + attended KV cache "
+              "GPU phases, i.e. the GPU waiting on Python; on the GPU, where Decoder+Vocos overlaps "
+              "the steps, the timeline says it better: GPU idle at the start and between phases, "
+              "the tail of Decoder+Vocos after the last step, and the wall time after the GPU's "
+              "last phase). Bandwidth: weights + attended KV cache "
               f"per step over the steps' GPU time, against the ~{COPY_CEILING_TBS} TB/s copy "
               "ceiling.", "",
               "| precision | batch | slots | wall s | GPT steps s | prefill s | Decoder+Vocos s "
-              "| host s | steps | ms/step | TB/s | % of ceiling |", "|" + "---|" * 12]
+              "| host s | idle start s | idle between s | tail s | after s | steps | ms/step "
+              "| TB/s | % of ceiling |", "|" + "---|" * 16]
     for r in report.rows:
         if r.system != "tts-jobs" or r.gpt_s is None:
             continue
@@ -508,7 +538,8 @@ def format_table(report: BenchReport) -> str:
         lines.append(
             f"| {r.precision} | {r.batch} | {r.slots or r.batch} | {r.wall_s:.2f} | {r.gpt_s:.2f} "
             f"| {_fmt(r.prefill_s, '.2f')} | {_fmt(r.waveform_s, '.2f')} | {_fmt(r.host_s, '.2f')} "
-            f"| {r.steps} | {_fmt(r.step_ms, '.2f')} | {_fmt(r.bandwidth_tbs, '.2f')} "
+            f"| {_fmt(r.idle_start_s, '.3f')} | {_fmt(r.idle_between_s, '.3f')} "
+            f"| {_fmt(r.tail_s, '.3f')} | {_fmt(r.after_s, '.3f')} | {r.steps} | {_fmt(r.step_ms, '.2f')} | {_fmt(r.bandwidth_tbs, '.2f')} "
             f"| {_fmt(share, '.0f')} |")
     if report.ratios:
         lines.append("")

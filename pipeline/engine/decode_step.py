@@ -16,8 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from pipeline.engine.gpt import FusedLlama
-from pipeline.engine.sampling import apply_penalty, choose, gumbel_noise, mask_eos, push_window, \
-    window_counts
+from pipeline.engine.sampling import apply_penalty, choose, mask_eos, push_window, window_counts
 from pipeline.engine.slots import SlotState
 
 
@@ -40,6 +39,7 @@ class StepKind:
     attend: int  # cache positions attended to
     greedy: bool
     penalised: bool
+    candidates: int = 0  # tokens ranked per (row, codebook) when sampling (0: all)
 
 
 def decode_step(gpt: FusedLlama, space: TokenSpace, state: SlotState, kind: StepKind) -> None:
@@ -54,14 +54,13 @@ def decode_step(gpt: FusedLlama, space: TokenSpace, state: SlotState, kind: Step
 
 def _sample(space: TokenSpace, state: SlotState, kind: StepKind, step: torch.Tensor) -> torch.Tensor:
     b = kind.rows
-    sampling = state.sampling.first(b, kind.greedy, kind.penalised)
+    sampling = state.sampling.first(b, kind.greedy, kind.penalised, kind.candidates)
     logits = space.logits(state.hidden[:b]) / sampling.temperature
     if kind.penalised:
         logits = apply_penalty(logits, window_counts(state.window[:b], space.vocab),
                                sampling.penalty)
     logits = mask_eos(logits, space.eos, state.min_new[:b] <= step)
-    noise = None if kind.greedy else gumbel_noise(sampling.seed_key, step, state.cells)
-    return choose(logits, sampling, noise)
+    return choose(logits, sampling, step, state.cells)
 
 
 def _record(state: SlotState, b: int, step: torch.Tensor, tokens: torch.Tensor) -> None:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
 import zlib
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,6 +50,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_PROMPT = "[speed_5]"
 TOKEN_MEMORY = 65_536  # prompts whose token ids are remembered (a few MB)
+TOKENIZE_CHUNK = 128  # prompts per tokenizer call when a batch is split across threads
 
 
 @dataclass(frozen=True)
@@ -191,12 +194,10 @@ class Engine:
                 raise
 
     def _code_rows(self, requests: Sequence[SynthesisRequest]) -> list[PromptRow]:
-        parts = self._parts
         voices = [self._voice(r.voice) for r in requests]
         texts = [code_prompt_text(r.text, r.prompt, v) for r, v in zip(requests, voices)]
         token_ids = self._tokenize(texts)
-        return [code_prompt_row(ids, voice, parts.embeddings.codebooks)
-                for ids, voice in zip(token_ids, voices)]
+        return [code_prompt_row(ids, voice) for ids, voice in zip(token_ids, voices)]
 
     def _code_space(self) -> TokenSpace:
         emb = self._parts.embeddings
@@ -243,17 +244,14 @@ class Engine:
         return parsed
 
     def _tokenize(self, texts: list[str]) -> list[list[int]]:
-        # The Rust tokenizer's batch call directly: the same ids as the transformers wrapper, ~5x
-        # faster on a 1024-sentence batch (the wrapper converts every encoding in Python).
         # Prompts met at planning time are met again at synthesis: remembered, not re-tokenized.
         missing = list(dict.fromkeys(t for t in texts if t not in self._token_ids))
         if missing:
-            fast = self._parts.tokenizer._tokenizer.backend_tokenizer
-            encoded = fast.encode_batch(missing, add_special_tokens=False)
+            encoded = _encode_in_threads(self._parts.tokenizer._tokenizer.backend_tokenizer, missing)
             if len(self._token_ids) + len(missing) > TOKEN_MEMORY:
                 self._token_ids.clear()
-            self._token_ids.update((t, e.ids) for t, e in zip(missing, encoded))
-        return [list(self._token_ids[t]) for t in texts]
+            self._token_ids.update(zip(missing, encoded))
+        return [self._token_ids[t] for t in texts]
 
     @property
     def _torch_device(self) -> torch.device:
@@ -331,7 +329,7 @@ class Engine:
         emb = parts.embeddings
         tok = parts.tokenizer
         token_ids = self._tokenize([refine_prompt_text(t, params.prompt) for t in texts])
-        rows = [text_prompt_row(ids, 1) for ids in token_ids]
+        rows = [text_prompt_row(ids) for ids in token_ids]
         prompts = embed_prompts(rows, emb, self._spk_emb_id, self._torch_device)
         space = TokenSpace(codebooks=1, vocab=emb.text_vocab, eos=int(tok.eos_token),
                            embed=lambda t: emb.text_embed(t[:, 0]), logits=emb.text_logits)
@@ -364,3 +362,32 @@ class _device_errors:
             raise SynthesisError(f"synthesis of a batch of {self.rows} failed on the device: "
                                  f"{exc}") from exc
         return False
+
+
+_TOKENIZER_THREADS: ThreadPoolExecutor | None = None
+
+
+def _forget_tokenizer_threads() -> None:
+    global _TOKENIZER_THREADS
+    _TOKENIZER_THREADS = None  # a forked child (Celery prefork) has none of its parent's threads
+
+
+os.register_at_fork(after_in_child=_forget_tokenizer_threads)
+
+
+def _encode_in_threads(fast: Any, texts: list[str]) -> list[list[int]]:
+    """The Rust tokenizer's batch call (the same ids as the transformers wrapper, ~5x faster: the
+    wrapper converts every encoding in Python), on chunks in a few threads. ChatTTS switches the
+    tokenizer's own parallelism off at import (TOKENIZERS_PARALLELISM=false, against fork
+    deadlocks), and the GPU sits idle while a batch is tokenized; ``encode_batch`` releases the
+    GIL, so threads give the cores back without touching that setting."""
+    global _TOKENIZER_THREADS
+    chunks = [texts[i:i + TOKENIZE_CHUNK] for i in range(0, len(texts), TOKENIZE_CHUNK)]
+    if len(chunks) == 1:
+        return [e.ids for e in fast.encode_batch(texts, add_special_tokens=False)]
+    if _TOKENIZER_THREADS is None:
+        _TOKENIZER_THREADS = ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1),
+                                                thread_name_prefix="tokenize")
+    encoded = _TOKENIZER_THREADS.map(lambda chunk: fast.encode_batch(chunk, add_special_tokens=False),
+                                     chunks)
+    return [e.ids for part in encoded for e in part]

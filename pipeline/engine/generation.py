@@ -147,7 +147,8 @@ class _Scheduler:
             # per live-slot bucket serves every length.
             attend = positions if self.prefix_only else attend_bucket(longest + k + 1, positions)
             self.runner.step(StepKind(rows=live, attend=attend, greedy=self.sampling.greedy,
-                                      penalised=self.sampling.penalised))
+                                      penalised=self.sampling.penalised,
+                                      candidates=self.sampling.candidates))
             self.clock.count_step(self.weight_bytes + live * (longest + k + 1) * self.kv_bytes)
         for i, row in enumerate(self.slot_row):
             if row is not None:

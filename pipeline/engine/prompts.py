@@ -8,8 +8,10 @@ speaker vector. This module does the same, but per row: each row brings its own 
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -63,12 +65,17 @@ class TokenEmbeddings(nn.Module):
 
 @dataclass(frozen=True)
 class PromptRow:
-    """One row's prompt: token ids [n, Q] (text tokens repeated over Q), which are text, and the
-    speaker vector that replaces ``[spk_emb]`` (None for [empty_spk] prompts)."""
+    """One row's prompt: its text token ids, then (audio-prompt voices) the sample's DVAE codes,
+    embedded as audio; and the float16 speaker vector whose normalised form replaces
+    ``[spk_emb]`` (None for ``[empty_spk]`` prompts). Kept as plain host data: a batch of 1024
+    rows is laid out in a few numpy passes, not 1024 small tensors (the GPU waits meanwhile)."""
 
-    ids: torch.Tensor  # int64 [n, Q]
-    is_text: torch.Tensor  # bool [n]
-    speaker: torch.Tensor | None  # float32 [C], L2-normalised
+    text_ids: list[int]
+    codes: np.ndarray | None  # int64 [T, Q]
+    speaker: np.ndarray | None  # float16 [C], as the voice stores it
+
+    def __len__(self) -> int:
+        return len(self.text_ids) + (0 if self.codes is None else self.codes.shape[0])
 
 
 @dataclass(frozen=True)
@@ -102,59 +109,73 @@ def refine_prompt_text(text: str, prompt: str = "") -> str:
     return f"[Sbreak]{text}[Pbreak]{prompt}"
 
 
-def code_prompt_row(token_ids: list[int], voice: Voice, codebooks: int) -> PromptRow:
-    ids = torch.tensor(token_ids, dtype=torch.int64).unsqueeze(1).expand(-1, codebooks)
-    is_text = torch.ones(len(token_ids), dtype=torch.bool)
-    speaker = None
+def code_prompt_row(token_ids: list[int], voice: Voice) -> PromptRow:
     if isinstance(voice, AudioPrompt):
-        codes = torch.from_numpy(voice.codes.astype("int64")).t()  # [T, Q]
-        ids = torch.cat([ids, codes], 0)
-        is_text = torch.cat([is_text, torch.zeros(codes.shape[0], dtype=torch.bool)])
-    else:
-        # Upstream normalises the float16 vector in float16, then promotes it.
-        vector = torch.from_numpy(voice.vector.copy())
-        speaker = F.normalize(vector, p=2.0, dim=0, eps=1e-12).float()
-    return PromptRow(ids=ids.contiguous(), is_text=is_text, speaker=speaker)
+        return PromptRow(text_ids=token_ids, codes=voice.codes.astype(np.int64).T, speaker=None)
+    return PromptRow(text_ids=token_ids, codes=None, speaker=voice.vector)
 
 
-def text_prompt_row(token_ids: list[int], codebooks: int) -> PromptRow:
-    ids = torch.tensor(token_ids, dtype=torch.int64).unsqueeze(1).expand(-1, codebooks)
-    return PromptRow(ids=ids.contiguous(), is_text=torch.ones(len(token_ids), dtype=torch.bool),
-                     speaker=None)
+def text_prompt_row(token_ids: list[int]) -> PromptRow:
+    return PromptRow(text_ids=token_ids, codes=None, speaker=None)
 
 
 def embed_prompts(rows: list[PromptRow], embeddings: TokenEmbeddings, spk_emb_id: int,
                   device: torch.device) -> PromptBatch:
     """Left-pad ``rows`` to one width and embed them."""
-    width = max(row.ids.shape[0] for row in rows)
-    codebooks = rows[0].ids.shape[1]
-    ids = torch.zeros(len(rows), width, codebooks, dtype=torch.int64)
-    is_text = torch.zeros(len(rows), width, dtype=torch.bool)
-    valid = torch.zeros(len(rows), width, dtype=torch.bool)
-    for i, row in enumerate(rows):
-        n = row.ids.shape[0]
-        ids[i, width - n:] = row.ids
-        is_text[i, width - n:] = row.is_text
-        valid[i, width - n:] = True
-    ids, is_text, valid = (pinned_to_device(t, device) for t in (ids, is_text, valid))
-    text = embeddings.text_embed(torch.where(is_text, ids[..., 0], 0))
-    codes = embeddings.code_embed(torch.where(is_text.unsqueeze(-1), 0, ids))
-    embeds = torch.where(is_text.unsqueeze(-1), text, codes)
-    embeds = _apply_speakers(embeds, rows, ids[..., 0] == spk_emb_id, device)
+    lengths = np.array([len(row) for row in rows])
+    text_lengths = np.array([len(row.text_ids) for row in rows])
+    width = int(lengths.max())
+    first = width - lengths  # each row's first real position
+    column = np.arange(width)
+    valid = column >= first[:, None]
+    is_text = valid & (column < (first + text_lengths)[:, None])
+    text_ids = np.zeros((len(rows), width), dtype=np.int64)
+    text_ids[is_text] = np.fromiter(itertools.chain.from_iterable(row.text_ids for row in rows),
+                                    dtype=np.int64, count=int(text_lengths.sum()))
+    text_ids, valid, is_text = (pinned_to_device(torch.from_numpy(a), device)
+                                for a in (text_ids, valid, is_text))
+    embeds = embeddings.text_embed(text_ids)
+    if any(row.codes is not None for row in rows):
+        codes = embeddings.code_embed(pinned_to_device(_code_ids(rows, first, width), device))
+        embeds = torch.where(is_text.unsqueeze(-1), embeds, codes)
+    embeds = _apply_speakers(embeds, rows, is_text & (text_ids == spk_emb_id), device)
     positions = valid.long().cumsum(-1) - 1
     positions = positions.masked_fill(~valid, 1)  # as upstream; padding is never attended to
-    lengths = to_device([row.ids.shape[0] for row in rows], device)
-    return PromptBatch(embeds=embeds, valid=valid, positions=positions, lengths=lengths)
+    return PromptBatch(embeds=embeds, valid=valid, positions=positions,
+                       lengths=to_device(lengths.tolist(), device))
+
+
+def _code_ids(rows: list[PromptRow], first: np.ndarray, width: int) -> torch.Tensor:
+    """Audio-prompt codes [B, width, Q] where they follow each row's text (0 elsewhere)."""
+    codebooks = next(row.codes.shape[1] for row in rows if row.codes is not None)
+    ids = torch.zeros(len(rows), width, codebooks, dtype=torch.int64)
+    for i, row in enumerate(rows):
+        if row.codes is not None:
+            ids[i, int(first[i]) + len(row.text_ids):] = torch.from_numpy(row.codes)
+    return ids
 
 
 def _apply_speakers(embeds: torch.Tensor, rows: list[PromptRow], at_tag: torch.Tensor,
                     device: torch.device) -> torch.Tensor:
-    speakers = [row.speaker for row in rows]
-    if all(s is None for s in speakers):
+    """The normalised speaker vector at each row's ``[spk_emb]``; a batch holds a voice or two,
+    so each distinct vector is normalised once."""
+    distinct: dict[int, int] = {}  # id(vector) -> index into ``vectors``
+    vectors: list[np.ndarray] = []
+    which = []
+    for row in rows:
+        if row.speaker is None:
+            which.append(-1)
+            continue
+        if id(row.speaker) not in distinct:
+            distinct[id(row.speaker)] = len(vectors)
+            vectors.append(row.speaker)
+        which.append(distinct[id(row.speaker)])
+    if not vectors:
         return embeds
-    width = embeds.shape[-1]
-    stacked = torch.stack([s if s is not None else torch.zeros(width) for s in speakers])
-    has = to_device([s is not None for s in speakers], device, torch.bool).view(-1, 1)
-    replace = (at_tag & has).unsqueeze(-1)
-    speaker = pinned_to_device(stacked.to(embeds.dtype), device).unsqueeze(1)
-    return torch.where(replace, speaker, embeds)
+    # Upstream normalises the float16 vector in float16, then promotes it.
+    table = torch.stack([F.normalize(torch.from_numpy(v.copy()), p=2.0, dim=0, eps=1e-12).float()
+                         for v in vectors])
+    index = to_device([max(w, 0) for w in which], device)
+    has = to_device([w >= 0 for w in which], device, torch.bool).view(-1, 1)
+    speaker = pinned_to_device(table.to(embeds.dtype), device)[index].unsqueeze(1)
+    return torch.where((at_tag & has).unsqueeze(-1), speaker, embeds)

@@ -20,7 +20,9 @@ import torch
 
 from pipeline.engine.decode_step import StepKind, TokenSpace, decode_step
 from pipeline.engine.gpt import FusedLlama
+from pipeline.engine.sampling import candidate_count
 from pipeline.engine.slots import SlotShape, SlotState
+from pipeline.types import SynthesisRequest
 
 log = logging.getLogger(__name__)
 
@@ -86,9 +88,11 @@ class StepRunner:
         self._pool = None
         self.state = None
 
-    def prepare(self, needed: SlotShape, greedy: bool = False, penalised: bool = True) -> int:
-        """Capture every step kind slots of ``needed`` can run (each live-row bucket by each
-        attention bucket), so that no capture happens mid-batch. The eager step before each
+    def prepare(self, needed: SlotShape, greedy: bool = False, penalised: bool = True,
+                candidates: int = candidate_count([SynthesisRequest.top_k])) -> int:
+        """Capture every step kind slots of ``needed`` can run with these sampling stages (the
+        requests' defaults unless told; each live-row bucket by each attention bucket), so
+        that no capture happens mid-batch. The eager step before each
         capture runs on free slots only: it changes nothing that matters. Returns graphs made."""
         state = self.slots_for(needed)
         if not self.use_graphs:
@@ -99,7 +103,8 @@ class StepRunner:
                    else range(ATTEND_BUCKET, positions + 1, ATTEND_BUCKET))
         for rows in row_buckets(state.shape.capacity):
             for attend in attends:
-                self.step(StepKind(rows=rows, attend=attend, greedy=greedy, penalised=penalised))
+                self.step(StepKind(rows=rows, attend=attend, greedy=greedy, penalised=penalised,
+                                   candidates=candidates))
         return self.captured - before
 
     def step(self, kind: StepKind) -> None:

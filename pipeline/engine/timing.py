@@ -4,7 +4,9 @@ once at the end (no sync per phase), wall time from the host clock.
 Phases: ``prefill`` (prompts of newcomers), ``gpt_steps`` (decode steps), ``waveform``
 (Decoder + Vocos). The rest of the wall time is the CPU: tokenising, scheduling, result handling.
 Also counted: decode steps, and the bytes the steps must read (weights once per step, plus the
-attended KV cache), for an achieved-bandwidth figure.
+attended KV cache), for an achieved-bandwidth figure. On the GPU the clock also keeps a timeline
+(``edges``): how long the GPU sat idle before the first phase (tokenising, planning, building the
+prompts) and between phases, and how long Decoder+Vocos ran on after the last decode step.
 """
 
 from __future__ import annotations
@@ -29,6 +31,11 @@ class PhaseClock:
         self._host: dict[str, float] = defaultdict(float)
         self.steps = 0
         self.step_bytes = 0
+        self._origin: torch.cuda.Event | None = None
+        self._edges = dict.fromkeys(("idle_start", "idle_between", "tail", "busy_end"), 0.0)
+        if self.cuda:  # the device is idle at a reset: this event marks the caller's "now"
+            self._origin = torch.cuda.Event(enable_timing=True)
+            self._origin.record()
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
@@ -55,6 +62,31 @@ class PhaseClock:
             torch.cuda.synchronize()
             for name, start, end in self._events:
                 seconds[name] = seconds.get(name, 0.0) + start.elapsed_time(end) / 1000.0
+            self._edges = self._timeline()
             self._events.clear()
             self._host.update(seconds)
         return seconds
+
+    def edges(self) -> dict[str, float]:
+        """The GPU's timeline as of the last ``totals()``, in seconds from the reset: idle before
+        the first phase (``idle_start``), idle between phases (``idle_between``), Decoder+Vocos
+        after the last decode step (``tail``) and the end of the last phase (``busy_end``);
+        zeros on CPU."""
+        return dict(self._edges)
+
+    def _timeline(self) -> dict[str, float]:
+        if self._origin is None:
+            return dict.fromkeys(("idle_start", "idle_between", "tail", "busy_end"), 0.0)
+
+        def at(event: torch.cuda.Event) -> float:
+            return self._origin.elapsed_time(event) / 1000.0
+
+        spans = sorted((at(start), at(end), name) for name, start, end in self._events)
+        busy, reach = 0.0, spans[0][0]
+        for begin, end, _ in spans:  # the union of the phases (the side stream overlaps)
+            busy += max(0.0, end - max(begin, reach))
+            reach = max(reach, end)
+        last_step = max((end for _, end, name in spans if name == "gpt_steps"), default=reach)
+        last_wave = max((end for _, end, name in spans if name == "waveform"), default=last_step)
+        return {"idle_start": spans[0][0], "idle_between": reach - spans[0][0] - busy,
+                "tail": max(0.0, last_wave - last_step), "busy_end": reach}

@@ -44,6 +44,10 @@ class WaveformDecoder:
         # depthwise conv, which cost seconds per batch on the H200 (docs/engine.md, run 1); the
         # native kernels need no planning. TTS_JOBS_DECODE_CUDNN=1 turns cuDNN back on.
         self.use_cudnn = dtype == torch.float32 or os.environ.get("TTS_JOBS_DECODE_CUDNN") == "1"
+        # Without cuDNN, PyTorch runs a full (non-depthwise) conv one row at a time (an im2col
+        # and a GEMM per row: 4,096 of each per 1024-sentence batch on the H200, their launches
+        # holding up the host that feeds the decode steps); one GEMM over all rows instead.
+        self.batched_convs = not self.use_cudnn and self.device.type == "cuda"
 
     @property
     def device(self) -> torch.device:
@@ -87,10 +91,8 @@ class WaveformDecoder:
         # host time, measured on the H200); the mask keeps the padding out of every row
         steps = -(-max(lengths) // STEP_BUCKET) * STEP_BUCKET if self.device.type == "cuda" \
             else max(lengths)
-        x = torch.zeros(len(hiddens), hiddens[0].shape[1], steps, dtype=self.dtype,
-                        device=self.device)
-        for i, h in enumerate(hiddens):
-            x[i, :, : h.shape[0]] = h.t().to(self.dtype)
+        x = torch.nn.utils.rnn.pad_sequence(list(hiddens), batch_first=True)  # [B, T, C]
+        x = F.pad(x, (0, 0, 0, steps - x.shape[1])).to(self.dtype).transpose(1, 2).contiguous()
         frames = to_device([2 * n for n in lengths], self.device)
         mask = (torch.arange(2 * steps, device=self.device) < frames[:, None]).unsqueeze(1)
         mel = self._mel(x, mask.to(self.dtype))
@@ -103,17 +105,17 @@ class WaveformDecoder:
         x = x.view(rows, 2, channels // 2, steps).permute(0, 2, 3, 1).flatten(2)
         net = self.decoder.decoder
         conv_a, act, conv_b = net.conv_in
-        y = conv_b(act(conv_a(x * mask)) * mask)
+        y = self._conv(conv_b, act(self._conv(conv_a, x * mask)) * mask)
         for block in net.decoder_block:
             y = y + _convnext(block, y * mask, block.weight)
-        y = net.conv_out(y)
-        return self.decoder.out_conv(y * mask) * self.decoder.coef.to(self.dtype)
+        y = self._conv(net.conv_out, y)
+        return self._conv(self.decoder.out_conv, y * mask) * self.decoder.coef.to(self.dtype)
 
     def _vocos(self, mel: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Upstream ``Vocos.decode``: backbone in the decoder dtype, ISTFT in float32."""
         m = mask.to(self.dtype)
         backbone = self.vocos.backbone
-        x = backbone.embed(mel * m)
+        x = self._conv(backbone.embed, mel * m)
         x = backbone.norm(x.transpose(1, 2)).transpose(1, 2)
         for block in backbone.convnext:
             x = x + _convnext(block, x * m, block.gamma)
@@ -123,6 +125,9 @@ class WaveformDecoder:
         magnitude = torch.clip(torch.exp(magnitude), max=1e2)
         complex_spec = magnitude * (torch.cos(phase) + 1j * torch.sin(phase))
         return self._istft(complex_spec, mask.squeeze(1))
+
+    def _conv(self, conv: nn.Conv1d, x: torch.Tensor) -> torch.Tensor:
+        return conv_rows_at_once(conv, x) if self.batched_convs else conv(x)
 
     def _istft(self, spec: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """``torch.istft(center=True)`` per row: frames past a row's end add nothing, not even to
@@ -158,6 +163,21 @@ def _inverse_rfft(spec: torch.Tensor, n_fft: int) -> torch.Tensor:
         flat = torch.cat([flat, flat.new_zeros(padding, bins)])
     frames = torch.fft.irfft(flat, n_fft, dim=-1)[: rows * count]
     return frames.view(rows, count, n_fft).transpose(1, 2)
+
+
+def conv_rows_at_once(conv: nn.Conv1d, x: torch.Tensor) -> torch.Tensor:
+    """``conv(x)`` for x [B, C_in, T] (zero padding, stride 1, no groups) as one GEMM: every
+    row's sliding windows side by side [B * T, C_in * k] against the kernel [C_out, C_in * k]."""
+    if conv.groups != 1 or conv.stride != (1,) or conv.padding_mode != "zeros":
+        return conv(x)
+    rows, channels, steps = x.shape
+    (k,), (dilation,), (pad,) = conv.kernel_size, conv.dilation, conv.padding
+    span = (k - 1) * dilation + 1
+    windows = F.pad(x, (pad, pad)).unfold(2, span, 1)[..., ::dilation]  # [B, C_in, T', k] view
+    out_steps = windows.shape[2]
+    columns = windows.permute(0, 2, 1, 3).reshape(rows * out_steps, channels * k)
+    y = F.linear(columns, conv.weight.reshape(conv.out_channels, channels * k), conv.bias)
+    return y.view(rows, out_steps, conv.out_channels).transpose(1, 2)
 
 
 def to_numpy(waves: Sequence[torch.Tensor]) -> list[np.ndarray]:
