@@ -120,8 +120,7 @@ def time_step_parts(engine, state, kind: StepKind) -> None:
     parts = {
         "sampling: head logits": lambda: space.logits(state.hidden[:b]),
         "sampling: everything after the logits": lambda: ds.choose(
-            ds.mask_eos(ds.apply_penalty(logits / sampling.temperature,
-                                         ds.window_counts(state.window[:b], space.vocab),
+            ds.mask_eos(ds.apply_penalty(logits / sampling.temperature, state.window[:b],
                                          sampling.penalty), space.eos, state.min_new[:b] <= step),
             sampling, step, state.cells),
         "sampling, whole": lambda: ds._sample(space, state, kind, step),

@@ -26,7 +26,6 @@ from pipeline.engine.sampling import (
     apply_penalty,
     choose,
     noise_cells,
-    window_counts,
 )
 from pipeline.types import SynthesisRequest
 from tests.test_engine_tiny import upstream, upstream_greedy_codes  # noqa: F401 (fixture)
@@ -223,8 +222,7 @@ def draw(logits: torch.Tensor, temperature: float, top_p: float, top_k: int, pen
                                  [penalty] * rows, list(range(rows)), torch.device("cpu"))
     sampling = dataclasses.replace(sampling, candidates=candidates)
     scaled = logits.expand(rows, 1, VOCAB) / sampling.temperature
-    counts = window_counts(window.expand(rows, 1, -1).contiguous(), VOCAB)
-    scaled = apply_penalty(scaled, counts, sampling.penalty)
+    scaled = apply_penalty(scaled, window.expand(rows, 1, -1).contiguous(), sampling.penalty)
     step = torch.full((rows,), 7, dtype=torch.int64)
     tokens = choose(scaled, sampling, step, noise_cells(1, VOCAB, torch.device("cpu")))[:, 0]
     return np.bincount(tokens.numpy(), minlength=VOCAB)
@@ -271,6 +269,23 @@ def test_the_sampler_draws_from_the_reference_distribution(temperature: float, t
     # is below 40, while a wrong temperature or a missing penalty gives thousands.
     chi2 = float((((counts[kept] - draws * expected[kept]) ** 2) / (draws * expected[kept])).sum())
     assert chi2 < 40.0, (chi2, counts, np.round(expected * draws))
+
+
+def test_the_penalty_touches_only_window_tokens_by_penalty_to_the_count() -> None:
+    """Bit for bit the dense rule (every token's logit times or over penalty**count), with
+    repeated tokens, empty window entries and token 0 both in and out of the window."""
+    generator = torch.Generator().manual_seed(1)
+    rows, vocab = 64, 50
+    logits = torch.randn(rows, 4, vocab, generator=generator) * 2
+    window = torch.randint(0, 6, (rows, 4, 16), generator=generator)  # many repeats
+    window[: rows // 2, :, 10:] = vocab  # empty entries
+    window[rows // 4:, 0] = torch.where(window[rows // 4:, 0] == 0, 1, window[rows // 4:, 0])
+    penalty = torch.rand(rows, 1, 1, generator=generator) + 0.8
+    counts = torch.zeros(rows, 4, vocab + 1).scatter_add_(2, window, torch.ones(rows, 4, 16))
+    alpha = torch.pow(penalty, counts[:, :, :vocab])
+    dense = torch.where(logits < 0, logits * alpha, logits / alpha)
+    assert torch.equal(apply_penalty(logits.clone(), window, penalty), dense)
+    assert not torch.equal(dense, logits)
 
 
 def test_ranking_the_best_candidates_draws_the_tokens_a_full_sort_draws() -> None:

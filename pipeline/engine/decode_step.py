@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from pipeline.engine.gpt import FusedLlama
-from pipeline.engine.sampling import apply_penalty, choose, mask_eos, push_window, window_counts
+from pipeline.engine.sampling import apply_penalty, choose, mask_eos, push_window
 from pipeline.engine.slots import SlotState
 
 
@@ -57,8 +57,7 @@ def _sample(space: TokenSpace, state: SlotState, kind: StepKind, step: torch.Ten
     sampling = state.sampling.first(b, kind.greedy, kind.penalised, kind.candidates)
     logits = space.logits(state.hidden[:b]) / sampling.temperature
     if kind.penalised:
-        logits = apply_penalty(logits, window_counts(state.window[:b], space.vocab),
-                               sampling.penalty)
+        logits = apply_penalty(logits, state.window[:b], sampling.penalty)
     logits = mask_eos(logits, space.eos, state.min_new[:b] <= step)
     return choose(logits, sampling, step, state.cells)
 

@@ -84,17 +84,6 @@ def candidate_count(top_k: list[int]) -> int:
     return next((bucket for bucket in CANDIDATE_BUCKETS if bucket >= largest), 0)
 
 
-def window_counts(window: torch.Tensor, vocab: int) -> torch.Tensor:
-    """How often each token occurs in every (row, codebook)'s last 16 tokens.
-
-    ``window`` [B, Q, 16] holds token ids, ``vocab`` (a sentinel, dropped) where empty.
-    """
-    rows, codebooks, size = window.shape
-    counts = torch.zeros(rows, codebooks, vocab + 1, device=window.device)
-    counts.scatter_add_(2, window, torch.ones(rows, codebooks, size, device=window.device))
-    return counts[:, :, :vocab]
-
-
 def push_window(window: torch.Tensor, row_step: torch.Tensor, tokens: torch.Tensor) -> None:
     """Write each row's new tokens [B, Q] at its own ring position (its step mod 16)."""
     rows, codebooks, size = window.shape
@@ -102,11 +91,21 @@ def push_window(window: torch.Tensor, row_step: torch.Tensor, tokens: torch.Tens
     window.scatter_(2, at, tokens.unsqueeze(-1))
 
 
-def apply_penalty(logits: torch.Tensor, counts: torch.Tensor, penalty: torch.Tensor) -> torch.Tensor:
-    """Upstream's CustomRepetitionPenaltyLogitsProcessorRepeat, per row: a token seen n times in the
-    window has its (temperature-scaled) logit pushed away from 0 by penalty**n."""
-    alpha = torch.pow(penalty, counts)
-    return torch.where(logits < 0, logits * alpha, logits / alpha)
+def apply_penalty(logits: torch.Tensor, window: torch.Tensor, penalty: torch.Tensor) -> torch.Tensor:
+    """Upstream's CustomRepetitionPenaltyLogitsProcessorRepeat, per row, in place: a token seen
+    n times in the row's window [B, Q, 16] (``vocab`` where empty) has its (temperature-scaled)
+    logit pushed away from 0 by penalty**n.
+
+    Only the window's tokens change, so only they are touched: each entry's count within its
+    window, its logit gathered, penalised and scattered back (duplicates write equal values).
+    Empty entries point at token 0 with token 0's own count, which leaves it as it must be.
+    The values are exactly those of penalising every token by penalty**count (count 0: x1)."""
+    vocab = logits.shape[-1]
+    tokens = torch.where(window < vocab, window, 0)
+    seen = (tokens.unsqueeze(-1) == window.unsqueeze(-2)).sum(-1)  # empty entries never match
+    alpha = torch.pow(penalty, seen.to(logits.dtype))
+    picked = logits.gather(-1, tokens)
+    return logits.scatter_(-1, tokens, torch.where(picked < 0, picked * alpha, picked / alpha))
 
 
 def mask_eos(logits: torch.Tensor, eos: int, allow: torch.Tensor) -> torch.Tensor:
