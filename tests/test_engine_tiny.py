@@ -94,13 +94,17 @@ def test_waveform_equals_upstreams_decoder_on_the_same_hidden_states(engine: Eng
     np.testing.assert_allclose(ours, expected, atol=1e-6)
 
 
-def test_full_convolutions_run_as_one_gemm_give_upstreams_waveforms(engine: Engine, upstream: Any,
-                                                                    monkeypatch: Any) -> None:
+def test_convolutions_and_linears_as_tiled_gemms_give_upstreams_waveforms(
+        engine: Engine, upstream: Any, monkeypatch: Any) -> None:
     """On the GPU in half precision the decoder's full convolutions run over all rows as one
-    GEMM (``conv_rows_at_once``); the same path forced on here must still be upstream's audio,
+    GEMM and every GEMM in fixed tiles of frames (``conv_as_gemm``, ``linear_in_tiles``); that
+    path forced on here (tiles small enough to split these rows) must still be upstream's audio,
     for rows of different lengths decoded together."""
+    from pipeline.engine import waveform as waveform_module
+
     waveform = engine._parts.waveform
-    monkeypatch.setattr(waveform, "batched_convs", True)
+    monkeypatch.setattr(waveform, "fixed_shapes", True)
+    monkeypatch.setattr(waveform_module, "GEMM_TILE", 16)
     hiddens = [torch.randn(n, 64) for n in (23, 9, 40)]
     ours = engine.decode_hiddens(hiddens)
     for hidden, wave in zip(hiddens, ours):

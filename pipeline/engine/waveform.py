@@ -44,10 +44,12 @@ class WaveformDecoder:
         # depthwise conv, which cost seconds per batch on the H200 (docs/engine.md, run 1); the
         # native kernels need no planning. TTS_JOBS_DECODE_CUDNN=1 turns cuDNN back on.
         self.use_cudnn = dtype == torch.float32 or os.environ.get("TTS_JOBS_DECODE_CUDNN") == "1"
-        # Without cuDNN, PyTorch runs a full (non-depthwise) conv one row at a time (an im2col
-        # and a GEMM per row: 4,096 of each per 1024-sentence batch on the H200, their launches
-        # holding up the host that feeds the decode steps); one GEMM over all rows instead.
-        self.batched_convs = not self.use_cudnn and self.device.type == "cuda"
+        # On the GPU in half precision, every GEMM and inverse FFT runs over fixed tiles of
+        # frames (``linear_in_tiles``, ``_inverse_rfft``: no library planning per new shape),
+        # and full (non-depthwise) convs become such GEMMs: without cuDNN PyTorch runs them one
+        # row at a time (an im2col and a GEMM per row, 4,096 of each per 1024-sentence batch on
+        # the H200, their launches holding up the host that feeds the decode steps).
+        self.fixed_shapes = not self.use_cudnn and self.device.type == "cuda"
 
     @property
     def device(self) -> torch.device:
@@ -107,7 +109,7 @@ class WaveformDecoder:
         conv_a, act, conv_b = net.conv_in
         y = self._conv(conv_b, act(self._conv(conv_a, x * mask)) * mask)
         for block in net.decoder_block:
-            y = y + _convnext(block, y * mask, block.weight)
+            y = y + self._convnext(block, y * mask, block.weight)
         y = self._conv(net.conv_out, y)
         return self._conv(self.decoder.out_conv, y * mask) * self.decoder.coef.to(self.dtype)
 
@@ -118,23 +120,38 @@ class WaveformDecoder:
         x = self._conv(backbone.embed, mel * m)
         x = backbone.norm(x.transpose(1, 2)).transpose(1, 2)
         for block in backbone.convnext:
-            x = x + _convnext(block, x * m, block.gamma)
+            x = x + self._convnext(block, x * m, block.gamma)
         x = backbone.final_layer_norm(x.transpose(1, 2))
-        spec = self.vocos.head.out(x).transpose(1, 2).float()
+        spec = self._linear(self.vocos.head.out, x).transpose(1, 2).float()
         magnitude, phase = spec.chunk(2, dim=1)
         magnitude = torch.clip(torch.exp(magnitude), max=1e2)
         complex_spec = magnitude * (torch.cos(phase) + 1j * torch.sin(phase))
         return self._istft(complex_spec, mask.squeeze(1))
 
     def _conv(self, conv: nn.Conv1d, x: torch.Tensor) -> torch.Tensor:
-        return conv_rows_at_once(conv, x) if self.batched_convs else conv(x)
+        return conv_as_gemm(conv, x) if self.fixed_shapes else conv(x)
+
+    def _linear(self, linear: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+        if not self.fixed_shapes:
+            return linear(x)
+        flat = linear_in_tiles(x.reshape(-1, x.shape[-1]), linear.weight, linear.bias)
+        return flat.view(*x.shape[:-1], flat.shape[-1])
+
+    def _convnext(self, block: nn.Module, x: torch.Tensor,
+                  scale: torch.Tensor | None) -> torch.Tensor:
+        """The residual branch of a ConvNeXt block (upstream's and Vocos's share this shape)."""
+        y = block.norm(block.dwconv(x).transpose(1, 2))
+        y = self._linear(block.pwconv2, block.act(self._linear(block.pwconv1, y)))
+        if scale is not None:
+            y = y * scale
+        return y.transpose(1, 2)
 
     def _istft(self, spec: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """``torch.istft(center=True)`` per row: frames past a row's end add nothing, not even to
         its window envelope. Returns [B, (F - 1) * hop] with F the longest row's frame count."""
         window = self.window.to(spec.device)
         n_fft, hop = self.n_fft, self.hop
-        frames = _inverse_rfft(spec, n_fft) * window[None, :, None]
+        frames = _inverse_rfft(spec, n_fft, self.fixed_shapes) * window[None, :, None]
         frames = frames * mask[:, None, :]
         count = spec.shape[-1]
         length = (count - 1) * hop + n_fft
@@ -148,24 +165,53 @@ class WaveformDecoder:
         return audio / torch.where(envelope > 1e-11, envelope, torch.ones_like(envelope))
 
 
-FFT_FRAME_BUCKET = 4096
+FFT_TILE = 4096  # frames per inverse FFT on the GPU: one cuFFT plan, ever
 
 
-def _inverse_rfft(spec: torch.Tensor, n_fft: int) -> torch.Tensor:
-    """``torch.fft.irfft(spec, n_fft, dim=1)`` for spec [B, bins, F], as one batch of B * F
-    frames padded up to a multiple of ``FFT_FRAME_BUCKET``. cuFFT builds a plan for every new
-    batch shape (~10 ms of host time, measured on the H200), and every decode chunk has its own
-    (B, F); bucketed, a few plans serve every chunk."""
+def _inverse_rfft(spec: torch.Tensor, n_fft: int, tiled: bool) -> torch.Tensor:
+    """``torch.fft.irfft(spec, n_fft, dim=1)`` for spec [B, bins, F]. ``tiled`` (the GPU) puts
+    the B * F frames through in batches of exactly ``FFT_TILE`` (the last one zero-padded): cuFFT
+    builds a plan for every new batch shape, ~10-30 ms of host time on the H200, during which
+    the decode steps' queue ran dry; every decode chunk has its own (B, F)."""
     rows, bins, count = spec.shape
     flat = spec.transpose(1, 2).reshape(rows * count, bins)
-    padding = -flat.shape[0] % FFT_FRAME_BUCKET
-    if spec.is_cuda and padding:
-        flat = torch.cat([flat, flat.new_zeros(padding, bins)])
-    frames = torch.fft.irfft(flat, n_fft, dim=-1)[: rows * count]
-    return frames.view(rows, count, n_fft).transpose(1, 2)
+    if not tiled:
+        frames = torch.fft.irfft(flat, n_fft, dim=-1)
+        return frames.view(rows, count, n_fft).transpose(1, 2)
+    total = rows * count
+    frames = flat.new_empty(total + (-total % FFT_TILE), n_fft, dtype=torch.float32)
+    for start in range(0, total, FFT_TILE):
+        tile = flat[start:start + FFT_TILE]
+        if tile.shape[0] < FFT_TILE:
+            tile = torch.cat([tile, tile.new_zeros(FFT_TILE - tile.shape[0], bins)])
+        torch.fft.irfft(tile, n_fft, dim=-1, out=frames[start:start + FFT_TILE])
+    return frames[:total].view(rows, count, n_fft).transpose(1, 2)
 
 
-def conv_rows_at_once(conv: nn.Conv1d, x: torch.Tensor) -> torch.Tensor:
+GEMM_TILE = 8192  # frames per GEMM in the GPU decode path: one shape per weight, ever
+
+
+def linear_in_tiles(x: torch.Tensor, weight: torch.Tensor,
+                    bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``F.linear(x, weight, bias)`` for x [M, K], as GEMMs of exactly ``GEMM_TILE`` rows (the
+    last tile zero-padded). cuBLASLt picks an algorithm for every new GEMM shape, which cost
+    ~30 ms of host time per shape on the H200 (torch.profiler, docs/engine.md) while the decode
+    steps' queue ran dry; decode chunks vary in rows x frames, tiles do not."""
+    rows = x.shape[0]
+    out = x.new_empty(rows + (-rows % GEMM_TILE), weight.shape[0])
+    for start in range(0, rows, GEMM_TILE):
+        tile = x[start:start + GEMM_TILE]
+        if tile.shape[0] < GEMM_TILE:
+            tile = F.pad(tile, (0, 0, 0, GEMM_TILE - tile.shape[0]))
+        target = out[start:start + GEMM_TILE]
+        if bias is None:
+            torch.mm(tile, weight.t(), out=target)
+        else:
+            torch.addmm(bias, tile, weight.t(), out=target)
+    return out[:rows]
+
+
+def conv_as_gemm(conv: nn.Conv1d, x: torch.Tensor) -> torch.Tensor:
     """``conv(x)`` for x [B, C_in, T] (zero padding, stride 1, no groups) as one GEMM: every
     row's sliding windows side by side [B * T, C_in * k] against the kernel [C_out, C_in * k]."""
     if conv.groups != 1 or conv.stride != (1,) or conv.padding_mode != "zeros":
@@ -176,7 +222,7 @@ def conv_rows_at_once(conv: nn.Conv1d, x: torch.Tensor) -> torch.Tensor:
     windows = F.pad(x, (pad, pad)).unfold(2, span, 1)[..., ::dilation]  # [B, C_in, T', k] view
     out_steps = windows.shape[2]
     columns = windows.permute(0, 2, 1, 3).reshape(rows * out_steps, channels * k)
-    y = F.linear(columns, conv.weight.reshape(conv.out_channels, channels * k), conv.bias)
+    y = linear_in_tiles(columns, conv.weight.reshape(conv.out_channels, channels * k), conv.bias)
     return y.view(rows, out_steps, conv.out_channels).transpose(1, 2)
 
 
@@ -187,12 +233,3 @@ def to_numpy(waves: Sequence[torch.Tensor]) -> list[np.ndarray]:
     joined = torch.cat([w.reshape(-1) for w in waves]).cpu().numpy()
     bounds = np.cumsum([w.numel() for w in waves])[:-1]
     return np.split(joined, bounds)  # views of one host array: no second copy
-
-
-def _convnext(block: nn.Module, x: torch.Tensor, scale: torch.Tensor | None) -> torch.Tensor:
-    """The residual branch of a ConvNeXt block (upstream's and Vocos's share this shape)."""
-    y = block.dwconv(x).transpose(1, 2)
-    y = block.pwconv2(block.act(block.pwconv1(block.norm(y))))
-    if scale is not None:
-        y = y * scale
-    return y.transpose(1, 2)
