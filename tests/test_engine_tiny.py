@@ -112,6 +112,36 @@ def test_convolutions_and_linears_as_tiled_gemms_give_upstreams_waveforms(
         np.testing.assert_allclose(wave, expected, atol=1e-5)
 
 
+def test_waveforms_launched_from_a_thread_of_their_own_land_on_their_rows(
+        engine: Engine, monkeypatch: Any) -> None:
+    """On the GPU finished rows are decoded from a launcher thread while the loop goes on
+    (``WaveformsAlongside``); forced on here, chunks flushed out of order still give every row
+    its own waveform, and a failing decode is raised by ``collect``, not lost in the thread."""
+    from pipeline.engine.waveform_overlap import WaveformsAlongside
+
+    waveform = engine._parts.waveform
+    monkeypatch.setattr(waveform, "row_steps_per_chunk", 20)  # flushes: 2 submits + collect
+    hiddens = [torch.randn(n, 64) for n in (23, 9, 40, 5)]
+    expected = waveform.decode(hiddens)
+    with WaveformsAlongside(waveform, 4, engine.clock, in_thread=True) as alongside:
+        alongside.submit([2], [hiddens[2]])
+        alongside.submit([3, 0], [hiddens[3], hiddens[0]])
+        alongside.submit([1], [hiddens[1]])
+        got = alongside.collect()
+        assert len(alongside.launched) == 3
+    for wave, want in zip(got, expected):
+        np.testing.assert_allclose(wave, want, atol=1e-6)
+
+    def broken(batch: Any) -> Any:
+        raise RuntimeError("decoder broke")
+
+    monkeypatch.setattr(waveform, "decode_on_device", broken)
+    with WaveformsAlongside(waveform, 1, engine.clock, in_thread=True) as alongside:
+        alongside.submit([0], [hiddens[2]])
+        with pytest.raises(RuntimeError, match="decoder broke"):
+            alongside.collect()
+
+
 # ------------------------------------------------------------------------------ per row
 def test_a_sentence_sounds_the_same_alone_in_a_batch_and_at_any_position(engine: Engine) -> None:
     voice = engine.sample_voice(5)

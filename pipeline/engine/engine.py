@@ -128,10 +128,10 @@ class Engine:
         if not requests:
             return []
         started = time.perf_counter()
-        alongside = WaveformsAlongside(self._parts.waveform, len(requests), self.clock)
-        generated = self._run(requests, keep_hiddens=True, on_finished=alongside.submit)
-        with _device_errors(len(requests)):
-            waves = alongside.collect()
+        with WaveformsAlongside(self._parts.waveform, len(requests), self.clock) as alongside:
+            generated = self._run(requests, keep_hiddens=True, on_finished=alongside.submit)
+            with _device_errors(len(requests)):
+                waves = alongside.collect()
         steps = sum(int(t.shape[0]) for t in generated.tokens)
         log.debug("synthesized %d rows (%d GPT steps, %.1f s of audio) in %.2f s on %s/%s",
                   len(requests), steps, steps / GPT_STEPS_PER_SECOND, time.perf_counter() - started, self.device,

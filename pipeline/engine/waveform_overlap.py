@@ -5,15 +5,23 @@ convolutions, bound by compute. Finished sentences are buffered until they fill 
 (``row_steps_per_chunk``), then launched on a side stream, so their waveforms are made while the
 next steps run instead of after the last sentence of the batch. Smaller launches cost more than
 they hide: the first version decoded every harvest (a few rows every 8 steps) and made the H200
-run *slower* (docs/engine.md). Each chunk's audio is copied to pinned host memory on the same
-side stream right away, so that the end of a batch waits only for its last chunk, not for one
-copy of the whole batch's audio. On CPU the decode simply runs when a chunk is full. Either way
-the waveforms are exactly ``WaveformDecoder.decode``'s.
+run *slower* (docs/engine.md).
+
+On the GPU the chunk is launched from a thread of its own: queueing its ~1,000 kernels takes the
+host 10-20 ms, longer than the decode steps queued ahead of it last (a torch.profiler trace of the
+H200 showed the steps' stream idle 0.26 s of a 1.3 s batch, waiting for the host to come back
+from launching Decoder + Vocos). PyTorch releases the GIL inside each op, so the generation loop
+keeps the steps' queue filled meanwhile. Each chunk's audio is copied to pinned host memory on
+the side stream as it is made, so the end of a batch waits only for its last chunk. On CPU the
+decode simply runs when a chunk is full. Either way the waveforms are exactly
+``WaveformDecoder.decode``'s.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 import torch
@@ -22,14 +30,32 @@ from pipeline.engine.timing import PhaseClock
 from pipeline.engine.waveform import WaveformDecoder, to_numpy
 
 
+PINNED_PIECE = 1 << 23  # floats per pinned host buffer (32 MB): sizes the host allocator keeps
+
+
 class WaveformsAlongside:
-    def __init__(self, decoder: WaveformDecoder, rows: int, clock: PhaseClock) -> None:
+    """Use as a context manager: leaving it waits for the decodes still running."""
+
+    def __init__(self, decoder: WaveformDecoder, rows: int, clock: PhaseClock,
+                 in_thread: bool | None = None) -> None:
+        """``in_thread``: launch chunks from a thread of their own (default: on the GPU)."""
         self.decoder = decoder
         self.clock = clock
         self.waves: list[torch.Tensor | np.ndarray | None] = [None] * rows
         device = decoder.device
         self.side = torch.cuda.Stream(device) if device.type == "cuda" else None
+        in_thread = self.side is not None if in_thread is None else in_thread
+        self.launcher = (ThreadPoolExecutor(max_workers=1, thread_name_prefix="waveforms")
+                         if in_thread else None)
+        self.launched: list[Future[None]] = []
         self.buffered: list[tuple[int, torch.Tensor]] = []
+
+    def __enter__(self) -> WaveformsAlongside:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.launcher is not None:
+            self.launcher.shutdown(wait=True)  # no decode outlives its batch (an OOM retry)
 
     def submit(self, rows: Sequence[int], hiddens: Sequence[torch.Tensor]) -> None:
         """Finished rows (called by the generation loop at each harvest): decoded once a chunk's
@@ -43,20 +69,30 @@ class WaveformsAlongside:
             return
         rows, hiddens = [r for r, _ in self.buffered], [h for _, h in self.buffered]
         self.buffered = []
-        if self.side is None:
-            with self.clock.phase("waveform"):
-                self._store(rows, self.decoder.decode_on_device(hiddens))
-            return
-        main = torch.cuda.current_stream(self.decoder.device)
-        self.side.wait_stream(main)  # the hidden states are written by the main stream
-        for h in hiddens:
-            h.record_stream(self.side)  # not reused by the main stream until the side is done
-        with torch.cuda.stream(self.side), self.clock.phase("waveform"):
+        if self.side is not None:
+            self.side.wait_stream(torch.cuda.current_stream(self.decoder.device))  # hiddens ready
+            for h in hiddens:
+                h.record_stream(self.side)  # not reused by the main stream until the side is done
+        if self.launcher is None:
+            self._decode(rows, hiddens)
+        else:
+            self.launched.append(self.launcher.submit(self._decode, rows, hiddens))
+
+    def _decode(self, rows: list[int], hiddens: list[torch.Tensor]) -> None:
+        # inference mode and the current device and stream belong to the calling thread
+        with contextlib.ExitStack() as scope:
+            scope.enter_context(torch.inference_mode())
+            if self.side is not None:
+                scope.enter_context(torch.cuda.device(self.decoder.device))
+                scope.enter_context(torch.cuda.stream(self.side))
+            scope.enter_context(self.clock.phase("waveform"))
             self._store(rows, self.decoder.decode_on_device(hiddens))
 
     def collect(self) -> list[np.ndarray]:
         """Every row's waveform on the host (decodes what is left, waits for the side stream)."""
         self._flush()
+        for launched in self.launched:
+            launched.result()  # a decode's error is raised here
         if self.side is not None:
             self.side.synchronize()
             torch.cuda.current_stream(self.decoder.device).wait_stream(self.side)
@@ -72,8 +108,20 @@ class WaveformsAlongside:
             for row, wave in zip(rows, waves):
                 self.waves[row] = wave
             return
-        # On the side stream: one copy of the chunk into pinned memory, read after collect()'s
-        # synchronize (the numpy arrays are views of it).
+        # On the side stream: the chunk's audio into pinned memory in pieces of at most
+        # PINNED_PIECE floats (a new size costs a cudaHostAlloc, ~13 ms for the last, largest
+        # chunk of a batch on the H200, with the GPU idle), read after collect()'s synchronize
+        # (the numpy arrays are views of them).
+        start = 0
+        while start < len(waves):
+            end, size = start + 1, waves[start].numel()
+            while end < len(waves) and size + waves[end].numel() <= PINNED_PIECE:
+                size += waves[end].numel()
+                end += 1
+            self._store_piece(rows[start:end], waves[start:end])
+            start = end
+
+    def _store_piece(self, rows: Sequence[int], waves: list[torch.Tensor]) -> None:
         flat = torch.cat([w.reshape(-1) for w in waves])
         host = torch.empty(flat.shape, dtype=flat.dtype, pin_memory=True)
         host.copy_(flat, non_blocking=True)
