@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import shutil
 import threading
+import time
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -320,14 +321,27 @@ def synthesize_batch(rt: Runtime, engine: Engine, batch_id: int, worker: str,
         session.commit()
     if not work:
         return _finish_batch(rt, batch_id, worker)
+    clock = [time.monotonic()]  # claimed; then synthesized, written, recorded
+
+    def lap() -> float:
+        clock.append(time.monotonic())
+        return clock[-1] - clock[-2]
+
     with _LeaseKeeper(rt, batch_id, worker):
         try:
             results = _synthesize_all(engine, _refined(engine, work), _limit_recorder(rt, learned_by))
+            synthesized_s = lap()
             audio = _write_batch_audio(rt, results)
+            written_s = lap()
         except Exception as exc:  # device error, full disk...: give the batch back, or fail it for good
             _give_back_or_fail(rt, batch_id, worker, work, attempts, exc)
             raise
-    return _record_results(rt, batch_id, worker, audio)
+    ready = _record_results(rt, batch_id, worker, audio)
+    seconds = sum(a[2][1] for a in audio if a[2] is not None)
+    log.info("batch=%s: %d sentences, %.0f s of audio: synthesized in %.2f s (%.0fx real time), "
+             "written in %.2f s, recorded in %.2f s", batch_id, len(work), seconds, synthesized_s,
+             seconds / max(synthesized_s, 1e-9), written_s, lap())
+    return ready
 
 
 def _take_over_from_dead_local_worker(session: Session, batch_id: int, worker: str):  # type: ignore[no-untyped-def]

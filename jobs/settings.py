@@ -14,6 +14,7 @@
 | TTS_JOBS_LEASE_SECONDS | 120 | a running batch whose worker is silent this long is taken over |
 | TTS_JOBS_VISIBILITY_TIMEOUT | 21600 | Redis redelivery of unacknowledged messages (longer than any batch) |
 | TTS_JOBS_MAX_ATTEMPTS | 3 | attempts per batch before its sentences fail |
+| TTS_JOBS_CPU_WORKER_NICE | 10 | niceness of a worker serving only the CPU queue (ingest, planning, assembly), so that it never starves the host threads that feed the GPUs; 0 leaves it alone |
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class Settings:
     lease_seconds: float = 120.0
     visibility_timeout: int = 21_600
     max_attempts: int = 3
+    cpu_worker_nice: int = 10
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -59,6 +61,7 @@ class Settings:
             lease_seconds=float(env.get("TTS_JOBS_LEASE_SECONDS", "120")),
             visibility_timeout=int(env.get("TTS_JOBS_VISIBILITY_TIMEOUT", "21600")),
             max_attempts=int(env.get("TTS_JOBS_MAX_ATTEMPTS", "3")),
+            cpu_worker_nice=int(env.get("TTS_JOBS_CPU_WORKER_NICE", "10")),
         )
 
     def with_overrides(self, **changes: object) -> Settings:

@@ -48,6 +48,7 @@ def run_worker(spec: WorkerSpec, loglevel: str) -> None:
         # Before anything imports torch: the child then sees exactly one device, as cuda:0.
         os.environ["CUDA_VISIBLE_DEVICES"] = str(spec.gpu)
         os.environ.setdefault("TTS_JOBS_DEVICE", "cuda")
+    yield_to_gpu_feeders(spec)
     os.environ[WORKER_QUEUES_ENV] = ",".join(spec.queues)  # read by the child after the fork
     os.environ[WORKER_NAME_ENV] = spec.name.replace("%h", socket.gethostname())
     from jobs.celery_app import app
@@ -59,6 +60,21 @@ def run_worker(spec: WorkerSpec, loglevel: str) -> None:
         "--queues", ",".join(spec.queues), "--hostname", spec.name, "--loglevel", loglevel,
         "--without-gossip", "--without-mingle",
     ])
+
+
+def yield_to_gpu_feeders(spec: WorkerSpec) -> None:
+    """A worker of the CPU queue alone lowers its priority (TTS_JOBS_CPU_WORKER_NICE, inherited
+    by its pool processes). Assembly uses every core; on a GPU host it ran beside the synthesis
+    workers, whose host threads queue the decode steps, and a batch that takes 4 s took 16 s
+    (two H200s, docs/benchmarks.md). Niced, it uses the cores the GPU workers leave idle."""
+    if SYNTH_QUEUE in spec.queues:
+        return
+    from jobs.settings import Settings
+
+    niceness = Settings.from_env().cpu_worker_nice
+    if niceness > 0:
+        os.nice(niceness)
+        log.info("worker %s: niceness +%d (yields the CPU to GPU workers)", spec.name, niceness)
 
 
 def parse_gpu_list(value: str) -> list[int]:

@@ -132,6 +132,18 @@ def test_waveforms_launched_from_a_thread_of_their_own_land_on_their_rows(
     for wave, want in zip(got, expected):
         np.testing.assert_allclose(wave, want, atol=1e-6)
 
+    # no CUDA graph may be captured while that thread queues work (it broke captures on the H200)
+    from pipeline.engine.step_graphs import CAPTURE_LOCK
+
+    held = []
+    decode = waveform.decode_on_device
+    monkeypatch.setattr(waveform, "decode_on_device",
+                        lambda batch: held.append(CAPTURE_LOCK.locked()) or decode(batch))
+    with WaveformsAlongside(waveform, 1, engine.clock, in_thread=True) as alongside:
+        alongside.submit([0], [hiddens[2]])
+        alongside.collect()
+    assert held == [True] and not CAPTURE_LOCK.locked()
+
     def broken(batch: Any) -> Any:
         raise RuntimeError("decoder broke")
 

@@ -29,3 +29,27 @@ def test_gpu_lists(monkeypatch: pytest.MonkeyPatch) -> None:
     assert workers.parse_gpu_list("0, 2") == [0, 2]
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,3")
     assert workers.parse_gpu_list("all") == [1, 3]
+
+
+@pytest.mark.parametrize("kind,env_nice,expected", [
+    ("cpu", None, 10),  # ingest/plan/assembly yield the cores to the GPU workers' host threads
+    ("cpu", "3", 3),
+    ("cpu", "0", 0),
+    ("gpu", None, 0),  # a GPU worker feeds its GPU at full priority
+    ("all", None, 0),  # a worker that also synthesizes is not slowed down
+])
+def test_a_cpu_only_worker_lowers_its_priority(kind: str, env_nice: str | None, expected: int) -> None:
+    import os
+    import subprocess
+    import sys
+
+    spec = {"cpu": "worker_spec(None, 2, None, True, None)",
+            "gpu": "worker_spec(None, 1, 0, False, None)",
+            "all": "worker_spec(None, 1, None, False, None)"}[kind]
+    env = {k: v for k, v in os.environ.items() if k != "TTS_JOBS_CPU_WORKER_NICE"}
+    if env_nice is not None:
+        env["TTS_JOBS_CPU_WORKER_NICE"] = env_nice
+    code = ("import os; from jobs.workers import worker_spec, yield_to_gpu_feeders; "
+            f"before = os.nice(0); yield_to_gpu_feeders({spec}); print(os.nice(0) - before)")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert int(out.stdout) == expected

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 
 import torch
 
@@ -25,6 +26,12 @@ from pipeline.engine.slots import SlotShape, SlotState
 from pipeline.types import SynthesisRequest
 
 log = logging.getLogger(__name__)
+
+# Held while a graph is captured, and by anything else that launches GPU work from another thread
+# (Decoder + Vocos, ``waveform_overlap``): work queued by another thread during a capture broke
+# it on the H200 ("operation not permitted when stream is capturing"), and the worker then ran
+# every later step eagerly. Captures are rare (new slot shapes), so the wait is too.
+CAPTURE_LOCK = threading.Lock()
 
 ATTEND_BUCKET = 64  # attention lengths are rounded up to this (fewer graphs, little waste)
 POSITION_ROUNDING = 128  # slot capacity in cache positions, so that similar batches share slots
@@ -123,7 +130,10 @@ class StepRunner:
             self._pool = torch.cuda.graph_pool_handle()
         graph = torch.cuda.CUDAGraph()
         try:
-            with torch.cuda.graph(graph, pool=self._pool):
+            # thread_local: CUDA calls of other threads (pinned-memory frees, say) do not
+            # invalidate the capture; CAPTURE_LOCK keeps this process's own GPU work out of it
+            with CAPTURE_LOCK, torch.cuda.graph(graph, pool=self._pool,
+                                                capture_error_mode="thread_local"):
                 decode_step(self.gpt, self.space, self.state, kind)
         except RuntimeError as exc:  # an op that cannot be captured: run eagerly from now on
             log.warning("CUDA graph capture failed (%s); decode steps run eagerly", exc)

@@ -26,6 +26,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numpy as np
 import torch
 
+from pipeline.engine.step_graphs import CAPTURE_LOCK
 from pipeline.engine.timing import PhaseClock
 from pipeline.engine.waveform import WaveformDecoder, to_numpy
 
@@ -79,8 +80,11 @@ class WaveformsAlongside:
             self.launched.append(self.launcher.submit(self._decode, rows, hiddens))
 
     def _decode(self, rows: list[int], hiddens: list[torch.Tensor]) -> None:
-        # inference mode and the current device and stream belong to the calling thread
+        # inference mode and the current device and stream belong to the calling thread; no
+        # decode step graph may be captured while this thread queues GPU work
         with contextlib.ExitStack() as scope:
+            if self.launcher is not None:
+                scope.enter_context(CAPTURE_LOCK)
             scope.enter_context(torch.inference_mode())
             if self.side is not None:
                 scope.enter_context(torch.cuda.device(self.decoder.device))
