@@ -560,13 +560,21 @@ def requeue_stale_batches(rt: Runtime) -> list[int]:
 
 
 def assemble_job(rt: Runtime, job_id: int) -> list[Path]:
-    """Stitch a finished job's sentence audio into its audiobook files. Idempotent."""
+    """Stitch a finished job's sentence audio into its audiobook files. Idempotent.
+
+    No database transaction stays open while the audio is stitched and encoded (seconds to
+    minutes): on SQLite every transaction holds the write lock (BEGIN IMMEDIATE), and GPU
+    workers could not record their batches meanwhile — on two H200s each stalled 12-14 s per
+    assembled book (docs/benchmarks.md). What assembly needs is read first, the result is
+    recorded after, and only if the job is still assembling (a cancel may come in between)."""
     from pipeline.audio import AssemblyOptions, ChapterAudio, SentenceAudio, assemble_audiobook
 
     with rt.session() as session:
         job = repo.get_job(session, job_id)
         if job is None or job.job_state != JobState.ASSEMBLING:
-            return [Path(p) for p in job.outputs] if job is not None else []
+            outputs = [Path(p) for p in job.outputs] if job is not None else []
+            session.commit()
+            return outputs
         chapters = [
             ChapterAudio(index=c.index, title=c.title, sentences=tuple(
                 SentenceAudio(path=rt.artifacts.resolve(s.audio_path), paragraph_index=s.paragraph_index)
@@ -577,28 +585,34 @@ def assemble_job(rt: Runtime, job_id: int) -> list[Path]:
         out_dir = Path(job.options["out_dir"]) if job.options.get("out_dir") else \
             rt.artifacts.default_output_dir(job_id)
         options = AssemblyOptions(formats=tuple(job.options.get("formats", ["m4b"])), narrator=job.voice_name)
-        work_dir = rt.artifacts.work_dir(job_id)
+        session.commit()
+    work_dir = rt.artifacts.work_dir(job_id)
+    shutil.rmtree(work_dir, ignore_errors=True)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        report = assemble_audiobook(chapters, metadata, out_dir, work_dir, options)
+    except AssemblyError as exc:
+        fail_job(rt, job_id, str(exc))
+        raise
+    finally:
         shutil.rmtree(work_dir, ignore_errors=True)
-        work_dir.mkdir(parents=True, exist_ok=True)
-        try:
-            report = assemble_audiobook(chapters, metadata, out_dir, work_dir, options)
-        except AssemblyError as exc:
-            _fail_job(session, job_id, str(exc))
+    with rt.session() as session:
+        job = repo.get_job(session, job_id)
+        if job is None or not repo.move_job(session, job_id, JobState.DONE, only_from=[JobState.ASSEMBLING]):
             session.commit()
-            raise
-        finally:
-            shutil.rmtree(work_dir, ignore_errors=True)
+            log.warning("job=%s: no longer assembling (cancelled meanwhile?); its files stay in %s",
+                        job_id, out_dir)
+            return list(report.outputs)
         job.outputs = [str(p) for p in report.outputs]
         job.report = {"total_seconds": round(report.total_seconds, 3),
                       "sentence_seconds": round(report.sentence_seconds, 3),
                       "pause_seconds": round(report.pause_seconds, 3),
                       "chapters": [{"title": c.title, "start_seconds": round(c.start_seconds, 3),
                                     "seconds": round(c.seconds, 3)} for c in report.chapters]}
-        repo.move_job(session, job_id, JobState.DONE, only_from=[JobState.ASSEMBLING])
         session.commit()
-        log.info("job=%s: done, %.1f s of audio in %s", job_id, report.total_seconds,
-                 ", ".join(job.outputs))
-        return list(report.outputs)
+    log.info("job=%s: done, %.1f s of audio in %s", job_id, report.total_seconds,
+             ", ".join(str(p) for p in report.outputs))
+    return list(report.outputs)
 
 
 def _book_metadata(rt: Runtime, job: Job) -> BookMetadata:

@@ -130,6 +130,32 @@ def test_retry_redoes_only_what_is_missing(rt, tmp_path: Path, tiny_engine) -> N
     assert {p: rt.artifacts.resolve(p).stat().st_mtime_ns for p in kept_files} == kept_files
 
 
+def test_gpu_workers_record_their_batches_while_a_book_is_assembled(rt, tmp_path: Path, tiny_engine,  # type: ignore[no-untyped-def]
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Assembly takes minutes; no database transaction may stay open meanwhile (on SQLite each
+    one holds the write lock, and two H200s idled 12-14 s per assembled book waiting on it)."""
+    import pipeline.audio as audio
+
+    first = _ingested_job(rt, tmp_path, name="first")
+    for batch_id in service.plan_pending(rt):
+        service.synthesize_batch(rt, tiny_engine, batch_id, "gpu0")
+    second = _ingested_job(rt, tmp_path, name="second")
+    [batch_id] = service.plan_pending(rt)
+    real_assembly = audio.assemble_audiobook
+    recorded = []
+
+    def assemble_while_another_batch_lands(*args, **kwargs):  # type: ignore[no-untyped-def]
+        recorded.append(service.synthesize_batch(rt, tiny_engine, batch_id, "gpu1"))
+        return real_assembly(*args, **kwargs)
+
+    monkeypatch.setattr(audio, "assemble_audiobook", assemble_while_another_batch_lands)
+    service.assemble_job(rt, first)
+    assert recorded == [[second]]
+    first_status, second_status = service.job_statuses(rt, first)[0], service.job_statuses(rt, second)[0]
+    assert first_status.state == "done"
+    assert second_status.sentences_done == second_status.sentences_total
+
+
 def test_a_cancelled_job_is_not_planned_or_spoken(rt, tmp_path: Path, tiny_engine) -> None:  # type: ignore[no-untyped-def]
     job_id = _ingested_job(rt, tmp_path)
     [batch_id] = service.plan_pending(rt)
