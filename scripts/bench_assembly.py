@@ -6,6 +6,7 @@ the speed as a multiple of real time plus the peak memory of this process and of
 
     python scripts/bench_assembly.py --hours 1
     python scripts/bench_assembly.py --hours 10 --formats m4b mp3
+    python scripts/bench_assembly.py --hours 2 --formats wav --threads 1   # how well threads scale
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ def main() -> None:
     parser.add_argument("--sentence-seconds", type=float, default=5.0)
     parser.add_argument("--formats", nargs="+", default=["m4b"])
     parser.add_argument("--keep", type=Path, help="write into this directory and keep it")
+    parser.add_argument("--threads", type=int, default=0, help="parallel jobs (default: one per core)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
@@ -87,7 +89,8 @@ def main() -> None:
         cpu_before = cpu_seconds(resource.RUSAGE_SELF) + cpu_seconds(resource.RUSAGE_CHILDREN)
         began = time.monotonic()
         report = assemble_audiobook(
-            book, metadata, root / "out", root / "work", AssemblyOptions(formats=tuple(args.formats))
+            book, metadata, root / "out", root / "work",
+            AssemblyOptions(formats=tuple(args.formats), threads=args.threads),
         )
         elapsed = time.monotonic() - began
         cpu = cpu_seconds(resource.RUSAGE_SELF) + cpu_seconds(resource.RUSAGE_CHILDREN) - cpu_before
