@@ -471,17 +471,17 @@ def _record_results(rt: Runtime, batch_id: int, worker: str, audio: list) -> lis
             session.commit()
             log.warning("batch=%s: lease lost to another worker; its result is kept instead", batch_id)
             return []
-        for work, result, written in audio:
-            sentence = session.get(repo.Sentence, work.sentence_id)
-            if sentence is None or sentence.state == SentenceState.DONE.value:
-                continue
+        states = repo.sentence_states(session, [work.sentence_id for work, _, _ in audio])
+        open_rows = [(w, r, written) for w, r, written in audio
+                     if states.get(w.sentence_id, SentenceState.DONE.value) != SentenceState.DONE.value]
+        repo.record_spoken_sentences(session, [
+            repo.SpokenSentence(work.sentence_id, written[0], written[1], result.gpt_steps, result.hit_limit)
+            for work, result, written in open_rows if written is not None])
+        for work, result, written in open_rows:
             if written is None:
-                repo.fail_sentence(session, sentence, str(result))
+                repo.fail_sentence(session, session.get(repo.Sentence, work.sentence_id), str(result))
                 _fail_job(session, work.job_id, f"chapter {work.chapter_index + 1}, sentence "
                           f"{work.index + 1}: {result}")
-                continue
-            path, seconds = written
-            repo.record_sentence_audio(session, sentence, path, seconds, result.gpt_steps, result.hit_limit)
         session.commit()
     return _finish_batch(rt, batch_id, worker)
 

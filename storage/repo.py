@@ -119,14 +119,31 @@ def job_priorities(session: Session, job_ids: Iterable[int]) -> dict[int, int]:
     return {job_id: priority for job_id, priority in rows}
 
 
-def record_sentence_audio(session: Session, sentence: Sentence, audio_path: str, seconds: float,
-                          gpt_steps: int, hit_limit: bool) -> None:
-    sentence.audio_path = audio_path
-    sentence.audio_seconds = seconds
-    sentence.gpt_steps = gpt_steps
-    sentence.hit_limit = hit_limit
-    sentence.state = SentenceState.DONE.value
-    sentence.error = None
+@dataclass(frozen=True)
+class SpokenSentence:
+    """What synthesis recorded for one sentence."""
+
+    sentence_id: int
+    audio_path: str
+    audio_seconds: float
+    gpt_steps: int
+    hit_limit: bool
+
+
+def sentence_states(session: Session, sentence_ids: Sequence[int]) -> dict[int, str]:
+    """The state of each of these sentences that still exists, in one query."""
+    rows = session.execute(select(Sentence.id, Sentence.state).where(Sentence.id.in_(sentence_ids)))
+    return {sentence_id: state for sentence_id, state in rows}
+
+
+def record_spoken_sentences(session: Session, spoken: Sequence[SpokenSentence]) -> None:
+    """A batch's spoken sentences done, with their audio, as one executemany UPDATE by primary
+    key (1,024 sentences one by one took ~0.3 s, the GPU idle meanwhile)."""
+    if spoken:
+        session.execute(update(Sentence), [
+            {"id": s.sentence_id, "audio_path": s.audio_path, "audio_seconds": s.audio_seconds,
+             "gpt_steps": s.gpt_steps, "hit_limit": s.hit_limit, "state": SentenceState.DONE.value,
+             "error": None} for s in spoken])
 
 
 def fail_sentence(session: Session, sentence: Sentence, error: str) -> None:

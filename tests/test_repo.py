@@ -83,9 +83,13 @@ def test_progress_counts_done_failed_and_audio(sessions) -> None:  # type: ignor
     with sessions() as s:
         job = _job_with_sentences(s, 3)
         rows = repo.unplanned_sentences(s)
-        repo.record_sentence_audio(s, rows[0], "a.wav", 1.5, 70, hit_limit=True)
+        repo.record_spoken_sentences(s, [repo.SpokenSentence(rows[0].id, "a.wav", 1.5, 70, hit_limit=True)])
         repo.fail_sentence(s, rows[1], "boom")
         s.commit()
+        assert repo.sentence_states(s, [r.id for r in rows] + [10**9]) == {
+            rows[0].id: SentenceState.DONE.value, rows[1].id: SentenceState.FAILED.value,
+            rows[2].id: SentenceState.PENDING.value}
+        assert (rows[0].audio_path, rows[0].gpt_steps) == ("a.wav", 70)
         p = repo.job_progress(s, [job.id])[job.id]
         assert (p.total, p.done, p.failed, p.hit_limit) == (3, 1, 1, 1)
         assert p.audio_seconds == pytest.approx(1.5)
