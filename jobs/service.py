@@ -153,32 +153,49 @@ def resolve_voice(session: Session, name: str) -> str:
 
 
 def ingest_job(rt: Runtime, job_id: int) -> bool:
-    """Read the stored book into chapters and sentences. True when the job is ready for planning."""
+    """Read the stored book into chapters and sentences. True when the job is ready for planning.
+
+    The book is parsed outside any database transaction (seconds for a big one): on SQLite a
+    transaction holds the write lock, and GPU workers could not record their batches meanwhile.
+    The chapters are then recorded only if no other delivery recorded them first."""
     from pipeline.ingest import read_book
     from pipeline.text import split_sentences
 
     with rt.session() as session:
+        ready = _ingested_already(session, job_id)
         job = repo.get_job(session, job_id)
-        if job is None or job.job_state not in (JobState.QUEUED, JobState.INGESTING):
-            return job is not None and job.job_state == JobState.SYNTHESIZING
-        if repo.has_chapters(session, job_id):  # a previous delivery got this far
-            repo.move_job(session, job_id, JobState.SYNTHESIZING, only_from=[JobState.QUEUED, JobState.INGESTING])
+        source_path, source_name = (rt.artifacts.resolve(job.source_path), job.source_name) if job else (None, "")
+        session.commit()
+    if ready is not None:
+        return ready
+    try:
+        book = read_book(source_path)
+        chapters = [(chapter, split_sentences(chapter)) for chapter in book.chapters]
+    except BookError as exc:
+        fail_job(rt, job_id, f"{source_name}: {exc.problem}" + (f" ({exc.fix})" if exc.fix else ""))
+        return False
+    with rt.session() as session:
+        ready = _ingested_already(session, job_id, for_update=True)
+        if ready is not None:
             session.commit()
-            return True
-        try:
-            book = read_book(rt.artifacts.resolve(job.source_path))
-            chapters = [(chapter, split_sentences(chapter)) for chapter in book.chapters]
-        except BookError as exc:
-            _fail_job(session, job_id, f"{job.source_name}: {exc.problem}"
-                      + (f" ({exc.fix})" if exc.fix else ""))
-            session.commit()
-            return False
-        _record_book(rt, session, job, book, chapters)
+            return ready
+        _record_book(rt, session, repo.get_job(session, job_id), book, chapters)
         repo.move_job(session, job_id, JobState.SYNTHESIZING, only_from=[JobState.QUEUED, JobState.INGESTING])
         session.commit()
-        log.info("job=%s: %d chapters, %d sentences", job_id, len(chapters),
-                 sum(len(s) for _, s in chapters))
+    log.info("job=%s: %d chapters, %d sentences", job_id, len(chapters), sum(len(s) for _, s in chapters))
+    return True
+
+
+def _ingested_already(session: Session, job_id: int, for_update: bool = False) -> bool | None:
+    """None while the job still waits for its book to be read; else whether it is ready to plan
+    (a job gone, cancelled or failed is not; one whose chapters another delivery recorded is)."""
+    job = repo.get_job(session, job_id, for_update=for_update)
+    if job is None or job.job_state not in (JobState.QUEUED, JobState.INGESTING):
+        return job is not None and job.job_state == JobState.SYNTHESIZING
+    if repo.has_chapters(session, job_id):  # a previous delivery got this far
+        repo.move_job(session, job_id, JobState.SYNTHESIZING, only_from=[JobState.QUEUED, JobState.INGESTING])
         return True
+    return None
 
 
 def _record_book(rt: Runtime, session: Session, job: Job, book, chapters) -> None:  # type: ignore[no-untyped-def]

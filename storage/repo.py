@@ -26,8 +26,10 @@ from storage.models import (
 # ---------------------------------------------------------------- jobs
 
 
-def get_job(session: Session, job_id: int) -> Job | None:
-    return session.get(Job, job_id)
+def get_job(session: Session, job_id: int, *, for_update: bool = False) -> Job | None:
+    """The job; ``for_update`` locks its row until the transaction ends (PostgreSQL; a SQLite
+    transaction holds the whole database anyway)."""
+    return session.get(Job, job_id, with_for_update=for_update or None)
 
 
 def list_jobs(session: Session, limit: int = 200) -> list[Job]:

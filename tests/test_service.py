@@ -156,6 +156,31 @@ def test_gpu_workers_record_their_batches_while_a_book_is_assembled(rt, tmp_path
     assert second_status.sentences_done == second_status.sentences_total
 
 
+def test_gpu_workers_record_their_batches_while_a_book_is_read(rt, tmp_path: Path, tiny_engine,  # type: ignore[no-untyped-def]
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading a big book takes seconds; the same rule as for assembly: no open transaction."""
+    import pipeline.ingest as ingest
+
+    first = _ingested_job(rt, tmp_path, name="first")
+    [batch_id] = service.plan_pending(rt)
+    book = write_epub(tmp_path / "second.epub", "Second", CHAPTERS)
+    second = service.submit_book(rt, book, service.JobOptions(formats=("wav",)))
+    real_read = ingest.read_book
+    recorded = []
+
+    def read_while_a_batch_lands(path):  # type: ignore[no-untyped-def]
+        recorded.append(service.synthesize_batch(rt, tiny_engine, batch_id, "gpu0"))
+        return real_read(path)
+
+    monkeypatch.setattr(ingest, "read_book", read_while_a_batch_lands)
+    assert service.ingest_job(rt, second)
+    assert recorded == [[first]]
+    status = service.job_statuses(rt, second)[0]
+    assert status.state == "synthesizing" and status.sentences_total > 0
+    assert service.ingest_job(rt, second)  # a second delivery records nothing twice
+    assert service.job_statuses(rt, second)[0].sentences_total == status.sentences_total
+
+
 def test_a_cancelled_job_is_not_planned_or_spoken(rt, tmp_path: Path, tiny_engine) -> None:  # type: ignore[no-untyped-def]
     job_id = _ingested_job(rt, tmp_path)
     [batch_id] = service.plan_pending(rt)
