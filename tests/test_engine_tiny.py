@@ -286,6 +286,15 @@ def test_an_unusable_recording_raises_voice_error_naming_the_file(engine: Engine
 
 
 # ------------------------------------------------------------------------------ planning, refine
+def test_a_big_batch_is_tokenized_in_threads_with_the_ids_of_one_call(engine: Engine) -> None:
+    from pipeline.engine.engine import TOKENIZE_CHUNK
+
+    texts = [f"[Stts][spk_emb]Sentence number {i}, 第{i}句。[Ptts]" for i in range(2 * TOKENIZE_CHUNK + 5)]
+    fast = engine._parts.tokenizer._tokenizer.backend_tokenizer
+    engine.forget_prompts()
+    assert engine._tokenize(texts) == [e.ids for e in fast.encode_batch(texts, add_special_tokens=False)]
+
+
 def test_prompt_tokens_and_memory_model_feed_the_planner(engine: Engine) -> None:
     from pipeline.batching import PlanLimits, plan_batches
     from pipeline.types import PlannedSentence

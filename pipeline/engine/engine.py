@@ -245,6 +245,7 @@ class Engine:
 
     def _tokenize(self, texts: list[str]) -> list[list[int]]:
         # Prompts met at planning time are met again at synthesis: remembered, not re-tokenized.
+        # The lists returned are the remembered ones: read them, never change them.
         missing = list(dict.fromkeys(t for t in texts if t not in self._token_ids))
         if missing:
             encoded = _encode_in_threads(self._parts.tokenizer._tokenizer.backend_tokenizer, missing)
