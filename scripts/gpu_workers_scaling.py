@@ -566,7 +566,25 @@ def record_measurements(result: PhaseResult, phase: Phase, table: JobTable) -> N
     result.synthesis_span_seconds = seconds_between(first_lease, last_batch)
     result.batches = len(batches)
     result.per_worker = batches_per_worker(phase, batches)
+    for worker in phase.workers:
+        if worker.name in result.per_worker:
+            result.per_worker[worker.name].update(batch_seconds_from_log(worker.log_text()))
     result.outputs = [o for j in jobs for o in j["outputs"]]
+
+
+BATCH_LOG_LINE = re.compile(r"batch=\d+: .*synthesized in ([\d.]+) s .*written in ([\d.]+) s, "
+                            r"recorded in ([\d.]+) s")
+
+
+def batch_seconds_from_log(log_text: str) -> dict[str, float]:
+    """A synthesis worker's time per batch stage, from the line it logs after each batch: where
+    the GPU waited (writing WAVs, recording in the database) shows here, not in the job table."""
+    stages = [tuple(map(float, m.groups())) for m in BATCH_LOG_LINE.finditer(log_text)]
+    if not stages:
+        return {}
+    synthesized, written, recorded = zip(*stages)
+    return {"synthesize_seconds": round(sum(synthesized), 2), "write_seconds": round(sum(written), 2),
+            "record_seconds": round(sum(recorded), 2), "longest_record_seconds": max(recorded)}
 
 
 def batches_per_worker(phase: Phase, batches: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -604,14 +622,17 @@ def speedups(results: list[PhaseResult]) -> dict[str, float | None]:
 
 def markdown_report(results: list[PhaseResult], ratios: dict[str, float | None]) -> str:
     lines = ["| phase | synthesis workers | sentences | audio s | submit → synthesized s | submit → done s "
-             "| × real time | batches per worker (busy s) |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| × real time | batches per worker (busy s) | synthesize / write / record s (longest record) |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in results:
-        split = ", ".join(f"{name.split('@')[0]}: {w['batches']} ({w['busy_seconds']:.1f})"
-                          for name, w in sorted(r.per_worker.items()))
+        workers = sorted(r.per_worker.items())
+        split = ", ".join(f"{name.split('@')[0]}: {w['batches']} ({w['busy_seconds']:.1f})" for name, w in workers)
+        stages = ", ".join(f"{name.split('@')[0]}: {w['synthesize_seconds']:.1f} / {w['write_seconds']:.1f} / "
+                           f"{w['record_seconds']:.1f} ({w['longest_record_seconds']:.1f})"
+                           for name, w in workers if "synthesize_seconds" in w) or "–"
         speed = f"{r.x_realtime:.0f}" if r.x_realtime else "–"
         lines.append(f"| {r.phase} | {r.synthesis_workers} | {r.sentences} | {r.audio_seconds:,.0f} "
-                     f"| {r.to_synthesized_seconds} | {r.to_done_seconds} | {speed} | {split} |")
+                     f"| {r.to_synthesized_seconds} | {r.to_done_seconds} | {speed} | {split} | {stages} |")
     if ratios:
         verdict = "meets" if (ratios["synthesized"] or 0) >= TARGET_SPEEDUP else "is BELOW"
         lines += ["", f"speedup two/one: submit → synthesized **{ratios['synthesized']}×** ({verdict} the "
