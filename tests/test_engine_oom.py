@@ -50,6 +50,24 @@ def test_out_of_memory_splits_in_halves_until_it_fits_and_keeps_the_order() -> N
     assert all(size <= 3 for size in engine.calls if size not in (13, 7, 6, 4))
 
 
+def test_waveforms_handed_on_early_keep_their_index_through_every_split() -> None:
+    """``on_waveform`` gets each row under its index in the whole batch, also from the halves
+    (a worker writes each sentence's WAV as it comes)."""
+
+    class Streaming(FakeEngine):
+        def synthesize(self, requests, on_waveform=None):  # type: ignore[no-untyped-def]
+            results = super().synthesize(requests)
+            for index, result in enumerate(results):
+                on_waveform(index, result.waveform)
+            return results
+
+    handed: dict[int, np.ndarray] = {}
+    out = synthesize_with_oom_halving(Streaming(limit=3), batch(13),
+                                      on_waveform=lambda i, wave: handed.setdefault(i, wave))
+    assert sorted(handed) == list(range(13))
+    assert all(np.array_equal(handed[i], r.waveform) for i, r in enumerate(out))
+
+
 def test_a_single_sentence_that_does_not_fit_raises_sentence_too_large() -> None:
     engine = FakeEngine(limit=0)
     with pytest.raises(SentenceTooLargeError, match="sentence 0") as caught:

@@ -123,7 +123,9 @@ def test_waveforms_launched_from_a_thread_of_their_own_land_on_their_rows(
     monkeypatch.setattr(waveform, "row_steps_per_chunk", 20)  # flushes: 2 submits + collect
     hiddens = [torch.randn(n, 64) for n in (23, 9, 40, 5)]
     expected = waveform.decode(hiddens)
-    with WaveformsAlongside(waveform, 4, engine.clock, in_thread=True) as alongside:
+    handed: list[tuple[int, Any]] = []
+    with WaveformsAlongside(waveform, 4, engine.clock, in_thread=True,
+                            on_ready=lambda row, wave: handed.append((row, wave))) as alongside:
         alongside.submit([2], [hiddens[2]])
         alongside.submit([3, 0], [hiddens[3], hiddens[0]])
         alongside.submit([1], [hiddens[1]])
@@ -131,6 +133,8 @@ def test_waveforms_launched_from_a_thread_of_their_own_land_on_their_rows(
         assert len(alongside.launched) == 3
     for wave, want in zip(got, expected):
         np.testing.assert_allclose(wave, want, atol=1e-6)
+    assert sorted(row for row, _ in handed) == [0, 1, 2, 3]  # each row handed on once
+    assert all(wave is got[row] for row, wave in handed)
 
     # no CUDA graph may be captured while that thread queues work (it broke captures on the H200)
     from pipeline.engine.step_graphs import CAPTURE_LOCK

@@ -33,11 +33,11 @@ class FailingEngine:
         self._engine, self._poison, self._error = engine, poison, error
         self.calls = 0
 
-    def synthesize(self, requests):  # type: ignore[no-untyped-def]
+    def synthesize(self, requests, **options):  # type: ignore[no-untyped-def]
         self.calls += 1
         if any(self._poison in r.text for r in requests):
             raise self._error
-        return self._engine.synthesize(requests)
+        return self._engine.synthesize(requests, **options)
 
     def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
         return getattr(self._engine, name)
@@ -179,6 +179,40 @@ def test_gpu_workers_record_their_batches_while_a_book_is_read(rt, tmp_path: Pat
     assert status.state == "synthesizing" and status.sentences_total > 0
     assert service.ingest_job(rt, second)  # a second delivery records nothing twice
     assert service.job_statuses(rt, second)[0].sentences_total == status.sentences_total
+
+
+def test_each_sentence_is_handed_to_the_wav_writer_as_the_engine_finishes_it(rt, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                                              tiny_engine, monkeypatch) -> None:
+    """A GPU worker writes every sentence's WAV while the rest of its batch is synthesized; the
+    writes are handed in before synthesis returns, once each, and the batch records them all."""
+    import pipeline.audio.wavio as wavio
+
+    job_id = _ingested_job(rt, tmp_path)
+    [batch_id] = service.plan_pending(rt)
+    real_synthesize = tiny_engine.synthesize
+    returned = []
+    written_during: list[bool] = []
+    real_write = wavio.SentenceWavWriter.write
+
+    def synthesize(requests, **options):  # type: ignore[no-untyped-def]
+        results = real_synthesize(requests, **options)
+        returned.append(True)
+        return results
+
+    seen = set()
+
+    def write(self, key, path, waveform):  # type: ignore[no-untyped-def]
+        if key not in seen:
+            seen.add(key)
+            written_during.append(not returned)
+        return real_write(self, key, path, waveform)
+
+    monkeypatch.setattr(tiny_engine, "synthesize", synthesize)
+    monkeypatch.setattr(wavio.SentenceWavWriter, "write", write)
+    service.synthesize_batch(rt, tiny_engine, batch_id, "gpu0")
+    status = service.job_statuses(rt, job_id)[0]
+    assert written_during and all(written_during)
+    assert len(written_during) == status.sentences_total == status.sentences_done
 
 
 def test_a_cancelled_job_is_not_planned_or_spoken(rt, tmp_path: Path, tiny_engine) -> None:  # type: ignore[no-untyped-def]

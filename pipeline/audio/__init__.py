@@ -3,7 +3,8 @@
 Public API::
 
     write_sentence_wav(path, waveform, *, durable=True) -> seconds   # used by synthesis, atomic
-    write_sentence_wavs([(path, waveform), ...]) -> [seconds]     # a batch: parallel, one sync
+    write_sentence_wavs([(path, waveform), ...]) -> [seconds]     # a batch: parallel
+    SentenceWavWriter().write(key, path, waveform); .seconds()    # the same, handed in one by one
     assemble_audiobook(chapters, metadata, out_dir, work_dir, options) -> AssemblyReport
 """
 
@@ -16,7 +17,7 @@ from pipeline.audio.model import (
     ChapterReport,
     SentenceAudio,
 )
-from pipeline.audio.wavio import write_sentence_wav, write_sentence_wavs
+from pipeline.audio.wavio import SentenceWavWriter, write_sentence_wav, write_sentence_wavs
 
 __all__ = [
     "SUPPORTED_FORMATS",
@@ -25,6 +26,7 @@ __all__ = [
     "ChapterAudio",
     "ChapterReport",
     "SentenceAudio",
+    "SentenceWavWriter",
     "assemble_audiobook",
     "write_sentence_wav",
     "write_sentence_wavs",

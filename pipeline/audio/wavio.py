@@ -10,9 +10,10 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+import threading
 import wave
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -95,21 +96,52 @@ def write_sentence_wav(path: Path, waveform: np.ndarray, *, durable: bool = True
     return len(pcm) / SAMPLE_RATE
 
 
-def write_sentence_wavs(items: Sequence[tuple[Path, np.ndarray]], threads: int = 8) -> list[float]:
-    """Write a batch's sentence WAVs, each atomically and durably, several at once.
+class SentenceWavWriter:
+    """Sentence WAVs written atomically and durably from a few threads, as they are handed in.
 
     One durable write waits ~10 ms on two fsyncs (VM disk): seconds per batch of hundreds of
-    sentences, with the GPU idle. Written from ``threads`` threads (the PCM conversion, the writes
-    and the fsyncs release the GIL), the waits overlap and the filesystem commits them together.
-    (A single syncfs for the batch was tried and dropped: it also waits for every other writer on
-    the filesystem — the other GPU worker, the assembly — docs/benchmarks.md.)
-
-    Returns each file's duration in seconds, in order. Raises AssemblyError like the single write.
+    sentences. From ``threads`` threads (the PCM conversion, the writes and the fsyncs release the
+    GIL) the waits overlap and the filesystem commits them together. A GPU worker hands each
+    sentence in as soon as its waveform reaches the host, while the rest of its batch is still
+    being synthesized. (A single syncfs per batch was tried and dropped: it also waits for every
+    other writer on the filesystem — the other GPU worker, the assembly — docs/benchmarks.md.)
+    Use as a context manager; leaving it waits for the writes under way.
     """
+
+    def __init__(self, threads: int = 8) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="wav-writer")
+        self._writes: dict[object, Future[float]] = {}
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> SentenceWavWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._pool.shutdown(wait=True)
+
+    def write(self, key: object, path: Path, waveform: np.ndarray) -> None:
+        """Write ``waveform`` to ``path`` (once per ``key``: a second hand-in is ignored)."""
+        with self._lock:
+            if key not in self._writes:
+                self._writes[key] = self._pool.submit(write_sentence_wav, path, waveform)
+
+    def seconds(self) -> dict[object, float]:
+        """Every file's duration by key, once all are written; raises the first AssemblyError."""
+        with self._lock:
+            writes = dict(self._writes)
+        return {key: write.result() for key, write in writes.items()}
+
+
+def write_sentence_wavs(items: Sequence[tuple[Path, np.ndarray]], threads: int = 8) -> list[float]:
+    """Write a batch's sentence WAVs (see :class:`SentenceWavWriter`); each file's duration in
+    seconds, in order. Raises AssemblyError like the single write."""
     if not items:
         return []
-    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(items)))) as pool:
-        return list(pool.map(lambda item: write_sentence_wav(*item), items))
+    with SentenceWavWriter(min(threads, len(items))) as writer:
+        for index, (path, waveform) in enumerate(items):
+            writer.write(index, path, waveform)
+        seconds = writer.seconds()
+    return [seconds[index] for index in range(len(items))]
 
 
 def _fsync_directory(directory: Path) -> None:

@@ -55,11 +55,12 @@ def synthesize_with_oom_halving(
     engine: Any,
     requests: Sequence[SynthesisRequest],
     on_split: Callable[[int], None] | None = None,
+    on_waveform: Callable[[int, Any], None] | None = None,
 ) -> list[SynthesisResult]:
     """``engine.synthesize`` that halves the batch on CUDA out-of-memory (see ``oom.py``)."""
     from pipeline.engine.oom import synthesize_with_oom_halving as _run
 
-    return _run(engine, requests, on_split)
+    return _run(engine, requests, on_split, on_waveform)
 
 
 def __getattr__(name: str) -> Any:

@@ -42,7 +42,7 @@ from pipeline.engine.step_graphs import StepRunner, graphs_wanted
 from pipeline.engine.timing import PhaseClock
 from pipeline.engine.voices import SpeakerEmbedding, encode_audio_prompt, encode_speaker, parse_voice
 from pipeline.engine.waveform import WaveformDecoder
-from pipeline.engine.waveform_overlap import WaveformsAlongside
+from pipeline.engine.waveform_overlap import OnWaveform, WaveformsAlongside
 from pipeline.errors import SynthesisError, VoiceError
 from pipeline.types import GPT_STEPS_PER_SECOND, SynthesisRequest, SynthesisResult
 
@@ -122,13 +122,19 @@ class Engine:
         self._runner.release()
 
     # ----------------------------------------------------------------------------- synthesis
-    def synthesize(self, requests: Sequence[SynthesisRequest]) -> list[SynthesisResult]:
+    def synthesize(self, requests: Sequence[SynthesisRequest],
+                   on_waveform: OnWaveform | None = None) -> list[SynthesisResult]:
         """One waveform per request, in order. Raises torch.cuda.OutOfMemoryError unchanged (see
-        ``synthesize_with_oom_halving``), VoiceError for a bad voice, SynthesisError otherwise."""
+        ``synthesize_with_oom_halving``), VoiceError for a bad voice, SynthesisError otherwise.
+
+        ``on_waveform(index, waveform)`` is called once per request as soon as its waveform is
+        on the host — on a GPU while later sentences are still generating, from another thread
+        (a worker writes the WAV meanwhile); on CPU at the end."""
         if not requests:
             return []
         started = time.perf_counter()
-        with WaveformsAlongside(self._parts.waveform, len(requests), self.clock) as alongside:
+        with WaveformsAlongside(self._parts.waveform, len(requests), self.clock,
+                                on_ready=on_waveform) as alongside:
             generated = self._run(requests, keep_hiddens=True, on_finished=alongside.submit)
             with _device_errors(len(requests)):
                 waves = alongside.collect()

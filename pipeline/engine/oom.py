@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pipeline.errors import SentenceTooLargeError
 from pipeline.types import SynthesisRequest, SynthesisResult
 
 log = logging.getLogger(__name__)
+
+
+if TYPE_CHECKING:  # the engine's modules import torch; this one must not
+    from pipeline.engine.waveform_overlap import OnWaveform
 
 
 class Synthesizer(Protocol):
@@ -24,6 +28,7 @@ def synthesize_with_oom_halving(
     engine: Synthesizer,
     requests: Sequence[SynthesisRequest],
     on_split: Callable[[int], None] | None = None,
+    on_waveform: OnWaveform | None = None,
 ) -> list[SynthesisResult]:
     """``engine.synthesize(requests)``, splitting the batch in halves on CUDA out-of-memory.
 
@@ -32,6 +37,9 @@ def synthesize_with_oom_halving(
         requests: the batch.
         on_split: called with the new (smaller) batch size each time a batch is split, so the
             caller can learn the device's real limit and plan smaller batches.
+        on_waveform: passed to ``engine.synthesize`` (``Engine.synthesize`` says when it is
+            called), with each index as in ``requests``. A row handed on before an
+            out-of-memory error is handed on again by the retry, with the same audio.
 
     Raises:
         SentenceTooLargeError: a single request runs out of memory even alone.
@@ -39,7 +47,9 @@ def synthesize_with_oom_halving(
     import torch
 
     try:
-        return engine.synthesize(requests)
+        if on_waveform is None:
+            return engine.synthesize(requests)
+        return engine.synthesize(requests, on_waveform=on_waveform)  # type: ignore[call-arg]
     except torch.OutOfMemoryError:
         pass  # retry outside the handler: the live traceback's frames would pin the batch's tensors
     _free_device_memory()
@@ -54,8 +64,9 @@ def synthesize_with_oom_halving(
                 len(requests) - half)
     if on_split is not None:
         on_split(half)
-    first = synthesize_with_oom_halving(engine, requests[:half], on_split)
-    return first + synthesize_with_oom_halving(engine, requests[half:], on_split)
+    later = None if on_waveform is None else (lambda index, wave: on_waveform(half + index, wave))
+    first = synthesize_with_oom_halving(engine, requests[:half], on_split, on_waveform)
+    return first + synthesize_with_oom_halving(engine, requests[half:], on_split, later)
 
 
 def _free_device_memory() -> None:

@@ -20,7 +20,7 @@ decode simply runs when a chunk is full. Either way the waveforms are exactly
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
@@ -31,6 +31,7 @@ from pipeline.engine.timing import PhaseClock
 from pipeline.engine.waveform import WaveformDecoder, to_numpy
 
 
+OnWaveform = Callable[[int, np.ndarray], None]
 PINNED_PIECE = 1 << 23  # floats per pinned host buffer (32 MB): sizes the host allocator keeps
 
 
@@ -38,10 +39,14 @@ class WaveformsAlongside:
     """Use as a context manager: leaving it waits for the decodes still running."""
 
     def __init__(self, decoder: WaveformDecoder, rows: int, clock: PhaseClock,
-                 in_thread: bool | None = None) -> None:
-        """``in_thread``: launch chunks from a thread of their own (default: on the GPU)."""
+                 in_thread: bool | None = None, on_ready: OnWaveform | None = None) -> None:
+        """``in_thread``: launch chunks from a thread of their own (default: on the GPU).
+        ``on_ready(row, waveform)`` is called once per row as soon as its waveform is on the host
+        (on the GPU while later rows are still generating; from the launcher thread then)."""
         self.decoder = decoder
         self.clock = clock
+        self.on_ready = on_ready
+        self.on_host: list[tuple[torch.cuda.Event, Sequence[int]]] = []  # copies not yet handed on
         self.waves: list[torch.Tensor | np.ndarray | None] = [None] * rows
         device = decoder.device
         self.side = torch.cuda.Stream(device) if device.type == "cuda" else None
@@ -91,6 +96,7 @@ class WaveformsAlongside:
                 scope.enter_context(torch.cuda.stream(self.side))
             scope.enter_context(self.clock.phase("waveform"))
             self._store(rows, self.decoder.decode_on_device(hiddens))
+        self._hand_on(wait=False)  # the chunks before this one are usually on the host by now
 
     def collect(self) -> list[np.ndarray]:
         """Every row's waveform on the host (decodes what is left, waits for the side stream)."""
@@ -104,8 +110,22 @@ class WaveformsAlongside:
         if missing:
             raise RuntimeError(f"no waveform was decoded for rows {missing}")
         if self.side is not None:
+            self._hand_on(wait=True)
             return [w for w in self.waves if isinstance(w, np.ndarray)]
-        return to_numpy([w for w in self.waves if isinstance(w, torch.Tensor)])
+        waves = to_numpy([w for w in self.waves if isinstance(w, torch.Tensor)])
+        if self.on_ready is not None:
+            for row, wave in enumerate(waves):
+                self.on_ready(row, wave)
+        return waves
+
+    def _hand_on(self, wait: bool) -> None:
+        """``on_ready`` for the rows whose copy to the host has finished (all of them: ``wait``)."""
+        while self.on_host and (wait or self.on_host[0][0].query()):
+            event, rows = self.on_host.pop(0)
+            event.synchronize()
+            if self.on_ready is not None:
+                for row in rows:
+                    self.on_ready(row, self.waves[row])
 
     def _store(self, rows: Sequence[int], waves: list[torch.Tensor]) -> None:
         if self.side is None:
@@ -132,3 +152,6 @@ class WaveformsAlongside:
         bounds = np.cumsum([w.numel() for w in waves])[:-1]
         for row, wave in zip(rows, np.split(host.numpy(), bounds)):
             self.waves[row] = wave
+        copied = torch.cuda.Event()
+        copied.record()  # on the side stream, behind the copy
+        self.on_host.append((copied, rows))
