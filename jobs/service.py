@@ -339,32 +339,36 @@ def synthesize_batch(rt: Runtime, engine: Engine, batch_id: int, worker: str,
         session.commit()
     if not work:
         return _finish_batch(rt, batch_id, worker)
-    clock = [time.monotonic()]  # claimed; then synthesized, written, recorded
-
-    def lap() -> float:
-        clock.append(time.monotonic())
-        return clock[-1] - clock[-2]
-
-    from pipeline.audio import SentenceWavWriter
-
-    with _LeaseKeeper(rt, batch_id, worker), SentenceWavWriter() as writer:
+    began = time.monotonic()
+    with _LeaseKeeper(rt, batch_id, worker):
         try:
-            # each sentence's WAV is written as soon as its waveform is on the host, while the
-            # GPU goes on with the rest of the batch (it idled ~0.5 s per batch on writes)
-            results = _synthesize_all(engine, _refined(engine, work), _limit_recorder(rt, learned_by),
-                                      on_audio=lambda w, wave: _write_sentence(rt, writer, w, wave))
-            synthesized_s = lap()
-            audio = _write_batch_audio(rt, results, writer)
-            written_s = lap()
+            audio, synthesized_s = _speak_and_write(rt, engine, work, learned_by)
         except Exception as exc:  # device error, full disk...: give the batch back, or fail it for good
             _give_back_or_fail(rt, batch_id, worker, work, attempts, exc)
             raise
+    written = time.monotonic()
     ready = _record_results(rt, batch_id, worker, audio)
     seconds = sum(a[2][1] for a in audio if a[2] is not None)
     log.info("batch=%s: %d sentences, %.0f s of audio: synthesized in %.2f s (%.0fx real time), "
              "written in %.2f s, recorded in %.2f s", batch_id, len(work), seconds, synthesized_s,
-             seconds / max(synthesized_s, 1e-9), written_s, lap())
+             seconds / max(synthesized_s, 1e-9), written - began - synthesized_s,
+             time.monotonic() - written)
     return ready
+
+
+def _speak_and_write(rt: Runtime, engine: Engine, work: list[_SentenceWork], learned_by: str | None
+                     ) -> tuple[list[tuple[_SentenceWork, Any, tuple[str, float] | None]], float]:
+    """The batch's audio with every sentence's WAV written, and the seconds synthesis took. Each
+    WAV is written as soon as its waveform is on the host, while the GPU goes on with the rest
+    of the batch (written after synthesis, they idled the GPU ~0.5 s per batch on an H200)."""
+    from pipeline.audio import SentenceWavWriter
+
+    began = time.monotonic()
+    with SentenceWavWriter() as writer:
+        results = _synthesize_all(engine, _refined(engine, work), _limit_recorder(rt, learned_by),
+                                  on_audio=lambda w, wave: _write_sentence(rt, writer, w, wave))
+        synthesized_s = time.monotonic() - began
+        return _write_batch_audio(rt, results, writer), synthesized_s
 
 
 def _take_over_from_dead_local_worker(session: Session, batch_id: int, worker: str):  # type: ignore[no-untyped-def]
