@@ -94,9 +94,9 @@ class WaveformsAlongside:
             if self.side is not None:
                 scope.enter_context(torch.cuda.device(self.decoder.device))
                 scope.enter_context(torch.cuda.stream(self.side))
+            self._hand_on(wait=False)  # the chunks before this one are usually on the host by now
             scope.enter_context(self.clock.phase("waveform"))
             self._store(rows, self.decoder.decode_on_device(hiddens))
-        self._hand_on(wait=False)  # the chunks before this one are usually on the host by now
 
     def collect(self) -> list[np.ndarray]:
         """Every row's waveform on the host (decodes what is left, waits for the side stream)."""
