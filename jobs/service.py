@@ -164,8 +164,9 @@ def ingest_job(rt: Runtime, job_id: int) -> bool:
 
     with rt.session() as session:
         ready = _ingested_already(session, job_id)
-        job = repo.get_job(session, job_id)
-        source_path, source_name = (rt.artifacts.resolve(job.source_path), job.source_name) if job else (None, "")
+        if ready is None:
+            job = repo.get_job(session, job_id)
+            source_path, source_name = rt.artifacts.resolve(job.source_path), job.source_name
         session.commit()
     if ready is not None:
         return ready

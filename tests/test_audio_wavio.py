@@ -71,10 +71,21 @@ def test_missing_truncated_and_garbage_files_are_assembly_errors(tmp_path):
         read_sentence_audio(garbage)
 
 
+def write_sentence_wavs(items):
+    """Every (path, waveform) through one SentenceWavWriter, as a GPU worker writes a batch;
+    each file's duration, in order."""
+    from pipeline.audio import SentenceWavWriter
+
+    with SentenceWavWriter() as writer:
+        for index, (path, waveform) in enumerate(items):
+            writer.write(index, path, waveform)
+        seconds = writer.seconds()
+    return [seconds[index] for index in range(len(items))]
+
+
 def test_a_batch_of_sentences_is_written_durably_from_several_threads(tmp_path, monkeypatch):
     import threading
 
-    from pipeline.audio import write_sentence_wavs
     from pipeline.audio import wavio
 
     fsynced_by: list[str] = []
@@ -96,8 +107,6 @@ def test_a_batch_of_sentences_is_written_durably_from_several_threads(tmp_path, 
 
 
 def test_a_batch_write_that_cannot_create_a_file_names_it(tmp_path):
-    from pipeline.audio import write_sentence_wavs
-
     (tmp_path / "blocked").write_text("a file where a chapter folder should be")
     bad = tmp_path / "blocked" / "0001.wav"
     with pytest.raises(AssemblyError, match="blocked/0001.wav"):

@@ -3,8 +3,7 @@
 Public API::
 
     write_sentence_wav(path, waveform, *, durable=True) -> seconds   # used by synthesis, atomic
-    write_sentence_wavs([(path, waveform), ...]) -> [seconds]     # a batch: parallel
-    SentenceWavWriter().write(key, path, waveform); .seconds()    # the same, handed in one by one
+    SentenceWavWriter().write(key, path, waveform); .seconds()    # a batch: parallel, as they come
     assemble_audiobook(chapters, metadata, out_dir, work_dir, options) -> AssemblyReport
 """
 
@@ -17,7 +16,7 @@ from pipeline.audio.model import (
     ChapterReport,
     SentenceAudio,
 )
-from pipeline.audio.wavio import SentenceWavWriter, write_sentence_wav, write_sentence_wavs
+from pipeline.audio.wavio import SentenceWavWriter, write_sentence_wav
 
 __all__ = [
     "SUPPORTED_FORMATS",
@@ -29,5 +28,4 @@ __all__ = [
     "SentenceWavWriter",
     "assemble_audiobook",
     "write_sentence_wav",
-    "write_sentence_wavs",
 ]

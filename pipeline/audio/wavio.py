@@ -12,7 +12,6 @@ import os
 import tempfile
 import threading
 import wave
-from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -130,18 +129,6 @@ class SentenceWavWriter:
         with self._lock:
             writes = dict(self._writes)
         return {key: write.result() for key, write in writes.items()}
-
-
-def write_sentence_wavs(items: Sequence[tuple[Path, np.ndarray]], threads: int = 8) -> list[float]:
-    """Write a batch's sentence WAVs (see :class:`SentenceWavWriter`); each file's duration in
-    seconds, in order. Raises AssemblyError like the single write."""
-    if not items:
-        return []
-    with SentenceWavWriter(min(threads, len(items))) as writer:
-        for index, (path, waveform) in enumerate(items):
-            writer.write(index, path, waveform)
-        seconds = writer.seconds()
-    return [seconds[index] for index in range(len(items))]
 
 
 def _fsync_directory(directory: Path) -> None:

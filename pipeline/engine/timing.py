@@ -19,6 +19,7 @@ from collections.abc import Iterator
 import torch
 
 PHASES = ("prefill", "gpt_steps", "waveform")
+EDGES = ("idle_start", "idle_between", "tail", "busy_end")  # the timeline, see PhaseClock.edges
 
 
 class PhaseClock:
@@ -32,7 +33,7 @@ class PhaseClock:
         self.steps = 0
         self.step_bytes = 0
         self._origin: torch.cuda.Event | None = None
-        self._edges = dict.fromkeys(("idle_start", "idle_between", "tail", "busy_end"), 0.0)
+        self._edges = dict.fromkeys(EDGES, 0.0)
         if self.cuda:  # the device is idle at a reset: this event marks the caller's "now"
             self._origin = torch.cuda.Event(enable_timing=True)
             self._origin.record()
@@ -76,7 +77,7 @@ class PhaseClock:
 
     def _timeline(self) -> dict[str, float]:
         if self._origin is None:
-            return dict.fromkeys(("idle_start", "idle_between", "tail", "busy_end"), 0.0)
+            return dict.fromkeys(EDGES, 0.0)
 
         def at(event: torch.cuda.Event) -> float:
             return self._origin.elapsed_time(event) / 1000.0
