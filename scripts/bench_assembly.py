@@ -7,6 +7,9 @@ the speed as a multiple of real time plus the peak memory of this process and of
     python scripts/bench_assembly.py --hours 1
     python scripts/bench_assembly.py --hours 10 --formats m4b mp3
     python scripts/bench_assembly.py --hours 2 --formats wav --threads 1   # how well threads scale
+    python scripts/bench_assembly.py --hours 7 --formats wav --stitch-in processes threads --threads 0 1
+
+With several ``--threads`` / ``--stitch-in`` values, the same book is assembled once per combination.
 """
 
 from __future__ import annotations
@@ -63,6 +66,40 @@ def max_rss_mib(who: int) -> float:
     return resource.getrusage(who).ru_maxrss / 1024.0  # Linux reports KiB
 
 
+def time_assembly(book: list[ChapterAudio], root: Path, options: AssemblyOptions, keep: bool) -> None:
+    """Assemble ``book`` into ``root`` and print what it took."""
+    rss_before = max_rss_mib(resource.RUSAGE_SELF)
+    load_before = os.getloadavg()[0]
+    metadata = BookMetadata(title="Benchmark Book", authors=("Synthetic",), date="2026")
+    cpu_before = cpu_seconds(resource.RUSAGE_SELF) + cpu_seconds(resource.RUSAGE_CHILDREN)
+    began = time.monotonic()
+    report = assemble_audiobook(book, metadata, root / "out", root / "work", options)
+    elapsed = time.monotonic() - began
+    cpu = cpu_seconds(resource.RUSAGE_SELF) + cpu_seconds(resource.RUSAGE_CHILDREN) - cpu_before
+    size = sum(p.stat().st_size for p in report.outputs)
+    print(
+        f"audio        {report.total_seconds / 3600:.2f} h in {len(report.chapters)} chapters "
+        f"({report.sentence_seconds / 3600:.2f} h speech, {report.pause_seconds / 3600:.2f} h pauses)"
+    )
+    print(f"formats      {' '.join(options.formats)}: {len(report.outputs)} file(s), {size / 2**20:.0f} MiB")
+    print(f"assembly     {elapsed:.1f} s = {report.total_seconds / elapsed:.0f}x real time")
+    print(
+        f"cpu          {cpu:.1f} s (python + ffmpeg + helpers) = {cpu / (report.total_seconds / 3600):.0f} s "
+        f"per audio hour on {os.cpu_count()} cores; load average before {load_before:.1f}"
+    )
+    print(
+        f"loudness     measured {report.measured_lufs:.2f} LUFS, gain {report.gain_db:+.2f} dB, "
+        f"limiter {'on' if report.limiter else 'off'}"
+    )
+    print(
+        f"peak RSS     python {max_rss_mib(resource.RUSAGE_SELF):.0f} MiB "
+        f"(before assembly {rss_before:.0f} MiB), "
+        f"largest child {max_rss_mib(resource.RUSAGE_CHILDREN):.0f} MiB"
+    )
+    if not keep:  # the outputs of one run are not needed for the next
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hours", type=float, default=1.0)
@@ -70,7 +107,10 @@ def main() -> None:
     parser.add_argument("--sentence-seconds", type=float, default=5.0)
     parser.add_argument("--formats", nargs="+", default=["m4b"])
     parser.add_argument("--keep", type=Path, help="write into this directory and keep it")
-    parser.add_argument("--threads", type=int, default=0, help="parallel jobs (default: one per core)")
+    parser.add_argument("--threads", type=int, nargs="+", default=[0],
+                        help="parallel jobs (default 0: one per core)")
+    parser.add_argument("--stitch-in", nargs="+", choices=("processes", "threads"), default=["processes"],
+                        help="stitch chapters in helper processes (default) or threads of this one")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
@@ -83,37 +123,12 @@ def main() -> None:
             sum(len(c.sentences) for c in book),
             time.monotonic() - began,
         )
-        rss_before = max_rss_mib(resource.RUSAGE_SELF)
-        load_before = os.getloadavg()[0]
-        metadata = BookMetadata(title="Benchmark Book", authors=("Synthetic",), date="2026")
-        cpu_before = cpu_seconds(resource.RUSAGE_SELF) + cpu_seconds(resource.RUSAGE_CHILDREN)
-        began = time.monotonic()
-        report = assemble_audiobook(
-            book, metadata, root / "out", root / "work",
-            AssemblyOptions(formats=tuple(args.formats), threads=args.threads),
-        )
-        elapsed = time.monotonic() - began
-        cpu = cpu_seconds(resource.RUSAGE_SELF) + cpu_seconds(resource.RUSAGE_CHILDREN) - cpu_before
-        size = sum(p.stat().st_size for p in report.outputs)
-        print(
-            f"audio        {report.total_seconds / 3600:.2f} h in {len(report.chapters)} chapters "
-            f"({report.sentence_seconds / 3600:.2f} h speech, {report.pause_seconds / 3600:.2f} h pauses)"
-        )
-        print(f"formats      {' '.join(args.formats)}: {len(report.outputs)} file(s), {size / 2**20:.0f} MiB")
-        print(f"assembly     {elapsed:.1f} s = {report.total_seconds / elapsed:.0f}x real time")
-        print(
-            f"cpu          {cpu:.1f} s (python + ffmpeg) = {cpu / (report.total_seconds / 3600):.0f} s "
-            f"per audio hour on {os.cpu_count()} cores; load average before {load_before:.1f}"
-        )
-        print(
-            f"loudness     measured {report.measured_lufs:.2f} LUFS, gain {report.gain_db:+.2f} dB, "
-            f"limiter {'on' if report.limiter else 'off'}"
-        )
-        print(
-            f"peak RSS     python {max_rss_mib(resource.RUSAGE_SELF):.0f} MiB "
-            f"(before assembly {rss_before:.0f} MiB), "
-            f"largest ffmpeg {max_rss_mib(resource.RUSAGE_CHILDREN):.0f} MiB"
-        )
+        for threads in args.threads:
+            for stitch_in in args.stitch_in:
+                options = AssemblyOptions(formats=tuple(args.formats), threads=threads,
+                                          stitch_in_processes=stitch_in == "processes")
+                print(f"--- {threads or 'one per core'} parallel job(s), chapters stitched in {stitch_in}")
+                time_assembly(book, root / f"run_{threads}_{stitch_in}", options, keep=args.keep is not None)
     finally:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)

@@ -103,8 +103,10 @@ def test_disk_full_while_stitching_says_so(tmp_path, chapters, monkeypatch):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(wave.Wave_write, "writeframes", full_disk)
+    # In this process: the full disk is simulated here, where helper processes would not see it.
+    in_threads = AssemblyOptions(stitch_in_processes=False)
     with pytest.raises(AssemblyError, match="disk is full") as error:
-        assemble_audiobook(chapters, METADATA, tmp_path / "out", tmp_path / "work")
+        assemble_audiobook(chapters, METADATA, tmp_path / "out", tmp_path / "work", in_threads)
     assert "chapter_" in str(error.value)
     assert leftovers(tmp_path / "out") == []
     assert [p.name for p in (tmp_path / "work").glob("*.wav")] == []

@@ -12,13 +12,10 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 from pipeline.audio.aac import AacChapterPlan, plan_chapters
 from pipeline.audio.export import Loudness, encode_chapter_file, encode_m4b_chapter, mux_m4b
@@ -27,7 +24,9 @@ from pipeline.audio.ffmpeg import image_decodes
 from pipeline.audio.loudness import integrated_lufs
 from pipeline.audio.model import AssemblyOptions, AssemblyReport, ChapterAudio, ChapterReport
 from pipeline.audio.names import numbered_names, safe_stem
+from pipeline.audio.parallel import bind, run_longest_first, worker_count
 from pipeline.audio.stitch import StitchedChapter, stitch_chapter
+from pipeline.audio.stitch_helpers import stitch_in_helpers
 from pipeline.audio.tags import TrackTags, cover_mime, track_tags
 from pipeline.errors import AssemblyError
 from pipeline.types import SAMPLE_RATE, BookMetadata
@@ -36,7 +35,6 @@ log = logging.getLogger(__name__)
 
 LIMITER_MARGIN_DB = 1.0  # headroom under the true-peak ceiling for lossy codecs' overshoot
 MAX_GAIN_DB = 30.0  # never amplify a near-silent book into a wall of noise
-_R = TypeVar("_R")
 
 
 def assemble_audiobook(
@@ -97,19 +95,23 @@ def assemble_audiobook(
 def stitch_book(
     chapters: Sequence[ChapterAudio], work_dir: Path, options: AssemblyOptions
 ) -> list[StitchedChapter]:
-    """Stitch every chapter into ``work_dir`` (chapter pause after all but the last)."""
+    """Stitch every chapter into ``work_dir`` (chapter pause after all but the last).
+
+    Chapters go to helper processes, one per core (:mod:`pipeline.audio.stitch_helpers`), unless
+    ``options.stitch_in_processes`` is off or there is only one chapter or one core to use: then
+    they are stitched in threads of this process.
+    """
     last = len(chapters) - 1
-
-    def stitch(position: int) -> StitchedChapter:
-        wav_path = work_dir / f"chapter_{position + 1:04d}.wav"
-        pause = options.chapter_pause_ms if position < last else 0
-        return stitch_chapter(chapters[position], wav_path, options, trailing_pause_ms=pause)
-
-    jobs = [
-        (sum(1 for _ in chapter.sentences), _bind(stitch, position))
+    requests = [
+        (chapter, work_dir / f"chapter_{position + 1:04d}.wav", options,
+         options.chapter_pause_ms if position < last else 0)
         for position, chapter in enumerate(chapters)
     ]
-    return _run_longest_first(jobs, options.threads)
+    parallel = min(worker_count(options.threads), len(chapters))
+    if options.stitch_in_processes and parallel > 1:
+        return stitch_in_helpers(requests, parallel)
+    jobs = [(sum(1 for _ in request[0].sentences), bind(stitch_chapter, *request)) for request in requests]
+    return run_longest_first(jobs, parallel)
 
 
 def choose_loudness(stitched: Sequence[StitchedChapter], options: AssemblyOptions) -> tuple[Loudness, float]:
@@ -142,19 +144,19 @@ def encode_outputs(
     )
     chapter_files = plan_chapter_files(stitched, metadata, out_dir, options)
     aac_encodes = [
-        (chapter.samples, _bind(encode_m4b_chapter, chapter, plan, aac_path, loudness, options.bitrate))
+        (chapter.samples, bind(encode_m4b_chapter, chapter, plan, aac_path, loudness, options.bitrate))
         for part in m4b_parts
         for chapter, plan, aac_path in zip(part.chapters, part.plans, part.aac_paths, strict=True)
     ]
     file_encodes = [
         (
             chapter.samples,
-            _bind(encode_chapter_file, chapter, audio_format, tags, final_path, loudness, options.bitrate),
+            bind(encode_chapter_file, chapter, audio_format, tags, final_path, loudness, options.bitrate),
         )
         for chapter, audio_format, tags, final_path in chapter_files
     ]
     # Every encode is independent of the others: one pool for all of them.
-    results = _run_longest_first([*aac_encodes, *file_encodes], options.threads)
+    results = run_longest_first([*aac_encodes, *file_encodes], options.threads)
     frame_counts = iter(results[: len(aac_encodes)])
     outputs = []
     for part in m4b_parts:
@@ -290,36 +292,3 @@ def _make_dirs(*directories: Path) -> None:
                 f"{directory}: cannot create the directory: {exc.strerror} "
                 "(check the path and its permissions)"
             ) from exc
-
-
-def _bind(function: Callable[..., _R], *args: object) -> Callable[[], _R]:
-    return lambda: function(*args)
-
-
-def worker_count(requested: int) -> int:
-    """Threads to use: ``requested``, or one per core this process may run on when it is 0."""
-    if requested > 0:
-        return requested
-    try:
-        return max(1, len(os.sched_getaffinity(0)))  # honours taskset/cgroup pinning, unlike cpu_count
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
-
-
-def _run_longest_first(jobs: Sequence[tuple[int, Callable[[], _R]]], threads: int) -> list[_R]:
-    """Run ``(weight, job)`` pairs on a thread pool, heaviest first; results in the given order.
-
-    Heaviest first, so no core idles at the end waiting for one long chapter. Threads, not
-    processes: the heavy lifting is numpy and ffmpeg (both release the GIL), and assembly runs in
-    Celery's daemonic pool processes, which may not have children of their own. After a failure
-    the jobs not yet started are cancelled, the running ones finish (so none leaves a temporary
-    file behind), and the first error is raised.
-    """
-    order = sorted(range(len(jobs)), key=lambda index: -jobs[index][0])
-    with ThreadPoolExecutor(max_workers=worker_count(threads)) as pool:
-        futures = {index: pool.submit(jobs[index][1]) for index in order}
-        done, _ = wait(futures.values(), return_when=FIRST_EXCEPTION)
-        if any(future.exception() is not None for future in done):
-            for future in futures.values():
-                future.cancel()
-    return [futures[index].result() for index in range(len(jobs))]

@@ -44,6 +44,7 @@ class AssemblyOptions:
     split_hours: float | None = None  # M4B only: split into parts of at most this many hours
     narrator: str = ""
     threads: int = 0  # parallel stitching/encoding jobs; 0 = one per available core
+    stitch_in_processes: bool = True  # chapters stitched in helper processes (False: threads here)
 
     def __post_init__(self) -> None:
         # Normalise: "MP3" or a bare string work, and a format asked twice is written once (two
