@@ -267,8 +267,7 @@ def plan_limits(settings: Settings, workers: Sequence[Any] = ()) -> tuple[PlanLi
     80 GB-class card; a worker halves any batch that does not fit, so optimism costs time, not jobs.
     """
     gpu = settings.device.startswith("cuda") or any(w.device.startswith("cuda") for w in workers)
-    # 1024 on a GPU: continuous batching keeps a big pool's slots full (docs/benchmarks.md, issue 6)
-    max_rows = settings.max_batch or (1024 if gpu else 16)
+    max_rows = batch_rows(settings, gpu)
     learned = [w.max_rows for w in workers if w.max_rows]
     if learned:
         max_rows = min(max_rows, *learned)
@@ -279,6 +278,12 @@ def plan_limits(settings: Settings, workers: Sequence[Any] = ()) -> tuple[PlanLi
     memory = MemoryModel(fixed_bytes=smallest.fixed_bytes,
                          bytes_per_row_position=smallest.bytes_per_row_position)
     return PlanLimits(memory_cap_bytes=smallest.memory_cap_bytes, max_rows=max_rows), memory
+
+
+def batch_rows(settings: Settings, gpu: bool) -> int:
+    """Most sentences in one batch: TTS_JOBS_MAX_BATCH, else 1024 on a GPU (continuous batching
+    keeps a big pool's slots full; docs/benchmarks.md, issue 6) and 16 on a CPU."""
+    return settings.max_batch or (1024 if gpu else 16)
 
 
 def device_memory_bytes(engine: Engine) -> int | None:

@@ -55,6 +55,10 @@ def worker_engine() -> Engine:
                                                precision=settings.precision))
             _engine.slots = settings.slots
             _engine.warm_up()
+            graphs = _engine.prepare_worker_slots(settings.slots or service.batch_rows(settings, gpu=True))
+            if graphs:
+                log.info("worker %s: decode slots and %d CUDA graphs ready for the widest batch",
+                         synthesis_worker_name(), graphs)
     rt = runtime()
     memory = service.device_memory_bytes(_engine)
     try:

@@ -418,3 +418,17 @@ def test_the_gpu_decode_kernels_match_the_pytorch_path() -> None:
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert float(done.stdout.strip().splitlines()[-1]) < 2e-3
+
+
+def test_grown_slots_hold_both_shapes_unless_their_cache_would_crowd_the_device() -> None:
+    from pipeline.engine.slots import SlotShape
+    from pipeline.engine.step_graphs import grown_shape
+
+    long = SlotShape(capacity=426, positions=2176, steps=2048, codebooks=4, vocab=626, keep_hiddens=True)
+    wide = SlotShape(capacity=1024, positions=768, steps=640, codebooks=4, vocab=626, keep_hiddens=True)
+    union = grown_shape(long, wide, kv_bytes_per_position=32_000, device_bytes=150 * 2**30)
+    assert (union.capacity, union.positions, union.steps) == (1024, 2176, 2048)
+    assert grown_shape(long, wide, kv_bytes_per_position=32_000, device_bytes=80 * 2**30) == wide
+    assert grown_shape(None, wide, kv_bytes_per_position=32_000, device_bytes=None) == wide
+    assert grown_shape(long, wide, kv_bytes_per_position=32_000, device_bytes=None).capacity == 1024
+

@@ -323,6 +323,25 @@ def test_refine_texts_is_batched_and_independent_of_batch_mates(engine: Engine) 
     assert engine.refine_texts([]) == []
 
 
+def test_slots_grow_to_hold_long_and_wide_batches_and_are_then_kept(engine: Engine) -> None:
+    # A worker's batches alternate between few long sentences and many short ones: after one of
+    # each, the slots hold both, so a later batch re-makes neither the slots nor their graphs.
+    voice = engine.sample_voice(4)
+    long = [request(TEXTS[0], voice, 150, seed=i, top_k=1) for i in range(2)]
+    wide = [request(TEXTS[2], voice, 6, seed=i, top_k=1) for i in range(7)]
+    engine.release_slots()
+    long_first = engine.generate_codes(long)
+    engine.generate_codes(wide)
+    grown = engine._runner.state
+    assert grown is not None
+    assert grown.shape.capacity >= 7 and grown.shape.positions >= 150
+    long_again = engine.generate_codes(long)
+    wide_again = engine.generate_codes(wide)
+    assert engine._runner.state is grown
+    assert all(torch.equal(a, b) for a, b in zip(long_first, long_again))  # the same tokens in bigger slots
+    assert all(torch.equal(a, b) for a, b in zip(engine.generate_codes(wide[:1]), wide_again[:1]))
+
+
 def test_warm_up_runs(engine: Engine) -> None:
     engine.warm_up()
 

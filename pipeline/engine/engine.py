@@ -38,12 +38,19 @@ from pipeline.engine.prompts import (
 )
 from pipeline.engine.sampling import RowSampling
 from pipeline.engine.slots import SlotShape
-from pipeline.engine.step_graphs import StepRunner, graphs_wanted
+from pipeline.engine.step_graphs import (
+    GROWN_SLOTS_SHARE,
+    StepRunner,
+    device_bytes,
+    graphs_wanted,
+    rounded_positions,
+)
 from pipeline.engine.timing import PhaseClock
 from pipeline.engine.voices import SpeakerEmbedding, encode_audio_prompt, encode_speaker, parse_voice
 from pipeline.engine.waveform import WaveformDecoder
 from pipeline.engine.waveform_overlap import OnWaveform, WaveformsAlongside
 from pipeline.errors import SynthesisError, VoiceError
+from pipeline.lengths import MAX_TOKENS_CAP
 from pipeline.types import GPT_STEPS_PER_SECOND, SynthesisRequest, SynthesisResult
 
 log = logging.getLogger(__name__)
@@ -51,6 +58,7 @@ log = logging.getLogger(__name__)
 DEFAULT_PROMPT = "[speed_5]"
 TOKEN_MEMORY = 65_536  # prompts whose token ids are remembered (a few MB)
 TOKENIZE_CHUNK = 128  # prompts per tokenizer call when a batch is split across threads
+WORKER_PROMPT_TOKENS = 128  # prompt room in a worker's prepared slots (a long sentence's prompt fits)
 
 
 @dataclass(frozen=True)
@@ -107,6 +115,19 @@ class Engine:
                           steps=max_new_tokens, codebooks=emb.codebooks, vocab=emb.vocab,
                           keep_hiddens=True)
         return self._runner.prepare(shape)
+
+    def prepare_worker_slots(self, rows: int) -> int:
+        """On CUDA: slots and graphs for the widest, longest batch a worker may be sent — ``rows``
+        sentences at the 2048-token cap — if their KV cache fits ``GROWN_SLOTS_SHARE`` of the
+        device (an H200: 1024 rows, 73 GB); else none (slots then grow with the batches). A
+        worker calls this once after ``warm_up``: no batch then re-makes slots or captures
+        graphs (each cost ~0.5 s mid-batch on an H200). Returns the graphs captured."""
+        gpt = self._parts.gpt
+        total = device_bytes(gpt)
+        positions = rounded_positions(WORKER_PROMPT_TOKENS + MAX_TOKENS_CAP)
+        if total is None or rows * positions * gpt.kv_bytes_per_position() > GROWN_SLOTS_SHARE * total:
+            return 0
+        return self.prepare_slots(rows, WORKER_PROMPT_TOKENS, MAX_TOKENS_CAP)
 
     def quantized_kv(self) -> bool:
         """Whether the decode slots keep keys and values in int8 (``EngineConfig.kv_cache``)."""

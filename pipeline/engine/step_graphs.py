@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from dataclasses import replace
 
 import torch
 
@@ -59,6 +60,47 @@ def attend_bucket(positions_needed: int, capacity: int) -> int:
     return min(rounded, capacity)
 
 
+# Grown slots' KV cache may take at most this share of the device: on an H200 (int8 cache) 1024
+# rows of 2,304 positions (77 GB, 0.54) — the planner's widest batch at the 2048-token cap.
+GROWN_SLOTS_SHARE = 0.6
+
+
+def rounded_positions(positions: int) -> int:
+    """Slot positions are allocated in whole blocks of POSITION_ROUNDING."""
+    return -(-positions // POSITION_ROUNDING) * POSITION_ROUNDING
+
+
+def _rounded(needed: SlotShape, old: SlotShape | None) -> SlotShape:
+    """``needed`` in whole blocks of positions; with headroom when only the length grows."""
+    positions = rounded_positions(needed.positions)
+    if old is not None and old.capacity >= needed.capacity:
+        # growing in positions only (the planner's batches grow in length): leave headroom
+        positions = max(positions, min(int(old.positions * 1.5), 4096))
+    return replace(needed, positions=positions)
+
+
+def grown_shape(old: SlotShape | None, needed: SlotShape, kv_bytes_per_position: int,
+                device_bytes: int | None) -> SlotShape:
+    """The union of ``old`` and ``needed`` (most rows of either, longest rows of either), unless
+    its KV cache would take more than GROWN_SLOTS_SHARE of the device: then ``needed`` alone."""
+    if old is None or old.codebooks != needed.codebooks or old.vocab != needed.vocab:
+        return needed
+    union = replace(needed, capacity=max(old.capacity, needed.capacity),
+                    positions=max(old.positions, needed.positions), steps=max(old.steps, needed.steps),
+                    keep_hiddens=old.keep_hiddens or needed.keep_hiddens)
+    if device_bytes is not None and (union.capacity * union.positions * kv_bytes_per_position
+                                     > GROWN_SLOTS_SHARE * device_bytes):
+        return needed
+    return union
+
+
+def device_bytes(gpt: FusedLlama) -> int | None:
+    device = gpt.norm.device
+    if device.type != "cuda":
+        return None  # on CPU slots are small and memory is not the limit
+    return int(torch.cuda.get_device_properties(device).total_memory)
+
+
 class StepRunner:
     """Owns the slots of one token space and the graphs captured over them."""
 
@@ -72,20 +114,26 @@ class StepRunner:
         self.captured = 0
 
     def slots_for(self, needed: SlotShape) -> SlotState:
-        """Slots that hold ``needed``: the current ones if big enough, else new (graphs dropped)."""
+        """Slots that hold ``needed``: the current ones if big enough, else new (graphs dropped).
+
+        New slots hold both the old shape and the new one (when that fits, :func:`grown_shape`):
+        a worker's batches alternate between few long sentences and many short ones, and slots
+        sized for each batch alone were re-made, and their graphs captured again, several times
+        per book (~0.5 s each on an H200; two H200s, docs/benchmarks.md)."""
         if self.state is not None and self.state.shape.holds(needed):
             return self.state
         old = self.state.shape if self.state is not None else None
         self.release()
-        positions = -(-needed.positions // POSITION_ROUNDING) * POSITION_ROUNDING
-        if old is not None and old.capacity >= needed.capacity:
-            # growing in positions only (the planner's batches grow in length): leave headroom
-            positions = max(positions, min(int(old.positions * 1.5), 4096))
-        shape = SlotShape(capacity=needed.capacity, positions=positions,
-                          steps=max(needed.steps, old.steps if old else 0),
-                          codebooks=needed.codebooks, vocab=needed.vocab,
-                          keep_hiddens=needed.keep_hiddens)
-        self.state = SlotState(self.gpt, shape)
+        exact = _rounded(needed, old)
+        shape = grown_shape(old, exact, self.gpt.kv_bytes_per_position(), device_bytes(self.gpt))
+        try:
+            self.state = SlotState(self.gpt, shape)
+        except torch.cuda.OutOfMemoryError:
+            if shape == exact:
+                raise
+            torch.cuda.empty_cache()
+            log.info("slots of %s do not fit; allocating %s only", shape, exact)
+            shape, self.state = exact, SlotState(self.gpt, exact)
         log.debug("slots allocated: %s (%.1f MiB)", shape, self.state.bytes() / 2**20)
         return self.state
 
