@@ -431,4 +431,9 @@ def test_grown_slots_hold_both_shapes_unless_their_cache_would_crowd_the_device(
     assert grown_shape(long, wide, kv_bytes_per_position=32_000, device_bytes=80 * 2**30) == wide
     assert grown_shape(None, wide, kv_bytes_per_position=32_000, device_bytes=None) == wide
     assert grown_shape(long, wide, kv_bytes_per_position=32_000, device_bytes=None).capacity == 1024
+    # growing in length only: headroom for the next, longer batch, unless that crowds the device
+    longer = dataclasses.replace(wide, positions=1000)
+    assert grown_shape(wide, longer, kv_bytes_per_position=32_000, device_bytes=150 * 2**30).positions == 1152
+    assert grown_shape(long, dataclasses.replace(long, positions=2300), 32_000, 150 * 2**30).positions == 3264
+    assert grown_shape(union, dataclasses.replace(union, positions=2300), 32_000, 150 * 2**30).positions == 2304
 

@@ -70,28 +70,28 @@ def rounded_positions(positions: int) -> int:
     return -(-positions // POSITION_ROUNDING) * POSITION_ROUNDING
 
 
-def _rounded(needed: SlotShape, old: SlotShape | None) -> SlotShape:
-    """``needed`` in whole blocks of positions; with headroom when only the length grows."""
-    positions = rounded_positions(needed.positions)
-    if old is not None and old.capacity >= needed.capacity:
-        # growing in positions only (the planner's batches grow in length): leave headroom
-        positions = max(positions, min(int(old.positions * 1.5), 4096))
-    return replace(needed, positions=positions)
-
-
 def grown_shape(old: SlotShape | None, needed: SlotShape, kv_bytes_per_position: int,
                 device_bytes: int | None) -> SlotShape:
-    """The union of ``old`` and ``needed`` (most rows of either, longest rows of either), unless
-    its KV cache would take more than GROWN_SLOTS_SHARE of the device: then ``needed`` alone."""
+    """Slots for ``needed`` after ``old``: the union of both (most rows of either, longest rows
+    of either), with headroom in length when only the length grows (the planner's batches grow
+    in length) — each only while the KV cache stays within GROWN_SLOTS_SHARE of the device;
+    at worst ``needed`` alone (positions rounded up to whole blocks)."""
+    needed = replace(needed, positions=rounded_positions(needed.positions))
     if old is None or old.codebooks != needed.codebooks or old.vocab != needed.vocab:
         return needed
     union = replace(needed, capacity=max(old.capacity, needed.capacity),
                     positions=max(old.positions, needed.positions), steps=max(old.steps, needed.steps),
                     keep_hiddens=old.keep_hiddens or needed.keep_hiddens)
-    if device_bytes is not None and (union.capacity * union.positions * kv_bytes_per_position
-                                     > GROWN_SLOTS_SHARE * device_bytes):
-        return needed
-    return union
+    candidates = [union, needed]
+    if old.capacity >= needed.capacity:
+        headroom = min(int(old.positions * 1.5), 4096)
+        candidates.insert(0, replace(union, positions=max(union.positions, headroom)))
+
+    def fits(shape: SlotShape) -> bool:
+        kv_bytes = shape.capacity * shape.positions * kv_bytes_per_position
+        return device_bytes is None or kv_bytes <= GROWN_SLOTS_SHARE * device_bytes
+
+    return next((shape for shape in candidates if fits(shape)), needed)
 
 
 def device_bytes(gpt: FusedLlama) -> int | None:
@@ -124,8 +124,8 @@ class StepRunner:
             return self.state
         old = self.state.shape if self.state is not None else None
         self.release()
-        exact = _rounded(needed, old)
-        shape = grown_shape(old, exact, self.gpt.kv_bytes_per_position(), device_bytes(self.gpt))
+        exact = replace(needed, positions=rounded_positions(needed.positions))
+        shape = grown_shape(old, needed, self.gpt.kv_bytes_per_position(), device_bytes(self.gpt))
         try:
             self.state = SlotState(self.gpt, shape)
         except torch.cuda.OutOfMemoryError:
