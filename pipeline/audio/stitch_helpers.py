@@ -87,6 +87,11 @@ class StitchHelper:
             self._process.stdout.close()
 
 
+def stitch_weight(request: StitchRequest) -> int:
+    """How long a chapter takes to stitch, relatively: its sentence count (longest first)."""
+    return len(request[0].sentences)
+
+
 def stitch_in_helpers(requests: Sequence[StitchRequest], helpers: int) -> list[StitchedChapter]:
     """Stitch every request in ``helpers`` helper processes, longest chapter first.
 
@@ -108,7 +113,7 @@ def stitch_in_helpers(requests: Sequence[StitchRequest], helpers: int) -> list[S
         finally:
             idle.put(helper)
 
-    jobs = [(sum(1 for _ in request[0].sentences), bind(stitch, request)) for request in requests]
+    jobs = [(stitch_weight(request), bind(stitch, request)) for request in requests]
     try:
         return run_longest_first(jobs, helpers)
     finally:

@@ -39,8 +39,8 @@ from pipeline.engine.prompts import (
 from pipeline.engine.sampling import RowSampling
 from pipeline.engine.slots import SlotShape
 from pipeline.engine.step_graphs import (
-    GROWN_SLOTS_SHARE,
     StepRunner,
+    cache_fits,
     device_bytes,
     graphs_wanted,
     rounded_positions,
@@ -125,7 +125,7 @@ class Engine:
         gpt = self._parts.gpt
         total = device_bytes(gpt)
         positions = rounded_positions(WORKER_PROMPT_TOKENS + MAX_TOKENS_CAP)
-        if total is None or rows * positions * gpt.kv_bytes_per_position() > GROWN_SLOTS_SHARE * total:
+        if total is None or not cache_fits(rows, positions, gpt.kv_bytes_per_position(), total):
             return 0
         return self.prepare_slots(rows, WORKER_PROMPT_TOKENS, MAX_TOKENS_CAP)
 

@@ -87,11 +87,15 @@ def grown_shape(old: SlotShape | None, needed: SlotShape, kv_bytes_per_position:
         headroom = min(int(old.positions * 1.5), 4096)
         candidates.insert(0, replace(union, positions=max(union.positions, headroom)))
 
-    def fits(shape: SlotShape) -> bool:
-        kv_bytes = shape.capacity * shape.positions * kv_bytes_per_position
-        return device_bytes is None or kv_bytes <= GROWN_SLOTS_SHARE * device_bytes
+    return next((shape for shape in candidates
+                 if cache_fits(shape.capacity, shape.positions, kv_bytes_per_position, device_bytes)),
+                needed)
 
-    return next((shape for shape in candidates if fits(shape)), needed)
+
+def cache_fits(rows: int, positions: int, kv_bytes_per_position: int, device_bytes: int | None) -> bool:
+    """Whether a KV cache of ``rows`` × ``positions`` stays within GROWN_SLOTS_SHARE of the
+    device (always on CPU: ``device_bytes`` None)."""
+    return device_bytes is None or rows * positions * kv_bytes_per_position <= GROWN_SLOTS_SHARE * device_bytes
 
 
 def device_bytes(gpt: FusedLlama) -> int | None:
