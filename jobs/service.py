@@ -212,10 +212,8 @@ def _record_book(rt: Runtime, session: Session, job: Job, book, chapters) -> Non
         job.book_metadata = {**job.book_metadata,
                              "cover_path": str(rt.artifacts.store_cover(job.id, meta.cover, meta.cover_mime))}
     for chapter, sentences in chapters:
-        rows = [repo.NewSentence(index=s.index, paragraph_index=s.paragraph_index, text=s.text,
-                                 seed=sentence_seed(job.id, chapter.index, s.index),
-                                 min_new_tokens=lengths.min_new_tokens(s.text),
-                                 max_new_tokens=lengths.max_new_tokens(s.text))
+        rows = [repo.NewSentence(s.index, s.paragraph_index, s.text, sentence_seed(job.id, chapter.index, s.index),
+                                 *lengths.token_limits(s.text))
                 for s in sentences]
         repo.add_chapter(session, job.id, chapter.index, chapter.title, rows)
 

@@ -30,13 +30,27 @@ def estimated_seconds(text: str) -> float:
 
 def max_new_tokens(text: str, slack: float = 2.0, floor_seconds: float = 2.0) -> int:
     """The cap: ``slack`` times the expected length, at least ``floor_seconds``, at most 2048."""
-    seconds = max(estimated_seconds(text) * slack, floor_seconds)
-    return min(MAX_TOKENS_CAP, round(seconds * GPT_STEPS_PER_SECOND))
+    return _cap_for(estimated_seconds(text), slack, floor_seconds)
 
 
 def min_new_tokens(text: str, fraction: float = 0.4) -> int:
     """The floor below which EOS is masked: a fraction of the expected length."""
-    return int(estimated_seconds(text) * fraction * GPT_STEPS_PER_SECOND)
+    return _floor_for(estimated_seconds(text), fraction)
+
+
+def token_limits(text: str) -> tuple[int, int]:
+    """(min_new_tokens, max_new_tokens) of ``text`` with the defaults, reading the text once
+    (ingest computes both for every sentence of a book)."""
+    seconds = estimated_seconds(text)
+    return _floor_for(seconds), _cap_for(seconds)
+
+
+def _cap_for(seconds: float, slack: float = 2.0, floor_seconds: float = 2.0) -> int:
+    return min(MAX_TOKENS_CAP, round(max(seconds * slack, floor_seconds) * GPT_STEPS_PER_SECOND))
+
+
+def _floor_for(seconds: float, fraction: float = 0.4) -> int:
+    return int(seconds * fraction * GPT_STEPS_PER_SECOND)
 
 
 def _is_cjk(ch: str) -> bool:

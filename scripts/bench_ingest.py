@@ -2,6 +2,11 @@
 
     python scripts/bench_ingest.py             # 5 MB EPUB, prints seconds and peak RSS
     python scripts/bench_ingest.py --size-mb 2 --keep book.epub
+    python scripts/bench_ingest.py --jobs --max-batch 1024   # also: ingest + plan as a job would
+
+With ``--jobs`` the book also goes through the job path a CPU worker runs before any GPU work can
+start: ``submit_book``, ``ingest_job`` (read, split, record chapters and sentences) and
+``plan_pending`` (batches of ``--max-batch`` sentences), on a fresh SQLite database.
 
 The novel is generated with realistic compressibility (Zipf-distributed words; one sentence in twelve
 holds a number, date, money, abbreviation, quotation or dash; one Chinese chapter in five, some with
@@ -198,21 +203,47 @@ def measure(path: Path) -> dict[str, float]:
     }
 
 
+def measure_job_path(path: Path, max_batch: int) -> dict[str, float]:
+    """Time submit, ingest (recording every sentence) and planning on a fresh SQLite database."""
+    from jobs import service
+    from jobs.settings import Settings
+
+    with tempfile.TemporaryDirectory() as scratch:
+        settings = Settings.from_env({"TTS_JOBS_DATA_DIR": scratch, "TTS_JOBS_MAX_BATCH": str(max_batch),
+                                      "TTS_JOBS_DATABASE_URL": f"sqlite:///{scratch}/jobs.sqlite"})
+        rt = service.open_runtime(settings)
+        started = time.perf_counter()
+        job_id = service.submit_book(rt, path, service.JobOptions())
+        submitted = time.perf_counter()
+        service.ingest_job(rt, job_id)
+        ingested = time.perf_counter()
+        batches = service.plan_pending(rt, [job_id])
+        planned = time.perf_counter()
+    return {"submit_s": submitted - started, "ingest_s": ingested - submitted,
+            "plan_s": planned - ingested, "batches": len(batches)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-mb", type=float, default=5.0, help="compressed EPUB size to generate")
     parser.add_argument("--keep", type=Path, help="write the generated EPUB here and keep it")
+    parser.add_argument("--jobs", action="store_true", help="also time submit, ingest and plan as a job")
+    parser.add_argument("--max-batch", type=int, default=1024, help="batch size for --jobs (16 = a CPU worker)")
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # the child process's job
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.measure:
-        json.dump(measure(args.measure), sys.stdout)
+        result = measure(args.measure)
+        if args.jobs:
+            result.update(measure_job_path(args.measure, args.max_batch))
+        json.dump(result, sys.stdout)
         return 0
     with tempfile.TemporaryDirectory() as scratch:
         path = args.keep or Path(scratch) / "novel.epub"
         generate(path, args.size_mb)
         child = subprocess.run(
-            [sys.executable, __file__, "--measure", str(path)], capture_output=True, text=True, check=False
+            [sys.executable, __file__, "--measure", str(path), *(["--jobs"] if args.jobs else []),
+             "--max-batch", str(args.max_batch)], capture_output=True, text=True, check=False
         )
         if child.returncode != 0:
             logger.error("measurement failed:\n%s", child.stderr)
@@ -232,6 +263,11 @@ def main() -> int:
         result["cpu_s"],
         result["peak_rss_mb"],
     )
+    if args.jobs:
+        logger.info(
+            "as a job: submit %.2f s, ingest (read, split, record) %.2f s, plan into %d batches of <= %d %.2f s",
+            result["submit_s"], result["ingest_s"], result["batches"], args.max_batch, result["plan_s"],
+        )
     logger.info(
         "machine load average during the run: %.1f on %d cores (wall time grows with it)",
         result["load_average"],

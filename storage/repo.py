@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import Select, and_, case, func, or_, select, update
+from sqlalchemy import Select, and_, case, func, insert, or_, select, update
 from sqlalchemy.orm import Session
 
 from pipeline.types import Batch as PlannedBatch
@@ -75,12 +75,12 @@ def add_chapter(session: Session, job_id: int, index: int, title: str,
     chapter = Chapter(job_id=job_id, index=index, title=title)
     session.add(chapter)
     session.flush()
-    session.add_all(
-        Sentence(job_id=job_id, chapter_id=chapter.id, index=s.index, paragraph_index=s.paragraph_index,
-                 text=s.text, seed=s.seed, min_new_tokens=s.min_new_tokens,
-                 max_new_tokens=s.max_new_tokens)
-        for s in sentences
-    )
+    if sentences:  # one executemany, no ORM objects: a 5,000-sentence book took 0.8 s as objects
+        session.execute(insert(Sentence), [
+            {"job_id": job_id, "chapter_id": chapter.id, "index": s.index,
+             "paragraph_index": s.paragraph_index, "text": s.text, "seed": s.seed,
+             "min_new_tokens": s.min_new_tokens, "max_new_tokens": s.max_new_tokens}
+            for s in sentences])
     return chapter
 
 
@@ -173,8 +173,11 @@ def create_batches(session: Session, plan: Sequence[PlannedBatch]) -> list[Batch
         batch = Batch(size=len(planned.sentence_ids), estimated_bytes=planned.estimated_bytes)
         session.add(batch)
         session.flush()
+        # No session sync: the default ("evaluate") matched every loaded sentence against every
+        # batch's id list, quadratic in the book (23 s to plan a 5,000-sentence book into CPU batches).
         session.execute(
             update(Sentence).where(Sentence.id.in_(planned.sentence_ids)).values(batch_id=batch.id)
+            .execution_options(synchronize_session=False)
         )
         rows.append(batch)
     return rows
