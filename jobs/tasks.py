@@ -152,9 +152,12 @@ def plan_pending(self) -> None:  # type: ignore[no-untyped-def]
 def synthesize_batch(self, batch_id: int) -> None:  # type: ignore[no-untyped-def]
     """Speak batch ``batch_id``; hand finished jobs to assembly."""
     rt = runtime()
+    speaker = engine()
+    speaker.clock.reset()  # one batch's GPU timeline (the clock's events would pile up otherwise)
     try:
-        ready = service.synthesize_batch(rt, engine(), batch_id, worker_name(),
+        ready = service.synthesize_batch(rt, speaker, batch_id, worker_name(),
                                          learned_by=synthesis_worker_name())
+        log_device_time(batch_id, speaker)
     except RETRYABLE:
         raise
     except Exception as exc:
@@ -164,6 +167,16 @@ def synthesize_batch(self, batch_id: int) -> None:  # type: ignore[no-untyped-de
         raise
     for job_id in ready:
         send_assembly(job_id)
+
+
+def log_device_time(batch_id: int, speaker: Engine) -> None:
+    """Where the batch's device time went (CUDA events; host-timed on CPU): with the worker's
+    "synthesized in" line this tells a slow GPU from a GPU kept waiting."""
+    seconds, edges = speaker.clock.totals(), speaker.clock.edges()
+    log.info("batch=%s: device time: prefill %.2f s, %d decode steps %.2f s, Decoder+Vocos %.2f s "
+             "(%.2f s after the last step); idle %.2f s before the first and %.2f s between",
+             batch_id, seconds["prefill"], speaker.clock.steps, seconds["gpt_steps"], seconds["waveform"],
+             edges["tail"], edges["idle_start"], edges["idle_between"])
 
 
 @shared_task(name="tts_jobs.assemble_job", bind=True, autoretry_for=RETRYABLE, retry_backoff=True,
