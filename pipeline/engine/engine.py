@@ -26,7 +26,7 @@ from pipeline.engine.generation import (
     score_tokens,
 )
 from pipeline.engine.gpt import FusedLlama
-from pipeline.engine.memory import analytic_memory_model, calibrate_memory_model
+from pipeline.engine.memory import analytic_memory_model, calibrate_memory_model, model_with_widest_slots
 from pipeline.engine.prompts import (
     PromptRow,
     TokenEmbeddings,
@@ -98,6 +98,7 @@ class Engine:
         self.model_root = model_root
         self._parts = parts
         self._memory: MemoryModel | None = None
+        self._widest_slots_ready = False  # prepare_worker_slots allocated the widest batch's slots
         self._token_ids: dict[str, list[int]] = {}  # recent prompts, tokenized
         self._voices: dict[str, Any] = {}  # recent voice strings, parsed
         self.slots: int | None = None  # most sentences decoded at once; None: the whole batch
@@ -127,7 +128,9 @@ class Engine:
         positions = rounded_positions(WORKER_PROMPT_TOKENS + MAX_TOKENS_CAP)
         if total is None or not cache_fits(rows, positions, gpt.kv_bytes_per_position(), total):
             return 0
-        return self.prepare_slots(rows, WORKER_PROMPT_TOKENS, MAX_TOKENS_CAP)
+        graphs = self.prepare_slots(rows, WORKER_PROMPT_TOKENS, MAX_TOKENS_CAP)
+        self._widest_slots_ready = True
+        return graphs
 
     def quantized_kv(self) -> bool:
         """Whether the decode slots keep keys and values in int8 (``EngineConfig.kv_cache``)."""
@@ -326,10 +329,12 @@ class Engine:
         return [len(ids) for ids in self._tokenize(prompts)] if prompts else []
 
     def memory_model(self) -> MemoryModel:
-        """Calibrated by ``warm_up`` on CUDA; an analytic, conservative model otherwise."""
-        if self._memory is not None:
-            return self._memory
-        return analytic_memory_model(self._parts.gpt, self._parts.waveform)
+        """Calibrated by ``warm_up`` on CUDA (with the cache's own slope once
+        ``prepare_worker_slots`` holds the widest batch); an analytic, conservative model otherwise."""
+        analytic = analytic_memory_model(self._parts.gpt, self._parts.waveform)
+        if self._memory is None:
+            return analytic
+        return model_with_widest_slots(self._memory, analytic) if self._widest_slots_ready else self._memory
 
     def warm_up(self) -> None:
         """Run a small batch once (kernels, allocator); on CUDA also calibrate the memory model."""

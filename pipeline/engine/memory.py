@@ -39,6 +39,23 @@ def analytic_memory_model(gpt: FusedLlama, waveform: WaveformDecoder) -> MemoryM
                        bytes_per_row_position=int(per_position * MARGIN))
 
 
+def model_with_widest_slots(calibrated: MemoryModel, analytic: MemoryModel) -> MemoryModel:
+    """The planner's model for a worker whose decode slots already hold its widest batch.
+
+    Calibration fits its slope at small batches (<= 48 rows), where the Decoder + Vocos chunk and
+    other per-row transients still grow with the rows: on an H200 it said 141 kB per
+    row-position where the int8 cache and the kept hidden states take ~34 kB. That cut the
+    longest sentences into batches of ~430-690 rows plus a remainder of a few dozen that ran
+    at ~300x real time. Once the widest slots are allocated (and their graphs captured) the cache
+    of every batch the planner may send is known to fit, so the cache's own bytes per position
+    (the analytic slope, with its margin) are the right slope; the fixed part keeps the larger
+    of the two measurements.
+    """
+    return MemoryModel(fixed_bytes=max(calibrated.fixed_bytes, analytic.fixed_bytes),
+                       bytes_per_row_position=min(calibrated.bytes_per_row_position,
+                                                  analytic.bytes_per_row_position))
+
+
 def decode_bytes_per_step(waveform: WaveformDecoder) -> int:
     """Peak transient bytes of Decoder + Vocos + ISTFT per GPT step (two mel frames) of one row."""
     item = torch.finfo(waveform.dtype).bits // 8
