@@ -489,7 +489,10 @@ def _with_voice(engine: Engine, request: SynthesisRequest) -> SynthesisRequest:
 def _write_sentence(rt: Runtime, writer: SentenceWavWriter, work: _SentenceWork, waveform: Any) -> str:
     """Hand one sentence's WAV to the writer (once per sentence); returns its relative path."""
     relative = rt.artifacts.sentence_audio(work.job_id, work.chapter_index, work.index)
-    writer.write(work.sentence_id, rt.artifacts.resolve(relative), waveform)
+    # root / relative, not resolve(): this runs on the thread that launches Decoder + Vocos, where
+    # host time can idle the GPU, and resolve() lstat()s every folder of the path (~60 us, ten
+    # times the join). The name is made of numbers: it cannot leave the data directory.
+    writer.write(work.sentence_id, rt.artifacts.root / relative, waveform)
     return str(relative)
 
 
