@@ -18,7 +18,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -259,7 +259,7 @@ def live_synthesis_workers(session: Session) -> list[Any]:
 
 def plan_limits(settings: Settings, workers: Sequence[Any] = ()) -> tuple[PlanLimits, MemoryModel]:
     """Batch limits for the smallest live synthesis worker: its memory cap, its calibrated memory
-    model and the batch size at which it last ran out of memory.
+    model and the batch size at which it last ran out of memory; and how many workers share them.
 
     With no worker registered yet (the first book of a fresh cluster) the planner assumes an
     80 GB-class card; a worker halves any batch that does not fit, so optimism costs time, not jobs.
@@ -270,12 +270,14 @@ def plan_limits(settings: Settings, workers: Sequence[Any] = ()) -> tuple[PlanLi
     if learned:
         max_rows = min(max_rows, *learned)
     capped = [w for w in workers if w.memory_cap_bytes]
+    sharing = max(1, len(workers))
     if not capped:
-        return PlanLimits(memory_cap_bytes=int(80e9 * settings.memory_fraction), max_rows=max_rows), MemoryModel()
+        return PlanLimits(memory_cap_bytes=int(80e9 * settings.memory_fraction), max_rows=max_rows,
+                          workers=sharing), MemoryModel()
     smallest = min(capped, key=lambda w: w.memory_cap_bytes)
     memory = MemoryModel(fixed_bytes=smallest.fixed_bytes,
                          bytes_per_row_position=smallest.bytes_per_row_position)
-    return PlanLimits(memory_cap_bytes=smallest.memory_cap_bytes, max_rows=max_rows), memory
+    return PlanLimits(memory_cap_bytes=smallest.memory_cap_bytes, max_rows=max_rows, workers=sharing), memory
 
 
 def batch_rows(settings: Settings, gpu: bool) -> int:
@@ -424,8 +426,6 @@ class _SentenceWork:
 
 def _refined(engine: Engine, work: list[_SentenceWork]) -> list[_SentenceWork]:
     """Run upstream's text-refinement pass, batched, for the sentences of jobs that asked for it."""
-    from dataclasses import replace
-
     chosen = [w for w in work if w.refine]
     if not chosen:
         return work
@@ -476,8 +476,6 @@ _voice_lock = threading.Lock()
 
 def _with_voice(engine: Engine, request: SynthesisRequest) -> SynthesisRequest:
     """Turn ``seed:N`` voices into the speaker embedding the engine samples for that seed."""
-    from dataclasses import replace
-
     if not request.voice.startswith(SEED_VOICE_PREFIX):
         return request
     with _voice_lock:
