@@ -35,7 +35,7 @@ from pipeline.errors import (
     VoiceError,
 )
 from pipeline.files import file_sha256
-from pipeline.types import BookMetadata, PlannedSentence, SynthesisRequest, SynthesisResult
+from pipeline.types import BookMetadata, PlannedSentence, Sentence, SynthesisRequest, SynthesisResult
 from storage import repo
 from storage.artifacts import ArtifactStore
 from storage.db import make_engine, make_session_factory, upgrade
@@ -212,10 +212,15 @@ def _record_book(rt: Runtime, session: Session, job: Job, book, chapters) -> Non
         job.book_metadata = {**job.book_metadata,
                              "cover_path": str(rt.artifacts.store_cover(job.id, meta.cover, meta.cover_mime))}
     for chapter, sentences in chapters:
-        rows = [repo.NewSentence(s.index, s.paragraph_index, s.text, sentence_seed(job.id, chapter.index, s.index),
-                                 *lengths.token_limits(s.text))
-                for s in sentences]
+        rows = [_new_sentence(job.id, chapter.index, s) for s in sentences]
         repo.add_chapter(session, job.id, chapter.index, chapter.title, rows)
+
+
+def _new_sentence(job_id: int, chapter_index: int, sentence: Sentence) -> repo.NewSentence:
+    floor, cap = lengths.token_limits(sentence.text)
+    return repo.NewSentence(index=sentence.index, paragraph_index=sentence.paragraph_index,
+                            text=sentence.text, seed=sentence_seed(job_id, chapter_index, sentence.index),
+                            min_new_tokens=floor, max_new_tokens=cap)
 
 
 def sentence_seed(job_id: int, chapter_index: int, sentence_index: int) -> int:

@@ -228,7 +228,8 @@ def main() -> int:
     parser.add_argument("--size-mb", type=float, default=5.0, help="compressed EPUB size to generate")
     parser.add_argument("--keep", type=Path, help="write the generated EPUB here and keep it")
     parser.add_argument("--jobs", action="store_true", help="also time submit, ingest and plan as a job")
-    parser.add_argument("--max-batch", type=int, default=1024, help="batch size for --jobs (16 = a CPU worker)")
+    parser.add_argument("--max-batch", type=int, default=1024,
+                        help="batch size for --jobs (16 = a CPU worker)")
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # the child process's job
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
@@ -265,7 +266,8 @@ def main() -> int:
     )
     if args.jobs:
         logger.info(
-            "as a job: submit %.2f s, ingest (read, split, record) %.2f s, plan into %d batches of <= %d %.2f s",
+            "as a job: submit %.2f s, ingest (read, split, record) %.2f s, "
+            "plan into %d batches of <= %d %.2f s",
             result["submit_s"], result["ingest_s"], result["batches"], args.max_batch, result["plan_s"],
         )
     logger.info(

@@ -454,5 +454,6 @@ def test_a_worker_holding_its_widest_slots_gets_its_long_sentences_in_one_batch(
     limits = PlanLimits(memory_cap_bytes=int(0.85 * 150e9), max_rows=1024)
     assert len(plan_batches(longest, limits, calibrated)) == 2
     prepared = model_with_widest_slots(calibrated, analytic)
-    assert prepared == MemoryModel(fixed_bytes=3 * 10**9, bytes_per_row_position=analytic.bytes_per_row_position)
+    assert prepared == MemoryModel(fixed_bytes=calibrated.fixed_bytes,
+                                   bytes_per_row_position=analytic.bytes_per_row_position)
     assert [len(b.sentence_ids) for b in plan_batches(longest, limits, prepared)] == [761]
