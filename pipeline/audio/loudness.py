@@ -1,4 +1,4 @@
-"""EBU R128 / ITU-R BS.1770-4 loudness measurement, streaming, in numpy.
+"""EBU R128 / ITU-R BS.1770-4 loudness measurement, streaming, in numpy (and scipy's IIR filter).
 
 Why not ffmpeg's ``loudnorm``? It resamples to 192 kHz and needs two passes; on a 10-hour book
 that alone would blow the time budget. Instead the stitcher feeds every chapter's samples through
@@ -7,25 +7,29 @@ computed once from all chapters' 100 ms energies. One gain then brings the whole
 target, so chapters keep their natural relative levels and every book lands on the same loudness.
 
 K-weighting is the standard two-biquad filter (coefficients recomputed for 24 kHz as libebur128
-and ffmpeg do). It is applied as an FIR (its impulse response, 2048 taps = 85 ms, long past the
-point where it has decayed to nothing) by FFT overlap-save, which vectorises where an IIR cannot.
+and ffmpeg do), run as an IIR by scipy's ``sosfilt`` with its state carried from one ``add`` to
+the next. (It was an FIR of the filter's first 2,048 taps by FFT overlap-save: ~6x the CPU, 70 %
+of a chapter's stitch for noise-like audio, and the chapter stitch is what is left to wait for
+once the GPUs are done. In float32 the two agree to ~2e-6 in every 100 ms energy, ~1e-5 dB.)
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Iterable
 
 import numpy as np
+from scipy import signal
 
 ABSOLUTE_GATE_LUFS = -70.0
 RELATIVE_GATE_LU = -10.0
 BLOCK_MS = 400  # gating block
 STEP_MS = 100  # 75 % overlap: a block is four consecutive 100 ms steps
-_FIR_TAPS = 2048
-_FFT_SIZE = 1 << 16
 _FULL_SCALE = 32768.0
+# Added to every sample before the IIR: in digital silence (the pauses) the filter's state would
+# decay into subnormal floats, which the CPU computes ~10x slower (72 vs 8 ns a sample, measured).
+# 1e-10 of full scale is far below one 16-bit step (3e-5): no energy anyone could measure.
+_DENORMAL_GUARD = np.float32(1e-10)
 
 
 def k_weighting_biquads(sample_rate: int) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
@@ -49,21 +53,9 @@ def k_weighting_biquads(sample_rate: int) -> tuple[tuple[np.ndarray, np.ndarray]
     return shelf, highpass
 
 
-def k_weighting_fir(sample_rate: int, taps: int = _FIR_TAPS) -> np.ndarray:
-    """Impulse response of the K-weighting filter, truncated to ``taps`` samples."""
-    response = np.zeros(taps)
-    response[0] = 1.0
-    for b, a in k_weighting_biquads(sample_rate):
-        response = _biquad(response, b, a)
-    return response
-
-
-@functools.lru_cache(maxsize=4)
-def _fir_spectrum(sample_rate: int) -> np.ndarray:
-    """The K-weighting FIR in the frequency domain, computed once per rate (read-only, shared)."""
-    spectrum = np.fft.rfft(k_weighting_fir(sample_rate), _FFT_SIZE)
-    spectrum.setflags(write=False)
-    return spectrum
+def k_weighting_sos(sample_rate: int) -> np.ndarray:
+    """The K-weighting filter as second-order sections for ``scipy.signal.sosfilt``."""
+    return np.array([np.concatenate((b, a)) for b, a in k_weighting_biquads(sample_rate)])
 
 
 class LoudnessMeter:
@@ -76,12 +68,10 @@ class LoudnessMeter:
 
     def __init__(self, sample_rate: int) -> None:
         self._step = sample_rate * STEP_MS // 1000
-        self._fir_spectrum = _fir_spectrum(sample_rate)
-        self._hop = _FFT_SIZE - (_FIR_TAPS - 1)  # new samples per FFT block (overlap-save)
-        self._history = np.zeros(_FIR_TAPS - 1)  # filter state: the input tail of the last block
-        self._pending: list[np.ndarray] = []  # input not yet filtered
-        self._pending_len = 0
-        self._partial_step = np.zeros(0)  # filtered samples squared, short of a whole step
+        self._sections = k_weighting_sos(sample_rate).astype(np.float32)
+        self._state = np.zeros((len(self._sections), 2), dtype=np.float32)  # the filter's memory
+        self._step_sum = 0.0  # squares of the filtered samples of the step under way...
+        self._step_filled = 0  # ...and how many it has
         self._energies: list[np.ndarray] = []
         self.peak = 0  # the largest absolute sample seen
         self.true_peak = 0.0  # estimated largest inter-sample peak, same scale as the samples
@@ -93,14 +83,14 @@ class LoudnessMeter:
             return
         self.peak = max(self.peak, int(np.max(np.abs(samples.astype(np.int32)))))
         self.true_peak = max(self.true_peak, true_peak(samples, floor=self.true_peak / 2))
-        self._pending.append(np.asarray(samples, dtype=np.float64) / _FULL_SCALE)
-        self._pending_len += samples.size
-        if self._pending_len >= self._hop:
-            self._filter_pending(final=False)
+        # float32: half the memory traffic of float64, and every 100 ms energy within ~2e-6 of it
+        scaled = np.asarray(samples, dtype=np.float32) * np.float32(1.0 / _FULL_SCALE)
+        scaled += _DENORMAL_GUARD
+        filtered, self._state = signal.sosfilt(self._sections, scaled, zi=self._state)
+        self._add_squares(np.square(filtered, out=filtered))
 
     def finish(self) -> None:
-        """Flush what is buffered; a trailing partial 100 ms step is dropped, as BS.1770 does."""
-        self._filter_pending(final=True)
+        """The end of the programme: a trailing partial 100 ms step is dropped, as BS.1770 does."""
         self.finished = True
 
     @property
@@ -108,26 +98,19 @@ class LoudnessMeter:
         """K-weighted mean square per complete 100 ms step (available after :meth:`finish`)."""
         return np.concatenate(self._energies) if self._energies else np.zeros(0)
 
-    def _filter_pending(self, final: bool) -> None:
-        data = np.concatenate(self._pending) if self._pending else np.zeros(0)
-        usable = len(data) if final else len(data) - len(data) % self._hop
-        for start in range(0, usable, self._hop):
-            self._consume_filtered(self._filter_block(data[start : min(start + self._hop, usable)]))
-        rest = data[usable:]
-        self._pending, self._pending_len = ([rest] if rest.size else []), rest.size
-
-    def _filter_block(self, block: np.ndarray) -> np.ndarray:
-        extended = np.concatenate((self._history, block))
-        filtered = np.fft.irfft(np.fft.rfft(extended, _FFT_SIZE) * self._fir_spectrum, _FFT_SIZE)
-        self._history = extended[-(_FIR_TAPS - 1) :]
-        return filtered[_FIR_TAPS - 1 : _FIR_TAPS - 1 + block.size]
-
-    def _consume_filtered(self, filtered: np.ndarray) -> None:
-        squares = np.concatenate((self._partial_step, filtered * filtered))
-        whole = len(squares) - len(squares) % self._step
-        if whole:
-            self._energies.append(squares[:whole].reshape(-1, self._step).mean(axis=1))
-        self._partial_step = squares[whole:]
+    def _add_squares(self, squares: np.ndarray) -> None:
+        """Sum the squares into 100 ms steps; a step may span several calls."""
+        first = min(len(squares), self._step - self._step_filled)  # completes the step under way
+        self._step_sum += float(squares[:first].sum(dtype=np.float64))
+        self._step_filled += first
+        if self._step_filled < self._step:
+            return
+        whole_steps = (len(squares) - first) // self._step
+        end = first + whole_steps * self._step
+        sums = squares[first:end].reshape(-1, self._step).sum(axis=1, dtype=np.float64)
+        self._energies.append(np.concatenate(([self._step_sum], sums)) / self._step)
+        self._step_sum = float(squares[end:].sum(dtype=np.float64))
+        self._step_filled = len(squares) - end
 
 
 def _interpolation_filters(taps_per_side: int = 16, oversampling: int = 4) -> tuple[np.ndarray, np.ndarray]:
@@ -155,33 +138,27 @@ def true_peak(samples: np.ndarray, floor: float = 0.0) -> float:
     values = np.asarray(samples)
     if values.size == 0:
         return 0.0
-    sample_peak = max(float(values.max()), -float(values.min()))
+    # int32: the magnitude of -32768 does not fit in int16
+    magnitude = np.abs(values.astype(np.int32) if values.dtype.kind in "iu" else values.astype(np.float64))
+    sample_peak = float(magnitude.max())
     threshold = max(floor, sample_peak / 2)
     if sample_peak <= floor:
         return sample_peak
-    # Cheap pre-pass: only chunks whose sample peak reaches the threshold are looked at closely.
-    chunk = 64
-    usable = values.size - values.size % chunk
-    chunks = values[:usable].reshape(-1, chunk)
-    loud = np.flatnonzero(
-        (chunks.max(axis=1) >= threshold) | (-chunks.min(axis=1).astype(np.float64) >= threshold)
-    )
-    positions = (loud[:, None] * chunk + np.arange(chunk)[None, :]).ravel()
-    positions = np.concatenate((positions, np.arange(usable, values.size)))
-    positions = positions[(positions > 0) & (positions < values.size - 1)]
-    magnitude = np.abs(values[positions].astype(np.float64))
-    before = np.abs(values[positions - 1].astype(np.float64))
-    after = np.abs(values[positions + 1].astype(np.float64))
-    candidates = positions[(magnitude >= threshold) & (magnitude >= before) & (magnitude >= after)]
+    # Candidates: local maxima of |x| at or above the threshold (first and last sample excluded),
+    # found from the few samples above it — one comparison over the chunk, then small arrays.
+    loud = np.flatnonzero(magnitude[1:-1] >= threshold) + 1
+    level = magnitude[loud]
+    candidates = loud[(level >= magnitude[loud - 1]) & (level >= magnitude[loud + 1])]
     if candidates.size == 0:
         return sample_peak
-    best = sample_peak
-    for side in (0, -1):  # between x[i] and x[i+1], then between x[i-1] and x[i]
-        index = (candidates + side)[:, None] + _TAP_POSITIONS[None, :]
-        inside = (index >= 0) & (index < values.size)
-        neighbourhood = np.where(inside, values[np.clip(index, 0, values.size - 1)], 0).astype(np.float64)
-        best = max(best, float(np.abs(neighbourhood @ _INTERPOLATORS.T).max()))
-    return best
+    # Each candidate's 33 neighbours x[i-16..i+16] (zeros beyond the ends), gathered once: the
+    # first 32 interpolate between x[i-1] and x[i], the last 32 between x[i] and x[i+1].
+    reach = -int(_TAP_POSITIONS[0]) + 1  # 16
+    padded = np.zeros(values.size + 2 * reach, dtype=np.float64)
+    padded[reach:-reach] = values
+    around = np.lib.stride_tricks.sliding_window_view(padded, 2 * reach + 1)[candidates]
+    before, after = around[:, :-1] @ _INTERPOLATORS.T, around[:, 1:] @ _INTERPOLATORS.T
+    return max(sample_peak, float(np.abs(after).max()), float(np.abs(before).max()))
 
 
 def block_energies(step_energies: np.ndarray) -> np.ndarray:
@@ -213,14 +190,3 @@ def integrated_lufs(step_energies: Iterable[np.ndarray] | np.ndarray) -> float:
 
 def _lufs(mean_square: np.ndarray) -> np.ndarray:
     return -0.691 + 10.0 * np.log10(np.maximum(mean_square, 1e-20))
-
-
-def _biquad(x: np.ndarray, b: np.ndarray, a: np.ndarray) -> np.ndarray:
-    """Direct-form I biquad in plain Python: only ever run on a short impulse."""
-    y = np.zeros_like(x)
-    x1 = x2 = y1 = y2 = 0.0
-    for i, xi in enumerate(x):
-        yi = b[0] * xi + b[1] * x1 + b[2] * x2 - a[1] * y1 - a[2] * y2
-        x2, x1, y2, y1 = x1, xi, y1, yi
-        y[i] = yi
-    return y
