@@ -12,6 +12,7 @@ Celery message or a rerun after a crash only redoes what is missing.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 import threading
@@ -612,35 +613,25 @@ def assemble_job(rt: Runtime, job_id: int) -> list[Path]:
     workers could not record their batches meanwhile — on two H200s each stalled 12-14 s per
     assembled book (docs/benchmarks.md). What assembly needs is read first, the result is
     recorded after, and only if the job is still assembling (a cancel may come in between)."""
-    from pipeline.audio import AssemblyOptions, ChapterAudio, SentenceAudio, assemble_audiobook
+    from pipeline.audio import AssemblyOptions, stitch_helpers_wanted, warm_helpers
 
-    with rt.session() as session:
-        job = repo.get_job(session, job_id)
-        if job is None or job.job_state != JobState.ASSEMBLING:
-            outputs = [Path(p) for p in job.outputs] if job is not None else []
+    with contextlib.ExitStack() as helpers:
+        with rt.session() as session:
+            job = repo.get_job(session, job_id)
+            if job is None or job.job_state != JobState.ASSEMBLING:
+                outputs = [Path(p) for p in job.outputs] if job is not None else []
+                session.commit()
+                return outputs
+            options = AssemblyOptions(formats=tuple(job.options.get("formats", ["m4b"])),
+                                      narrator=job.voice_name)
+            # the stitch helpers start (their imports take ~1 s) while the sentences are read
+            helpers.enter_context(warm_helpers(stitch_helpers_wanted(options, repo.chapter_count(session, job_id))))
+            chapters = _chapters_to_assemble(rt, session, job_id)
+            metadata = _book_metadata(rt, job)
+            out_dir = Path(job.options["out_dir"]) if job.options.get("out_dir") else \
+                rt.artifacts.default_output_dir(job_id)
             session.commit()
-            return outputs
-        chapters = [
-            ChapterAudio(index=c.index, title=c.title, sentences=tuple(
-                SentenceAudio(path=rt.artifacts.resolve(s.audio_path), paragraph_index=s.paragraph_index)
-                for s in repo.chapter_sentences(session, c.id) if s.audio_path))
-            for c in repo.job_chapters(session, job_id)
-        ]
-        metadata = _book_metadata(rt, job)
-        out_dir = Path(job.options["out_dir"]) if job.options.get("out_dir") else \
-            rt.artifacts.default_output_dir(job_id)
-        options = AssemblyOptions(formats=tuple(job.options.get("formats", ["m4b"])), narrator=job.voice_name)
-        session.commit()
-    work_dir = rt.artifacts.work_dir(job_id)
-    shutil.rmtree(work_dir, ignore_errors=True)
-    work_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        report = assemble_audiobook(chapters, metadata, out_dir, work_dir, options)
-    except AssemblyError as exc:
-        fail_job(rt, job_id, str(exc))
-        raise
-    finally:
-        shutil.rmtree(work_dir, ignore_errors=True)
+        report = _assemble_in_work_dir(rt, job_id, chapters, metadata, out_dir, options)
     with rt.session() as session:
         job = repo.get_job(session, job_id)
         if job is None or not repo.move_job(session, job_id, JobState.DONE, only_from=[JobState.ASSEMBLING]):
@@ -658,6 +649,38 @@ def assemble_job(rt: Runtime, job_id: int) -> list[Path]:
     log.info("job=%s: done, %.1f s of audio in %s", job_id, report.total_seconds,
              ", ".join(str(p) for p in report.outputs))
     return list(report.outputs)
+
+
+def _chapters_to_assemble(rt: Runtime, session: Session, job_id: int) -> list[Any]:
+    """The job's chapters with their sentence WAVs in reading order (sentences without audio left out)."""
+    from pipeline.audio import ChapterAudio, SentenceAudio
+
+    audio = repo.job_sentence_audio(session, job_id)
+    chapters = []
+    for chapter in repo.job_chapters(session, job_id):
+        rows = audio.get(chapter.id, [])
+        paths = rt.artifacts.resolve_many([path for path, _ in rows])
+        chapters.append(ChapterAudio(index=chapter.index, title=chapter.title, sentences=tuple(
+            SentenceAudio(path=path, paragraph_index=paragraph) for path, (_, paragraph) in zip(paths, rows))))
+    return chapters
+
+
+def _assemble_in_work_dir(rt: Runtime, job_id: int, chapters: list[Any], metadata: BookMetadata,
+                          out_dir: Path, options: Any) -> Any:
+    """assemble_audiobook in the job's emptied work directory (removed after); fails the job
+    with the assembly's message."""
+    from pipeline.audio import assemble_audiobook
+
+    work_dir = rt.artifacts.work_dir(job_id)
+    shutil.rmtree(work_dir, ignore_errors=True)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        return assemble_audiobook(chapters, metadata, out_dir, work_dir, options)
+    except AssemblyError as exc:
+        fail_job(rt, job_id, str(exc))
+        raise
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
 
 
 def _book_metadata(rt: Runtime, job: Job) -> BookMetadata:

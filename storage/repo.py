@@ -85,7 +85,11 @@ def add_chapter(session: Session, job_id: int, index: int, title: str,
 
 
 def has_chapters(session: Session, job_id: int) -> bool:
-    return session.scalar(select(func.count()).select_from(Chapter).where(Chapter.job_id == job_id)) > 0
+    return chapter_count(session, job_id) > 0
+
+
+def chapter_count(session: Session, job_id: int) -> int:
+    return session.scalar(select(func.count()).select_from(Chapter).where(Chapter.job_id == job_id)) or 0
 
 
 def job_chapters(session: Session, job_id: int) -> list[Chapter]:
@@ -95,6 +99,19 @@ def job_chapters(session: Session, job_id: int) -> list[Chapter]:
 def chapter_sentences(session: Session, chapter_id: int) -> list[Sentence]:
     return list(session.scalars(
         select(Sentence).where(Sentence.chapter_id == chapter_id).order_by(Sentence.index)))
+
+
+def job_sentence_audio(session: Session, job_id: int) -> dict[int, list[tuple[str, int]]]:
+    """(audio path, paragraph index) of every sentence with audio, by chapter id, in reading
+    order: one query of three columns (assembly reads a whole book's worth)."""
+    rows = session.execute(
+        select(Sentence.chapter_id, Sentence.audio_path, Sentence.paragraph_index)
+        .where(Sentence.job_id == job_id, Sentence.audio_path.is_not(None))
+        .order_by(Sentence.chapter_id, Sentence.index))
+    by_chapter: dict[int, list[tuple[str, int]]] = {}
+    for chapter_id, audio_path, paragraph_index in rows:
+        by_chapter.setdefault(chapter_id, []).append((audio_path, paragraph_index))
+    return by_chapter
 
 
 def unplanned_sentences(session: Session, job_ids: Sequence[int] | None = None) -> list[Sentence]:

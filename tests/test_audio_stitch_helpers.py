@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.audio import AssemblyOptions, assemble_audiobook
+from pipeline.audio import AssemblyOptions, assemble_audiobook, warm_helpers
 from pipeline.audio.synthetic import tone_book
 from pipeline.errors import AssemblyError
 from pipeline.types import BookMetadata
@@ -93,4 +93,15 @@ def test_a_killed_helper_fails_the_assembly_clearly(tmp_path, chapters):
     assert "chapter 2" in str(error.value) and "run the assembly again" in str(error.value)
     assert "chapter_0002.wav" in str(error.value)
     assert list((tmp_path / "book" / "out").iterdir()) == []
+    assert helper_pids() == []
+
+
+def test_helpers_started_ahead_do_the_stitching_and_none_outlive_the_block(tmp_path, chapters):
+    with warm_helpers(3):
+        ahead = set(helper_pids())
+        assert len(ahead) == 3
+        report = assemble(chapters, tmp_path, "book")  # threads=2: takes two of the three
+        assert len(report.outputs) == 4
+        left = set(helper_pids())
+        assert len(left) == 1 and left < ahead  # no new helper was started; the third still waits
     assert helper_pids() == []

@@ -26,7 +26,7 @@ from pipeline.audio.model import AssemblyOptions, AssemblyReport, ChapterAudio, 
 from pipeline.audio.names import numbered_names, safe_stem
 from pipeline.audio.parallel import bind, run_longest_first, worker_count
 from pipeline.audio.stitch import StitchedChapter, stitch_chapter
-from pipeline.audio.stitch_helpers import stitch_in_helpers, stitch_weight
+from pipeline.audio.stitch_helpers import stitch_helpers_wanted, stitch_in_helpers, stitch_weight
 from pipeline.audio.tags import TrackTags, cover_mime, track_tags
 from pipeline.errors import AssemblyError
 from pipeline.types import SAMPLE_RATE, BookMetadata
@@ -107,11 +107,11 @@ def stitch_book(
          options.chapter_pause_ms if position < last else 0)
         for position, chapter in enumerate(chapters)
     ]
-    parallel = min(worker_count(options.threads), len(chapters))
-    if options.stitch_in_processes and parallel > 1:
-        return stitch_in_helpers(requests, parallel)
+    helpers = stitch_helpers_wanted(options, len(chapters))
+    if helpers:
+        return stitch_in_helpers(requests, helpers)
     jobs = [(stitch_weight(request), bind(stitch_chapter, *request)) for request in requests]
-    return run_longest_first(jobs, parallel)
+    return run_longest_first(jobs, min(worker_count(options.threads), len(chapters)))
 
 
 def choose_loudness(stitched: Sequence[StitchedChapter], options: AssemblyOptions) -> tuple[Loudness, float]:

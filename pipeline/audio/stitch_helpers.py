@@ -22,13 +22,14 @@ import queue
 import subprocess
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
 import pipeline
 from pipeline.audio.model import AssemblyOptions, ChapterAudio
-from pipeline.audio.parallel import bind, run_longest_first
+from pipeline.audio.parallel import bind, run_longest_first, worker_count
 from pipeline.audio.stitch import StitchedChapter, stitch_chapter
 from pipeline.errors import AssemblyError
 
@@ -87,6 +88,37 @@ class StitchHelper:
             self._process.stdout.close()
 
 
+_started_ahead: queue.SimpleQueue[StitchHelper] = queue.SimpleQueue()  # see warm_helpers
+
+
+@contextmanager
+def warm_helpers(count: int) -> Iterator[None]:
+    """Start ``count`` helpers now for the next :func:`stitch_in_helpers` of this process.
+
+    A helper's start is mostly imports (numpy, scipy, pydub: ~1 s on a busy host); started
+    ahead they load while the caller does its own first steps (reading a book's sentences from
+    the database) instead of after them. Helpers not taken by the time the block ends are
+    stopped; those taken are stopped by the assembly that took them.
+    """
+    for _ in range(count):
+        _started_ahead.put(StitchHelper())
+    try:
+        yield
+    finally:
+        while True:
+            try:
+                _started_ahead.get_nowait().close()
+            except queue.Empty:
+                break
+
+
+def stitch_helpers_wanted(options: AssemblyOptions, chapters: int) -> int:
+    """How many helper processes stitch ``chapters`` chapters: one per core used, at most one
+    per chapter; none where threads will do (one chapter or core, or ``stitch_in_processes`` off)."""
+    parallel = min(worker_count(options.threads), chapters)
+    return parallel if options.stitch_in_processes and parallel > 1 else 0
+
+
 def stitch_weight(request: StitchRequest) -> int:
     """How long a chapter takes to stitch, relatively: its sentence count (longest first)."""
     return len(request[0].sentences)
@@ -106,7 +138,7 @@ def stitch_in_helpers(requests: Sequence[StitchRequest], helpers: int) -> list[S
         try:
             helper = idle.get_nowait()
         except queue.Empty:
-            helper = StitchHelper()
+            helper = _helper_started_ahead() or StitchHelper()
             started.append(helper)  # list.append is atomic: safe from the pool's threads
         try:
             return helper.stitch(request)
@@ -119,6 +151,13 @@ def stitch_in_helpers(requests: Sequence[StitchRequest], helpers: int) -> list[S
     finally:
         for helper in started:
             helper.close()
+
+
+def _helper_started_ahead() -> StitchHelper | None:
+    try:
+        return _started_ahead.get_nowait()
+    except queue.Empty:
+        return None
 
 
 def serve(requests: BinaryIO, replies: BinaryIO) -> None:
