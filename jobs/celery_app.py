@@ -71,6 +71,8 @@ def _load_model_after_fork(**_: object) -> None:
     queues = os.environ.get(WORKER_QUEUES_ENV, ",".join(ALL_QUEUES)).split(",")
     if SYNTH_QUEUE in queues:
         tasks.worker_engine()
+    if CPU_QUEUE in queues:
+        tasks.start_stitch_helpers()
     tasks.start_lease_sweeper()
 
 

@@ -12,7 +12,6 @@ Celery message or a rerun after a crash only redoes what is missing.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import shutil
 import threading
@@ -613,25 +612,23 @@ def assemble_job(rt: Runtime, job_id: int) -> list[Path]:
     workers could not record their batches meanwhile — on two H200s each stalled 12-14 s per
     assembled book (docs/benchmarks.md). What assembly needs is read first, the result is
     recorded after, and only if the job is still assembling (a cancel may come in between)."""
-    from pipeline.audio import AssemblyOptions, stitch_helpers_wanted, warm_helpers
+    from pipeline.audio import AssemblyOptions, start_helpers, stitch_helpers_wanted
 
-    with contextlib.ExitStack() as helpers:
-        with rt.session() as session:
-            job = repo.get_job(session, job_id)
-            if job is None or job.job_state != JobState.ASSEMBLING:
-                outputs = [Path(p) for p in job.outputs] if job is not None else []
-                session.commit()
-                return outputs
-            options = AssemblyOptions(formats=tuple(job.options.get("formats", ["m4b"])),
-                                      narrator=job.voice_name)
-            # the stitch helpers start (their imports take ~1 s) while the sentences are read
-            helpers.enter_context(warm_helpers(stitch_helpers_wanted(options, repo.chapter_count(session, job_id))))
-            chapters = _chapters_to_assemble(rt, session, job_id)
-            metadata = _book_metadata(rt, job)
-            out_dir = Path(job.options["out_dir"]) if job.options.get("out_dir") else \
-                rt.artifacts.default_output_dir(job_id)
+    with rt.session() as session:
+        job = repo.get_job(session, job_id)
+        if job is None or job.job_state != JobState.ASSEMBLING:
+            outputs = [Path(p) for p in job.outputs] if job is not None else []
             session.commit()
-        report = _assemble_in_work_dir(rt, job_id, chapters, metadata, out_dir, options)
+            return outputs
+        options = AssemblyOptions(formats=tuple(job.options.get("formats", ["m4b"])), narrator=job.voice_name)
+        # stitch helpers missing from this process start now (imports: ~1 s) while the sentences are read
+        start_helpers(stitch_helpers_wanted(options, repo.chapter_count(session, job_id)))
+        chapters = _chapters_to_assemble(rt, session, job_id)
+        metadata = _book_metadata(rt, job)
+        out_dir = Path(job.options["out_dir"]) if job.options.get("out_dir") else \
+            rt.artifacts.default_output_dir(job_id)
+        session.commit()
+    report = _assemble_in_work_dir(rt, job_id, chapters, metadata, out_dir, options)
     with rt.session() as session:
         job = repo.get_job(session, job_id)
         if job is None or not repo.move_job(session, job_id, JobState.DONE, only_from=[JobState.ASSEMBLING]):
@@ -660,8 +657,9 @@ def _chapters_to_assemble(rt: Runtime, session: Session, job_id: int) -> list[An
     for chapter in repo.job_chapters(session, job_id):
         rows = audio.get(chapter.id, [])
         paths = rt.artifacts.resolve_many([path for path, _ in rows])
-        chapters.append(ChapterAudio(index=chapter.index, title=chapter.title, sentences=tuple(
-            SentenceAudio(path=path, paragraph_index=paragraph) for path, (_, paragraph) in zip(paths, rows))))
+        sentences = tuple(SentenceAudio(path=path, paragraph_index=paragraph)
+                          for path, (_, paragraph) in zip(paths, rows, strict=True))
+        chapters.append(ChapterAudio(index=chapter.index, title=chapter.title, sentences=sentences))
     return chapters
 
 

@@ -72,6 +72,14 @@ def worker_engine() -> Engine:
     return _engine
 
 
+def start_stitch_helpers() -> None:
+    """A CPU worker process starts its assembly's stitch helpers now (they load in the
+    background), not after the last batch of its first book."""
+    from pipeline.audio import AssemblyOptions, start_helpers, stitch_helpers_wanted
+
+    start_helpers(stitch_helpers_wanted(AssemblyOptions()))
+
+
 def synthesis_worker_name() -> str:
     """The Celery worker name (``gpu0@host``): OOM limits are learned per device, not per process."""
     return os.environ.get(WORKER_NAME_ENV) or f"tts@{socket.gethostname()}"

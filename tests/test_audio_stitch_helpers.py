@@ -9,13 +9,23 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.audio import AssemblyOptions, assemble_audiobook, warm_helpers
+from pipeline.audio import AssemblyOptions, assemble_audiobook, start_helpers
+from pipeline.audio.stitch_helpers import idle_helper_pids, stop_idle_helpers
 from pipeline.audio.synthetic import tone_book
 from pipeline.errors import AssemblyError
 from pipeline.types import BookMetadata
 
 METADATA = BookMetadata(title="Helpers")
 HELPER_MARK = b"pipeline.audio.stitch_helpers"
+
+
+@pytest.fixture(autouse=True)
+def no_helpers_before_or_after():
+    """Each test starts without idle helpers, and stops the ones it leaves."""
+    stop_idle_helpers()
+    yield
+    stop_idle_helpers()
+    assert helper_pids() == []  # nothing outside the idle pool either
 
 
 @pytest.fixture
@@ -54,7 +64,15 @@ def test_helpers_make_the_same_audiobook_as_threads(tmp_path, chapters):
     assert in_helpers.chapters == in_threads.chapters
     assert in_helpers.measured_lufs == in_threads.measured_lufs
     assert in_helpers.gain_db == in_threads.gain_db
-    assert helper_pids() == []  # every helper stopped
+    assert sorted(helper_pids()) == sorted(idle_helper_pids())  # every helper back in the pool
+
+
+def test_helpers_are_kept_and_reused_by_the_next_assembly(tmp_path, chapters):
+    assemble(chapters, tmp_path, "first")
+    kept = sorted(idle_helper_pids())
+    assert len(kept) == 2  # threads=2
+    assemble(chapters, tmp_path, "second")
+    assert sorted(idle_helper_pids()) == kept == sorted(helper_pids())  # no new process started
 
 
 def test_a_helpers_error_names_the_sentence_file(tmp_path, chapters):
@@ -64,7 +82,7 @@ def test_a_helpers_error_names_the_sentence_file(tmp_path, chapters):
         assemble(chapters, tmp_path, "book")
     assert str(damaged) in str(error.value)
     assert not (tmp_path / "book" / "out").exists() or list((tmp_path / "book" / "out").iterdir()) == []
-    assert helper_pids() == []
+    assert sorted(helper_pids()) == sorted(idle_helper_pids())  # bad input leaves the helper usable
 
 
 def test_a_killed_helper_fails_the_assembly_clearly(tmp_path, chapters):
@@ -93,15 +111,29 @@ def test_a_killed_helper_fails_the_assembly_clearly(tmp_path, chapters):
     assert "chapter 2" in str(error.value) and "run the assembly again" in str(error.value)
     assert "chapter_0002.wav" in str(error.value)
     assert list((tmp_path / "book" / "out").iterdir()) == []
-    assert helper_pids() == []
+    assert killed[0] not in idle_helper_pids()  # the dead helper is not handed out again
+    assert sorted(helper_pids()) == sorted(idle_helper_pids())
 
 
-def test_helpers_started_ahead_do_the_stitching_and_none_outlive_the_block(tmp_path, chapters):
-    with warm_helpers(3):
-        ahead = set(helper_pids())
-        assert len(ahead) == 3
-        report = assemble(chapters, tmp_path, "book")  # threads=2: takes two of the three
-        assert len(report.outputs) == 4
-        left = set(helper_pids())
-        assert len(left) == 1 and left < ahead  # no new helper was started; the third still waits
-    assert helper_pids() == []
+def test_helpers_started_ahead_do_the_stitching(tmp_path, chapters):
+    start_helpers(2)
+    ahead = sorted(idle_helper_pids())
+    assert len(ahead) == 2
+    report = assemble(chapters, tmp_path, "book")  # threads=2
+    assert len(report.outputs) == 4
+    assert sorted(helper_pids()) == ahead  # they did the work: none was started for it
+
+
+def test_an_idle_helper_ends_by_itself(tmp_path):
+    import subprocess
+    import sys
+
+    helper = subprocess.Popen([sys.executable, "-c", "import pipeline.audio.stitch_helpers as h, sys; "
+                               "h.serve(sys.stdin.buffer, sys.stdout.buffer, idle_seconds=0.5)"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert helper.wait(timeout=60) == 0  # its stdin is still open: it ended on its own
+    finally:
+        helper.kill()
+        helper.stdin.close()
+        helper.stdout.close()

@@ -5,7 +5,7 @@ Public API::
     write_sentence_wav(path, waveform, *, durable=True) -> seconds   # used by synthesis, atomic
     SentenceWavWriter().write(key, path, waveform); .seconds()    # a batch: parallel, as they come
     assemble_audiobook(chapters, metadata, out_dir, work_dir, options) -> AssemblyReport
-    with warm_helpers(stitch_helpers_wanted(options, chapters)): ...   # start stitch helpers ahead
+    start_helpers(stitch_helpers_wanted(options, chapters))   # stitch helpers ready ahead (kept)
 """
 
 from pipeline.audio.assemble import assemble_audiobook
@@ -17,7 +17,7 @@ from pipeline.audio.model import (
     ChapterReport,
     SentenceAudio,
 )
-from pipeline.audio.stitch_helpers import stitch_helpers_wanted, warm_helpers
+from pipeline.audio.stitch_helpers import start_helpers, stitch_helpers_wanted
 from pipeline.audio.wavio import SentenceWavWriter, write_sentence_wav
 
 __all__ = [
@@ -29,7 +29,7 @@ __all__ = [
     "SentenceAudio",
     "SentenceWavWriter",
     "assemble_audiobook",
+    "start_helpers",
     "stitch_helpers_wanted",
-    "warm_helpers",
     "write_sentence_wav",
 ]

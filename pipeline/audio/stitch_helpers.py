@@ -7,23 +7,32 @@ worth of work (docs/benchmarks.md). Separate processes share no lock.
 
 Why plain subprocesses and not ``multiprocessing``: assembly runs in Celery's prefork pool, whose
 processes are daemonic and may not start multiprocessing children. A helper is
-``python -c 'import pipeline.audio.stitch_helpers as helper; helper.main()'``; it reads pickled ``stitch_chapter`` arguments on its
-stdin and writes each pickled result (or exception) to its stdout, until stdin closes — so it
-also ends by itself when the process that started it dies. Both ends are this package's own
+``python -c 'import pipeline.audio.stitch_helpers as helper; helper.main()'``; it reads pickled
+``stitch_chapter`` arguments on its stdin and writes each pickled result (or exception) to its
+stdout, until stdin closes — so it also ends by itself when the process that started it dies. Both ends are this package's own
 code: the pickles never cross a trust boundary.
+
+Helpers are kept between assemblies (per process, at most one per core per assembly): starting
+one is mostly imports (numpy, scipy, pydub: ~1 CPU-second here, more on a GPU host), and
+two books assembled at once on 32 cores spent more CPU starting 40 helpers than stitching. A
+helper with no work for ``HELPER_IDLE_SECONDS`` ends by itself (the pool never hands out one
+that may be ending); all end with the process that started them. ``start_helpers`` starts them
+ahead (a CPU worker does at start-up, and each assembly while it reads its book's sentences).
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import pickle
-import queue
+import select
 import subprocess
 import sys
+import threading
+import time
 import traceback
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -38,6 +47,8 @@ log = logging.getLogger(__name__)
 # Each helper is one core's worth of work: numpy's BLAS must not start a thread per core in each.
 _ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 _STOP_SECONDS = 10.0
+HELPER_IDLE_SECONDS = 600.0  # a helper with no work for this long ends by itself
+_HAND_OUT_SECONDS = HELPER_IDLE_SECONDS - 60.0  # idle longer: it may be ending; start another
 
 StitchRequest = tuple[ChapterAudio, Path, AssemblyOptions, int]  # stitch_chapter's arguments
 
@@ -54,6 +65,17 @@ class StitchHelper:
             stdout=subprocess.PIPE,
             env={**os.environ, **_ONE_THREAD, "PYTHONPATH": search_path},
         )
+        self.idle_since = time.monotonic()  # never later than the helper's own idle clock starts
+        self._broken = False
+
+    def usable(self) -> bool:
+        """Alive, and idle too briefly to be ending by itself."""
+        return (not self._broken and self._process.poll() is None
+                and time.monotonic() - self.idle_since < _HAND_OUT_SECONDS)
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
 
     def stitch(self, request: StitchRequest) -> StitchedChapter:
         """Stitch one chapter in the helper; its AssemblyError (or any failure) is raised here."""
@@ -63,11 +85,14 @@ class StitchHelper:
             self._process.stdin.flush()
             reply = pickle.load(self._process.stdout)
         except (OSError, EOFError, pickle.UnpicklingError) as exc:
+            self._broken = True  # whatever is left in the pipes is not a reply to anything
             code = self._process.poll()
             raise AssemblyError(
                 f"{request[1]}: the helper process stitching chapter {request[0].index + 1} died "
                 f"(exit status {code}; out of memory?): run the assembly again"
             ) from exc
+        finally:
+            self.idle_since = time.monotonic()
         if isinstance(reply, BaseException):
             raise reply
         return reply
@@ -88,34 +113,77 @@ class StitchHelper:
             self._process.stdout.close()
 
 
-_started_ahead: queue.SimpleQueue[StitchHelper] = queue.SimpleQueue()  # see warm_helpers
+class _IdleHelpers:
+    """This process's helpers between chapters and assemblies (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._idle: list[StitchHelper] = []
+        self._lock = threading.Lock()
+
+    def take(self) -> StitchHelper:
+        """An idle helper that is usable, else a new one."""
+        unusable = []
+        with self._lock:
+            while self._idle:
+                helper = self._idle.pop()
+                if helper.usable():
+                    break
+                unusable.append(helper)
+            else:
+                helper = None
+        for stale in unusable:
+            stale.close()
+        return helper or StitchHelper()
+
+    def give_back(self, helper: StitchHelper) -> None:
+        """Keep a helper that is still alive for the next chapter; stop one that is not."""
+        if helper.usable():
+            with self._lock:
+                self._idle.append(helper)
+        else:
+            helper.close()
+
+    def start(self, count: int) -> None:
+        """Start helpers until ``count`` usable ones are idle."""
+        with self._lock:
+            missing = count - sum(1 for helper in self._idle if helper.usable())
+            self._idle.extend(StitchHelper() for _ in range(max(0, missing)))
+
+    def stop(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for helper in idle:
+            helper.close()
+
+    def pids(self) -> list[int]:
+        with self._lock:
+            return [helper.pid for helper in self._idle]
 
 
-@contextmanager
-def warm_helpers(count: int) -> Iterator[None]:
-    """Start ``count`` helpers now for the next :func:`stitch_in_helpers` of this process.
-
-    A helper's start is mostly imports (numpy, scipy, pydub: ~1 s on a busy host); started
-    ahead they load while the caller does its own first steps (reading a book's sentences from
-    the database) instead of after them. Helpers not taken by the time the block ends are
-    stopped; those taken are stopped by the assembly that took them.
-    """
-    for _ in range(count):
-        _started_ahead.put(StitchHelper())
-    try:
-        yield
-    finally:
-        while True:
-            try:
-                _started_ahead.get_nowait().close()
-            except queue.Empty:
-                break
+_helpers = _IdleHelpers()
+atexit.register(_helpers.stop)
 
 
-def stitch_helpers_wanted(options: AssemblyOptions, chapters: int) -> int:
-    """How many helper processes stitch ``chapters`` chapters: one per core used, at most one
-    per chapter; none where threads will do (one chapter or core, or ``stitch_in_processes`` off)."""
-    parallel = min(worker_count(options.threads), chapters)
+def start_helpers(count: int) -> None:
+    """Have ``count`` helpers idle and ready (started now if need be: they load in the background)."""
+    _helpers.start(count)
+
+
+def stop_idle_helpers() -> None:
+    """Stop this process's idle helpers (they also end by themselves, idle or orphaned)."""
+    _helpers.stop()
+
+
+def idle_helper_pids() -> list[int]:
+    return _helpers.pids()
+
+
+def stitch_helpers_wanted(options: AssemblyOptions, chapters: int | None = None) -> int:
+    """How many helper processes stitch ``chapters`` chapters (None: a book of many): one per
+    core used, at most one per chapter; none where threads will do (one chapter or core, or
+    ``stitch_in_processes`` off)."""
+    cores = worker_count(options.threads)
+    parallel = cores if chapters is None else min(cores, chapters)
     return parallel if options.stitch_in_processes and parallel > 1 else 0
 
 
@@ -128,41 +196,29 @@ def stitch_in_helpers(requests: Sequence[StitchRequest], helpers: int) -> list[S
     """Stitch every request in ``helpers`` helper processes, longest chapter first.
 
     Each of ``helpers`` threads borrows an idle helper for one chapter at a time, so a short chapter
-    never waits behind a long one while another helper idles. Helpers start on first use and are
-    all stopped before this returns, on failure too.
+    never waits behind a long one while another helper idles. Helpers come from this process's
+    idle ones (started if there are too few) and go back there; one that died is stopped.
     """
-    idle: queue.SimpleQueue[StitchHelper] = queue.SimpleQueue()
-    started: list[StitchHelper] = []
 
     def stitch(request: StitchRequest) -> StitchedChapter:
-        try:
-            helper = idle.get_nowait()
-        except queue.Empty:
-            helper = _helper_started_ahead() or StitchHelper()
-            started.append(helper)  # list.append is atomic: safe from the pool's threads
+        helper = _helpers.take()
         try:
             return helper.stitch(request)
         finally:
-            idle.put(helper)
+            _helpers.give_back(helper)
 
     jobs = [(stitch_weight(request), bind(stitch, request)) for request in requests]
-    try:
-        return run_longest_first(jobs, helpers)
-    finally:
-        for helper in started:
-            helper.close()
+    return run_longest_first(jobs, helpers)
 
 
-def _helper_started_ahead() -> StitchHelper | None:
-    try:
-        return _started_ahead.get_nowait()
-    except queue.Empty:
-        return None
-
-
-def serve(requests: BinaryIO, replies: BinaryIO) -> None:
-    """The helper's loop: one ``stitch_chapter`` per request, until the requests end."""
+def serve(requests: BinaryIO, replies: BinaryIO, idle_seconds: float = HELPER_IDLE_SECONDS) -> None:
+    """The helper's loop: one ``stitch_chapter`` per request, until the requests end or none
+    comes for ``idle_seconds``. (One request is answered before the next is sent, so nothing
+    waits in ``requests``' buffer while select() looks at the pipe.)"""
     while True:
+        ready, _, _ = select.select([requests], [], [], idle_seconds)
+        if not ready:
+            return
         try:
             request = pickle.load(requests)
         except EOFError:
