@@ -244,6 +244,8 @@ def plan_pending(rt: Runtime, job_ids: Sequence[int] | None = None) -> list[int]
                                    priority=priorities.get(s.job_id, 0))
                    for s in sentences]
         limits, memory = plan_limits(rt.settings, live_synthesis_workers(session))
+        # another book still being read will add batches behind these: they are not the queue's end
+        limits = replace(limits, ends_queue=repo.jobs_being_read(session) == 0)
         batches = repo.create_batches(session, plan_batches(planned, limits, memory))
         session.commit()
         ids = [b.id for b in batches]

@@ -129,19 +129,32 @@ def test_batches_run_longest_first_within_each_priority_class() -> None:
     assert sorted(i for b in batches for i in b.sentence_ids) == list(range(40))
 
 
+def test_the_part_batch_left_over_holds_the_shortest_sentences() -> None:
+    """Cut from the long end: the longest sentences fill whole batches, and what is left over
+    (5,000 = 4 x 1,024 + 904) is the quickest batch, not a third-full batch of the longest."""
+    sentences = book(5000)
+    batches = plan_batches(sentences, PlanLimits(memory_cap_bytes=2**40, max_rows=1024), MODEL)
+    assert [len(b.sentence_ids) for b in batches] == [1024, 1024, 1024, 1024, 904]
+    by_id = {s.id: s for s in sentences}
+    spans = [[positions(by_id[i]) for i in b.sentence_ids] for b in batches]
+    assert all(min(longer) >= max(shorter) for longer, shorter in zip(spans, spans[1:]))
+
+
 def test_with_several_workers_the_last_batches_run_as_halves_of_the_same_lengths() -> None:
     """Two GPU workers: the last two (shortest) batches are halved, so neither worker waits a
-    whole batch for the other at the end; one worker keeps whole batches."""
+    whole batch for the other at the end; one worker keeps whole batches, and so do batches that
+    another book's will follow."""
     sentences = book(5000)
     limits = PlanLimits(memory_cap_bytes=2**40, max_rows=1024)
     whole = plan_batches(sentences, limits, MODEL)
     shared = plan_batches(sentences, dataclasses.replace(limits, workers=2), MODEL)
-    assert [len(b.sentence_ids) for b in whole] == [904, 1024, 1024, 1024, 1024]
-    assert [len(b.sentence_ids) for b in shared] == [904, 1024, 1024, 512, 512, 512, 512]
+    assert [len(b.sentence_ids) for b in shared] == [1024, 1024, 1024, 512, 512, 452, 452]
     assert shared[:3] == whole[:3]
     assert sorted(i for b in shared for i in b.sentence_ids) == sorted(s.id for s in sentences)
     by_id = {s.id: s for s in sentences}
     for first, second in (shared[3:5], shared[5:7]):
         longest = [max(positions(by_id[i]) for i in half.sentence_ids) for half in (first, second)]
         assert abs(longest[0] - longest[1]) <= 2  # alternate sentences: halves of equal length
-        assert first.estimated_bytes == MODEL.estimate(512, longest[0])
+        assert first.estimated_bytes == MODEL.estimate(len(first.sentence_ids), longest[0])
+    more_to_come = dataclasses.replace(limits, workers=2, ends_queue=False)
+    assert plan_batches(sentences, more_to_come, MODEL) == whole

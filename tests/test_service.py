@@ -258,6 +258,30 @@ def test_batches_fit_the_smallest_live_worker_and_its_learned_limit(rt, tmp_path
     assert sum(sizes) == 31 and max(sizes) == 8  # the learned OOM limit wins over the larger cap
 
 
+def test_with_two_workers_only_the_queues_last_batches_are_halved(settings_factory, database_url: str,  # type: ignore[no-untyped-def]
+                                                                    tmp_path: Path) -> None:
+    """A book planned while another is still being read does not end the queue: whole batches.
+    The last book planned ends it: its shortest batches are halved for the two workers."""
+    rt = service.open_runtime(settings_factory(database_url, max_batch=256), upgrade_schema=False)
+    chapters = [("One", [f"Sentence number {i} of the only chapter." for i in range(600)])]
+    fit = {"fixed_bytes": 1_000, "bytes_per_row_position": 10}
+    with rt.session() as s:
+        for name in ("gpu0@host", "gpu1@host"):
+            repo.register_worker(s, name, device="cuda:0", precision="fp16", memory_cap_bytes=10**12, **fit)
+        s.commit()
+    _ingested_job(rt, tmp_path, chapters, name="first")
+    later = service.submit_book(rt, write_epub(tmp_path / "second.epub", "Second", chapters),
+                                service.JobOptions(formats=("wav",)))
+
+    def sizes(batch_ids: list[int]) -> list[int]:
+        with rt.session() as s:
+            return [s.get(repo.Batch, b).size for b in batch_ids]
+
+    assert sizes(service.plan_pending(rt)) == [256, 256, 89]  # the second book is not read yet
+    assert service.ingest_job(rt, later)
+    assert sizes(service.plan_pending(rt)) == [256, 128, 128, 89]
+
+
 def test_refine_runs_only_for_the_jobs_that_asked_for_it(rt, tmp_path: Path, tiny_engine) -> None:  # type: ignore[no-untyped-def]
     class CountingEngine(FailingEngine):
         refined: list[str] = []
