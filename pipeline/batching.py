@@ -105,4 +105,5 @@ def _positions(sentence: PlannedSentence) -> int:
 
 
 def _close(rows: list[PlannedSentence], estimate: Callable[[int, int], int]) -> Batch:
-    return Batch(sentence_ids=tuple(s.id for s in rows), estimated_bytes=estimate(len(rows), _positions(rows[0])))
+    longest = _positions(rows[0])  # sentences come longest first: the batch pads to the first
+    return Batch(sentence_ids=tuple(s.id for s in rows), estimated_bytes=estimate(len(rows), longest))
