@@ -6,6 +6,7 @@ blips, device errors) retry with backoff, a bounded number of times.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import socket
@@ -56,6 +57,7 @@ def worker_engine() -> Engine:
             _engine.slots = settings.slots
             _engine.warm_up()
             graphs = _engine.prepare_worker_slots(settings.slots or service.batch_rows(settings, gpu=True))
+            importlib.import_module("pipeline.audio")  # the WAV writer's: now, not in the first batch
             if graphs:
                 log.info("worker %s: decode slots and %d CUDA graphs ready for the widest batch",
                          synthesis_worker_name(), graphs)

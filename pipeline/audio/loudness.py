@@ -19,7 +19,6 @@ import math
 from collections.abc import Iterable
 
 import numpy as np
-from scipy import signal
 
 ABSOLUTE_GATE_LUFS = -70.0
 RELATIVE_GATE_LU = -10.0
@@ -51,6 +50,20 @@ def k_weighting_biquads(sample_rate: int) -> tuple[tuple[np.ndarray, np.ndarray]
         np.array([1.0, 2.0 * (k * k - 1.0) / a0, (1.0 - k / q + k * k) / a0]),
     )
     return shelf, highpass
+
+
+def _sosfilt():  # type: ignore[no-untyped-def]
+    """scipy's ``sosfilt``, imported on first use: ``scipy.signal`` takes ~0.7 s to import
+    (it loads scipy.stats), and a GPU worker imports this package for its WAV writer. A stitch
+    helper imports it as it starts (``preload``), before it is sent a chapter."""
+    from scipy.signal import sosfilt
+
+    return sosfilt
+
+
+def preload() -> None:
+    """Import what measuring needs now, not with the first samples."""
+    _sosfilt()
 
 
 def k_weighting_sos(sample_rate: int) -> np.ndarray:
@@ -86,7 +99,7 @@ class LoudnessMeter:
         # float32: half the memory traffic of float64, and every 100 ms energy within ~2e-6 of it
         scaled = np.asarray(samples, dtype=np.float32) * np.float32(1.0 / _FULL_SCALE)
         scaled += _DENORMAL_GUARD
-        filtered, self._state = signal.sosfilt(self._sections, scaled, zi=self._state)
+        filtered, self._state = _sosfilt()(self._sections, scaled, zi=self._state)
         self._add_squares(np.square(filtered, out=filtered))
 
     def finish(self) -> None:

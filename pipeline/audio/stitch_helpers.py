@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 import pipeline
+from pipeline.audio import loudness
 from pipeline.audio.model import AssemblyOptions, ChapterAudio
 from pipeline.audio.parallel import bind, run_longest_first, worker_count
 from pipeline.audio.stitch import StitchedChapter, stitch_chapter
@@ -240,4 +241,5 @@ def main() -> None:
     replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    loudness.preload()  # while the helper waits for its first chapter
     serve(sys.stdin.buffer, replies)
