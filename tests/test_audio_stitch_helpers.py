@@ -137,3 +137,15 @@ def test_an_idle_helper_ends_by_itself(tmp_path):
         helper.kill()
         helper.stdin.close()
         helper.stdout.close()
+
+
+def test_helpers_idle_too_long_are_stopped_by_the_pool(monkeypatch):
+    from pipeline.audio import stitch_helpers
+
+    start_helpers(2)
+    started = idle_helper_pids()
+    assert len(started) == 2
+    monkeypatch.setattr(stitch_helpers, "_HAND_OUT_SECONDS", 0.0)  # as if idle for nine minutes
+    stitch_helpers._helpers.reap()  # what the pool's reaper thread does every half minute
+    assert idle_helper_pids() == []
+    assert not any(Path(f"/proc/{pid}").exists() for pid in started)  # ended and reaped: no zombies

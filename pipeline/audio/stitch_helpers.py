@@ -9,14 +9,15 @@ Why plain subprocesses and not ``multiprocessing``: assembly runs in Celery's pr
 processes are daemonic and may not start multiprocessing children. A helper is
 ``python -c 'import pipeline.audio.stitch_helpers as helper; helper.main()'``; it reads pickled
 ``stitch_chapter`` arguments on its stdin and writes each pickled result (or exception) to its
-stdout, until stdin closes — so it also ends by itself when the process that started it dies. Both ends are this package's own
-code: the pickles never cross a trust boundary.
+stdout, until stdin closes — so it also ends by itself when the process that started it dies.
+Both ends are this package's own code: the pickles never cross a trust boundary.
 
 Helpers are kept between assemblies (per process, at most one per core per assembly): starting
 one is mostly imports (numpy, scipy, pydub: ~1 CPU-second here, more on a GPU host), and
-two books assembled at once on 32 cores spent more CPU starting 40 helpers than stitching. A
-helper with no work for ``HELPER_IDLE_SECONDS`` ends by itself (the pool never hands out one
-that may be ending); all end with the process that started them. ``start_helpers`` starts them
+two books assembled at once on 32 cores spent more CPU starting 40 helpers than stitching. The
+pool stops helpers idle for about ``HELPER_IDLE_SECONDS`` (and never hands out one that may be
+ending); a helper also ends by itself after that long without work, and when the process that
+started it ends. ``start_helpers`` starts them
 ahead (a CPU worker does at start-up, and each assembly while it reads its book's sentences).
 """
 
@@ -50,6 +51,7 @@ _ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THR
 _STOP_SECONDS = 10.0
 HELPER_IDLE_SECONDS = 600.0  # a helper with no work for this long ends by itself
 _HAND_OUT_SECONDS = HELPER_IDLE_SECONDS - 60.0  # idle longer: it may be ending; start another
+_REAP_EVERY_SECONDS = 30.0  # how often idle helpers past _HAND_OUT_SECONDS are stopped
 
 StitchRequest = tuple[ChapterAudio, Path, AssemblyOptions, int]  # stitch_chapter's arguments
 
@@ -115,11 +117,14 @@ class StitchHelper:
 
 
 class _IdleHelpers:
-    """This process's helpers between chapters and assemblies (thread-safe)."""
+    """This process's helpers between chapters and assemblies (thread-safe). A background thread
+    stops the ones idle too long, so an idle worker keeps neither their memory nor, once they
+    end, their zombie entries."""
 
     def __init__(self) -> None:
         self._idle: list[StitchHelper] = []
         self._lock = threading.Lock()
+        self._reaper: threading.Thread | None = None
 
     def take(self) -> StitchHelper:
         """An idle helper that is usable, else a new one."""
@@ -141,6 +146,7 @@ class _IdleHelpers:
         if helper.usable():
             with self._lock:
                 self._idle.append(helper)
+                self._start_reaper()
         else:
             helper.close()
 
@@ -149,6 +155,26 @@ class _IdleHelpers:
         with self._lock:
             missing = count - sum(1 for helper in self._idle if helper.usable())
             self._idle.extend(StitchHelper() for _ in range(max(0, missing)))
+            self._start_reaper()
+
+    def reap(self) -> None:
+        """Stop the idle helpers that are no longer usable (ended, broken or idle too long)."""
+        with self._lock:
+            stale = [helper for helper in self._idle if not helper.usable()]
+            self._idle = [helper for helper in self._idle if helper not in stale]
+        for helper in stale:
+            helper.close()
+
+    def _start_reaper(self) -> None:  # called holding the lock
+        if self._reaper is None or not self._reaper.is_alive():
+            self._reaper = threading.Thread(target=self._reap_forever, name="stitch-helper-reaper",
+                                            daemon=True)
+            self._reaper.start()
+
+    def _reap_forever(self) -> None:
+        while True:
+            time.sleep(_REAP_EVERY_SECONDS)
+            self.reap()
 
     def stop(self) -> None:
         with self._lock:
