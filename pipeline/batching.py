@@ -68,17 +68,15 @@ def plan_batches(
     if current:
         batches.append(_close(current, estimate))
     by_id = {s.id: s for s in ordered}
-    if not limits.ends_queue:
-        return batches
-    return _split_the_last_batches(batches, limits.workers, estimate, by_id)
+    return _split_the_last_batches(batches, limits, estimate, by_id)
 
 
 MIN_SPLIT_ROWS = 128  # a half smaller than this keeps too few of a GPU's slots busy
 
 
-def _split_the_last_batches(batches: list[Batch], workers: int, estimate: Callable[[int, int], int],
+def _split_the_last_batches(batches: list[Batch], limits: PlanLimits, estimate: Callable[[int, int], int],
                             by_id: dict[int, PlannedSentence]) -> list[Batch]:
-    """With several workers, the last ``workers`` batches (the shortest) run as halves.
+    """With several workers, the last ``limits.workers`` batches (the shortest) run as halves.
 
     Workers take batches in order as they come free, so one may still run its last batch after
     the others are done: up to one whole batch of idle for the rest (1.2 s of 15 s per GPU on two
@@ -86,7 +84,8 @@ def _split_the_last_batches(batches: list[Batch], workers: int, estimate: Callab
     keep the batch's spread of lengths and take about as long. One worker runs whole batches, and
     so do batches that more will follow (``PlanLimits.ends_queue`` off).
     """
-    if workers < 2 or not batches:
+    workers = limits.workers
+    if workers < 2 or not limits.ends_queue or not batches:
         return batches
     head, tail = batches[:-workers], batches[-workers:]
     halves: list[Batch] = []

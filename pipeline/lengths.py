@@ -28,12 +28,17 @@ def estimated_seconds(text: str) -> float:
     return seconds
 
 
-def max_new_tokens(text: str, slack: float = 2.0, floor_seconds: float = 2.0) -> int:
+SLACK = 2.0  # the cap is this many times the expected length...
+FLOOR_SECONDS = 2.0  # ...but at least this long
+MIN_FRACTION = 0.4  # EOS is masked below this fraction of the expected length
+
+
+def max_new_tokens(text: str, slack: float = SLACK, floor_seconds: float = FLOOR_SECONDS) -> int:
     """The cap: ``slack`` times the expected length, at least ``floor_seconds``, at most 2048."""
     return _cap_for(estimated_seconds(text), slack, floor_seconds)
 
 
-def min_new_tokens(text: str, fraction: float = 0.4) -> int:
+def min_new_tokens(text: str, fraction: float = MIN_FRACTION) -> int:
     """The floor below which EOS is masked: a fraction of the expected length."""
     return _floor_for(estimated_seconds(text), fraction)
 
@@ -42,14 +47,14 @@ def token_limits(text: str) -> tuple[int, int]:
     """(min_new_tokens, max_new_tokens) of ``text`` with the defaults, reading the text once
     (ingest computes both for every sentence of a book)."""
     seconds = estimated_seconds(text)
-    return _floor_for(seconds), _cap_for(seconds)
+    return _floor_for(seconds, MIN_FRACTION), _cap_for(seconds, SLACK, FLOOR_SECONDS)
 
 
-def _cap_for(seconds: float, slack: float = 2.0, floor_seconds: float = 2.0) -> int:
+def _cap_for(seconds: float, slack: float, floor_seconds: float) -> int:
     return min(MAX_TOKENS_CAP, round(max(seconds * slack, floor_seconds) * GPT_STEPS_PER_SECOND))
 
 
-def _floor_for(seconds: float, fraction: float = 0.4) -> int:
+def _floor_for(seconds: float, fraction: float) -> int:
     return int(seconds * fraction * GPT_STEPS_PER_SECOND)
 
 

@@ -331,10 +331,10 @@ class Engine:
     def memory_model(self) -> MemoryModel:
         """Calibrated by ``warm_up`` on CUDA (with the cache's own slope once
         ``prepare_worker_slots`` holds the widest batch); an analytic, conservative model otherwise."""
+        if self._memory is not None and not self._widest_slots_ready:
+            return self._memory
         analytic = analytic_memory_model(self._parts.gpt, self._parts.waveform)
-        if self._memory is None:
-            return analytic
-        return model_with_widest_slots(self._memory, analytic) if self._widest_slots_ready else self._memory
+        return analytic if self._memory is None else model_with_widest_slots(self._memory, analytic)
 
     def warm_up(self) -> None:
         """Run a small batch once (kernels, allocator); on CUDA also calibrate the memory model."""
