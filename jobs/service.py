@@ -332,45 +332,81 @@ def synthesize_batch(rt: Runtime, engine: Engine, batch_id: int, worker: str,
     A batch held by a live lease elsewhere (a duplicate delivery) is left alone; a batch whose lease
     expired (its worker died) is taken over. Results are kept only while this worker holds the lease.
     """
+    claimed, ready = claim_batch(rt, batch_id, worker, take_over_dead=True)
+    if claimed is None:
+        return ready
+    return speak_claimed_batch(rt, engine, claimed, worker, learned_by)
+
+
+@dataclass(frozen=True)
+class ClaimedBatch:
+    """A batch this worker holds the lease of, and the sentences it has left to speak."""
+
+    batch_id: int
+    attempts: int
+    work: list[SentenceWork]
+
+    @property
+    def refines(self) -> bool:
+        return any(w.refine for w in self.work)
+
+
+def claim_batch(rt: Runtime, batch_id: int, worker: str, take_over_dead: bool = False
+                ) -> tuple[ClaimedBatch | None, list[int]]:
+    """Lease batch ``batch_id`` for ``worker`` with its pending sentences. None when there is
+    nothing to speak: held elsewhere, failed for good after too many attempts, or finished now
+    because nothing in it was left (then with the jobs that this made ready to assemble)."""
     settings = rt.settings
     with rt.session() as session:
-        batch = repo.claim_batch(session, batch_id, worker, settings.lease_seconds) or \
-            _take_over_from_dead_local_worker(session, batch_id, worker)
+        batch = repo.claim_batch(session, batch_id, worker, settings.lease_seconds)
+        if batch is None and take_over_dead:
+            batch = _take_over_from_dead_local_worker(session, batch_id, worker)
         if batch is None:
             session.commit()
             log.info("batch=%s: finished or leased elsewhere; nothing to do", batch_id)
-            return []
+            return None, []
         if batch.attempts > settings.max_attempts:  # every earlier attempt died with its worker
             _fail_batch_for_good(session, batch_id, f"its worker process died {batch.attempts - 1} times "
                                  "while speaking it (out of memory? try a smaller TTS_JOBS_MAX_BATCH)")
             session.commit()
-            return []
+            return None, []
         sentences = repo.batch_pending_sentences(session, batch_id)
         attempts = batch.attempts
         jobs = {s.job_id: repo.get_job(session, s.job_id) for s in sentences}
-        work = [_SentenceWork.from_row(s, jobs[s.job_id]) for s in sentences]
+        work = [SentenceWork.from_row(s, jobs[s.job_id]) for s in sentences]
         session.commit()
     if not work:
-        return _finish_batch(rt, batch_id, worker)
+        return None, _finish_batch(rt, batch_id, worker)
+    return ClaimedBatch(batch_id=batch_id, attempts=attempts, work=work), []
+
+
+def speak_claimed_batch(rt: Runtime, engine: Engine, claimed: ClaimedBatch, worker: str,
+                        learned_by: str | None = None) -> list[int]:
+    """Speak a claimed batch on its own (with OOM halving) and record it; returns the jobs ready."""
+    batch_id, work = claimed.batch_id, claimed.work
     began = time.monotonic()
-    with _LeaseKeeper(rt, batch_id, worker):
+    with LeaseKeeper(rt, {batch_id}, worker):
         try:
             audio, synthesized_s = _speak_and_write(rt, engine, work, learned_by)
         except Exception as exc:  # device error, full disk...: give the batch back, or fail it for good
-            _give_back_or_fail(rt, batch_id, worker, work, attempts, exc)
+            give_back_or_fail(rt, batch_id, worker, work, claimed.attempts, exc)
             raise
     written = time.monotonic()
-    ready = _record_results(rt, batch_id, worker, audio)
-    seconds = sum(a[2][1] for a in audio if a[2] is not None)
-    log.info("batch=%s: %d sentences, %.0f s of audio: synthesized in %.2f s (%.0fx real time), "
-             "written in %.2f s, recorded in %.2f s", batch_id, len(work), seconds, synthesized_s,
-             seconds / max(synthesized_s, 1e-9), written - began - synthesized_s,
-             time.monotonic() - written)
+    ready = record_batch_results(rt, batch_id, worker, audio)
+    log_batch_done(batch_id, audio, synthesized_s, written - began - synthesized_s, time.monotonic() - written)
     return ready
 
 
-def _speak_and_write(rt: Runtime, engine: Engine, work: list[_SentenceWork], learned_by: str | None
-                     ) -> tuple[list[tuple[_SentenceWork, Any, tuple[str, float] | None]], float]:
+def log_batch_done(batch_id: int, audio: list, synthesized_s: float, written_s: float,  # type: ignore[type-arg]
+                   recorded_s: float) -> None:
+    seconds = sum(a[2][1] for a in audio if a[2] is not None)
+    log.info("batch=%s: %d sentences, %.0f s of audio: synthesized in %.2f s (%.0fx real time), "
+             "written in %.2f s, recorded in %.2f s", batch_id, len(audio), seconds, synthesized_s,
+             seconds / max(synthesized_s, 1e-9), written_s, recorded_s)
+
+
+def _speak_and_write(rt: Runtime, engine: Engine, work: list[SentenceWork], learned_by: str | None
+                     ) -> tuple[list[tuple[SentenceWork, Any, tuple[str, float] | None]], float]:
     """The batch's audio with every sentence's WAV written, and the seconds synthesis took. Each
     WAV is written as soon as its waveform is on the host, while the GPU goes on with the rest
     of the batch (written after synthesis, they idled the GPU ~0.5 s per batch on an H200)."""
@@ -379,7 +415,7 @@ def _speak_and_write(rt: Runtime, engine: Engine, work: list[_SentenceWork], lea
     began = time.monotonic()
     with SentenceWavWriter() as writer:
         results = _synthesize_all(engine, _refined(engine, work), _limit_recorder(rt, learned_by),
-                                  on_audio=lambda w, wave: _write_sentence(rt, writer, w, wave))
+                                  on_audio=lambda w, wave: write_sentence(rt, writer, w, wave))
         synthesized_s = time.monotonic() - began
         return _write_batch_audio(rt, results, writer), synthesized_s
 
@@ -413,7 +449,7 @@ def process_alive(pid: int) -> bool:
 
 
 @dataclass(frozen=True)
-class _SentenceWork:
+class SentenceWork:
     sentence_id: int
     job_id: int
     chapter_index: int
@@ -423,7 +459,7 @@ class _SentenceWork:
     refine: bool = False  # the job asked for upstream's refine pass (pauses, breaths)
 
     @classmethod
-    def from_row(cls, s, job: Job) -> _SentenceWork:  # type: ignore[no-untyped-def]
+    def from_row(cls, s, job: Job) -> SentenceWork:  # type: ignore[no-untyped-def]
         return cls(sentence_id=s.id, job_id=s.job_id, chapter_index=s.chapter.index, index=s.index,
                    request=SynthesisRequest(text=s.text, voice=job.voice_embedding, seed=s.seed,
                                             max_new_tokens=s.max_new_tokens,
@@ -431,7 +467,7 @@ class _SentenceWork:
                    refine=bool((job.options or {}).get("refine")))
 
 
-def _refined(engine: Engine, work: list[_SentenceWork]) -> list[_SentenceWork]:
+def _refined(engine: Engine, work: list[SentenceWork]) -> list[SentenceWork]:
     """Run upstream's text-refinement pass, batched, for the sentences of jobs that asked for it."""
     chosen = [w for w in work if w.refine]
     if not chosen:
@@ -454,14 +490,14 @@ def _limit_recorder(rt: Runtime, worker: str | None) -> Callable[[int], None] | 
     return record
 
 
-def _synthesize_all(engine: Engine, work: list[_SentenceWork],
+def _synthesize_all(engine: Engine, work: list[SentenceWork],
                     on_split: Callable[[int], None] | None = None,
-                    on_audio: Callable[[_SentenceWork, Any], None] | None = None) -> list[tuple[_SentenceWork, Any]]:
+                    on_audio: Callable[[SentenceWork, Any], None] | None = None) -> list[tuple[SentenceWork, Any]]:
     """Synthesise with OOM halving; a sentence too large even alone is returned as its error.
     ``on_audio(work, waveform)``: each sentence's waveform as soon as the engine has it."""
     from pipeline.engine import synthesize_with_oom_halving
 
-    requests = [_with_voice(engine, w.request) for w in work]
+    requests = [with_voice(engine, w.request) for w in work]
     on_waveform = None if on_audio is None else (lambda index, wave: on_audio(work[index], wave))
     try:
         return list(zip(work, synthesize_with_oom_halving(engine, requests, on_split=on_split,
@@ -471,7 +507,7 @@ def _synthesize_all(engine: Engine, work: list[_SentenceWork],
             return [(work[0], SentenceTooLargeError(
                 f"{exc}: the sentence {work[0].request.text[:60]!r} does not fit on this device; "
                 "lower TextOptions.max_chars or use a larger GPU"))]
-    out: list[tuple[_SentenceWork, Any]] = []
+    out: list[tuple[SentenceWork, Any]] = []
     for w in work:  # isolate the culprit: the others still get their audio
         out.extend(_synthesize_all(engine, [w], on_audio=on_audio))
     return out
@@ -481,7 +517,7 @@ _voice_cache: dict[str, str] = {}
 _voice_lock = threading.Lock()
 
 
-def _with_voice(engine: Engine, request: SynthesisRequest) -> SynthesisRequest:
+def with_voice(engine: Engine, request: SynthesisRequest) -> SynthesisRequest:
     """Turn ``seed:N`` voices into the speaker embedding the engine samples for that seed."""
     if not request.voice.startswith(SEED_VOICE_PREFIX):
         return request
@@ -491,7 +527,7 @@ def _with_voice(engine: Engine, request: SynthesisRequest) -> SynthesisRequest:
         return replace(request, voice=_voice_cache[request.voice])
 
 
-def _write_sentence(rt: Runtime, writer: SentenceWavWriter, work: _SentenceWork, waveform: Any) -> str:
+def write_sentence(rt: Runtime, writer: SentenceWavWriter, work: SentenceWork, waveform: Any) -> str:
     """Hand one sentence's WAV to the writer (once per sentence); returns its relative path."""
     relative = rt.artifacts.sentence_audio(work.job_id, work.chapter_index, work.index)
     # root / relative, not resolve(): this runs on the thread that launches Decoder + Vocos, where
@@ -501,18 +537,18 @@ def _write_sentence(rt: Runtime, writer: SentenceWavWriter, work: _SentenceWork,
     return str(relative)
 
 
-def _write_batch_audio(rt: Runtime, results: list[tuple[_SentenceWork, Any]], writer: SentenceWavWriter
-                       ) -> list[tuple[_SentenceWork, Any, tuple[str, float] | None]]:
+def _write_batch_audio(rt: Runtime, results: list[tuple[SentenceWork, Any]], writer: SentenceWavWriter
+                       ) -> list[tuple[SentenceWork, Any, tuple[str, float] | None]]:
     """Every sentence WAV of the batch written (atomic and durable each; most were handed in
     during synthesis) before anything is recorded; a sentence that failed gets None."""
-    paths = {w.sentence_id: _write_sentence(rt, writer, w, r.waveform)
+    paths = {w.sentence_id: write_sentence(rt, writer, w, r.waveform)
              for w, r in results if isinstance(r, SynthesisResult)}
     seconds = writer.seconds()
     return [(w, r, (paths[w.sentence_id], seconds[w.sentence_id]) if w.sentence_id in paths else None)
             for w, r in results]
 
 
-def _record_results(rt: Runtime, batch_id: int, worker: str, audio: list) -> list[int]:  # type: ignore[type-arg]
+def record_batch_results(rt: Runtime, batch_id: int, worker: str, audio: list) -> list[int]:  # type: ignore[type-arg]
     with rt.session() as session:
         if not repo.holds_lease(session, batch_id, worker):
             session.commit()
@@ -549,7 +585,7 @@ def _start_assembly_if_complete(session: Session, job_id: int) -> bool:
     return repo.move_job(session, job_id, JobState.ASSEMBLING, only_from=[JobState.SYNTHESIZING])
 
 
-def _give_back_or_fail(rt: Runtime, batch_id: int, worker: str, work: list[_SentenceWork],
+def give_back_or_fail(rt: Runtime, batch_id: int, worker: str, work: list[SentenceWork],
                        attempts: int, exc: Exception) -> None:
     """A batch that keeps failing fails its jobs after ``max_attempts``; otherwise it is retried."""
     reason = f"{type(exc).__name__}: {exc}"
@@ -568,15 +604,17 @@ def _fail_batch_for_good(session: Session, batch_id: int, reason: str) -> None:
         _fail_job(session, job_id, reason)
 
 
-class _LeaseKeeper:
-    """Renews a batch's lease from a background thread while the GPU works."""
+class LeaseKeeper:
+    """Renews the leases of ``batch_ids`` from a background thread while the GPU works (a stream
+    adds and removes ids as it goes: the set is read under ``lock``)."""
 
-    def __init__(self, rt: Runtime, batch_id: int, worker: str) -> None:
-        self._rt, self._batch_id, self._worker = rt, batch_id, worker
+    def __init__(self, rt: Runtime, batch_ids: set[int], worker: str) -> None:
+        self._rt, self.batch_ids, self._worker = rt, batch_ids, worker
+        self.lock = threading.Lock()
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"lease-{batch_id}", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"lease-{min(batch_ids)}", daemon=True)
 
-    def __enter__(self) -> _LeaseKeeper:
+    def __enter__(self) -> LeaseKeeper:
         self._thread.start()
         return self
 
@@ -587,12 +625,15 @@ class _LeaseKeeper:
     def _run(self) -> None:
         interval = max(1.0, self._rt.settings.lease_seconds / 5)
         while not self._stop.wait(interval):
+            with self.lock:
+                batch_ids = sorted(self.batch_ids)
             try:
                 with self._rt.session() as session:
-                    repo.renew_lease(session, self._batch_id, self._worker)
+                    for batch_id in batch_ids:
+                        repo.renew_lease(session, batch_id, self._worker)
                     session.commit()
             except Exception:  # a database blip must not kill the batch; the next beat retries
-                log.warning("batch=%s: lease renewal failed", self._batch_id, exc_info=True)
+                log.warning("batches %s: lease renewal failed", batch_ids, exc_info=True)
 
 
 def requeue_stale_batches(rt: Runtime) -> list[int]:

@@ -11,6 +11,7 @@
 | TTS_JOBS_MEMORY_FRACTION | 0.85 | share of GPU memory the planner may plan for |
 | TTS_JOBS_MAX_BATCH | 1024 (GPU) / 16 (CPU) | most sentences in one batch (the pool its decode slots draw from; the planner's memory cap may allow fewer) |
 | TTS_JOBS_SLOTS | (the batch) | most sentences a GPU worker decodes at once; the rest of the batch waits for a free slot |
+| TTS_JOBS_STREAM_SECONDS | 60 | how long a synthesis worker goes on claiming the next batch into the decode slots of the one it runs (jobs/batch_stream.py); 0 runs every batch on its own |
 | TTS_JOBS_LEASE_SECONDS | 120 | a running batch whose worker is silent this long is taken over |
 | TTS_JOBS_VISIBILITY_TIMEOUT | 21600 | Redis redelivery of unacknowledged messages (longer than any batch) |
 | TTS_JOBS_MAX_ATTEMPTS | 3 | attempts per batch before its sentences fail |
@@ -36,6 +37,7 @@ class Settings:
     memory_fraction: float = 0.85
     max_batch: int | None = None  # None: decided by the device (see batch_rows)
     slots: int | None = None  # None: every sentence of a batch decodes at once
+    stream_seconds: float = 60.0  # 0: no stream, each batch alone
     lease_seconds: float = 120.0
     visibility_timeout: int = 21_600
     max_attempts: int = 3
@@ -58,6 +60,7 @@ class Settings:
             memory_fraction=float(env.get("TTS_JOBS_MEMORY_FRACTION", "0.85")),
             max_batch=int(max_batch) if max_batch else None,
             slots=int(slots) if slots else None,
+            stream_seconds=float(env.get("TTS_JOBS_STREAM_SECONDS", "60")),
             lease_seconds=float(env.get("TTS_JOBS_LEASE_SECONDS", "120")),
             visibility_timeout=int(env.get("TTS_JOBS_VISIBILITY_TIMEOUT", "21600")),
             max_attempts=int(env.get("TTS_JOBS_MAX_ATTEMPTS", "3")),

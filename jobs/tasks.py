@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from celery import shared_task
 from sqlalchemy.exc import InterfaceError, OperationalError
 
-from jobs import service
+from jobs import batch_stream, service
 from jobs.celery_app import WORKER_NAME_ENV, app
 from jobs.settings import Settings
 
@@ -163,10 +163,15 @@ def synthesize_batch(self, batch_id: int) -> None:  # type: ignore[no-untyped-de
     """Speak batch ``batch_id``; hand finished jobs to assembly."""
     rt = runtime()
     speaker = engine()
-    speaker.clock.reset()  # one batch's GPU timeline (the clock's events would pile up otherwise)
+    speaker.clock.reset()  # one task's GPU timeline (the clock's events would pile up otherwise)
     try:
-        ready = service.synthesize_batch(rt, speaker, batch_id, worker_name(),
-                                         learned_by=synthesis_worker_name())
+        if rt.settings.stream_seconds > 0:
+            ready: list[int] = []
+            batch_stream.synthesize_stream(rt, speaker, batch_id, worker_name(), jobs_ready=send_assemblies,
+                                           batch_returned=send_batch, learned_by=synthesis_worker_name())
+        else:
+            ready = service.synthesize_batch(rt, speaker, batch_id, worker_name(),
+                                             learned_by=synthesis_worker_name())
         log_device_time(batch_id, speaker)
     except RETRYABLE:
         raise
@@ -175,15 +180,14 @@ def synthesize_batch(self, batch_id: int) -> None:  # type: ignore[no-untyped-de
         if self.request.retries < rt.settings.max_attempts:
             raise self.retry(exc=exc, countdown=5 * (self.request.retries + 1))
         raise
-    for job_id in ready:
-        send_assembly(job_id)
+    send_assemblies(ready)
 
 
 def log_device_time(batch_id: int, speaker: Engine) -> None:
     """Where the batch's device time went (CUDA events; host-timed on CPU): with the worker's
     "synthesized in" line this tells a slow GPU from a GPU kept waiting."""
     seconds, edges = speaker.clock.totals(), speaker.clock.edges()
-    log.info("batch=%s: device time: prefill %.2f s, %d decode steps %.2f s, Decoder+Vocos %.2f s "
+    log.info("batch=%s (and the batches streamed after it): device time: prefill %.2f s, %d decode steps %.2f s, Decoder+Vocos %.2f s "
              "(%.2f s after the last step); idle %.2f s before the first and %.2f s between",
              batch_id, seconds["prefill"], speaker.clock.steps, seconds["gpt_steps"], seconds["waveform"],
              edges["tail"], edges["idle_start"], edges["idle_between"])
@@ -218,6 +222,11 @@ def send_batch(batch_id: int) -> None:
 
 def send_assembly(job_id: int) -> None:
     assemble_job.apply_async((job_id,), argsrepr=f"job {job_id}", retry_policy=CONTINUATION_RETRY)
+
+
+def send_assemblies(job_ids: list[int]) -> None:
+    for job_id in job_ids:
+        send_assembly(job_id)
 
 
 def enqueue_next(plan: service.RetryPlan) -> None:

@@ -232,6 +232,18 @@ def claim_batch(session: Session, batch_id: int, worker: str, lease_seconds: flo
     return session.get(Batch, batch_id, populate_existing=True)
 
 
+def next_queued_batch(session: Session) -> int | None:
+    """The queued batch to run next: the lowest id (the planner creates batches in running order)."""
+    return session.scalar(select(func.min(Batch.id)).where(Batch.state == BatchState.QUEUED.value))
+
+
+def batch_needs_refine(session: Session, batch_id: int) -> bool:
+    """Whether a job with sentences in the batch asked for upstream's refine pass."""
+    options = session.scalars(select(Job.options).where(Job.id.in_(
+        select(Sentence.job_id).where(Sentence.batch_id == batch_id).distinct())))
+    return any(bool((o or {}).get("refine")) for o in options)
+
+
 def take_over_batch(session: Session, batch_id: int, worker: str, dead_worker: str) -> Batch | None:
     """Take a running batch from a worker known to be dead (its process is gone from this host)."""
     now = utcnow()

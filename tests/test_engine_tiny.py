@@ -172,6 +172,34 @@ def test_a_sentence_sounds_the_same_alone_in_a_batch_and_at_any_position(engine:
     assert all(torch.equal(a, b) for a, b in zip(codes, engine.generate_codes(batch[::-1])[::-1]))
 
 
+def test_a_stream_of_batches_sounds_as_each_batch_alone_and_hands_every_sentence_over(
+        engine: Engine) -> None:
+    """Batches fed one after another into the same slots (a worker's stream): every sentence gets
+    the audio it gets in a batch of its own, numbered in arrival order; a batch with another
+    sampling mode (greedy) runs in a loop of its own and the stream goes on after it."""
+    voice = engine.sample_voice(5)
+    batches = [[request(t, voice, 9 + 5 * i + j, seed=10 * i + j) for j, t in enumerate(TEXTS)]
+               for i in range(3)]
+    batches.insert(2, [request(TEXTS[0], voice, 11, seed=77, top_k=1)])
+    batches.append([request(TEXTS[1], voice, 40, seed=99)])  # longer than the slots' first shape
+    later = iter(batches[1:])
+    asked: list[int] = []
+
+    def more() -> list[SynthesisRequest] | None:
+        asked.append(1)
+        return next(later, None)
+
+    got: dict[int, Any] = {}
+    spoken = engine.synthesize_stream(batches[0], more, lambda index, result: got.setdefault(index, result))
+    everyone = [r for batch in batches for r in batch]
+    assert spoken == len(everyone) and sorted(got) == list(range(len(everyone)))
+    alone = [res for batch in batches for res in engine.synthesize(batch)]
+    for index, (req, res) in enumerate(zip(everyone, alone)):
+        assert got[index].gpt_steps == res.gpt_steps == req.max_new_tokens and got[index].hit_limit
+        np.testing.assert_allclose(got[index].waveform, res.waveform, atol=1e-5)
+    assert len(asked) == len(batches)  # and once more, to learn that nothing was left
+
+
 def test_the_seed_and_the_voice_change_the_audio(engine: Engine) -> None:
     voice = engine.sample_voice(5)
     base = engine.generate_codes([request(TEXTS[0], voice, 16, seed=1)])[0]

@@ -12,6 +12,7 @@ import os
 import tempfile
 import threading
 import wave
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -129,6 +130,18 @@ class SentenceWavWriter:
         with self._lock:
             writes = dict(self._writes)
         return {key: write.result() for key, write in writes.items()}
+
+    def take_seconds(self, keys: Sequence[object]) -> dict[object, float]:
+        """The durations of ``keys`` once those are written, forgotten here afterwards (a worker's
+        stream of batches records each batch as its files are done); raises the first AssemblyError."""
+        with self._lock:
+            writes = {key: self._writes[key] for key in keys if key in self._writes}
+        try:
+            return {key: write.result() for key, write in writes.items()}
+        finally:
+            with self._lock:
+                for key in writes:
+                    self._writes.pop(key, None)
 
 
 def _fsync_directory(directory: Path) -> None:

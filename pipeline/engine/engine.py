@@ -6,7 +6,7 @@ import logging
 import os
 import time
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +20,9 @@ from pipeline.engine.audio_io import read_reference_audio
 from pipeline.engine.generation import (
     Generated,
     OnFinished,
+    RowGroup,
     RowLimits,
+    RowSource,
     TokenSpace,
     generate,
     score_tokens,
@@ -38,6 +40,7 @@ from pipeline.engine.prompts import (
 )
 from pipeline.engine.sampling import RowSampling
 from pipeline.engine.slots import SlotShape
+from pipeline.engine.streaming import MoreRequests, RequestStream
 from pipeline.engine.step_graphs import (
     StepRunner,
     cache_fits,
@@ -99,6 +102,7 @@ class Engine:
         self._parts = parts
         self._memory: MemoryModel | None = None
         self._widest_slots_ready = False  # prepare_worker_slots allocated the widest batch's slots
+        self._worker_rows: int | None = None  # the rows a worker's batches have (a stream's slots)
         self._token_ids: dict[str, list[int]] = {}  # recent prompts, tokenized
         self._voices: dict[str, Any] = {}  # recent voice strings, parsed
         self.slots: int | None = None  # most sentences decoded at once; None: the whole batch
@@ -123,6 +127,7 @@ class Engine:
         device (an H200: 1024 rows, 73 GB); else none (slots then grow with the batches). A
         worker calls this once after ``warm_up``: no batch then re-makes slots or captures
         graphs (each cost ~0.5 s mid-batch on an H200). Returns the graphs captured."""
+        self._worker_rows = rows
         gpt = self._parts.gpt
         total = device_bytes(gpt)
         positions = rounded_positions(WORKER_PROMPT_TOKENS + MAX_TOKENS_CAP)
@@ -169,6 +174,45 @@ class Engine:
         return [SynthesisResult(waveform=wave, gpt_steps=int(tokens.shape[0]), hit_limit=hit)
                 for wave, tokens, hit in zip(waves, generated.tokens, generated.hit_limit)]
 
+    def synthesize_stream(self, requests: Sequence[SynthesisRequest], more: MoreRequests,
+                          on_result: Callable[[int, SynthesisResult], None]) -> int:
+        """``requests``, then every request ``more()`` returns until it returns none, through the
+        same decode slots (``streaming.py``): the slots are refilled from the next requests as
+        rows finish, instead of draining at the end of each call. ``on_result(index, result)`` is
+        called once per request as soon as its waveform is on the host (index: its position in
+        the concatenation of ``requests`` and every ``more()``); nothing is kept. ``more`` runs
+        on a thread of its own. Returns the number of requests spoken. Raises as ``synthesize``
+        does; the results handed over before an error stand."""
+        spoken, first = 0, list(requests)
+        while first:  # a group that another loop must run (another sampling mode) starts one
+            slots = self.slots or self._worker_rows or len(first)
+            stream = RequestStream(self, more, slots, first, spoken)
+            try:
+                self._stream_once(stream, slots, on_result)
+            finally:
+                stream.close()
+            spoken += len(stream.requests)
+            first = stream.leftover
+        return spoken
+
+    def _stream_once(self, stream: RequestStream, slots: int,
+                     on_result: Callable[[int, SynthesisResult], None]) -> None:
+        steps: dict[int, int] = {}
+
+        def finished(rows: list[int], hiddens: list[torch.Tensor]) -> None:
+            steps.update((row, int(h.shape[0])) for row, h in zip(rows, hiddens))
+            alongside.submit(rows, hiddens)
+
+        def ready(row: int, wave: np.ndarray) -> None:
+            limit = stream.requests[row].max_new_tokens
+            on_result(stream.indices[row], SynthesisResult(waveform=wave, gpt_steps=steps[row],
+                                                           hit_limit=steps[row] >= limit))
+
+        with WaveformsAlongside(self._parts.waveform, None, self.clock, on_ready=ready) as alongside:
+            self._run(stream.requests, keep_hiddens=True, on_finished=finished, source=stream, slots=slots)
+            with _device_errors(len(stream.requests)):
+                alongside.collect()
+
     def generate_codes(self, requests: Sequence[SynthesisRequest]) -> list[torch.Tensor]:
         """The audio tokens ``synthesize`` would decode: per request int64 [T, num_vq], EOS excluded."""
         if not requests:
@@ -201,27 +245,37 @@ class Engine:
 
     @torch.inference_mode()
     def _run(self, requests: Sequence[SynthesisRequest], keep_hiddens: bool,
-             on_finished: OnFinished | None = None) -> Generated:
-        for i, request in enumerate(requests):
-            self._validate(i, request)
-        parts = self._parts
-        rows = self._code_rows(requests)
+             on_finished: OnFinished | None = None, source: RowSource | None = None,
+             slots: int | None = None) -> Generated:
+        rows = self.prompt_rows(requests)
         with _device_errors(len(requests)):
-            prompts = embed_prompts(rows, parts.embeddings, self._spk_emb_id, self._torch_device)
-            sampling = RowSampling.build(
-                temperature=[r.temperature for r in requests], top_p=[r.top_p for r in requests],
-                top_k=[r.top_k for r in requests],
-                penalty=[r.repetition_penalty for r in requests],
-                seeds=[r.seed for r in requests], device=self._torch_device)
-            limits = RowLimits(min_new=[r.min_new_tokens for r in requests],
-                               max_new=[r.max_new_tokens for r in requests])
+            first = self.row_group(requests, rows)
             try:
-                return generate(parts.gpt, self._runner.space, prompts, limits, sampling,
-                                keep_hiddens=keep_hiddens, slots=self.slots,
-                                runner=self._runner, clock=self.clock, on_finished=on_finished)
+                return generate(self._parts.gpt, self._runner.space, first.prompts, first.limits,
+                                first.sampling, keep_hiddens=keep_hiddens, slots=slots or self.slots,
+                                runner=self._runner, clock=self.clock, on_finished=on_finished,
+                                source=source)
             except torch.OutOfMemoryError:
                 self.release_slots()  # the halved retry must not find the big slots still held
                 raise
+
+    def prompt_rows(self, requests: Sequence[SynthesisRequest]) -> list[PromptRow]:
+        """The requests checked and tokenized (host work: a stream does it on another thread)."""
+        for i, request in enumerate(requests):
+            self._validate(i, request)
+        return self._code_rows(requests)
+
+    @torch.inference_mode()
+    def row_group(self, requests: Sequence[SynthesisRequest], rows: list[PromptRow]) -> RowGroup:
+        """The requests' prompts embedded on the device, with their limits and sampling."""
+        prompts = embed_prompts(rows, self._parts.embeddings, self._spk_emb_id, self._torch_device)
+        sampling = RowSampling.build(
+            temperature=[r.temperature for r in requests], top_p=[r.top_p for r in requests],
+            top_k=[r.top_k for r in requests], penalty=[r.repetition_penalty for r in requests],
+            seeds=[r.seed for r in requests], device=self._torch_device)
+        limits = RowLimits(min_new=[r.min_new_tokens for r in requests],
+                           max_new=[r.max_new_tokens for r in requests])
+        return RowGroup(prompts=prompts, limits=limits, sampling=sampling)
 
     def _code_rows(self, requests: Sequence[SynthesisRequest]) -> list[PromptRow]:
         voices = [self._voice(r.voice) for r in requests]

@@ -16,10 +16,12 @@ finished meanwhile ride along as done rows: their counters and cache stay put).
 
 from __future__ import annotations
 
+import bisect
 import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 
@@ -36,13 +38,42 @@ log = logging.getLogger(__name__)
 
 OnFinished = Callable[[list[int], list[torch.Tensor]], None]
 
-__all__ = ["Generated", "RowLimits", "TokenSpace", "generate", "run_positions", "score_tokens"]
+__all__ = ["Generated", "RowGroup", "RowLimits", "RowSource", "TokenSpace", "generate", "run_positions",
+           "score_tokens"]
 
 
 @dataclass(frozen=True)
 class RowLimits:
     min_new: list[int]  # EOS is masked before this many tokens
     max_new: list[int]  # forced stop after this many tokens
+
+
+@dataclass(frozen=True)
+class RowGroup:
+    """Rows that join a running loop (the next batch of a stream): prompts, limits, sampling."""
+
+    prompts: PromptBatch
+    limits: RowLimits
+    sampling: RowSampling
+
+
+Fits = Callable[[RowGroup], bool]
+
+
+class RowSource(Protocol):
+    """Where a running loop gets more rows once its own are all in slots (a worker's next batch).
+
+    ``fits(group)`` says whether the loop's slots and step graphs can run ``group``; a source
+    keeps a group that does not fit for a loop of its own and gives no more to this one."""
+
+    def poll(self, free_slots: int, fits: Fits) -> RowGroup | None:
+        """A group ready now, or None (never blocks; may start fetching the next one)."""
+
+    def wait(self, fits: Fits) -> RowGroup | None:
+        """The next group, blocking until it is ready; None when no more will come."""
+
+    def exhausted(self) -> bool:
+        """Whether no group will come any more (the loop may then pack its last rows)."""
 
 
 @dataclass(frozen=True)
@@ -58,39 +89,47 @@ class Generated:
 def generate(gpt: FusedLlama, space: TokenSpace, prompts: PromptBatch, limits: RowLimits,
              sampling: RowSampling, keep_hiddens: bool = True, check_every: int = 8,
              slots: int | None = None, runner: StepRunner | None = None,
-             clock: PhaseClock | None = None, on_finished: OnFinished | None = None) -> Generated:
+             clock: PhaseClock | None = None, on_finished: OnFinished | None = None,
+             source: RowSource | None = None) -> Generated:
     """Generate up to ``max_new`` tokens for every row of ``prompts``, at most ``slots`` at once.
 
     ``on_finished(rows, hiddens)`` is called at each harvest with the rows that just finished
-    (with ``keep_hiddens``), so that their waveforms can be made while the rest generate."""
+    (with ``keep_hiddens``), so that their waveforms can be made while the rest generate; their
+    hidden states are then not kept in the result.
+
+    ``source``: more rows, taken whenever this loop's own are all in slots and slots come free,
+    so that the slots stay full from one batch to the next instead of draining at the end of each
+    (rows are numbered on from ``prompts``' in the order their groups arrive)."""
     runner = runner or StepRunner(gpt, space, use_graphs=False)
     clock = clock or PhaseClock(prompts.embeds.device)
-    return _Scheduler(gpt, space, prompts, limits, sampling, keep_hiddens, check_every,
-                      slots or prompts.rows, runner, clock, on_finished).run()
+    first = RowGroup(prompts=prompts, limits=limits, sampling=sampling)
+    return _Scheduler(gpt, space, first, keep_hiddens, check_every, slots or prompts.rows, runner,
+                      clock, on_finished, source).run()
 
 
 class _Scheduler:
     """Host side of the loop: which row is in which slot, and when each must have ended."""
 
-    def __init__(self, gpt: FusedLlama, space: TokenSpace, prompts: PromptBatch,
-                 limits: RowLimits, sampling: RowSampling, keep_hiddens: bool, check_every: int,
-                 slots: int, runner: StepRunner, clock: PhaseClock,
-                 on_finished: OnFinished | None) -> None:
-        self.gpt, self.space, self.prompts = gpt, space, prompts
-        self.on_finished = on_finished
-        self.limits, self.sampling, self.check_every = limits, sampling, check_every
+    def __init__(self, gpt: FusedLlama, space: TokenSpace, first: RowGroup, keep_hiddens: bool,
+                 check_every: int, slots: int, runner: StepRunner, clock: PhaseClock,
+                 on_finished: OnFinished | None, source: RowSource | None) -> None:
+        self.gpt, self.space = gpt, space
+        self.on_finished, self.source = on_finished, source
+        self.sampling, self.check_every = first.sampling, check_every
         self.runner, self.clock = runner, clock
-        self.lengths = prompts.lengths.tolist()
-        rows = prompts.rows
-        capacity = min(slots, rows)
+        self.groups: list[RowGroup] = []
+        self.group_starts: list[int] = []  # first row of each group
+        self.lengths: list[int] = []
+        self.min_new: list[int] = []
+        self.max_new: list[int] = []
+        self.pending: deque[int] = deque()
+        capacity = min(slots, first.prompts.rows) if source is None else slots
         self.state: SlotState = runner.slots_for(SlotShape(
-            capacity=capacity, positions=max(self.lengths) + max(limits.max_new),
-            steps=max(limits.max_new), codebooks=space.codebooks, vocab=space.vocab,
+            capacity=capacity, positions=max(first.prompts.lengths.tolist()) + max(first.limits.max_new),
+            steps=max(first.limits.max_new), codebooks=space.codebooks, vocab=space.vocab,
             keep_hiddens=keep_hiddens))
         self.capacity = capacity
         self.buckets = row_buckets(self.state.shape.capacity)  # the captured ones
-        # longest first, so that the long rows do not start last and leave a tail
-        self.pending = deque(sorted(range(rows), key=lambda r: -limits.max_new[r]))
         held = self.state.shape.capacity  # may exceed ``capacity`` (slots kept from a bigger batch)
         self.slot_row: list[int | None] = [None] * held
         self.slot_write = [0] * held  # host copy of write_at, exact for rows still alive
@@ -99,12 +138,35 @@ class _Scheduler:
         self.kv_bytes = gpt.kv_bytes_per_position()
         self.weight_bytes = _parameter_bytes(gpt)
         self.prefix_only = gpt.attention_reads_prefix_only()
+        self._add_group(first)
+
+    @property
+    def rows(self) -> int:
+        return len(self.lengths)
+
+    def _add_group(self, group: RowGroup) -> None:
+        start = self.rows
+        self.groups.append(group)
+        self.group_starts.append(start)
+        self.lengths += group.prompts.lengths.tolist()
+        self.min_new += group.limits.min_new
+        self.max_new += group.limits.max_new
+        # longest first, so that the long rows do not start last and leave a tail
+        self.pending += sorted(range(start, self.rows), key=lambda r: -self.max_new[r])
+
+    def _fits(self, group: RowGroup) -> bool:
+        """Whether ``group`` can join: the slots hold its rows, the step graphs sample its way."""
+        shape, mine, theirs = self.state.shape, self.sampling, group.sampling
+        return (max(group.limits.max_new) <= shape.steps
+                and max(group.prompts.lengths.tolist()) + max(group.limits.max_new) <= shape.positions
+                and (mine.greedy, mine.penalised, mine.candidates)
+                == (theirs.greedy, theirs.penalised, theirs.candidates))
 
     def run(self) -> Generated:
         self._refill()
         just_finished: list[int] = []
         waiting: _DoneFlags | None = None  # the last chunk's flags, on their way to the host
-        while waiting is not None or self._runnable():
+        while waiting is not None or self._runnable() or self._waited_for_more():
             queued = None
             if self._runnable():
                 live = self._live_rows()
@@ -155,6 +217,18 @@ class _Scheduler:
                 self.slot_write[i] += steps
                 self.slot_left[i] -= steps
 
+    def _waited_for_more(self) -> bool:
+        """Every slot is idle: wait for the source's next group (False when none will come)."""
+        if self.source is None:
+            return False
+        group = self.source.wait(self._fits)
+        if group is None:
+            self.source = None
+            return False
+        self._add_group(group)
+        self._refill()
+        return True
+
     # ------------------------------------------------------------------------- harvest, refill
     def _harvest(self, flags: _DoneFlags) -> list[int]:
         """Collect the rows that ``flags`` saw finished (the one host sync of the loop: the chunk
@@ -176,45 +250,65 @@ class _Scheduler:
     def _hand_over(self, rows: list[int]) -> None:
         if rows and self.on_finished is not None and self.state.hiddens is not None:
             self.on_finished(rows, [self.results[r][1] for r in rows])
+            for r in rows:  # handed on: a stream must not keep every row's hidden states
+                tokens, _, hit = self.results[r]
+                self.results[r] = (tokens, None, hit)
 
     def _refill(self) -> None:
         free = [i for i in range(self.capacity) if self.slot_row[i] is None]
+        if len(free) > len(self.pending) and self.source is not None:
+            group = self.source.poll(len(free) - len(self.pending), self._fits)
+            if group is not None:
+                self._add_group(group)
         take = min(len(free), len(self.pending))
         if take == 0:
             return
         rows = [self.pending.popleft() for _ in range(take)]
         slots = free[:take]
         with self.clock.phase("prefill"):
-            admit(self.state, self._prefill(rows, slots))
+            for group_rows, group_slots in self._by_group(rows, slots):
+                admit(self.state, self._prefill(group_rows, group_slots))
         for slot, row in zip(slots, rows):
             self.slot_row[slot] = row
             self.slot_write[slot] = self.lengths[row]
-            self.slot_left[slot] = self.limits.max_new[row]
+            self.slot_left[slot] = self.max_new[row]
+
+    def _by_group(self, rows: list[int], slots: list[int]) -> list[tuple[list[int], list[int]]]:
+        """``rows`` and their ``slots`` split by the group each row came in (one prefill each)."""
+        split: dict[int, tuple[list[int], list[int]]] = {}
+        for row, slot in zip(rows, slots):
+            group_rows, group_slots = split.setdefault(bisect.bisect_right(self.group_starts, row) - 1,
+                                                       ([], []))
+            group_rows.append(row)
+            group_slots.append(slot)
+        return list(split.values())
 
     def _prefill(self, rows: list[int], slots: list[int]) -> Newcomers:
-        prompts = self.prompts
+        number = bisect.bisect_right(self.group_starts, rows[0]) - 1
+        group, start = self.groups[number], self.group_starts[number]
+        prompts = group.prompts
         width = max(self.lengths[r] for r in rows)
-        index = to_device(rows, prompts.embeds.device)
-        group = PromptBatch(embeds=prompts.embeds[index, -width:],
+        index = to_device([r - start for r in rows], prompts.embeds.device)
+        batch = PromptBatch(embeds=prompts.embeds[index, -width:],
                             valid=prompts.valid[index, -width:],
                             positions=prompts.positions[index, -width:],
                             lengths=prompts.lengths[index])
         cache = self.gpt.new_cache(len(rows), width)
-        hidden = run_positions(self.gpt, group, cache)[:, -1]
+        hidden = run_positions(self.gpt, batch, cache)[:, -1]
 
         def col(values: list[int]) -> torch.Tensor:
             return to_device(values, index.device)
 
-        return Newcomers(slots=slots, cache=cache, last_hidden=hidden, lengths=group.lengths,
-                         min_new=col([self.limits.min_new[r] for r in rows]),
-                         max_new=col([self.limits.max_new[r] for r in rows]),
-                         sampling=self.sampling.select(index))
+        return Newcomers(slots=slots, cache=cache, last_hidden=hidden, lengths=batch.lengths,
+                         min_new=col([self.min_new[r] for r in rows]),
+                         max_new=col([self.max_new[r] for r in rows]),
+                         sampling=group.sampling.select(index))
 
     def _compact_if_sparse(self, waiting: _DoneFlags | None) -> None:
         """With nothing left to admit, move the live rows to the front once a smaller bucket
         holds them, so that steps stop paying for empty slots (``waiting`` follows the move)."""
-        if self.pending:
-            return
+        if self.pending or (self.source is not None and not self.source.exhausted()):
+            return  # more rows are coming into the free slots
         occupied = [i for i, row in enumerate(self.slot_row) if row is not None]
         if not occupied or bucket_for(len(occupied), self.buckets) >= self._live_rows():
             return
@@ -229,7 +323,7 @@ class _Scheduler:
         log.debug("compacted slots: %d live rows now at the front", n)
 
     def _collect(self) -> Generated:
-        rows = self.prompts.rows
+        rows = self.rows
         tokens_device = [self.results[r][0] for r in range(rows)]
         sizes = [t.shape[0] for t in tokens_device]
         joined = torch.cat(tokens_device).cpu() if rows else torch.zeros(0)

@@ -38,16 +38,21 @@ PINNED_PIECE = 1 << 23  # floats per pinned host buffer (32 MB): sizes the host 
 class WaveformsAlongside:
     """Use as a context manager: leaving it waits for the decodes still running."""
 
-    def __init__(self, decoder: WaveformDecoder, rows: int, clock: PhaseClock,
+    def __init__(self, decoder: WaveformDecoder, rows: int | None, clock: PhaseClock,
                  in_thread: bool | None = None, on_ready: OnWaveform | None = None) -> None:
         """``in_thread``: launch chunks from a thread of their own (default: on the GPU).
         ``on_ready(row, waveform)`` is called once per row as soon as its waveform is on the host
-        (on the GPU while later rows are still generating; from the launcher thread then)."""
+        (on the GPU while later rows are still generating; from the launcher thread then).
+        ``rows`` None: a stream of rows (more join while it runs); each waveform is handed to
+        ``on_ready`` as soon as it is made, on CPU too, and not kept."""
         self.decoder = decoder
         self.clock = clock
         self.on_ready = on_ready
+        self.rows, self.keep = rows, rows is not None
+        self.submitted = 0
+        self.handed = 0
         self.on_host: list[tuple[torch.cuda.Event, Sequence[int]]] = []  # copies not yet handed on
-        self.waves: list[torch.Tensor | np.ndarray | None] = [None] * rows
+        self.waves: dict[int, torch.Tensor | np.ndarray] = {}
         device = decoder.device
         self.side = torch.cuda.Stream(device) if device.type == "cuda" else None
         in_thread = self.side is not None if in_thread is None else in_thread
@@ -67,6 +72,7 @@ class WaveformsAlongside:
         """Finished rows (called by the generation loop at each harvest): decoded once a chunk's
         worth has gathered."""
         self.buffered += zip(rows, hiddens)
+        self.submitted += len(rows)
         if sum(h.shape[0] for _, h in self.buffered) >= self.decoder.row_steps_per_chunk:
             self._flush()
 
@@ -106,13 +112,18 @@ class WaveformsAlongside:
         if self.side is not None:
             self.side.synchronize()
             torch.cuda.current_stream(self.decoder.device).wait_stream(self.side)
-        missing = [i for i, w in enumerate(self.waves) if w is None]
+        if not self.keep:
+            self._hand_on(wait=True)
+            if self.handed != self.submitted:
+                raise RuntimeError(f"{self.submitted - self.handed} of {self.submitted} rows got no waveform")
+            return []
+        missing = [i for i in range(self.rows or 0) if i not in self.waves]
         if missing:
             raise RuntimeError(f"no waveform was decoded for rows {missing}")
         if self.side is not None:
             self._hand_on(wait=True)
-            return [w for w in self.waves if isinstance(w, np.ndarray)]
-        waves = to_numpy([w for w in self.waves if isinstance(w, torch.Tensor)])
+            return [self.waves[i] for i in range(self.rows or 0)]  # type: ignore[misc]
+        waves = to_numpy([self.waves[i] for i in range(self.rows or 0)])  # type: ignore[misc]
         if self.on_ready is not None:
             for row, wave in enumerate(waves):
                 self.on_ready(row, wave)
@@ -123,11 +134,19 @@ class WaveformsAlongside:
         while self.on_host and (wait or self.on_host[0][0].query()):
             event, rows = self.on_host.pop(0)
             event.synchronize()
-            if self.on_ready is not None:
-                for row in rows:
-                    self.on_ready(row, self.waves[row])
+            for row in rows:
+                wave = self.waves[row] if self.keep else self.waves.pop(row)
+                self.handed += 1
+                if self.on_ready is not None:
+                    self.on_ready(row, wave)  # type: ignore[arg-type]
 
     def _store(self, rows: Sequence[int], waves: list[torch.Tensor]) -> None:
+        if self.side is None and not self.keep:
+            for row, wave in zip(rows, to_numpy(waves)):
+                self.handed += 1
+                if self.on_ready is not None:
+                    self.on_ready(row, wave)
+            return
         if self.side is None:
             for row, wave in zip(rows, waves):
                 self.waves[row] = wave

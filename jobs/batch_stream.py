@@ -1,0 +1,177 @@
+"""A synthesis worker's batches as one stream through its decode slots (issue 6).
+
+The task for batch N claims N and starts the engine's stream (pipeline/engine/streaming.py).
+While N's sentences are in the slots, the next queued batch is claimed from the database and its
+sentences take the slots as they come free, so that the slots never drain between batches (its
+own Celery message, reaching a worker later, finds it leased or done and does nothing). Each
+batch is recorded, and its finished jobs sent to assembly, as soon as its last WAV is written, on
+a recorder thread: the stream goes on meanwhile.
+
+- A stream claims batches for at most ``Settings.stream_seconds`` (a warm shutdown waits for the
+  running task; a stream without end would keep a worker from stopping).
+- A batch whose jobs asked for the refine pass is left to its own message (the refine pass is a
+  generation loop of its own on the same model); the stream ends before it.
+- If the stream fails, every batch it holds and has not recorded goes back to the queue (or fails
+  for good after ``max_attempts``), and each but the task's own is sent out again. Out of memory
+  (slots larger than the device now has free) falls back to the task's batch alone, with halving.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from jobs import service
+from jobs.service import ClaimedBatch, Runtime, SentenceWork
+from storage import repo
+
+if TYPE_CHECKING:
+    from pipeline.engine import Engine
+    from pipeline.types import SynthesisRequest, SynthesisResult
+
+log = logging.getLogger(__name__)
+
+JobsReady = Callable[[list[int]], None]  # jobs whose every sentence is spoken: assemble them
+BatchReturned = Callable[[int], None]  # a batch given back to the queue: send its message again
+
+
+def synthesize_stream(rt: Runtime, engine: Engine, batch_id: int, worker: str, jobs_ready: JobsReady,
+                      batch_returned: BatchReturned, learned_by: str | None = None) -> None:
+    """Speak batch ``batch_id`` and the queued batches after it as one stream (see the module)."""
+    claimed, ready = service.claim_batch(rt, batch_id, worker, take_over_dead=True)
+    jobs_ready(ready)
+    if claimed is None:
+        return
+    if claimed.refines:
+        jobs_ready(service.speak_claimed_batch(rt, engine, claimed, worker, learned_by))
+        return
+    try:
+        _Stream(rt, engine, claimed, worker, jobs_ready, batch_returned).run()
+    except Exception as exc:
+        if type(exc).__name__ != "OutOfMemoryError":
+            raise
+        log.warning("batch=%s: out of memory in a stream; speaking it alone, halving as needed", batch_id)
+        jobs_ready(service.synthesize_batch(rt, engine, batch_id, worker, learned_by))
+
+
+@dataclass
+class _InFlight:
+    """A claimed batch of the stream, until it is recorded."""
+
+    claimed: ClaimedBatch
+    began: float
+    spoken: dict[int, tuple[SentenceWork, Any, str]] = field(default_factory=dict)  # by sentence id
+
+    @property
+    def complete(self) -> bool:
+        return len(self.spoken) == len(self.claimed.work)
+
+
+class _Stream:
+    def __init__(self, rt: Runtime, engine: Engine, first: ClaimedBatch, worker: str,
+                 jobs_ready: JobsReady, batch_returned: BatchReturned) -> None:
+        from pipeline.audio import SentenceWavWriter
+
+        self.rt, self.engine, self.first, self.worker = rt, engine, first, worker
+        self.jobs_ready, self.batch_returned = jobs_ready, batch_returned
+        self.deadline = time.monotonic() + rt.settings.stream_seconds
+        self.sentences: list[tuple[int, SentenceWork]] = []  # stream index -> (batch, sentence)
+        self.in_flight: dict[int, _InFlight] = {}
+        self.lock = threading.Lock()
+        self.leases = service.LeaseKeeper(rt, {first.batch_id}, worker)
+        self.writer = SentenceWavWriter()
+        self.recorder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="record-batch")
+        self.recording: list[Future[None]] = []
+
+    def run(self) -> None:
+        try:
+            with self.writer, self.leases:
+                self.engine.synthesize_stream(self._admit(self.first), self._more, self._on_result)
+                self._wait_for_recording()
+        except Exception as exc:
+            self.recorder.shutdown(wait=True)  # what is being recorded is kept
+            self._give_back_unrecorded(exc)
+            raise
+        finally:
+            self.recorder.shutdown(wait=True)
+
+    # ------------------------------------------------------------------- claiming
+    def _admit(self, claimed: ClaimedBatch) -> list[SynthesisRequest]:
+        with self.lock:
+            self.in_flight[claimed.batch_id] = _InFlight(claimed, time.monotonic())
+            self.sentences += [(claimed.batch_id, w) for w in claimed.work]
+        with self.leases.lock:
+            self.leases.batch_ids.add(claimed.batch_id)
+        return [service.with_voice(self.engine, w.request) for w in claimed.work]
+
+    def _more(self) -> list[SynthesisRequest] | None:
+        """The next queued batch, claimed (on the engine's fetch thread); None ends the stream."""
+        while time.monotonic() < self.deadline:
+            with self.rt.session() as session:
+                batch_id = repo.next_queued_batch(session)
+                refines = batch_id is not None and repo.batch_needs_refine(session, batch_id)
+                session.commit()
+            if batch_id is None or refines:
+                return None
+            claimed, ready = service.claim_batch(self.rt, batch_id, self.worker)
+            self.jobs_ready(ready)
+            if claimed is not None:  # else another worker took it first, or nothing was left in it
+                return self._admit(claimed)
+        return None
+
+    # ------------------------------------------------------------------- results
+    def _on_result(self, index: int, result: SynthesisResult) -> None:
+        """A sentence's waveform (on the engine's waveform thread): its WAV handed to the writer;
+        the batch's last one sends the batch to the recorder."""
+        batch_id, work = self.sentences[index]
+        relative = service.write_sentence(self.rt, self.writer, work, result.waveform)
+        with self.lock:
+            flight = self.in_flight[batch_id]
+            flight.spoken[work.sentence_id] = (work, _without_waveform(result), relative)
+            if flight.complete:
+                self.recording.append(self.recorder.submit(self._record, flight, time.monotonic()))
+
+    def _record(self, flight: _InFlight, synthesized_at: float) -> None:
+        batch_id = flight.claimed.batch_id
+        seconds = self.writer.take_seconds(list(flight.spoken))
+        written_at = time.monotonic()
+        audio = [(work, result, (relative, seconds[work.sentence_id]))
+                 for work, result, relative in (flight.spoken[w.sentence_id] for w in flight.claimed.work)]
+        ready = service.record_batch_results(self.rt, batch_id, self.worker, audio)
+        with self.lock:
+            del self.in_flight[batch_id]
+        with self.leases.lock:
+            self.leases.batch_ids.discard(batch_id)
+        service.log_batch_done(batch_id, audio, synthesized_at - flight.began, written_at - synthesized_at,
+                               time.monotonic() - written_at)
+        self.jobs_ready(ready)
+
+    def _wait_for_recording(self) -> None:
+        for recording in list(self.recording):
+            recording.result()  # a write or record error is raised here
+
+    def _give_back_unrecorded(self, exc: Exception) -> None:
+        with self.lock:
+            left = [flight.claimed for flight in self.in_flight.values()]
+        for claimed in left:
+            service.give_back_or_fail(self.rt, claimed.batch_id, self.worker, claimed.work,
+                                      claimed.attempts, exc)
+            if claimed.batch_id != self.first.batch_id:  # the task's own comes back with its retry
+                self.batch_returned(claimed.batch_id)
+        if left:
+            log.warning("stream from batch=%s failed (%s: %s); gave back batches %s", self.first.batch_id,
+                        type(exc).__name__, exc, [c.batch_id for c in left])
+
+
+def _without_waveform(result: SynthesisResult) -> SynthesisResult:
+    """The result as recorded (steps, limit): its waveform is in the WAV and must not pile up."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    return replace(result, waveform=np.zeros(0, np.float32))

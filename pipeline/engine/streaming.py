@@ -1,0 +1,95 @@
+"""A worker's batches as one stream through the decode slots (``Engine.synthesize_stream``).
+
+Run one at a time, every batch ends with its slots draining: the last rows of a batch run on a
+few slots while the rest idle, and on two GPUs each worker's last batch decided when it stopped.
+As a stream, the next batch is fetched while the current one still runs and its sentences take
+the slots as they come free, so the slots stay full until the queue is empty.
+
+``RequestStream`` is the loop's ``RowSource``: ``more()`` (the worker's claim of its next batch:
+a database round trip, then tokenizing) runs in a thread of its own, started once enough slots
+are free or about to be, so that a batch is not claimed long before this worker can run it (the
+other worker may be idle by then). Embedding the prompts is GPU work: it is done on the loop's
+thread when the group is taken.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from pipeline.engine.generation import Fits, RowGroup
+from pipeline.types import SynthesisRequest
+
+if TYPE_CHECKING:
+    from pipeline.engine.engine import Engine
+    from pipeline.engine.prompts import PromptRow
+
+MoreRequests = Callable[[], Sequence[SynthesisRequest] | None]
+
+FREE_SHARE_TO_FETCH = 8  # fetch the next batch once 1/8 of the slots are free (or in the pool)
+
+
+class RequestStream:
+    """Groups of requests from ``more()``, numbered on from ``first_index`` in arrival order."""
+
+    def __init__(self, engine: Engine, more: MoreRequests, slots: int, first: Sequence[SynthesisRequest],
+                 first_index: int) -> None:
+        self._engine, self._more = engine, more
+        self._fetch_at = max(1, slots // FREE_SHARE_TO_FETCH)
+        self._fetcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="next-batch")
+        self._fetching: Future[tuple[list[SynthesisRequest], list[PromptRow]] | None] | None = None
+        self._ended = False  # more() said no more, or a group did not fit this loop
+        self.leftover: list[SynthesisRequest] = []  # a group that did not fit: the next loop's first
+        self.requests: list[SynthesisRequest] = list(first)  # the loop's rows, in its numbering
+        self.indices: list[int] = list(range(first_index, first_index + len(first)))  # loop row -> caller's index
+        self._next_index = first_index + len(first)
+
+    def close(self) -> None:
+        self._fetcher.shutdown(wait=True)
+
+    # ------------------------------------------------------------------- RowSource
+    def poll(self, free_slots: int, fits: Fits) -> RowGroup | None:
+        if self._fetching is None:
+            if free_slots >= self._fetch_at:
+                self._start_fetch()
+            return None
+        if not self._fetching.done():
+            return None
+        return self._take(fits)
+
+    def wait(self, fits: Fits) -> RowGroup | None:
+        if self._fetching is None:
+            self._start_fetch()
+        return self._take(fits)
+
+    def exhausted(self) -> bool:
+        return self._ended
+
+    # ------------------------------------------------------------------- inside
+    def _start_fetch(self) -> None:
+        if not self._ended:
+            self._fetching = self._fetcher.submit(self._fetch)
+
+    def _fetch(self) -> tuple[list[SynthesisRequest], list[PromptRow]] | None:
+        """On the fetch thread: the next requests, checked and tokenized (host work only)."""
+        requests = list(self._more() or ())
+        if not requests:
+            return None
+        return requests, self._engine.prompt_rows(requests)
+
+    def _take(self, fits: Fits) -> RowGroup | None:
+        fetching, self._fetching = self._fetching, None
+        fetched = fetching.result() if fetching is not None else None  # the claim's error ends the stream
+        if fetched is None:
+            self._ended = True
+            return None
+        requests, rows = fetched
+        group = self._engine.row_group(requests, rows)
+        if not fits(group):  # another sampling mode, or longer than these slots: a loop of its own
+            self.leftover, self._ended = requests, True
+            return None
+        self.requests += requests
+        self.indices += range(self._next_index, self._next_index + len(requests))
+        self._next_index += len(requests)
+        return group

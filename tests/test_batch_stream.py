@@ -1,0 +1,116 @@
+"""A worker's batches as one stream: the real engine (tiny weights, CPU) and the real database.
+
+The Celery messages of batches a stream took are still delivered: they must find nothing to do.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from jobs import batch_stream, service
+from storage import repo
+from storage.models import BatchState, JobState, SentenceState
+from tests.books import write_epub
+
+SENTENCES = [f"Sentence number {i}, which the stream reads in its turn." for i in range(11)]
+
+
+@pytest.fixture(scope="module")
+def tiny_engine(tiny_model_dir: Path):  # type: ignore[no-untyped-def]
+    from pipeline.engine import EngineConfig, load_engine
+
+    return load_engine(EngineConfig(model_dir=tiny_model_dir, device="cpu", precision="fp32"))
+
+
+@pytest.fixture()
+def rt(settings_factory, database_url: str) -> service.Runtime:  # type: ignore[no-untyped-def]
+    return service.open_runtime(settings_factory(database_url, max_attempts=2, max_batch=4),
+                                upgrade_schema=False)
+
+
+def _planned_book(rt: service.Runtime, tmp_path: Path, name: str = "book", refine: bool = False
+                  ) -> tuple[int, list[int]]:
+    book = write_epub(tmp_path / f"{name}.epub", name.title(), [("One", SENTENCES[:6]), ("Two", SENTENCES[6:])])
+    job_id = service.submit_book(rt, book, service.JobOptions(formats=("wav",), refine=refine))
+    assert service.ingest_job(rt, job_id)
+    return job_id, service.plan_pending(rt)
+
+
+def _batch_states(rt: service.Runtime, batch_ids: list[int]) -> list[str]:
+    with rt.session() as s:
+        return [s.get(repo.Batch, b).state for b in batch_ids]
+
+
+def test_one_task_speaks_the_queued_batches_after_its_own_and_their_messages_find_nothing(
+        rt, tmp_path: Path, tiny_engine) -> None:  # type: ignore[no-untyped-def]
+    job_id, batch_ids = _planned_book(rt, tmp_path)
+    assert len(batch_ids) >= 3
+    ready: list[int] = []
+    returned: list[int] = []
+
+    batch_stream.synthesize_stream(rt, tiny_engine, batch_ids[0], "host:1", ready.extend, returned.append)
+
+    assert _batch_states(rt, batch_ids) == [BatchState.DONE.value] * len(batch_ids)
+    assert ready == [job_id] and returned == []
+    status = service.job_statuses(rt, job_id)[0]
+    assert status.state == JobState.ASSEMBLING.value and status.sentences_done == status.sentences_total
+    with rt.session() as s:
+        spoken = s.scalars(repo.select(repo.Sentence).where(repo.Sentence.job_id == job_id)).all()
+        assert all(x.state == SentenceState.DONE.value and x.gpt_steps > 0 for x in spoken)
+        assert all((rt.artifacts.root / x.audio_path).is_file() for x in spoken)
+    # the messages of the batches the stream took arrive later, at any worker: nothing to do
+    for batch_id in batch_ids[1:]:
+        assert service.synthesize_batch(rt, tiny_engine, batch_id, "host:2") == []
+
+
+def test_the_stream_ends_after_its_time_and_leaves_the_rest_to_their_messages(
+        settings_factory, database_url: str, tmp_path: Path, tiny_engine) -> None:  # type: ignore[no-untyped-def]
+    rt = service.open_runtime(settings_factory(database_url, max_batch=4, stream_seconds=1e-9),
+                              upgrade_schema=False)
+    _, batch_ids = _planned_book(rt, tmp_path)
+
+    batch_stream.synthesize_stream(rt, tiny_engine, batch_ids[0], "host:1", lambda jobs: None,
+                                   lambda batch: None)
+
+    assert _batch_states(rt, batch_ids) == [BatchState.DONE.value] + [BatchState.QUEUED.value] * (len(batch_ids) - 1)
+
+
+def test_a_batch_that_needs_the_refine_pass_ends_the_stream_before_it(
+        rt, tmp_path: Path, tiny_engine) -> None:  # type: ignore[no-untyped-def]
+    _, plain = _planned_book(rt, tmp_path, "plain")
+    _, refined = _planned_book(rt, tmp_path, "refined", refine=True)
+
+    batch_stream.synthesize_stream(rt, tiny_engine, plain[0], "host:1", lambda jobs: None, lambda batch: None)
+
+    assert _batch_states(rt, plain) == [BatchState.DONE.value] * len(plain)
+    assert _batch_states(rt, refined) == [BatchState.QUEUED.value] * len(refined)
+
+
+class _BreaksAfterTakingMore:
+    """The real engine, whose stream fails once it has claimed the next batch (a device error)."""
+
+    def __init__(self, engine) -> None:  # type: ignore[no-untyped-def]
+        self._engine = engine
+
+    def synthesize_stream(self, requests, more, on_result):  # type: ignore[no-untyped-def]
+        assert more()  # the next batch, claimed
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return getattr(self._engine, name)
+
+
+def test_a_failed_stream_gives_back_every_batch_it_held_and_sends_the_others_again(
+        rt, tmp_path: Path, tiny_engine) -> None:  # type: ignore[no-untyped-def]
+    job_id, batch_ids = _planned_book(rt, tmp_path)
+    returned: list[int] = []
+
+    with pytest.raises(RuntimeError, match="illegal memory access"):
+        batch_stream.synthesize_stream(rt, _BreaksAfterTakingMore(tiny_engine), batch_ids[0], "host:1",
+                                       lambda jobs: None, returned.append)
+
+    assert _batch_states(rt, batch_ids) == [BatchState.QUEUED.value] * len(batch_ids)
+    assert returned == [batch_ids[1]]  # the task's own batch comes back with the task's retry
+    assert service.job_statuses(rt, job_id)[0].state == JobState.SYNTHESIZING.value
