@@ -122,6 +122,7 @@ def submit(
     rt = service.open_runtime(_settings())
     options = service.JobOptions(formats=_formats(fmt), out_dir=out.resolve() if out else None,
                                  voice=voice, priority=priority, refine=refine)
+    tasks.connect_to_broker()  # now, not between recording the first job and queueing it
     failed = False
     for book in books:
         try:

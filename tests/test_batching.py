@@ -158,3 +158,19 @@ def test_with_several_workers_the_last_batches_run_as_halves_of_the_same_lengths
         assert first.estimated_bytes == MODEL.estimate(len(first.sentence_ids), longest[0])
     more_to_come = dataclasses.replace(limits, workers=2, ends_queue=False)
     assert plan_batches(sentences, more_to_come, MODEL) == whole
+
+
+def test_books_of_one_class_run_one_after_another_each_sorted_by_length() -> None:
+    """The first book's batches all come before the second's, so it is done (and assembled) while
+    the second is spoken; no batch mixes books; each book runs longest first."""
+    first, second = book(700, seed=1), book(500, seed=2)
+    second = [dataclasses.replace(s, id=s.id + 10_000, book=2) for s in second]
+    first = [dataclasses.replace(s, book=1) for s in first]
+    batches = plan_batches(second + first, PlanLimits(memory_cap_bytes=2**40, max_rows=256), MODEL)
+    owner = {s.id: s.book for s in first + second}
+    books = [{owner[i] for i in b.sentence_ids} for b in batches]
+    assert all(len(b) == 1 for b in books)
+    assert [b.pop() for b in books] == [1, 1, 1, 2, 2]
+    lengths = {s.id: s.prompt_tokens + s.max_new_tokens for s in first + second}
+    for b in batches:
+        assert [lengths[i] for i in b.sentence_ids] == sorted((lengths[i] for i in b.sentence_ids), reverse=True)

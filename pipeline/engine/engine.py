@@ -275,7 +275,7 @@ class Engine:
             seeds=[r.seed for r in requests], device=self._torch_device)
         limits = RowLimits(min_new=[r.min_new_tokens for r in requests],
                            max_new=[r.max_new_tokens for r in requests])
-        return RowGroup(prompts=prompts, limits=limits, sampling=sampling)
+        return RowGroup(prompts=prompts, limits=limits, sampling=sampling, lengths=[len(row) for row in rows])
 
     def _code_rows(self, requests: Sequence[SynthesisRequest]) -> list[PromptRow]:
         voices = [self._voice(r.voice) for r in requests]
