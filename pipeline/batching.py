@@ -77,32 +77,37 @@ def plan_batches(
     return _split_the_last_batches(batches, limits, estimate, by_id)
 
 
-MIN_SPLIT_ROWS = 128  # a half smaller than this keeps too few of a GPU's slots busy
+MIN_SPLIT_ROWS = 128  # a piece smaller than this is not worth a claim of its own
+END_PIECES = 4  # the queue's last batches are cut into up to this many pieces each
 
 
 def _split_the_last_batches(batches: list[Batch], limits: PlanLimits, estimate: Callable[[int, int], int],
                             by_id: dict[int, PlannedSentence]) -> list[Batch]:
-    """With several workers, the last ``limits.workers`` batches (the shortest) run as halves.
+    """With several workers, the last ``limits.workers`` batches (the shortest) run as pieces.
 
-    Workers take batches in order as they come free, so one may still run its last batch after
-    the others are done: up to one whole batch of idle for the rest (1.2 s of 15 s per GPU on two
-    H200s). Halves bound that wait by half a batch. Alternate sentences go to each half, so both
-    keep the batch's spread of lengths and take about as long. One worker runs whole batches, and
-    so do batches that more will follow (``PlanLimits.ends_queue`` off).
+    Workers take batches as they come free, so one may still run its last batch after the others
+    are done: up to a whole batch of idle for the rest (1.2 s of 15 s per GPU on two H200s).
+    Pieces bound that wait by a piece. A GPU worker streams its batches through its decode slots
+    (jobs/batch_stream.py), so a piece costs a claim, not a drain of the slots; quarters left
+    ~0.6 s between two H200s' last steps where halves had. Every ``n``-th sentence goes to each
+    piece, so all keep the batch's spread of lengths. One worker runs whole batches, and so do
+    batches that more will follow (``PlanLimits.ends_queue`` off).
     """
     workers = limits.workers
     if workers < 2 or not limits.ends_queue or not batches:
         return batches
     head, tail = batches[:-workers], batches[-workers:]
-    halves: list[Batch] = []
+    pieces: list[Batch] = []
     for batch in tail:
-        if len(batch.sentence_ids) < 2 * MIN_SPLIT_ROWS:
-            halves.append(batch)
+        count = min(END_PIECES, len(batch.sentence_ids) // MIN_SPLIT_ROWS)
+        if count < 2:
+            pieces.append(batch)
             continue
-        for part in (batch.sentence_ids[0::2], batch.sentence_ids[1::2]):
+        for k in range(count):
+            part = batch.sentence_ids[k::count]
             longest = max(_positions(by_id[i]) for i in part)
-            halves.append(Batch(sentence_ids=part, estimated_bytes=estimate(len(part), longest)))
-    return head + halves
+            pieces.append(Batch(sentence_ids=part, estimated_bytes=estimate(len(part), longest)))
+    return head + pieces
 
 
 def _positions(sentence: PlannedSentence) -> int:
