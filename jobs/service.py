@@ -232,7 +232,7 @@ def sentence_seed(job_id: int, chapter_index: int, sentence_index: int) -> int:
 
 
 def plan_pending(rt: Runtime, job_ids: Sequence[int] | None = None) -> list[int]:
-    """Cut every unplanned sentence of active jobs into batches (each book sorted by length)."""
+    """Cut every unplanned sentence of active jobs into batches (sorted globally by length)."""
     with rt.session() as session:
         sentences = repo.unplanned_sentences(session, job_ids)
         if not sentences:
@@ -241,7 +241,7 @@ def plan_pending(rt: Runtime, job_ids: Sequence[int] | None = None) -> list[int]
         priorities = repo.job_priorities(session, {s.job_id for s in sentences})
         planned = [PlannedSentence(id=s.id, max_new_tokens=s.max_new_tokens,
                                    prompt_tokens=estimated_prompt_tokens(s.text),
-                                   priority=priorities.get(s.job_id, 0), book=s.job_id)
+                                   priority=priorities.get(s.job_id, 0))
                    for s in sentences]
         limits, memory = plan_limits(rt.settings, live_synthesis_workers(session))
         # another book still being read will add batches behind these: they are not the queue's end

@@ -40,7 +40,7 @@ def plan_batches(
     memory: MemoryModel = MemoryModel(),
     estimate: Callable[[int, int], int] | None = None,
 ) -> list[Batch]:
-    """Sort by (priority desc, book, length desc) and cut into batches under the memory cap.
+    """Sort by (priority desc, length desc) and cut into batches under the memory cap.
 
     Every sentence lands in exactly one batch; a sentence too large even alone gets a batch of its
     own (the engine then fails it alone with a clear error). Batches come back in the order to run
@@ -52,20 +52,21 @@ def plan_batches(
     (Cut from the short end, the remainder was the longest sentences: 417 rows that kept 1,024
     slots a third full for 1,183 steps, at 1,040x real time where full batches ran ~2,000x.)
 
-    Books of one class go one after another, each sorted by length, not merged into one sort: a
-    book is then done, and assembled, while the next is spoken, instead of every book of a night's
-    shelf finishing with the last batch (two books' assembly after the last batch took 2.2 s on
-    two H200s, one book's ~1.3 s). A GPU worker streams batches through its decode slots
-    (jobs/batch_stream.py), so a book's part batch costs no drain.
+    The sort is over every book planned together, not book after book: a GPU worker streams its
+    batches through its decode slots (jobs/batch_stream.py), and a row runs as long as its
+    sentence (up to ~8 s on an H200), so the rows taken last must be the short ones. Planned book
+    after book, the second book's longest rows started half-way and the two H200s ended 1.15 s
+    apart (docs/benchmarks.md, seventh session), although the first book was then assembled while
+    the second was spoken.
     """
     estimate = estimate or memory.estimate
-    ordered = sorted(sentences, key=lambda s: (-s.priority, s.book, -_positions(s), s.id))
+    ordered = sorted(sentences, key=lambda s: (-s.priority, -_positions(s), s.id))
     batches: list[Batch] = []
     current: list[PlannedSentence] = []
     for sentence in ordered:
         longest = _positions(current[0]) if current else _positions(sentence)  # the first is the longest
         fits = estimate(len(current) + 1, longest) <= limits.memory_cap_bytes
-        same_class = not current or (current[0].priority, current[0].book) == (sentence.priority, sentence.book)
+        same_class = not current or current[0].priority == sentence.priority
         if current and (not fits or len(current) + 1 > limits.max_rows or not same_class):
             batches.append(_close(current, estimate))
             current = [sentence]
@@ -78,7 +79,7 @@ def plan_batches(
 
 
 MIN_SPLIT_ROWS = 128  # a piece smaller than this is not worth a claim of its own
-END_PIECES = 4  # the queue's last batches are cut into up to this many pieces each
+END_PIECES = 2  # the queue's last batches are cut into up to this many pieces each
 
 
 def _split_the_last_batches(batches: list[Batch], limits: PlanLimits, estimate: Callable[[int, int], int],
@@ -88,10 +89,10 @@ def _split_the_last_batches(batches: list[Batch], limits: PlanLimits, estimate: 
     Workers take batches as they come free, so one may still run its last batch after the others
     are done: up to a whole batch of idle for the rest (1.2 s of 15 s per GPU on two H200s).
     Pieces bound that wait by a piece. A GPU worker streams its batches through its decode slots
-    (jobs/batch_stream.py), so a piece costs a claim, not a drain of the slots; quarters left
-    ~0.6 s between two H200s' last steps where halves had. Every ``n``-th sentence goes to each
-    piece, so all keep the batch's spread of lengths. One worker runs whole batches, and so do
-    batches that more will follow (``PlanLimits.ends_queue`` off).
+    (jobs/batch_stream.py), so a piece costs a claim, not a drain of the slots; with halves the
+    two H200s' streams ended 0.12 s apart (docs/benchmarks.md, seventh session). Every ``n``-th
+    sentence goes to each piece, so all keep the batch's spread of lengths. One worker runs whole
+    batches, and so do batches that more will follow (``PlanLimits.ends_queue`` off).
     """
     workers = limits.workers
     if workers < 2 or not limits.ends_queue or not batches:

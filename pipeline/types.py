@@ -70,7 +70,6 @@ class PlannedSentence:
     max_new_tokens: int  # the GPT step budget of this sentence
     prompt_tokens: int  # the length of its tokenised prompt (approximate is fine)
     priority: int = 0  # higher goes first
-    book: int = 0  # the job: within a priority class, books go one after another (lowest first)
 
 
 @dataclass(frozen=True)

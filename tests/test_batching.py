@@ -140,37 +140,22 @@ def test_the_part_batch_left_over_holds_the_shortest_sentences() -> None:
     assert all(min(longer) >= max(shorter) for longer, shorter in zip(spans, spans[1:]))
 
 
-def test_with_several_workers_the_last_batches_run_as_pieces_of_the_same_lengths() -> None:
-    """Two GPU workers: the last two (shortest) batches are cut into pieces (quarters, at least
-    128 rows each), so neither worker waits long for the other at the end; one worker keeps
-    whole batches, and so do batches that another book's will follow."""
+def test_with_several_workers_the_last_batches_run_as_halves_of_the_same_lengths() -> None:
+    """Two GPU workers: the last two (shortest) batches are halved, so neither worker waits a
+    whole batch for the other at the end; one worker keeps whole batches, and so do batches that
+    another book's will follow."""
     sentences = book(5000)
     limits = PlanLimits(memory_cap_bytes=2**40, max_rows=1024)
     whole = plan_batches(sentences, limits, MODEL)
     shared = plan_batches(sentences, dataclasses.replace(limits, workers=2), MODEL)
-    assert [len(b.sentence_ids) for b in shared] == [1024, 1024, 1024] + [256] * 4 + [226] * 4
+    assert [len(b.sentence_ids) for b in shared] == [1024, 1024, 1024, 512, 512, 452, 452]
     assert shared[:3] == whole[:3]
     assert sorted(i for b in shared for i in b.sentence_ids) == sorted(s.id for s in sentences)
     by_id = {s.id: s for s in sentences}
-    for quarters in (shared[3:7], shared[7:11]):
-        longest = [max(positions(by_id[i]) for i in piece.sentence_ids) for piece in quarters]
-        assert max(longest) - min(longest) <= 3  # every 4th sentence: pieces of equal length
-        assert quarters[0].estimated_bytes == MODEL.estimate(len(quarters[0].sentence_ids), longest[0])
+    for halves in (shared[3:5], shared[5:7]):
+        longest = [max(positions(by_id[i]) for i in half.sentence_ids) for half in halves]
+        assert abs(longest[0] - longest[1]) <= 2  # alternate sentences: halves of equal length
+        assert halves[0].estimated_bytes == MODEL.estimate(len(halves[0].sentence_ids), longest[0])
     more_to_come = dataclasses.replace(limits, workers=2, ends_queue=False)
     assert plan_batches(sentences, more_to_come, MODEL) == whole
 
-
-def test_books_of_one_class_run_one_after_another_each_sorted_by_length() -> None:
-    """The first book's batches all come before the second's, so it is done (and assembled) while
-    the second is spoken; no batch mixes books; each book runs longest first."""
-    first, second = book(700, seed=1), book(500, seed=2)
-    second = [dataclasses.replace(s, id=s.id + 10_000, book=2) for s in second]
-    first = [dataclasses.replace(s, book=1) for s in first]
-    batches = plan_batches(second + first, PlanLimits(memory_cap_bytes=2**40, max_rows=256), MODEL)
-    owner = {s.id: s.book for s in first + second}
-    books = [{owner[i] for i in b.sentence_ids} for b in batches]
-    assert all(len(b) == 1 for b in books)
-    assert [b.pop() for b in books] == [1, 1, 1, 2, 2]
-    lengths = {s.id: s.prompt_tokens + s.max_new_tokens for s in first + second}
-    for b in batches:
-        assert [lengths[i] for i in b.sentence_ids] == sorted((lengths[i] for i in b.sentence_ids), reverse=True)
