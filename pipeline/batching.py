@@ -107,7 +107,8 @@ def _split_the_last_batches(batches: list[Batch], limits: PlanLimits, estimate: 
         for k in range(count):
             part = batch.sentence_ids[k::count]
             longest = max(_positions(by_id[i]) for i in part)
-            pieces.append(Batch(sentence_ids=part, estimated_bytes=estimate(len(part), longest)))
+            pieces.append(Batch(sentence_ids=part, estimated_bytes=estimate(len(part), longest),
+                                longest_positions=longest, priority=batch.priority))
     return head + pieces
 
 
@@ -117,4 +118,5 @@ def _positions(sentence: PlannedSentence) -> int:
 
 def _close(rows: list[PlannedSentence], estimate: Callable[[int, int], int]) -> Batch:
     longest = _positions(rows[0])  # sentences come longest first: the batch pads to the first
-    return Batch(sentence_ids=tuple(s.id for s in rows), estimated_bytes=estimate(len(rows), longest))
+    return Batch(sentence_ids=tuple(s.id for s in rows), estimated_bytes=estimate(len(rows), longest),
+                 longest_positions=longest, priority=rows[0].priority)

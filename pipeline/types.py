@@ -78,6 +78,8 @@ class Batch:
 
     sentence_ids: tuple[int, ...]
     estimated_bytes: int  # the planner's estimate of the batch's peak memory
+    longest_positions: int = 0  # its longest sentence's prompt + new tokens
+    priority: int = 0  # its sentences' priority class
 
 
 @dataclass(frozen=True)
