@@ -78,8 +78,7 @@ def plan_batches(
     return _split_the_last_batches(batches, limits, estimate, by_id)
 
 
-MIN_SPLIT_ROWS = 128  # a piece smaller than this is not worth a claim of its own
-END_PIECES = 2  # the queue's last batches are cut into up to this many pieces each
+MIN_SPLIT_ROWS = 128  # the size of a piece: a streaming worker claims once 1/8 of its 1,024 slots are free
 
 
 def _split_the_last_batches(batches: list[Batch], limits: PlanLimits, estimate: Callable[[int, int], int],
@@ -89,10 +88,12 @@ def _split_the_last_batches(batches: list[Batch], limits: PlanLimits, estimate: 
     Workers take batches as they come free, so one may still run its last batch after the others
     are done: up to a whole batch of idle for the rest (1.2 s of 15 s per GPU on two H200s).
     Pieces bound that wait by a piece. A GPU worker streams its batches through its decode slots
-    (jobs/batch_stream.py), so a piece costs a claim, not a drain of the slots; with halves the
-    two H200s' streams ended 0.12 s apart (docs/benchmarks.md, seventh session). Every ``n``-th
-    sentence goes to each piece, so all keep the batch's spread of lengths. One worker runs whole
-    batches, and so do batches that more will follow (``PlanLimits.ends_queue`` off).
+    (jobs/batch_stream.py), so a piece costs a claim, not a drain of the slots, and a piece of
+    ~128 rows is what a stream admits at once. With halves (~200-500 rows) one of two H200s
+    claimed the last two and ended 0.7 s after the other, their rows waiting in its pool for free
+    slots (docs/benchmarks.md, seventh session). Every ``n``-th sentence goes to each piece, so
+    all keep the batch's spread of lengths. One worker runs whole batches, and so do batches
+    that more will follow (``PlanLimits.ends_queue`` off).
     """
     workers = limits.workers
     if workers < 2 or not limits.ends_queue or not batches:
@@ -100,7 +101,7 @@ def _split_the_last_batches(batches: list[Batch], limits: PlanLimits, estimate: 
     head, tail = batches[:-workers], batches[-workers:]
     pieces: list[Batch] = []
     for batch in tail:
-        count = min(END_PIECES, len(batch.sentence_ids) // MIN_SPLIT_ROWS)
+        count = len(batch.sentence_ids) // MIN_SPLIT_ROWS
         if count < 2:
             pieces.append(batch)
             continue

@@ -140,22 +140,22 @@ def test_the_part_batch_left_over_holds_the_shortest_sentences() -> None:
     assert all(min(longer) >= max(shorter) for longer, shorter in zip(spans, spans[1:]))
 
 
-def test_with_several_workers_the_last_batches_run_as_halves_of_the_same_lengths() -> None:
-    """Two GPU workers: the last two (shortest) batches are halved, so neither worker waits a
-    whole batch for the other at the end; one worker keeps whole batches, and so do batches that
-    another book's will follow."""
+def test_with_several_workers_the_last_batches_run_as_pieces_of_the_same_lengths() -> None:
+    """Two GPU workers: the last two (shortest) batches are cut into pieces of ~128 rows (what a
+    streaming worker admits at once), so neither worker waits long for the other at the end; one
+    worker keeps whole batches, and so do batches that another book's will follow."""
     sentences = book(5000)
     limits = PlanLimits(memory_cap_bytes=2**40, max_rows=1024)
     whole = plan_batches(sentences, limits, MODEL)
     shared = plan_batches(sentences, dataclasses.replace(limits, workers=2), MODEL)
-    assert [len(b.sentence_ids) for b in shared] == [1024, 1024, 1024, 512, 512, 452, 452]
+    assert [len(b.sentence_ids) for b in shared] == [1024, 1024, 1024] + [128] * 8 + [130] + [129] * 6
     assert shared[:3] == whole[:3]
     assert sorted(i for b in shared for i in b.sentence_ids) == sorted(s.id for s in sentences)
     by_id = {s.id: s for s in sentences}
-    for halves in (shared[3:5], shared[5:7]):
-        longest = [max(positions(by_id[i]) for i in half.sentence_ids) for half in halves]
-        assert abs(longest[0] - longest[1]) <= 2  # alternate sentences: halves of equal length
-        assert halves[0].estimated_bytes == MODEL.estimate(len(halves[0].sentence_ids), longest[0])
+    for pieces in (shared[3:11], shared[11:18]):
+        longest = [max(positions(by_id[i]) for i in piece.sentence_ids) for piece in pieces]
+        assert max(longest) - min(longest) <= 8  # every n-th sentence: pieces of equal length
+        assert pieces[0].estimated_bytes == MODEL.estimate(len(pieces[0].sentence_ids), longest[0])
     more_to_come = dataclasses.replace(limits, workers=2, ends_queue=False)
     assert plan_batches(sentences, more_to_come, MODEL) == whole
 
