@@ -20,12 +20,24 @@ MAX_TOKENS_CAP = 2048  # upstream's own hard cap
 def estimated_seconds(text: str) -> float:
     """Expected duration of ``text`` spoken at normal speed."""
     seconds = 0.0
+    known = _SECONDS_PER_CHAR
     for ch in text:
-        if _is_cjk(ch):
-            seconds += _CJK_SECONDS
-        elif not ch.isspace() or ch == " ":
-            seconds += _OTHER_SECONDS
+        step = known.get(ch)
+        if step is None:
+            step = known[ch] = _seconds_of(ch)
+        seconds += step  # summed in text order, as always: the limits stay bit-identical
     return seconds
+
+
+# Each character's share, looked up once: ingest estimates every sentence of a book, and asking
+# unicodedata for every character took a third of ingest (0.17 s of a 5,300-sentence book).
+_SECONDS_PER_CHAR: dict[str, float] = {}
+
+
+def _seconds_of(ch: str) -> float:
+    if _is_cjk(ch):
+        return _CJK_SECONDS
+    return _OTHER_SECONDS if not ch.isspace() or ch == " " else 0.0
 
 
 SLACK = 2.0  # the cap is this many times the expected length...

@@ -30,9 +30,9 @@ def rt(settings_factory, database_url: str) -> service.Runtime:  # type: ignore[
                                 upgrade_schema=False)
 
 
-def _planned_book(rt: service.Runtime, tmp_path: Path, name: str = "book", refine: bool = False
-                  ) -> tuple[int, list[int]]:
-    book = write_epub(tmp_path / f"{name}.epub", name.title(), [("One", SENTENCES[:6]), ("Two", SENTENCES[6:])])
+def _planned_book(rt: service.Runtime, tmp_path: Path, name: str = "book", refine: bool = False,
+                  sentences: list[str] = SENTENCES) -> tuple[int, list[int]]:
+    book = write_epub(tmp_path / f"{name}.epub", name.title(), [("One", sentences[:6]), ("Two", sentences[6:])])
     job_id = service.submit_book(rt, book, service.JobOptions(formats=("wav",), refine=refine))
     assert service.ingest_job(rt, job_id)
     return job_id, service.plan_pending(rt)
@@ -80,11 +80,16 @@ def test_the_stream_ends_after_its_time_and_leaves_the_rest_to_their_messages(
 def test_a_batch_that_needs_the_refine_pass_ends_the_stream_before_it(
         rt, tmp_path: Path, tiny_engine) -> None:  # type: ignore[no-untyped-def]
     _, plain = _planned_book(rt, tmp_path, "plain")
-    _, refined = _planned_book(rt, tmp_path, "refined", refine=True)
+    # shorter sentences: a stream takes the longest queued batch next, so these come after most plain ones
+    _, refined = _planned_book(rt, tmp_path, "refined", refine=True, sentences=[f"Short {i}." for i in range(11)])
 
     batch_stream.synthesize_stream(rt, tiny_engine, plain[0], "host:1", lambda jobs: None, lambda batch: None)
 
-    assert _batch_states(rt, plain) == [BatchState.DONE.value] * len(plain)
+    with rt.session() as s:
+        longest = {b: s.get(repo.Batch, b).longest_positions for b in plain + refined}
+    before_refine = [b for b in plain if longest[b] > max(longest[r] for r in refined)]
+    assert len(before_refine) >= 2
+    assert _batch_states(rt, before_refine) == [BatchState.DONE.value] * len(before_refine)
     assert _batch_states(rt, refined) == [BatchState.QUEUED.value] * len(refined)
 
 

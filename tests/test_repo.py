@@ -69,7 +69,8 @@ def test_planned_sentences_are_not_planned_again(sessions) -> None:  # type: ign
         s.commit()
     with sessions() as s:
         rest = repo.unplanned_sentences(s)
-        assert [x.index for x in rest] == [2, 3]
+        assert [x.id for x in rest] == [x.id for x in first[2:]]
+        assert [x.text for x in rest] == ["sentence 2", "sentence 3"]
 
 
 def test_only_synthesizing_jobs_are_planned(sessions) -> None:  # type: ignore[no-untyped-def]
@@ -82,7 +83,8 @@ def test_only_synthesizing_jobs_are_planned(sessions) -> None:  # type: ignore[n
 def test_progress_counts_done_failed_and_audio(sessions) -> None:  # type: ignore[no-untyped-def]
     with sessions() as s:
         job = _job_with_sentences(s, 3)
-        rows = repo.unplanned_sentences(s)
+        rows = list(s.scalars(repo.select(repo.Sentence).where(repo.Sentence.job_id == job.id)
+                              .order_by(repo.Sentence.id)))
         repo.record_spoken_sentences(s, [repo.SpokenSentence(rows[0].id, "a.wav", 1.5, 70, hit_limit=True)])
         repo.fail_sentence(s, rows[1], "boom")
         s.commit()
