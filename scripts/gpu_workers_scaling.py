@@ -574,17 +574,27 @@ def record_measurements(result: PhaseResult, phase: Phase, table: JobTable) -> N
 
 BATCH_LOG_LINE = re.compile(r"batch=\d+: .*synthesized in ([\d.]+) s .*written in ([\d.]+) s, "
                             r"recorded in ([\d.]+) s")
+DEVICE_TIME_LINE = re.compile(r"device time: prefill ([\d.]+) s, \d+ decode steps ([\d.]+) s, "
+                              r"Decoder\+Vocos ([\d.]+) s .*idle ([\d.]+) s before the first and ([\d.]+) s between")
 
 
 def batch_seconds_from_log(log_text: str) -> dict[str, float]:
-    """A synthesis worker's time per batch stage, from the line it logs after each batch: where
-    the GPU waited (writing WAVs, recording in the database) shows here, not in the job table."""
+    """A synthesis worker's time per batch stage, from the line it logs after each batch, and
+    its device time, from the line it logs after each task (a stream of batches). In a stream a
+    batch's "synthesized in" runs from its claim to its last waveform and overlaps the batches
+    beside it, so the device time says where the GPU's time went; writing and recording run
+    beside the GPU, and a slow one shows in "longest record"."""
     stages = [tuple(map(float, m.groups())) for m in BATCH_LOG_LINE.finditer(log_text)]
     if not stages:
         return {}
-    synthesized, written, recorded = zip(*stages)
-    return {"synthesize_seconds": round(sum(synthesized), 2), "write_seconds": round(sum(written), 2),
-            "record_seconds": round(sum(recorded), 2), "longest_record_seconds": max(recorded)}
+    _, written, recorded = zip(*stages)
+    device = [tuple(map(float, m.groups())) for m in DEVICE_TIME_LINE.finditer(log_text)]
+    prefill, steps, waveform, idle_start, idle_between = (sum(column) for column in zip(*device)) if device \
+        else (0.0,) * 5
+    return {"prefill_seconds": round(prefill, 2), "step_seconds": round(steps, 2),
+            "waveform_seconds": round(waveform, 2), "idle_seconds": round(idle_start + idle_between, 2),
+            "write_seconds": round(sum(written), 2), "record_seconds": round(sum(recorded), 2),
+            "longest_record_seconds": max(recorded)}
 
 
 def batches_per_worker(phase: Phase, batches: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -622,17 +632,21 @@ def speedups(results: list[PhaseResult]) -> dict[str, float | None]:
 
 def markdown_report(results: list[PhaseResult], ratios: dict[str, float | None]) -> str:
     lines = ["| phase | synthesis workers | sentences | audio s | submit → synthesized s | submit → done s "
-             "| × real time | batches per worker (busy s) | synthesize / write / record s (longest record) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| × real time | batches per worker (leased s) | device s: prefill / steps / Decoder+Vocos (beside) "
+             "/ idle | write / record s (longest record) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         workers = sorted(r.per_worker.items())
         split = ", ".join(f"{name.split('@')[0]}: {w['batches']} ({w['busy_seconds']:.1f})" for name, w in workers)
-        stages = ", ".join(f"{name.split('@')[0]}: {w['synthesize_seconds']:.1f} / {w['write_seconds']:.1f} / "
+        device = ", ".join(f"{name.split('@')[0]}: {w['prefill_seconds']:.1f} / {w['step_seconds']:.1f} / "
+                           f"{w['waveform_seconds']:.1f} / {w['idle_seconds']:.1f}"
+                           for name, w in workers if "step_seconds" in w) or "–"
+        stages = ", ".join(f"{name.split('@')[0]}: {w['write_seconds']:.1f} / "
                            f"{w['record_seconds']:.1f} ({w['longest_record_seconds']:.1f})"
-                           for name, w in workers if "synthesize_seconds" in w) or "–"
+                           for name, w in workers if "write_seconds" in w) or "–"
         speed = f"{r.x_realtime:.0f}" if r.x_realtime else "–"
         lines.append(f"| {r.phase} | {r.synthesis_workers} | {r.sentences} | {r.audio_seconds:,.0f} "
-                     f"| {r.to_synthesized_seconds} | {r.to_done_seconds} | {speed} | {split} | {stages} |")
+                     f"| {r.to_synthesized_seconds} | {r.to_done_seconds} | {speed} | {split} | {device} | {stages} |")
     if ratios:
         verdict = "meets" if (ratios["synthesized"] or 0) >= TARGET_SPEEDUP else "is BELOW"
         lines += ["", f"speedup two/one: submit → synthesized **{ratios['synthesized']}×** ({verdict} the "
