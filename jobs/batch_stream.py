@@ -110,8 +110,9 @@ class _Stream:
         return [service.with_voice(self.engine, w.request) for w in claimed.work]
 
     def _more(self) -> list[SynthesisRequest] | None:
-        """The next queued batch, claimed (on the engine's fetch thread); None ends the stream."""
-        while time.monotonic() < self.deadline:
+        """The next queued batch, claimed (on the engine's fetch thread); None ends the stream,
+        as does a batch that could not be recorded (a full disk would fail every batch after it)."""
+        while time.monotonic() < self.deadline and not self._recording_failed():
             with self.rt.session() as session:
                 batch_id = repo.next_queued_batch(session)
                 refines = batch_id is not None and repo.batch_needs_refine(session, batch_id)
@@ -150,6 +151,11 @@ class _Stream:
         service.log_batch_done(batch_id, audio, synthesized_at - flight.began, written_at - synthesized_at,
                                time.monotonic() - written_at)
         self.jobs_ready(ready)
+
+    def _recording_failed(self) -> bool:
+        with self.lock:
+            recording = list(self.recording)
+        return any(r.done() and r.exception() is not None for r in recording)
 
     def _wait_for_recording(self) -> None:
         for recording in list(self.recording):

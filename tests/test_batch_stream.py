@@ -119,3 +119,34 @@ def test_a_failed_stream_gives_back_every_batch_it_held_and_sends_the_others_aga
     assert _batch_states(rt, batch_ids) == [BatchState.QUEUED.value] * len(batch_ids)
     assert returned == [batch_ids[1]]  # the task's own batch comes back with the task's retry
     assert service.job_statuses(rt, job_id)[0].state == JobState.SYNTHESIZING.value
+
+
+def test_a_batch_that_cannot_be_written_goes_back_and_the_others_stay_recorded(
+        rt, tmp_path: Path, tiny_engine, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """A full disk while a stream records its second batch: that batch goes back to the queue
+    (its message sent again, since the stream took it from the queue), the stream's error is
+    raised for the task's retry, and the batches recorded before and beside it stay done."""
+    from pipeline.audio import SentenceWavWriter
+    from pipeline.errors import AssemblyError
+
+    job_id, batch_ids = _planned_book(rt, tmp_path)
+    real = SentenceWavWriter.take_seconds
+    calls: list[int] = []
+
+    def full_disk_on_the_second_batch(self, keys):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        if len(calls) == 2:
+            raise AssemblyError("chapter_0002.wav: cannot write the sentence audio: No space left on device")
+        return real(self, keys)
+
+    monkeypatch.setattr(SentenceWavWriter, "take_seconds", full_disk_on_the_second_batch)
+    returned: list[int] = []
+
+    with pytest.raises(AssemblyError, match="No space left"):
+        batch_stream.synthesize_stream(rt, tiny_engine, batch_ids[0], "host:1", lambda jobs: None, returned.append)
+
+    states = dict(zip(batch_ids, _batch_states(rt, batch_ids)))
+    assert len(returned) == 1 and returned[0] in batch_ids[1:]
+    assert states.pop(returned[0]) == BatchState.QUEUED.value
+    assert set(states.values()) == {BatchState.DONE.value} and batch_ids[0] in states
+    assert service.job_statuses(rt, job_id)[0].state == JobState.SYNTHESIZING.value
