@@ -151,3 +151,38 @@ def test_loudness_is_one_gain_for_the_whole_book(tmp_path):
     )
     peaks = [float(np.abs(decode_pcm(p, SAMPLE_RATE).astype(np.float64)).max()) for p in report.outputs]
     assert 20 * np.log10(peaks[1] / peaks[0]) == pytest.approx(12.04, abs=0.2)
+
+
+@pytest.mark.parametrize("gain_db", [3.214, -7.5, 0.001])
+def test_wav_chapters_carry_exactly_the_gain_ffmpeg_gives_the_other_formats(tmp_path, gain_db):
+    """WAV chapters are written without ffmpeg: the same samples as its volume filter (loud
+    passages clipped the same way), padded to the chapter's length, tagged."""
+    import wave
+
+    from pipeline.audio.export import Loudness, encode_chapter_file
+    from pipeline.audio.ffmpeg import run_ffmpeg
+    from pipeline.audio.stitch import StitchedChapter
+    from pipeline.audio.tags import TrackTags
+
+    pcm = (np.random.default_rng(0).standard_normal(250_000) * 9000).clip(-32768, 32767).astype(np.int16)
+    work = tmp_path / "chapter_0001.wav"
+    with wave.open(str(work), "wb") as out:
+        out.setnchannels(1), out.setsampwidth(2), out.setframerate(SAMPLE_RATE)
+        out.writeframes(pcm.tobytes())
+    samples = len(pcm) + 1234  # a chapter longer than its work file: padded with silence
+    chapter = StitchedChapter(index=0, title="One", wav_path=work, samples=samples, sentence_samples=len(pcm),
+                              pause_samples=1234, trailing_silence=1234, peak=32767, true_peak=32767.0,
+                              step_energies=np.zeros(0))
+    tags = TrackTags(title="One", album="Book", artist="A", narrator="", year="", description="",
+                     track=1, track_total=1)
+    loudness = Loudness(gain_db=gain_db)
+
+    written = encode_chapter_file(chapter, "wav", tags, tmp_path / "01 - One.wav", loudness, "64k")
+
+    by_ffmpeg = tmp_path / "by_ffmpeg.wav"
+    run_ffmpeg(["-i", str(work), "-af", loudness.ffmpeg_filter(samples), "-c:a", "pcm_s16le", str(by_ffmpeg)],
+               by_ffmpeg, "encode the reference")
+    ours, theirs = decode_pcm(written, SAMPLE_RATE), decode_pcm(by_ffmpeg, SAMPLE_RATE)
+    assert len(ours) == samples and np.array_equal(ours, theirs)
+    assert WAVE(written).tags["TIT2"].text == ["One"]
+    assert probe(written)["streams"][0]["codec_name"] == "pcm_s16le"
