@@ -119,8 +119,9 @@ class _Scheduler:
         self.on_finished, self.source = on_finished, source
         self.sampling, self.check_every = first.sampling, check_every
         self.runner, self.clock = runner, clock
-        self.groups: list[RowGroup] = []
+        self.groups: list[RowGroup | None] = []  # None once all its rows are admitted
         self.group_starts: list[int] = []  # first row of each group
+        self.unadmitted: list[int] = []  # rows of each group not yet in a slot
         self.lengths: list[int] = []
         self.min_new: list[int] = []
         self.max_new: list[int] = []
@@ -150,6 +151,7 @@ class _Scheduler:
         start = self.rows
         self.groups.append(group)
         self.group_starts.append(start)
+        self.unadmitted.append(group.prompts.rows)
         self.lengths += group.lengths
         self.min_new += group.limits.min_new
         self.max_new += group.limits.max_new
@@ -297,6 +299,10 @@ class _Scheduler:
     def _prefill(self, rows: list[int], slots: list[int]) -> Newcomers:
         number = bisect.bisect_right(self.group_starts, rows[0]) - 1
         group, start = self.groups[number], self.group_starts[number]
+        assert group is not None, "a group's prompts are dropped only once all its rows are in"
+        self.unadmitted[number] -= len(rows)
+        if self.unadmitted[number] == 0:
+            self.groups[number] = None  # its embedded prompts (~150 MB a batch) are not needed again
         prompts = group.prompts
         width = max(self.lengths[r] for r in rows)
         index = to_device([r - start for r in rows], prompts.embeds.device)
