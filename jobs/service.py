@@ -6,6 +6,9 @@ Each stage reads what the previous one recorded and records its own result befor
     (validate, store)  (chapters,     (batches)       (sentence audio)    (audiobook files)
                         sentences)
 
+(A GPU worker's task for one batch goes on with the queued batches after it through the same
+decode slots: jobs/batch_stream.py, built from the claim/speak/record steps below.)
+
 Every function is idempotent: running it twice gives the same rows and files, so a redelivered
 Celery message or a rerun after a crash only redoes what is missing.
 """
