@@ -95,8 +95,10 @@ class LoudnessMeter:
         """Feed the next samples."""
         if samples.size == 0:
             return
-        self.peak = max(self.peak, int(np.max(np.abs(samples.astype(np.int32)))))
-        self.true_peak = max(self.true_peak, true_peak(samples, floor=self.true_peak / 2))
+        magnitude = _magnitude(samples)
+        sample_peak = magnitude.max()
+        self.peak = max(self.peak, int(sample_peak))
+        self.true_peak = max(self.true_peak, _true_peak(samples, magnitude, float(sample_peak), self.true_peak / 2))
         # float32: half the memory traffic of float64, and every 100 ms energy within ~2e-6 of it
         scaled = np.asarray(samples, dtype=np.float32) * np.float32(1.0 / _FULL_SCALE)
         scaled += _DENORMAL_GUARD
@@ -152,9 +154,17 @@ def true_peak(samples: np.ndarray, floor: float = 0.0) -> float:
     values = np.asarray(samples)
     if values.size == 0:
         return 0.0
+    magnitude = _magnitude(values)
+    return _true_peak(values, magnitude, float(magnitude.max()), floor)
+
+
+def _magnitude(values: np.ndarray) -> np.ndarray:
     # int32: the magnitude of -32768 does not fit in int16
-    magnitude = np.abs(values.astype(np.int32) if values.dtype.kind in "iu" else values.astype(np.float64))
-    sample_peak = float(magnitude.max())
+    return np.abs(values.astype(np.int32) if values.dtype.kind in "iu" else values.astype(np.float64))
+
+
+def _true_peak(values: np.ndarray, magnitude: np.ndarray, sample_peak: float, floor: float) -> float:
+    """``true_peak`` given the samples' magnitudes and their maximum (a meter has them already)."""
     threshold = max(floor, sample_peak / 2)
     if sample_peak <= floor:
         return sample_peak
