@@ -150,3 +150,34 @@ def test_a_batch_that_cannot_be_written_goes_back_and_the_others_stay_recorded(
     assert states.pop(returned[0]) == BatchState.QUEUED.value
     assert set(states.values()) == {BatchState.DONE.value} and batch_ids[0] in states
     assert service.job_statuses(rt, job_id)[0].state == JobState.SYNTHESIZING.value
+
+
+class OutOfMemoryError(RuntimeError):
+    """Named as torch's: the stream treats any error of that name as the device's."""
+
+
+class _StreamRunsOutOfMemory:
+    """The real engine, whose stream cannot get its slots (the device's memory is taken)."""
+
+    def __init__(self, engine) -> None:  # type: ignore[no-untyped-def]
+        self._engine = engine
+
+    def synthesize_stream(self, requests, more, on_result):  # type: ignore[no-untyped-def]
+        raise OutOfMemoryError("CUDA out of memory. Tried to allocate 73.00 GiB")
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return getattr(self._engine, name)
+
+
+def test_out_of_memory_in_a_stream_speaks_the_tasks_batch_alone(rt, tmp_path: Path, tiny_engine) -> None:  # type: ignore[no-untyped-def]
+    job_id, batch_ids = _planned_book(rt, tmp_path)
+    returned: list[int] = []
+
+    batch_stream.synthesize_stream(rt, _StreamRunsOutOfMemory(tiny_engine), batch_ids[0], "host:1",
+                                   lambda jobs: None, returned.append)
+
+    assert _batch_states(rt, batch_ids) == [BatchState.DONE.value] + [BatchState.QUEUED.value] * (len(batch_ids) - 1)
+    assert returned == []  # it had taken no other batch
+    with rt.session() as s:
+        first_size = s.get(repo.Batch, batch_ids[0]).size
+    assert service.job_statuses(rt, job_id)[0].sentences_done == first_size > 0
