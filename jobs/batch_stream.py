@@ -73,6 +73,11 @@ class _InFlight:
 
 
 class _Stream:
+    """One task's stream: the batches it has claimed, each held (lease renewed) until recorded.
+
+    Three threads meet here: the engine's loop (which calls ``_more`` on its fetch thread), its
+    waveform thread (``_on_result``) and the recorder (``_record``); ``lock`` guards what they share."""
+
     def __init__(self, rt: Runtime, engine: Engine, first: ClaimedBatch, worker: str,
                  jobs_ready: JobsReady, batch_returned: BatchReturned) -> None:
         from pipeline.audio import SentenceWavWriter
