@@ -175,7 +175,9 @@ def ingest_job(rt: Runtime, job_id: int) -> bool:
         return ready
     try:
         book = read_book(source_path)
-        chapters = [(chapter, split_sentences(chapter)) for chapter in book.chapters]
+        # the rows too (token limits, seeds) before the transaction: it holds SQLite's write lock
+        chapters = [(chapter, [_new_sentence(job_id, chapter.index, s) for s in split_sentences(chapter)])
+                    for chapter in book.chapters]
     except BookError as exc:
         fail_job(rt, job_id, f"{source_name}: {exc.problem}" + (f" ({exc.fix})" if exc.fix else ""))
         return False
@@ -214,8 +216,7 @@ def _record_book(rt: Runtime, session: Session, job: Job, book, chapters) -> Non
     if meta.cover:
         job.book_metadata = {**job.book_metadata,
                              "cover_path": str(rt.artifacts.store_cover(job.id, meta.cover, meta.cover_mime))}
-    for chapter, sentences in chapters:
-        rows = [_new_sentence(job.id, chapter.index, s) for s in sentences]
+    for chapter, rows in chapters:
         repo.add_chapter(session, job.id, chapter.index, chapter.title, rows)
 
 

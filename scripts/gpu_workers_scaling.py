@@ -432,6 +432,20 @@ class PhaseResult:
     def x_realtime(self) -> float | None:
         return self.audio_seconds / self.to_synthesized_seconds if self.to_synthesized_seconds else None
 
+    @property
+    def start_seconds(self) -> float | None:
+        """Submit -> the first batch leased: ingest, planning, the first message (both phases pay it)."""
+        if self.to_synthesized_seconds is None or self.synthesis_span_seconds is None:
+            return None
+        return round(self.to_synthesized_seconds - self.synthesis_span_seconds, 2)
+
+    @property
+    def tail_seconds(self) -> float | None:
+        """The last batch -> every book done: the assembly left after synthesis (both phases pay it)."""
+        if self.to_done_seconds is None or self.to_synthesized_seconds is None:
+            return None
+        return round(self.to_done_seconds - self.to_synthesized_seconds, 2)
+
 
 @dataclass
 class Phase:
@@ -632,9 +646,9 @@ def speedups(results: list[PhaseResult]) -> dict[str, float | None]:
 
 def markdown_report(results: list[PhaseResult], ratios: dict[str, float | None]) -> str:
     lines = ["| phase | synthesis workers | sentences | audio s | submit → synthesized s | submit → done s "
-             "| × real time | batches per worker (leased s) | device s: prefill / steps / Decoder+Vocos (beside) "
+             "| start / tail s | × real time | batches per worker (leased s) | device s: prefill / steps / Decoder+Vocos (beside) "
              "/ idle | write / record s (longest record) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         workers = sorted(r.per_worker.items())
         split = ", ".join(f"{name.split('@')[0]}: {w['batches']} ({w['busy_seconds']:.1f})" for name, w in workers)
@@ -646,7 +660,8 @@ def markdown_report(results: list[PhaseResult], ratios: dict[str, float | None])
                            for name, w in workers if "write_seconds" in w) or "–"
         speed = f"{r.x_realtime:.0f}" if r.x_realtime else "–"
         lines.append(f"| {r.phase} | {r.synthesis_workers} | {r.sentences} | {r.audio_seconds:,.0f} "
-                     f"| {r.to_synthesized_seconds} | {r.to_done_seconds} | {speed} | {split} | {device} | {stages} |")
+                     f"| {r.to_synthesized_seconds} | {r.to_done_seconds} | {r.start_seconds} / {r.tail_seconds} "
+                     f"| {speed} | {split} | {device} | {stages} |")
     if ratios:
         verdict = "meets" if (ratios["synthesized"] or 0) >= TARGET_SPEEDUP else "is BELOW"
         lines += ["", f"speedup two/one: submit → synthesized **{ratios['synthesized']}×** ({verdict} the "
@@ -713,7 +728,8 @@ def main() -> int:
         report["error"] = str(failure)
         progress(f"FAILED: {failure}")
     finally:
-        report["phases"] = [asdict(r) | {"x_realtime": r.x_realtime} for r in results]
+        report["phases"] = [asdict(r) | {"x_realtime": r.x_realtime, "start_seconds": r.start_seconds,
+                                          "tail_seconds": r.tail_seconds} for r in results]
         report["speedup"], report["target_speedup"] = speedups(results), TARGET_SPEEDUP
         if results:
             print("\n" + markdown_report(results, report["speedup"]) + "\n", flush=True)
