@@ -205,7 +205,7 @@ class Engine:
 
         def ready(row: int, wave: np.ndarray) -> None:
             limit = stream.requests[row].max_new_tokens
-            on_result(stream.indices[row], SynthesisResult(waveform=wave, gpt_steps=steps[row],
+            on_result(stream.first_index + row, SynthesisResult(waveform=wave, gpt_steps=steps[row],
                                                            hit_limit=steps[row] >= limit))
 
         with WaveformsAlongside(self._parts.waveform, None, self.clock, on_ready=ready) as alongside:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
-from pipeline.engine.generation import Fits, RowGroup
+from pipeline.engine.generation import ADMIT_SHARE, Fits, RowGroup
 from pipeline.types import SynthesisRequest
 
 if TYPE_CHECKING:
@@ -27,23 +27,23 @@ if TYPE_CHECKING:
 
 MoreRequests = Callable[[], Sequence[SynthesisRequest] | None]
 
-FREE_SHARE_TO_FETCH = 8  # fetch the next batch once 1/8 of the slots are free (or in the pool)
-
 
 class RequestStream:
-    """Groups of requests from ``more()``, numbered on from ``first_index`` in arrival order."""
+    """Groups of requests from ``more()``, numbered on from ``first_index`` in arrival order: the
+    loop's row ``r`` is the caller's request ``first_index + r``."""
 
     def __init__(self, engine: Engine, more: MoreRequests, slots: int, first: Sequence[SynthesisRequest],
                  first_index: int) -> None:
         self._engine, self._more = engine, more
-        self._fetch_at = max(1, slots // FREE_SHARE_TO_FETCH)
+        # fetched once the loop could admit it (generation.ADMIT_SHARE): claimed neither long
+        # before this worker can run it nor after its slots went idle
+        self._fetch_at = max(1, slots // ADMIT_SHARE)
         self._fetcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="next-batch")
         self._fetching: Future[tuple[list[SynthesisRequest], list[PromptRow]] | None] | None = None
         self._ended = False  # more() said no more, or a group did not fit this loop
         self.leftover: list[SynthesisRequest] = []  # a group that did not fit: the next loop's first
         self.requests: list[SynthesisRequest] = list(first)  # the loop's rows, in its numbering
-        self.indices: list[int] = list(range(first_index, first_index + len(first)))  # loop row -> caller's index
-        self._next_index = first_index + len(first)
+        self.first_index = first_index
 
     def close(self) -> None:
         self._fetcher.shutdown(wait=True)
@@ -90,6 +90,4 @@ class RequestStream:
             self.leftover, self._ended = requests, True
             return None
         self.requests += requests
-        self.indices += range(self._next_index, self._next_index + len(requests))
-        self._next_index += len(requests)
         return group
