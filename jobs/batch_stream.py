@@ -11,6 +11,10 @@ a recorder thread: the stream goes on meanwhile.
   running task; a stream without end would keep a worker from stopping).
 - A batch whose jobs asked for the refine pass is left to its own message (the refine pass is a
   generation loop of its own on the same model); the stream ends before it.
+- Each batch's WAVs, once written, are measured for assembly (speech bounds, loudness, peaks) by
+  a few helper processes (``Settings.measure_helpers``; pipeline/audio/measure.py) while the
+  stream goes on, so the book's assembly after its last batch reads those measures instead of
+  the audio. Best effort: whatever is not measured in time, assembly measures itself.
 - If the stream fails, every batch it holds and has not recorded goes back to the queue (or fails
   for good after ``max_attempts``), and each but the task's own is sent out again. Out of memory
   (slots larger than the device now has free) falls back to the task's batch alone, with halving.
@@ -31,6 +35,7 @@ from jobs.service import ClaimedBatch, Runtime, SentenceWork
 from storage import repo
 
 if TYPE_CHECKING:
+    from pipeline.audio.measure import MeasureAhead
     from pipeline.engine import Engine
     from pipeline.types import SynthesisRequest, SynthesisResult
 
@@ -146,6 +151,8 @@ class _Stream:
         batch_id = flight.claimed.batch_id
         seconds = self.writer.take_seconds(list(flight.spoken))
         written_at = time.monotonic()
+        root = self.rt.artifacts.root
+        measure_ahead(self.rt).submit([root / relative for _, _, relative in flight.spoken.values()])
         audio = [(work, result, (relative, seconds[work.sentence_id]))
                  for work, result, relative in (flight.spoken[w.sentence_id] for w in flight.claimed.work)]
         ready = service.record_batch_results(self.rt, batch_id, self.worker, audio)
@@ -177,6 +184,21 @@ class _Stream:
         if left:
             log.warning("stream from batch=%s failed (%s: %s); gave back batches %s", self.first.batch_id,
                         type(exc).__name__, exc, [c.batch_id for c in left])
+
+
+_measure_ahead: MeasureAhead | None = None
+_measure_ahead_lock = threading.Lock()
+
+
+def measure_ahead(rt: Runtime) -> MeasureAhead:
+    """This worker process's sentence measurer (``rt.settings.measure_helpers`` helpers; made once)."""
+    global _measure_ahead
+    from pipeline.audio.measure import MeasureAhead
+
+    with _measure_ahead_lock:
+        if _measure_ahead is None:
+            _measure_ahead = MeasureAhead(rt.settings.measure_helper_count())
+        return _measure_ahead
 
 
 def _without_waveform(result: SynthesisResult) -> SynthesisResult:

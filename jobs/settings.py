@@ -38,6 +38,7 @@ class Settings:
     max_batch: int | None = None  # None: decided by the device (see batch_rows)
     slots: int | None = None  # None: every sentence of a batch decodes at once
     stream_seconds: float = 60.0  # 0: no stream, each batch alone
+    measure_helpers: int | None = None  # a synthesis worker's sentence measurers; None: one per 8 cores
     lease_seconds: float = 120.0
     visibility_timeout: int = 21_600
     max_attempts: int = 3
@@ -50,6 +51,7 @@ class Settings:
         model_dir = env.get("TTS_JOBS_MODEL_DIR")
         max_batch = env.get("TTS_JOBS_MAX_BATCH")
         slots = env.get("TTS_JOBS_SLOTS")
+        measure_helpers = env.get("TTS_JOBS_MEASURE_HELPERS")
         return cls(
             data_dir=data_dir,
             database_url=env.get("TTS_JOBS_DATABASE_URL") or f"sqlite:///{data_dir / 'tts-jobs.db'}",
@@ -61,11 +63,22 @@ class Settings:
             max_batch=int(max_batch) if max_batch else None,
             slots=int(slots) if slots else None,
             stream_seconds=float(env.get("TTS_JOBS_STREAM_SECONDS", "60")),
+            measure_helpers=int(measure_helpers) if measure_helpers else None,
             lease_seconds=float(env.get("TTS_JOBS_LEASE_SECONDS", "120")),
             visibility_timeout=int(env.get("TTS_JOBS_VISIBILITY_TIMEOUT", "21600")),
             max_attempts=int(env.get("TTS_JOBS_MAX_ATTEMPTS", "3")),
             cpu_worker_nice=int(env.get("TTS_JOBS_CPU_WORKER_NICE", "10")),
         )
+
+    def measure_helper_count(self) -> int:
+        """Helper processes that measure a synthesis worker's sentences ahead of assembly: as
+        set, else one per 8 cores this process may use (none on a small machine, where they
+        would take the CPU from synthesis; assembly measures then)."""
+        if self.measure_helpers is not None:
+            return max(0, self.measure_helpers)
+        from pipeline.audio.parallel import worker_count
+
+        return worker_count(0) // 8
 
     def with_overrides(self, **changes: object) -> Settings:
         from dataclasses import replace

@@ -8,6 +8,10 @@ the speed as a multiple of real time plus the peak memory of this process and of
     python scripts/bench_assembly.py --hours 10 --formats m4b mp3
     python scripts/bench_assembly.py --hours 2 --formats wav --threads 1   # how well threads scale
     python scripts/bench_assembly.py --hours 7 --formats wav --stitch-in processes threads --threads 0 1
+    python scripts/bench_assembly.py --hours 2 --formats wav --measures fresh ahead
+
+``--measures``: ``fresh`` (default) times assembly measuring every sentence itself; ``ahead``
+measures them first, untimed, as a GPU worker does while it synthesizes (pipeline/audio/measure.py).
 
 With several ``--threads`` / ``--stitch-in`` values, the same book is assembled once per combination.
 """
@@ -35,6 +39,7 @@ from pipeline.audio import (
     assemble_audiobook,
     write_sentence_wav,
 )  # noqa: E402
+from pipeline.audio.measure import measure_ahead, measure_path  # noqa: E402
 from pipeline.audio.synthetic import speechlike_sentence  # noqa: E402
 from pipeline.types import BookMetadata  # noqa: E402
 
@@ -55,6 +60,17 @@ def generate_book(root: Path, hours: float, chapters: int, sentence_seconds: flo
             sentences.append(SentenceAudio(path, paragraph_index=-1 if number == 0 else (number - 1) // 6))
         book.append(ChapterAudio(index=chapter, title=f"Chapter {chapter + 1}", sentences=tuple(sentences)))
     return book
+
+
+def prepare_measures(book: list[ChapterAudio], measures: str) -> None:
+    """Forget every sentence's kept measure; with ``ahead`` take them again now (untimed)."""
+    paths = [sentence.path for chapter in book for sentence in chapter.sentences]
+    for path in paths:
+        measure_path(path).unlink(missing_ok=True)
+    if measures == "ahead":
+        began = time.monotonic()
+        measure_ahead(paths)
+        log.info("measured %d sentences ahead in %.1f s (one process)", len(paths), time.monotonic() - began)
 
 
 def cpu_seconds(who: int) -> float:
@@ -111,6 +127,8 @@ def main() -> None:
                         help="parallel jobs (default 0: one per core)")
     parser.add_argument("--stitch-in", nargs="+", choices=("processes", "threads"), default=["processes"],
                         help="stitch chapters in helper processes (default) or threads of this one")
+    parser.add_argument("--measures", nargs="+", choices=("fresh", "ahead"), default=["fresh"],
+                        help="sentences measured by assembly (fresh) or before it, untimed (ahead)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
@@ -125,10 +143,14 @@ def main() -> None:
         )
         for threads in args.threads:
             for stitch_in in args.stitch_in:
-                options = AssemblyOptions(formats=tuple(args.formats), threads=threads,
-                                          stitch_in_processes=stitch_in == "processes")
-                print(f"--- {threads or 'one per core'} parallel job(s), chapters stitched in {stitch_in}")
-                time_assembly(book, root / f"run_{threads}_{stitch_in}", options, keep=args.keep is not None)
+                for measures in args.measures:
+                    options = AssemblyOptions(formats=tuple(args.formats), threads=threads,
+                                              stitch_in_processes=stitch_in == "processes")
+                    prepare_measures(book, measures)
+                    print(f"--- {threads or 'one per core'} parallel job(s), chapters stitched in {stitch_in}, "
+                          f"sentences measured {measures}")
+                    time_assembly(book, root / f"run_{threads}_{stitch_in}_{measures}", options,
+                                  keep=args.keep is not None)
     finally:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)

@@ -170,9 +170,7 @@ def test_wav_chapters_carry_exactly_the_gain_ffmpeg_gives_the_other_formats(tmp_
         out.setnchannels(1), out.setsampwidth(2), out.setframerate(SAMPLE_RATE)
         out.writeframes(pcm.tobytes())
     samples = len(pcm) + 1234  # a chapter longer than its work file: padded with silence
-    chapter = StitchedChapter(index=0, title="One", wav_path=work, samples=samples, sentence_samples=len(pcm),
-                              pause_samples=1234, trailing_silence=1234, peak=32767, true_peak=32767.0,
-                              step_energies=np.zeros(0))
+    chapter = StitchedChapter(index=0, title="One", wav_path=work, samples=samples, trailing_silence=1234)
     tags = TrackTags(title="One", album="Book", artist="A", narrator="", year="", description="",
                      track=1, track_total=1)
     loudness = Loudness(gain_db=gain_db)

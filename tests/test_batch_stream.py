@@ -65,6 +65,32 @@ def test_one_task_speaks_the_queued_batches_after_its_own_and_their_messages_fin
         assert service.synthesize_batch(rt, tiny_engine, batch_id, "host:2") == []
 
 
+def test_each_batch_is_measured_for_assembly_while_the_stream_goes_on(
+        rt, tmp_path: Path, tiny_engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """With measure helpers, every sentence WAV of the stream gets its measure beside it — the
+    very numbers assembly would take from the audio — so assembly need not read it twice."""
+    from pipeline.audio.measure import MeasureAhead, measure_path, take_measure
+    from pipeline.audio.stitch_helpers import stop_idle_helpers
+    from pipeline.audio.wavio import read_sentence_audio, segment_samples
+
+    measurer = MeasureAhead(helpers=1)
+    monkeypatch.setattr(batch_stream, "_measure_ahead", measurer)
+    job_id, batch_ids = _planned_book(rt, tmp_path)
+
+    batch_stream.synthesize_stream(rt, tiny_engine, batch_ids[0], "host:1", lambda jobs: None, lambda b: None)
+    measurer.close()
+    stop_idle_helpers()
+
+    with rt.session() as s:
+        paths = [rt.artifacts.root / x.audio_path for x in
+                 s.scalars(repo.select(repo.Sentence).where(repo.Sentence.job_id == job_id)).all()]
+    assert measurer.measured == len(paths) >= len(SENTENCES)  # and the chapter titles
+    for path in paths:
+        kept = measure_path(path).read_bytes()
+        fresh = take_measure(segment_samples(read_sentence_audio(path)), trim=True)
+        assert kept.endswith(fresh.energies.astype("<f4").tobytes())
+
+
 def test_the_stream_ends_after_its_time_and_leaves_the_rest_to_their_messages(
         settings_factory, database_url: str, tmp_path: Path, tiny_engine) -> None:  # type: ignore[no-untyped-def]
     rt = service.open_runtime(settings_factory(database_url, max_batch=4, stream_seconds=1e-9),

@@ -1,11 +1,13 @@
 """The assembly stage: sentence WAVs in, finished audiobook files out.
 
-1. Stitch: each chapter's sentences are trimmed and joined with pauses into a chapter WAV in the
-   work directory (in parallel threads), measuring loudness on the way.
+1. Measure: each chapter is laid out from its sentences' measures (speech bounds, loudness,
+   peaks; kept beside the sentence WAVs by the GPU worker, or taken now), in helper processes.
 2. Decide loudness: the book's integrated loudness from all chapters' measurements gives one gain;
    a limiter is added only if that gain would push peaks past the true-peak ceiling.
-3. Encode: the M4B (one file, or one per part with ``split_hours``) and/or one file per chapter
-   for each other format, all from the chapter WAVs, each under a temporary name until complete.
+3. Write: WAV chapters that need no limiter straight from the sentences with the gain; for
+   anything else each chapter is stitched into a WAV in the work directory first, then encoded:
+   the M4B (one file, or one per part with ``split_hours``) and/or one file per chapter for each
+   other format, each under a temporary name until complete.
 """
 
 from __future__ import annotations
@@ -16,22 +18,25 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from pipeline.audio.aac import AacChapterPlan, plan_chapters
-from pipeline.audio.export import Loudness, encode_chapter_file, encode_m4b_chapter, mux_m4b
+from pipeline.audio.export import Loudness, encode_chapter_file, encode_m4b_chapter, mux_m4b, write_chapter_wav
 from pipeline.audio.failures import os_error_fix, remove_quietly
 from pipeline.audio.ffmpeg import image_decodes
 from pipeline.audio.loudness import integrated_lufs
 from pipeline.audio.model import AssemblyOptions, AssemblyReport, ChapterAudio, ChapterReport
 from pipeline.audio.names import numbered_names, safe_stem
-from pipeline.audio.parallel import bind, run_longest_first, worker_count
-from pipeline.audio.stitch import StitchedChapter, stitch_chapter
-from pipeline.audio.stitch_helpers import stitch_helpers_wanted, stitch_in_helpers, stitch_weight
+from pipeline.audio.parallel import bind, run_longest_first
+from pipeline.audio.stitch import MeasuredChapter, StitchedChapter, measure_chapter, stitch_chapter
+from pipeline.audio.stitch_helpers import run_per_chapter
 from pipeline.audio.tags import TrackTags, cover_mime, track_tags
 from pipeline.errors import AssemblyError
 from pipeline.types import SAMPLE_RATE, BookMetadata
 
 log = logging.getLogger(__name__)
+
+_Chapter = TypeVar("_Chapter", MeasuredChapter, StitchedChapter)
 
 LIMITER_MARGIN_DB = 1.0  # headroom under the true-peak ceiling for lossy codecs' overshoot
 MAX_GAIN_DB = 30.0  # never amplify a near-silent book into a wall of noise
@@ -73,58 +78,88 @@ def assemble_audiobook(
         )
     _make_dirs(out_dir, work_dir)
     began = time.monotonic()
-    stitched = stitch_book(chapters, work_dir, options)
-    loudness, measured = choose_loudness(stitched, options)
+    measured_chapters = measure_book(chapters, options)
+    loudness, measured = choose_loudness(measured_chapters, options)
     log.info(
-        "%r: stitched %d chapters (%.0f s of audio) in %.1f s; loudness %.1f LUFS, gain %+.2f dB%s",
+        "%r: measured %d chapters (%.0f s of audio) in %.1f s; loudness %.1f LUFS, gain %+.2f dB%s",
         metadata.title,
-        len(stitched),
-        sum(c.seconds for c in stitched),
+        len(measured_chapters),
+        sum(c.seconds for c in measured_chapters),
         time.monotonic() - began,
         measured,
         loudness.gain_db,
         ", limiter on" if loudness.limit_dbfs is not None else "",
     )
-    outputs = encode_outputs(stitched, metadata, out_dir, work_dir, options, loudness)
-    for chapter in stitched:  # on failure they stay, for a look; the next run overwrites them
-        remove_quietly(chapter.wav_path)
+    if writes_from_sentences(options, loudness):
+        outputs = write_wav_chapters(measured_chapters, metadata, out_dir, options, loudness)
+    else:
+        stitched = stitch_book(measured_chapters, work_dir, options)
+        log.info("%r: stitched in %.1f s", metadata.title, time.monotonic() - began)
+        outputs = encode_outputs(stitched, metadata, out_dir, work_dir, options, loudness)
+        for chapter in stitched:  # on failure they stay, for a look; the next run overwrites them
+            remove_quietly(chapter.wav_path)
     log.info("%r: wrote %d file(s) in %.1f s", metadata.title, len(outputs), time.monotonic() - began)
-    return _report(stitched, outputs, loudness, measured)
+    return _report(measured_chapters, outputs, loudness, measured)
+
+
+def measure_book(chapters: Sequence[ChapterAudio], options: AssemblyOptions) -> list[MeasuredChapter]:
+    """Lay out and measure every chapter (chapter pause after all but the last), in helper
+    processes, one per core (:mod:`pipeline.audio.stitch_helpers`), unless
+    ``options.stitch_in_processes`` is off or there is one chapter or core: then in threads."""
+    last = len(chapters) - 1
+    calls = [
+        (len(chapter.sentences), f"measuring chapter {chapter.index + 1} ({chapter.title!r})", measure_chapter,
+         (chapter, options, options.chapter_pause_ms if position < last else 0))
+        for position, chapter in enumerate(chapters)
+    ]
+    return run_per_chapter(calls, options)
 
 
 def stitch_book(
-    chapters: Sequence[ChapterAudio], work_dir: Path, options: AssemblyOptions
+    chapters: Sequence[MeasuredChapter], work_dir: Path, options: AssemblyOptions
 ) -> list[StitchedChapter]:
-    """Stitch every chapter into ``work_dir`` (chapter pause after all but the last).
-
-    Chapters go to helper processes, one per core (:mod:`pipeline.audio.stitch_helpers`), unless
-    ``options.stitch_in_processes`` is off or there is only one chapter or one core to use: then
-    they are stitched in threads of this process.
-    """
-    last = len(chapters) - 1
-    requests = [
-        (chapter, work_dir / f"chapter_{position + 1:04d}.wav", options,
-         options.chapter_pause_ms if position < last else 0)
+    """Write every chapter's WAV into ``work_dir`` for the encoders (as :func:`measure_book`)."""
+    calls = [
+        (len(chapter.sentences), f"stitching chapter {chapter.index + 1} into {path}", stitch_chapter,
+         (chapter, path))
         for position, chapter in enumerate(chapters)
+        for path in [work_dir / f"chapter_{position + 1:04d}.wav"]
     ]
-    helpers = stitch_helpers_wanted(options, len(chapters))
-    if helpers:
-        return stitch_in_helpers(requests, helpers)
-    jobs = [(stitch_weight(request), bind(stitch_chapter, *request)) for request in requests]
-    return run_longest_first(jobs, min(worker_count(options.threads), len(chapters)))
+    return run_per_chapter(calls, options)
 
 
-def choose_loudness(stitched: Sequence[StitchedChapter], options: AssemblyOptions) -> tuple[Loudness, float]:
+def writes_from_sentences(options: AssemblyOptions, loudness: Loudness) -> bool:
+    """Whether every output is a WAV chapter without a limiter, written straight from the
+    sentences (``export.write_chapter_wav``): then no chapter is stitched to the work directory."""
+    return options.formats == ("wav",) and loudness.limit_dbfs is None
+
+
+def write_wav_chapters(
+    chapters: Sequence[MeasuredChapter],
+    metadata: BookMetadata,
+    out_dir: Path,
+    options: AssemblyOptions,
+    loudness: Loudness,
+) -> list[Path]:
+    """Every chapter's final WAV with the book's gain, from its sentences (as :func:`measure_book`)."""
+    calls = [
+        (len(chapter.sentences), f"writing {final_path}", write_chapter_wav, (chapter, tags, final_path, loudness))
+        for chapter, _, tags, final_path in plan_chapter_files(chapters, metadata, out_dir, options)
+    ]
+    return run_per_chapter(calls, options)
+
+
+def choose_loudness(chapters: Sequence[MeasuredChapter], options: AssemblyOptions) -> tuple[Loudness, float]:
     """One gain for the whole book to reach the target, and a limiter only if peaks need one.
 
     Returns:
         The loudness treatment and the book's measured integrated loudness (LUFS) before it.
     """
-    measured = integrated_lufs([chapter.step_energies for chapter in stitched])
+    measured = integrated_lufs([chapter.step_energies for chapter in chapters])
     if not options.normalize_loudness or math.isinf(measured):
         return Loudness(), measured
     gain = min(options.target_lufs - measured, MAX_GAIN_DB)
-    true_peak = max(chapter.true_peak for chapter in stitched)
+    true_peak = max(chapter.true_peak for chapter in chapters)
     peak_after_gain = 20.0 * math.log10(max(true_peak, 1.0) / 32768.0) + gain
     ceiling = options.true_peak_db - LIMITER_MARGIN_DB
     return Loudness(gain_db=gain, limit_dbfs=ceiling if peak_after_gain > ceiling else None), measured
@@ -215,8 +250,8 @@ def plan_m4b_parts(
 
 
 def plan_chapter_files(
-    stitched: Sequence[StitchedChapter], metadata: BookMetadata, out_dir: Path, options: AssemblyOptions
-) -> list[tuple[StitchedChapter, str, TrackTags, Path]]:
+    stitched: Sequence[_Chapter], metadata: BookMetadata, out_dir: Path, options: AssemblyOptions
+) -> list[tuple[_Chapter, str, TrackTags, Path]]:
     """(chapter, format, tags, final path) for every per-chapter file, in format then chapter order."""
     titles = [chapter.title for chapter in stitched]
     files = []
@@ -265,7 +300,7 @@ def write_cover(metadata: BookMetadata, work_dir: Path) -> Path | None:
 
 
 def _report(
-    stitched: Sequence[StitchedChapter], outputs: Sequence[Path], loudness: Loudness, measured: float
+    stitched: Sequence[MeasuredChapter], outputs: Sequence[Path], loudness: Loudness, measured: float
 ) -> AssemblyReport:
     reports, start = [], 0
     for chapter in stitched:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import wave
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,8 +28,9 @@ from pipeline.audio.aac import PRIMING, AacChapterPlan, chapter_starts, count_ad
 from pipeline.audio.failures import os_error_fix, remove_quietly
 from pipeline.audio.ffmeta import ChapterMark, render_ffmetadata
 from pipeline.audio.ffmpeg import run_ffmpeg
-from pipeline.audio.stitch import StitchedChapter
+from pipeline.audio.stitch import MeasuredChapter, StitchedChapter, chapter_pcm
 from pipeline.audio.tags import GENRE, TrackTags, write_tags
+from pipeline.audio.wavio import segment_samples
 from pipeline.errors import AssemblyError
 from pipeline.types import SAMPLE_RATE
 
@@ -193,7 +194,8 @@ def encode_chapter_file(
 ) -> Path:
     """Encode one chapter to MP3/Ogg Opus/FLAC/WAV and tag it; returns the final path."""
     if audio_format == "wav" and loudness.limit_dbfs is None:
-        return _write_wav_with_gain(chapter, tags, final_path, loudness)
+        blocks = _stitched_blocks(chapter.wav_path, chapter.samples)
+        return _write_wav_with_gain(blocks, chapter.samples, tags, final_path, loudness)
     args = ["-i", str(chapter.wav_path), "-map", "0:a", "-map_metadata", "-1"]
     args += ["-af", loudness.ffmpeg_filter(chapter.samples)]
     args += [*_CODEC_ARGS[audio_format](bitrate), *_BITEXACT]
@@ -205,8 +207,31 @@ def encode_chapter_file(
 WAV_BLOCK_FRAMES = 1 << 20  # samples per pass: a chapter's copy is never all in memory at once
 
 
-def _write_wav_with_gain(chapter: StitchedChapter, tags: TrackTags, final_path: Path, loudness: Loudness) -> Path:
-    """The chapter's stitched WAV with the book's gain, exactly ``chapter.samples`` long, tagged.
+def write_chapter_wav(chapter: MeasuredChapter, tags: TrackTags, final_path: Path, loudness: Loudness) -> Path:
+    """A chapter's WAV written straight from its sentences with the book's gain (no limiter:
+    ``assemble`` sends only those here), tagged — the same samples as stitching it and then
+    encoding the stitched WAV, without writing and reading that WAV (docs/engine.md item 42)."""
+    blocks = (segment_samples(piece) for piece in chapter_pcm(chapter))
+    return _write_wav_with_gain(blocks, chapter.samples, tags, final_path, loudness)
+
+
+def _stitched_blocks(wav_path: Path, samples: int) -> Iterator[np.ndarray]:
+    """A stitched chapter WAV's first ``samples`` samples, a block at a time."""
+    with wave.open(str(wav_path), "rb") as source:
+        left = samples
+        while left > 0:
+            pcm = np.frombuffer(source.readframes(min(left, WAV_BLOCK_FRAMES)), np.int16)
+            if pcm.size == 0:
+                return
+            yield pcm
+            left -= pcm.size
+
+
+def _write_wav_with_gain(
+    blocks: Iterable[np.ndarray], samples: int, tags: TrackTags, final_path: Path, loudness: Loudness
+) -> Path:
+    """``blocks`` of int16 samples with the book's gain, padded with silence to exactly
+    ``samples``, as a tagged WAV.
 
     The same samples as ``ffmpeg -af volume=GdB,apad,atrim`` with ``pcm_s16le`` (float32 multiply,
     round half to even, clip to 16 bits), written by this process: on the 32-core host each
@@ -214,20 +239,22 @@ def _write_wav_with_gain(chapter: StitchedChapter, tags: TrackTags, final_path: 
     partial = partial_path(final_path)
     factor = np.float32(10.0 ** (loudness.volume_db / 20.0))
     try:
-        with wave.open(str(chapter.wav_path), "rb") as source, wave.open(str(partial), "wb") as out:
+        with wave.open(str(partial), "wb") as out:
             out.setnchannels(1)
             out.setsampwidth(2)
             out.setframerate(SAMPLE_RATE)
-            left = chapter.samples
-            while left > 0:
-                pcm = np.frombuffer(source.readframes(min(left, WAV_BLOCK_FRAMES)), np.int16)
-                if pcm.size == 0:  # the stitched file is shorter: pad with silence, as apad does
-                    pcm = np.zeros(min(left, WAV_BLOCK_FRAMES), np.int16)
-                elif loudness.volume_db:
+            left = samples
+            for pcm in blocks:
+                pcm = pcm[:left]
+                if loudness.volume_db:
                     scaled = pcm.astype(np.float32) * factor
                     pcm = np.clip(np.rint(scaled, out=scaled), -32768, 32767).astype(np.int16)
                 out.writeframes(pcm.tobytes())
                 left -= pcm.size
+            while left > 0:  # shorter than planned: pad with silence, as apad does
+                pad = min(left, WAV_BLOCK_FRAMES)
+                out.writeframes(bytes(2 * pad))
+                left -= pad
         write_tags(partial, "wav", tags)
     except (OSError, wave.Error, MutagenError) as exc:
         remove_quietly(partial)

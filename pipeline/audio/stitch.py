@@ -1,8 +1,13 @@
-"""Stitch one chapter's sentence WAVs, with pauses, into one chapter WAV in the work directory.
+"""A chapter from its sentence WAVs: measured from its sentences, then written with pauses.
 
-pydub does the stitching (the design card): every sentence is read as an ``AudioSegment``, trimmed,
-and joined to the pause in front of it. The chapter is *streamed* to disk sentence by sentence and
-measured for loudness on the way, so memory stays at a few sentences however long the chapter is.
+1. :func:`measure_chapter` lays the chapter out — every sentence's speech (trimmed) and the pause
+   before it — from the sentences' measures (:mod:`pipeline.audio.measure`: kept beside each WAV
+   by the GPU worker, or taken now), and sums their loudness and peaks. No audio is read for
+   sentences measured ahead.
+2. :func:`chapter_pcm` joins the chapter's audio in that layout with pydub, sentence by sentence (so
+   memory stays at a few sentences however long the chapter is): :func:`stitch_chapter` writes
+   them to a chapter WAV in the work directory for the encoders; a WAV output that needs no
+   limiter is written straight from them with the book's gain (``export.write_chapter_wav``).
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import wave
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,9 +23,10 @@ import numpy as np
 from pydub import AudioSegment
 
 from pipeline.audio.failures import os_error_fix, remove_quietly
-from pipeline.audio.loudness import LoudnessMeter
+from pipeline.audio.loudness import place_energies
+from pipeline.audio.measure import measure_sentence
 from pipeline.audio.model import AssemblyOptions, ChapterAudio, SentenceAudio
-from pipeline.audio.trim import trim_silence
+from pipeline.audio.trim import cut_speech
 from pipeline.audio.wavio import SAMPLE_WIDTH, read_sentence_audio, samples_segment, segment_samples
 from pipeline.errors import AssemblyError
 from pipeline.types import SAMPLE_RATE
@@ -30,19 +37,57 @@ TITLE_PARAGRAPH = -1
 
 
 @dataclass(frozen=True)
+class PlacedSentence:
+    """One sentence's speech in a chapter: ``path``'s samples ``start:end`` after ``pause`` samples of silence."""
+
+    path: Path
+    start: int
+    end: int
+    pause: int
+
+
+@dataclass(frozen=True)
+class MeasuredChapter:
+    """A chapter laid out from its sentences, with its loudness and peaks: nothing written yet."""
+
+    index: int
+    title: str
+    sentences: tuple[PlacedSentence, ...] = field(repr=False)
+    trailing_pause: int  # samples of silence after the last sentence
+    peak: int  # largest absolute int16 sample
+    true_peak: float  # estimated largest inter-sample peak, int16 scale
+    step_energies: np.ndarray = field(repr=False, compare=False)  # K-weighted, per 100 ms
+
+    @property
+    def sentence_samples(self) -> int:
+        return sum(sentence.end - sentence.start for sentence in self.sentences)
+
+    @property
+    def pause_samples(self) -> int:
+        return sum(sentence.pause for sentence in self.sentences) + self.trailing_pause
+
+    @property
+    def samples(self) -> int:  # total length, trailing chapter pause included
+        return self.sentence_samples + self.pause_samples
+
+    @property
+    def trailing_silence(self) -> int:  # pure silence at the end (the chapter pause), safe to shorten
+        return self.trailing_pause
+
+    @property
+    def seconds(self) -> float:
+        return self.samples / SAMPLE_RATE
+
+
+@dataclass(frozen=True)
 class StitchedChapter:
-    """A chapter's audio as written to the work directory, with what was measured on the way."""
+    """A chapter's audio as written to the work directory (the encoders' input)."""
 
     index: int
     title: str
     wav_path: Path
     samples: int  # total length, trailing chapter pause included
-    sentence_samples: int
-    pause_samples: int
     trailing_silence: int  # samples of pure silence at the end (the chapter pause), safe to shorten
-    peak: int  # largest absolute int16 sample
-    true_peak: float  # estimated largest inter-sample peak, int16 scale
-    step_energies: np.ndarray = field(repr=False, compare=False)  # K-weighted, per 100 ms
 
     @property
     def seconds(self) -> float:
@@ -62,65 +107,90 @@ def pause_before(previous: SentenceAudio, current: SentenceAudio, options: Assem
     return options.sentence_pause_ms
 
 
-def stitch_chapter(
-    chapter: ChapterAudio, wav_path: Path, options: AssemblyOptions, trailing_pause_ms: int
-) -> StitchedChapter:
-    """Build one chapter WAV (16-bit mono) from its sentences.
+def measure_chapter(chapter: ChapterAudio, options: AssemblyOptions, trailing_pause_ms: int) -> MeasuredChapter:
+    """Lay one chapter out from its sentences' measures and sum its loudness and peaks.
 
     Args:
         chapter: the chapter's sentences in reading order.
-        wav_path: where the chapter WAV goes (in the work directory); written atomically.
         options: pauses and trimming.
-        trailing_pause_ms: silence appended after the last sentence (the gap to the next chapter).
-
-    Returns:
-        Lengths, peak and loudness steps of what was written.
+        trailing_pause_ms: silence after the last sentence (the gap to the next chapter).
 
     Raises:
-        AssemblyError: a sentence WAV is missing or corrupt, or the work directory is full.
+        AssemblyError: the chapter has no sentences, or a sentence WAV is missing or corrupt.
     """
     if not chapter.sentences:
         raise AssemblyError(
             f"chapter {chapter.index + 1} ({chapter.title!r}) has no sentence audio "
             "(the chapter needs at least one sentence; check the book's text stage)"
         )
-    meter = LoudnessMeter(SAMPLE_RATE)
+    placed: list[PlacedSentence] = []
+    energies: list[tuple[int, np.ndarray]] = []
+    peak, true_peak, position = 0, 0.0, 0
+    previous: SentenceAudio | None = None
+    for sentence in chapter.sentences:
+        measure = measure_sentence(sentence.path, options.trim_silence)
+        if measure.samples == 0:
+            log.warning("%s: no speech found in the sentence audio; it is left out", sentence.path)
+            continue
+        pause = 0 if previous is None else _ms_samples(pause_before(previous, sentence, options))
+        position += pause
+        placed.append(PlacedSentence(sentence.path, measure.start, measure.end, pause))
+        energies.append((position, measure.energies))
+        position += measure.samples
+        peak, true_peak = max(peak, measure.peak), max(true_peak, measure.true_peak)
+        previous = sentence
+    if previous is None:
+        log.warning(
+            "chapter %d (%r): no sentence holds speech; it becomes a short silence",
+            chapter.index + 1,
+            chapter.title,
+        )
+        trailing_pause_ms = max(trailing_pause_ms, options.title_pause_ms, 1)
+    trailing_pause = _ms_samples(trailing_pause_ms)
+    return MeasuredChapter(
+        index=chapter.index,
+        title=chapter.title,
+        sentences=tuple(placed),
+        trailing_pause=trailing_pause,
+        peak=peak,
+        true_peak=true_peak,
+        step_energies=place_energies(energies, position + trailing_pause, SAMPLE_RATE),
+    )
+
+
+def chapter_pcm(chapter: MeasuredChapter) -> Iterator[AudioSegment]:
+    """The chapter's audio in order, one pydub segment per sentence: the pause before it joined to
+    its speech (edges faded where trimmed); the trailing pause last.
+
+    Raises:
+        AssemblyError: a sentence WAV is missing, corrupt, or not the one that was measured.
+    """
+    for sentence in chapter.sentences:
+        samples = segment_samples(read_sentence_audio(sentence.path))
+        if len(samples) < sentence.end:
+            raise AssemblyError(
+                f"{sentence.path}: sentence audio changed while the book was assembled "
+                "(it is shorter than when it was measured); assemble the book again"
+            )
+        yield silence(sentence.pause) + samples_segment(cut_speech(samples, sentence.start, sentence.end))
+    if chapter.trailing_pause:
+        yield silence(chapter.trailing_pause)
+
+
+def stitch_chapter(chapter: MeasuredChapter, wav_path: Path) -> StitchedChapter:
+    """Write one chapter WAV (16-bit mono) to the work directory, atomically.
+
+    Raises:
+        AssemblyError: a sentence WAV is missing or corrupt, or the work directory is full.
+    """
     tmp_path = wav_path.with_name(f".{wav_path.name}.tmp")
-    sentence_samples = pause_samples = 0
     try:
         with wave.open(str(tmp_path), "wb") as out:
             out.setnchannels(1)
             out.setsampwidth(SAMPLE_WIDTH)
             out.setframerate(SAMPLE_RATE)
-
-            def emit(piece: AudioSegment) -> None:
-                samples = segment_samples(piece)
-                meter.add(samples)
+            for piece in chapter_pcm(chapter):
                 out.writeframes(piece.raw_data)
-
-            previous: SentenceAudio | None = None
-            for sentence in chapter.sentences:
-                speech = _sentence_speech(sentence, options)
-                if len(speech.raw_data) == 0:
-                    log.warning("%s: no speech found in the sentence audio; it is left out", sentence.path)
-                    continue
-                pause_ms = 0 if previous is None else pause_before(previous, sentence, options)
-                pause = silence(pause_ms)
-                emit(pause + speech)
-                pause_samples += _frames(pause)
-                sentence_samples += _frames(speech)
-                previous = sentence
-            if previous is None:
-                log.warning(
-                    "chapter %d (%r): no sentence holds speech; it becomes a short silence",
-                    chapter.index + 1,
-                    chapter.title,
-                )
-                trailing_pause_ms = max(trailing_pause_ms, options.title_pause_ms, 1)
-            tail = silence(trailing_pause_ms)
-            emit(tail)
-            pause_samples += _frames(tail)
-            trailing_silence = _frames(tail)
         os.replace(tmp_path, wav_path)
     except OSError as exc:
         remove_quietly(tmp_path)
@@ -130,32 +200,20 @@ def stitch_chapter(
     except BaseException:
         remove_quietly(tmp_path)
         raise
-    meter.finish()
     return StitchedChapter(
         index=chapter.index,
         title=chapter.title,
         wav_path=wav_path,
-        samples=sentence_samples + pause_samples,
-        sentence_samples=sentence_samples,
-        pause_samples=pause_samples,
-        trailing_silence=trailing_silence,
-        peak=meter.peak,
-        true_peak=meter.true_peak,
-        step_energies=meter.step_energies,
+        samples=chapter.samples,
+        trailing_silence=chapter.trailing_silence,
     )
 
 
-def silence(milliseconds: int) -> AudioSegment:
-    """Digital silence of exactly ``milliseconds`` (24 samples per ms: no float rounding)."""
-    return samples_segment(np.zeros(SAMPLE_RATE * milliseconds // 1000, dtype=np.int16))
+def silence(samples: int) -> AudioSegment:
+    """Digital silence, ``samples`` long."""
+    return samples_segment(np.zeros(samples, dtype=np.int16))
 
 
-def _sentence_speech(sentence: SentenceAudio, options: AssemblyOptions) -> AudioSegment:
-    segment = read_sentence_audio(sentence.path)
-    if not options.trim_silence:
-        return segment
-    return samples_segment(trim_silence(segment_samples(segment)))
-
-
-def _frames(segment: AudioSegment) -> int:
-    return len(segment.raw_data) // SAMPLE_WIDTH
+def _ms_samples(milliseconds: int) -> int:
+    """Samples in ``milliseconds`` (24 per ms: no float rounding)."""
+    return SAMPLE_RATE * milliseconds // 1000

@@ -1,6 +1,8 @@
-"""Stitch chapters in helper processes: one Python per core, so chapters never queue on one GIL.
+"""Assembly's per-chapter work in helper processes: one Python per core, so chapters never queue
+on one GIL. Chapters are measured (from their sentences' measures, taking those that are missing),
+stitched, or written as final WAVs there; a GPU worker measures its sentences ahead there too.
 
-Why: stitching (pydub, trimming, the loudness meter) is many small numpy calls per sentence, each
+Why: that work (pydub, trimming, the loudness meter) is many small numpy calls per sentence, each
 taking the interpreter lock for a moment. Threads scale on a few cores (1.7x on two) but not on a
 GPU host's 32: there the last book's assembly took 14-16 s for 26,000 s of audio, ~2.7 cores'
 worth of work (docs/benchmarks.md). Separate processes share no lock.
@@ -8,9 +10,10 @@ worth of work (docs/benchmarks.md). Separate processes share no lock.
 Why plain subprocesses and not ``multiprocessing``: assembly runs in Celery's prefork pool, whose
 processes are daemonic and may not start multiprocessing children. A helper is
 ``python -c 'import pipeline.audio.stitch_helpers as helper; helper.main()'``; it reads pickled
-``stitch_chapter`` arguments on its stdin and writes each pickled result (or exception) to its
+``(function, arguments)`` requests on its stdin and writes each pickled result (or exception) to its
 stdout, until stdin closes — so it also ends by itself when the process that started it dies.
-Both ends are this package's own code: the pickles never cross a trust boundary.
+Both ends are this package's own code (a function is pickled by its name): the pickles never
+cross a trust boundary.
 
 Helpers are kept between assemblies (per process, at most one per core per assembly): starting
 one is mostly imports (numpy, scipy, pydub: ~1 CPU-second here, more on a GPU host), and
@@ -33,15 +36,14 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 import pipeline
 from pipeline.audio import loudness
-from pipeline.audio.model import AssemblyOptions, ChapterAudio
+from pipeline.audio.model import AssemblyOptions
 from pipeline.audio.parallel import bind, run_longest_first, worker_count
-from pipeline.audio.stitch import StitchedChapter, stitch_chapter
 from pipeline.errors import AssemblyError
 
 log = logging.getLogger(__name__)
@@ -53,11 +55,12 @@ HELPER_IDLE_SECONDS = 600.0  # a helper with no work for this long ends by itsel
 _HAND_OUT_SECONDS = HELPER_IDLE_SECONDS - 60.0  # idle longer: it may be ending; start another
 _REAP_EVERY_SECONDS = 30.0  # how often idle helpers past _HAND_OUT_SECONDS are stopped
 
-StitchRequest = tuple[ChapterAudio, Path, AssemblyOptions, int]  # stitch_chapter's arguments
+HelperCall = tuple[int, str, Callable[..., Any], tuple[Any, ...]]  # weight, what it does, function, args
+_R = TypeVar("_R")
 
 
 class StitchHelper:
-    """One helper process; :meth:`stitch` runs ``stitch_chapter`` in it."""
+    """One helper process; :meth:`call` runs a function in it."""
 
     def __init__(self) -> None:
         package_root = str(Path(pipeline.__file__).resolve().parents[1])
@@ -80,18 +83,19 @@ class StitchHelper:
     def pid(self) -> int:
         return self._process.pid
 
-    def stitch(self, request: StitchRequest) -> StitchedChapter:
-        """Stitch one chapter in the helper; its AssemblyError (or any failure) is raised here."""
+    def call(self, what: str, function: Callable[..., _R], *args: Any) -> _R:
+        """``function(*args)`` in the helper (``what`` it does, for a message); its AssemblyError
+        (or any failure) is raised here."""
         assert self._process.stdin is not None and self._process.stdout is not None
         try:
-            pickle.dump(request, self._process.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump((function, args), self._process.stdin, protocol=pickle.HIGHEST_PROTOCOL)
             self._process.stdin.flush()
             reply = pickle.load(self._process.stdout)
         except (OSError, EOFError, pickle.UnpicklingError) as exc:
             self._broken = True  # whatever is left in the pipes is not a reply to anything
             code = self._process.poll()
             raise AssemblyError(
-                f"{request[1]}: the helper process stitching chapter {request[0].index + 1} died "
+                f"the helper process {what} died "
                 f"(exit status {code}; out of memory?): run the assembly again"
             ) from exc
         finally:
@@ -214,32 +218,33 @@ def stitch_helpers_wanted(options: AssemblyOptions, chapters: int | None = None)
     return parallel if options.stitch_in_processes and parallel > 1 else 0
 
 
-def stitch_weight(request: StitchRequest) -> int:
-    """How long a chapter takes to stitch, relatively: its sentence count (longest first)."""
-    return len(request[0].sentences)
+def call_in_helper(what: str, function: Callable[..., _R], *args: Any) -> _R:
+    """``function(*args)`` in one of this process's idle helpers (started if none is idle)."""
+    helper = _helpers.take()
+    try:
+        return helper.call(what, function, *args)
+    finally:
+        _helpers.give_back(helper)
 
 
-def stitch_in_helpers(requests: Sequence[StitchRequest], helpers: int) -> list[StitchedChapter]:
-    """Stitch every request in ``helpers`` helper processes, longest chapter first.
+def run_per_chapter(calls: Sequence[HelperCall], options: AssemblyOptions) -> list[Any]:
+    """Run ``(weight, what, function, args)`` calls, heaviest first, results in order: in helper
+    processes (:func:`stitch_helpers_wanted`), else in threads of this process.
 
-    Each of ``helpers`` threads borrows an idle helper for one chapter at a time, so a short chapter
+    Each of ``helpers`` threads borrows an idle helper for one call at a time, so a short chapter
     never waits behind a long one while another helper idles. Helpers come from this process's
     idle ones (started if there are too few) and go back there; one that died is stopped.
     """
-
-    def stitch(request: StitchRequest) -> StitchedChapter:
-        helper = _helpers.take()
-        try:
-            return helper.stitch(request)
-        finally:
-            _helpers.give_back(helper)
-
-    jobs = [(stitch_weight(request), bind(stitch, request)) for request in requests]
-    return run_longest_first(jobs, helpers)
+    helpers = stitch_helpers_wanted(options, len(calls))
+    if helpers:
+        jobs = [(weight, bind(call_in_helper, what, function, *args)) for weight, what, function, args in calls]
+        return run_longest_first(jobs, helpers)
+    jobs = [(weight, bind(function, *args)) for weight, _, function, args in calls]
+    return run_longest_first(jobs, max(1, min(worker_count(options.threads), len(calls))))
 
 
 def serve(requests: BinaryIO, replies: BinaryIO, idle_seconds: float = HELPER_IDLE_SECONDS) -> None:
-    """The helper's loop: one ``stitch_chapter`` per request, until the requests end or none
+    """The helper's loop: one ``function(*args)`` per request, until the requests end or none
     comes for ``idle_seconds``. (One request is answered before the next is sent, so nothing
     waits in ``requests``' buffer while select() looks at the pipe.)"""
     while True:
@@ -251,11 +256,12 @@ def serve(requests: BinaryIO, replies: BinaryIO, idle_seconds: float = HELPER_ID
         except EOFError:
             return
         try:
-            reply: object = stitch_chapter(*request)
+            function, args = request
+            reply: object = function(*args)
         except AssemblyError as exc:
             reply = exc
         except Exception:  # a bug, not bad input: keep the traceback, which would not survive pickling
-            reply = AssemblyError(f"stitching failed in a helper process:\n{traceback.format_exc()}")
+            reply = AssemblyError(f"assembly failed in a helper process:\n{traceback.format_exc()}")
         pickle.dump(reply, replies, protocol=pickle.HIGHEST_PROTOCOL)
         replies.flush()
 

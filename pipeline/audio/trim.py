@@ -70,6 +70,12 @@ def trim_silence(samples: np.ndarray, settings: TrimSettings = TrimSettings()) -
     Audio that holds no speech at all comes back empty.
     """
     start, end = speech_bounds(samples, settings)
+    return cut_speech(samples, start, end, settings)
+
+
+def cut_speech(samples: np.ndarray, start: int, end: int, settings: TrimSettings = TrimSettings()) -> np.ndarray:
+    """``samples[start:end]`` as int16, its edges faded where they were cut (``speech_bounds``'
+    range: what :func:`trim_silence` returns, for a caller that found the bounds before)."""
     kept = np.array(samples[start:end], dtype=np.int16, copy=True)
     fade = min(len(kept) // 2, SAMPLE_RATE * settings.fade_ms // 1000)
     if fade > 0:
