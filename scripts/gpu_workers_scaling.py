@@ -396,7 +396,7 @@ class JobTable:
 
     def batches(self) -> list[dict[str, Any]]:
         with self.engine.connect() as connection:
-            rows = connection.execute(select(Batch.id, Batch.state, Batch.size, Batch.leased_by,
+            rows = connection.execute(select(Batch.id, Batch.state, Batch.size, Batch.leased_by, Batch.created_at,
                                              Batch.leased_at, Batch.finished_at, Batch.attempts))
             return [dict(row._mapping) for row in rows]
 
@@ -426,6 +426,8 @@ class PhaseResult:
     synthesis_span_seconds: float | None = None  # first batch leased -> last batch finished
     batches: int = 0
     per_worker: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # seconds from the first job recorded: each job recorded, the first batch planned, the first lease
+    start_milestones: dict[str, float | None] = field(default_factory=dict)
     outputs: list[str] = field(default_factory=list)
 
     @property
@@ -579,6 +581,12 @@ def record_measurements(result: PhaseResult, phase: Phase, table: JobTable) -> N
     result.to_done_seconds = seconds_between(submitted, max(j["finished_at"] for j in jobs))
     result.synthesis_span_seconds = seconds_between(first_lease, last_batch)
     result.batches = len(batches)
+    result.start_milestones = {
+        **{f"job {j['id']} recorded": seconds_between(submitted, j["created_at"]) for j in jobs},
+        "first batch planned": seconds_between(submitted, min(b["created_at"] for b in batches)),
+        "first batch leased": seconds_between(submitted, first_lease),
+    }
+    progress(f"phase {phase.name}: start: {result.start_milestones}")
     result.per_worker = batches_per_worker(phase, batches)
     for worker in phase.workers:
         if worker.name in result.per_worker:
