@@ -93,18 +93,26 @@ def test_a_measure_is_kept_and_reused_only_for_the_same_file(tmp_path, monkeypat
     assert measure_sentence(path, trim=True).peak == redone.peak
 
 
-def test_a_chapter_of_measured_sentences_is_written_without_reading_them_twice(tmp_path):
-    """Measured ahead (as a GPU worker does), every measure is reused and the book's WAV files
-    come out sample for sample as when assembly measures everything itself."""
+def test_a_chapter_of_measured_sentences_is_written_without_reading_them_twice(tmp_path, monkeypatch):
+    """Measured ahead (as a GPU worker does, in helpers that yield the CPU to it), every measure
+    is reused and the book's WAV files come out sample for sample as when assembly measures
+    everything itself."""
+    from pipeline.audio import stitch_helpers
+
+    monkeypatch.setattr(stitch_helpers, "_niceness", 0)  # what MeasureAhead sets is undone after
     chapters = [speech_chapter(tmp_path / "book", 6, seed, seed) for seed in range(2)]
     paths = [sentence.path for chapter in chapters for sentence in chapter.sentences]
     fresh = assemble_audiobook(chapters, BookMetadata(title="M"), tmp_path / "fresh", tmp_path / "work1",
                                AssemblyOptions(formats=("wav",), threads=2))
     for path in paths:
         measure_path(path).unlink()
+    stop_idle_helpers()  # the assembly's: not niced
     ahead = MeasureAhead(helpers=1)
     try:
         ahead.submit(paths)
+        ahead.close()
+        [helper] = stitch_helpers.idle_helper_pids()
+        assert os.getpriority(os.PRIO_PROCESS, helper) == min(19, os.getpriority(os.PRIO_PROCESS, 0) + 10)
     finally:
         ahead.close()
         stop_idle_helpers()

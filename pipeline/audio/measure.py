@@ -132,8 +132,13 @@ class MeasureAhead:
     """
 
     GROUP = 64  # sentences per request: ~0.2 s of a helper's time
+    NICENESS = 10  # as a CPU worker beside GPU workers: the GPU's feeding threads come first
 
     def __init__(self, helpers: int) -> None:
+        from pipeline.audio.stitch_helpers import set_helper_niceness
+
+        if helpers > 0:
+            set_helper_niceness(self.NICENESS)
         self._pool = (
             ThreadPoolExecutor(max_workers=helpers, thread_name_prefix="measure-ahead") if helpers > 0 else None
         )

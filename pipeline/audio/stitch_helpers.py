@@ -55,6 +55,17 @@ HELPER_IDLE_SECONDS = 600.0  # a helper with no work for this long ends by itsel
 _HAND_OUT_SECONDS = HELPER_IDLE_SECONDS - 60.0  # idle longer: it may be ending; start another
 _REAP_EVERY_SECONDS = 30.0  # how often idle helpers past _HAND_OUT_SECONDS are stopped
 
+_NICE_VARIABLE = "TTS_JOBS_HELPER_NICE"  # added to the niceness a new helper inherits
+_niceness = 0
+
+
+def set_helper_niceness(increment: int) -> None:
+    """Helpers started from now on lower their priority by ``increment`` (a GPU worker's measure
+    helpers must not take the cores from the threads that feed its GPU; docs/operations.md)."""
+    global _niceness
+    _niceness = increment
+
+
 HelperCall = tuple[int, str, Callable[..., Any], tuple[Any, ...]]  # weight, what it does, function, args
 _R = TypeVar("_R")
 
@@ -69,7 +80,7 @@ class StitchHelper:
             [sys.executable, "-c", f"import {__name__} as helper; helper.main()"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            env={**os.environ, **_ONE_THREAD, "PYTHONPATH": search_path},
+            env={**os.environ, **_ONE_THREAD, "PYTHONPATH": search_path, _NICE_VARIABLE: str(_niceness)},
         )
         self.idle_since = time.monotonic()  # never later than the helper's own idle clock starts
         self._broken = False
@@ -273,5 +284,6 @@ def main() -> None:
     replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    os.nice(int(os.environ.get(_NICE_VARIABLE) or 0))
     loudness.preload()  # while the helper waits for its first chapter
     serve(sys.stdin.buffer, replies)
