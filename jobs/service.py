@@ -15,6 +15,7 @@ Celery message or a rerun after a crash only redoes what is missing.
 
 from __future__ import annotations
 
+import functools
 import logging
 import shutil
 import threading
@@ -41,7 +42,7 @@ from pipeline.files import file_sha256
 from pipeline.types import BookMetadata, PlannedSentence, Sentence, SynthesisRequest, SynthesisResult
 from storage import repo
 from storage.artifacts import ArtifactStore
-from storage.db import make_engine, make_session_factory, upgrade
+from storage.db import make_engine, make_read_session_factory, make_session_factory, upgrade
 from storage.models import BatchState, Job, JobState, SentenceState
 
 if TYPE_CHECKING:
@@ -81,6 +82,14 @@ class Runtime:
 
     def session(self) -> Session:
         return self.sessions()
+
+    def read_session(self) -> Session:
+        """A session that only reads: on SQLite it does not wait for (or hold) the write lock."""
+        return self._read_sessions()
+
+    @functools.cached_property
+    def _read_sessions(self) -> sessionmaker[Session]:
+        return make_read_session_factory(self.sessions.kw["bind"])
 
 
 def open_runtime(settings: Settings, upgrade_schema: bool | None = None) -> Runtime:
@@ -661,7 +670,7 @@ def assemble_job(rt: Runtime, job_id: int) -> list[Path]:
     recorded after, and only if the job is still assembling (a cancel may come in between)."""
     from pipeline.audio import AssemblyOptions, start_helpers, stitch_helpers_wanted
 
-    with rt.session() as session:
+    with rt.read_session() as session:  # the other book's assembly reads beside it, not after
         job = repo.get_job(session, job_id)
         if job is None or job.job_state != JobState.ASSEMBLING:
             outputs = [Path(p) for p in job.outputs] if job is not None else []

@@ -42,10 +42,22 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyp
     cursor.close()
 
 
+READ_ONLY = "tts_jobs_read_only"  # execution option: a transaction that only reads
+
+
 def _sqlite_begin_immediate(connection) -> None:  # type: ignore[no-untyped-def]
     # A deferred read->write upgrade fails at once with "database is locked" instead of waiting;
-    # taking the write lock up front makes the busy timeout apply.
-    connection.exec_driver_sql("BEGIN IMMEDIATE")
+    # taking the write lock up front makes the busy timeout apply. A transaction that only reads
+    # (READ_ONLY) begins deferred: under WAL it reads beside the writer instead of queueing for
+    # the write lock behind every ingest, claim and record.
+    read_only = connection.get_execution_options().get(READ_ONLY, False)
+    connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
+
+
+def make_read_session_factory(engine: Engine) -> sessionmaker[Session]:
+    """Sessions for transactions that only read (on SQLite they take no write lock; a write in
+    one fails at once with "database is locked")."""
+    return sessionmaker(engine.execution_options(**{READ_ONLY: True}), expire_on_commit=False)
 
 
 def make_session_factory(engine: Engine) -> sessionmaker[Session]:
