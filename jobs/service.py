@@ -383,11 +383,12 @@ def claim_batch(rt: Runtime, batch_id: int, worker: str, take_over_dead: bool = 
                                  "while speaking it (out of memory? try a smaller TTS_JOBS_MAX_BATCH)")
             session.commit()
             return None, []
-        sentences = repo.batch_pending_sentences(session, batch_id)
         attempts = batch.attempts
+        session.commit()
+    with rt.read_session() as session:  # leased now: read without holding the write lock
+        sentences = repo.batch_pending_sentences(session, batch_id)
         jobs = {s.job_id: repo.get_job(session, s.job_id) for s in sentences}
         work = [SentenceWork.from_row(s, jobs[s.job_id]) for s in sentences]
-        session.commit()
     if not work:
         return None, _finish_batch(rt, batch_id, worker)
     return ClaimedBatch(batch_id=batch_id, attempts=attempts, work=work), []
