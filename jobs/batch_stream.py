@@ -41,6 +41,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# Queued batches beyond which a stream claims its next one as soon as a slot is free (not once an
+# admission's worth is): with fewer left (the queue's end pieces) a batch claimed early might wait
+# here while another worker has nothing to do.
+DEEP_QUEUE = 4
+
 JobsReady = Callable[[list[int]], None]  # jobs whose every sentence is spoken: assemble them
 BatchReturned = Callable[[int], None]  # a batch given back to the queue: send its message again
 
@@ -90,6 +95,7 @@ class _Stream:
         self.rt, self.engine, self.first, self.worker = rt, engine, first, worker
         self.jobs_ready, self.batch_returned = jobs_ready, batch_returned
         self.deadline = time.monotonic() + rt.settings.stream_seconds
+        self.queue_deep = False  # as the last claim saw the queue (read on the engine's loop thread)
         self.sentences: list[tuple[int, SentenceWork]] = []  # stream index -> (batch, sentence)
         self.in_flight: dict[int, _InFlight] = {}
         self.lock = threading.Lock()
@@ -101,7 +107,8 @@ class _Stream:
     def run(self) -> None:
         try:
             with self.writer, self.leases:
-                self.engine.synthesize_stream(self._admit(self.first), self._more, self._on_result)
+                self.engine.synthesize_stream(self._admit(self.first), self._more, self._on_result,
+                                              fetch_early=lambda: self.queue_deep)
                 self._wait_for_recording()
         except Exception as exc:
             self.recorder.shutdown(wait=True)  # what is being recorded is kept
@@ -123,10 +130,11 @@ class _Stream:
         """The next queued batch, claimed (on the engine's fetch thread); None ends the stream,
         as does a batch that could not be recorded (a full disk would fail every batch after it)."""
         while time.monotonic() < self.deadline and not self._recording_failed():
-            with self.rt.session() as session:
+            with self.rt.read_session() as session:
                 batch_id = repo.next_queued_batch(session)
                 refines = batch_id is not None and repo.batch_needs_refine(session, batch_id)
-                session.commit()
+                # many left for the other workers: the next one may be claimed as soon as a slot is free
+                self.queue_deep = repo.queued_batch_count(session) > DEEP_QUEUE
             if batch_id is None or refines:
                 return None
             claimed, ready = service.claim_batch(self.rt, batch_id, self.worker)

@@ -246,6 +246,11 @@ def next_queued_batch(session: Session) -> int | None:
         .order_by(Batch.priority.desc(), Batch.longest_positions.desc(), Batch.id).limit(1))
 
 
+def queued_batch_count(session: Session) -> int:
+    """How many batches wait in the queue."""
+    return session.scalar(select(func.count(Batch.id)).where(Batch.state == BatchState.QUEUED.value)) or 0
+
+
 def batch_needs_refine(session: Session, batch_id: int) -> bool:
     """Whether a job with sentences in the batch asked for upstream's refine pass."""
     options = session.scalars(select(Job.options).where(Job.id.in_(

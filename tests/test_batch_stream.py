@@ -125,7 +125,7 @@ class _BreaksAfterTakingMore:
     def __init__(self, engine) -> None:  # type: ignore[no-untyped-def]
         self._engine = engine
 
-    def synthesize_stream(self, requests, more, on_result):  # type: ignore[no-untyped-def]
+    def synthesize_stream(self, requests, more, on_result, **options):  # type: ignore[no-untyped-def]
         assert more()  # the next batch, claimed
         raise RuntimeError("CUDA error: an illegal memory access was encountered")
 
@@ -188,7 +188,7 @@ class _StreamRunsOutOfMemory:
     def __init__(self, engine) -> None:  # type: ignore[no-untyped-def]
         self._engine = engine
 
-    def synthesize_stream(self, requests, more, on_result):  # type: ignore[no-untyped-def]
+    def synthesize_stream(self, requests, more, on_result, **options):  # type: ignore[no-untyped-def]
         raise OutOfMemoryError("CUDA out of memory. Tried to allocate 73.00 GiB")
 
     def __getattr__(self, name: str):  # type: ignore[no-untyped-def]

@@ -200,6 +200,30 @@ def test_a_stream_of_batches_sounds_as_each_batch_alone_and_hands_every_sentence
     assert len(asked) == len(batches)  # and once more, to learn that nothing was left
 
 
+def test_a_stream_claims_its_next_batch_at_the_first_free_slot_only_while_the_queue_is_deep() -> None:
+    """With the queue deep, the next batch is fetched as soon as one slot is free (a batch's rows
+    end together, and a slow claim would leave the slots idle); near its end, only once an
+    admission's worth of slots is free (an early claim could wait here while another worker idles)."""
+    from pipeline.engine.generation import ADMIT_SHARE
+    from pipeline.engine.streaming import RequestStream
+
+    def first_free_slot_fetches(deep: bool) -> bool:
+        asked: list[int] = []
+        stream = RequestStream(None, lambda: asked.append(1), 1024, [], 0,  # type: ignore[arg-type]
+                               fetch_early=lambda: deep)
+        stream.poll(1, lambda group: True)
+        stream.close()
+        return bool(asked)
+
+    assert first_free_slot_fetches(deep=True)
+    assert not first_free_slot_fetches(deep=False)
+    asked: list[int] = []
+    stream = RequestStream(None, lambda: asked.append(1), 1024, [], 0)  # type: ignore[arg-type]
+    stream.poll(1024 // ADMIT_SHARE, lambda group: True)
+    stream.close()
+    assert asked  # an admission's worth free: fetched either way
+
+
 def test_the_seed_and_the_voice_change_the_audio(engine: Engine) -> None:
     voice = engine.sample_voice(5)
     base = engine.generate_codes([request(TEXTS[0], voice, 16, seed=1)])[0]

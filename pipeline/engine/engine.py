@@ -40,7 +40,7 @@ from pipeline.engine.prompts import (
 )
 from pipeline.engine.sampling import RowSampling
 from pipeline.engine.slots import SlotShape
-from pipeline.engine.streaming import MoreRequests, RequestStream
+from pipeline.engine.streaming import FetchEarly, MoreRequests, RequestStream
 from pipeline.engine.step_graphs import (
     StepRunner,
     cache_fits,
@@ -175,18 +175,20 @@ class Engine:
                 for wave, tokens, hit in zip(waves, generated.tokens, generated.hit_limit)]
 
     def synthesize_stream(self, requests: Sequence[SynthesisRequest], more: MoreRequests,
-                          on_result: Callable[[int, SynthesisResult], None]) -> int:
+                          on_result: Callable[[int, SynthesisResult], None],
+                          fetch_early: FetchEarly | None = None) -> int:
         """``requests``, then every request ``more()`` returns until it returns none, through the
         same decode slots (``streaming.py``): the slots are refilled from the next requests as
         rows finish, instead of draining at the end of each call. ``on_result(index, result)`` is
         called once per request as soon as its waveform is on the host (index: its position in
         the concatenation of ``requests`` and every ``more()``); nothing is kept. ``more`` runs
-        on a thread of its own. Returns the number of requests spoken. Raises as ``synthesize``
+        on a thread of its own, once slots free up (any slot while ``fetch_early()``). Returns the
+        number of requests spoken. Raises as ``synthesize``
         does; the results handed over before an error stand."""
         spoken, first = 0, list(requests)
         while first:  # a group that another loop must run (another sampling mode) starts one
             slots = self.slots or self._worker_rows or len(first)
-            stream = RequestStream(self, more, slots, first, spoken)
+            stream = RequestStream(self, more, slots, first, spoken, fetch_early)
             try:
                 self._stream_once(stream, slots, on_result)
             finally:

@@ -8,8 +8,11 @@ the slots as they come free, so the slots stay full until the queue is empty.
 ``RequestStream`` is the loop's ``RowSource``: ``more()`` (the worker's claim of its next batch:
 a database round trip, then tokenizing) runs in a thread of its own, started once enough slots
 are free or about to be, so that a batch is not claimed long before this worker can run it (the
-other worker may be idle by then). Embedding the prompts is GPU work: it is done on the loop's
-thread when the group is taken.
+other worker may be idle by then) — or, while ``fetch_early()`` says the queue is deep (other
+workers have plenty left to take), as soon as any slot is free: a batch's rows are of one length
+and end together, and a claim that waits on the database (SQLite's write lock: the other
+worker's record, an ingest) left the slots idle meanwhile. Embedding the prompts is GPU work: it
+is done on the loop's thread when the group is taken.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ if TYPE_CHECKING:
     from pipeline.engine.prompts import PromptRow
 
 MoreRequests = Callable[[], Sequence[SynthesisRequest] | None]
+FetchEarly = Callable[[], bool]
 
 
 class RequestStream:
@@ -33,8 +37,9 @@ class RequestStream:
     loop's row ``r`` is the caller's request ``first_index + r``."""
 
     def __init__(self, engine: Engine, more: MoreRequests, slots: int, first: Sequence[SynthesisRequest],
-                 first_index: int) -> None:
+                 first_index: int, fetch_early: FetchEarly | None = None) -> None:
         self._engine, self._more = engine, more
+        self._fetch_early = fetch_early or (lambda: False)
         # fetched once the loop could admit it (generation.ADMIT_SHARE): claimed neither long
         # before this worker can run it nor after its slots went idle
         self._fetch_at = max(1, slots // ADMIT_SHARE)
@@ -51,7 +56,7 @@ class RequestStream:
     # ------------------------------------------------------------------- RowSource
     def poll(self, free_slots: int, fits: Fits) -> RowGroup | None:
         if self._fetching is None:
-            if free_slots >= self._fetch_at:
+            if free_slots >= self._fetch_at or (free_slots > 0 and self._fetch_early()):
                 self._start_fetch()
             return None
         if not self._fetching.done():
