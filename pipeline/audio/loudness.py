@@ -1,10 +1,14 @@
 """EBU R128 / ITU-R BS.1770-4 loudness measurement, streaming, in numpy (and scipy's IIR filter).
 
 Why not ffmpeg's ``loudnorm``? It resamples to 192 kHz and needs two passes; on a 10-hour book
-that alone would blow the time budget. Instead the stitcher feeds every chapter's samples through
-:class:`LoudnessMeter` while writing them (no extra read), and the book's integrated loudness is
-computed once from all chapters' 100 ms energies. One gain then brings the whole book to the
-target, so chapters keep their natural relative levels and every book lands on the same loudness.
+that alone would blow the time budget. Instead every sentence is measured once
+(:func:`sentence_energies`, by :mod:`pipeline.audio.measure`, mostly while the GPUs still work),
+each chapter's 100 ms energies are put together from its sentences' (:func:`place_energies`),
+and the book's integrated loudness is computed once from all chapters'. One gain then brings the
+whole book to the target, so chapters keep their natural relative levels and every book lands on
+the same loudness. :class:`LoudnessMeter` measures a whole programme as it streams by: the
+reference the sentence route is tested against (tests/test_audio_measure.py), itself tested
+against ffmpeg's ebur128.
 
 K-weighting is the standard two-biquad filter (coefficients recomputed for 24 kHz as libebur128
 and ffmpeg do), run as an IIR by scipy's ``sosfilt`` with its state carried from one ``add`` to

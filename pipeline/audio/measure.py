@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.audio.failures import remove_quietly
-from pipeline.audio.loudness import _magnitude, _true_peak, sentence_energies
+from pipeline.audio.loudness import sentence_energies, true_peak
 from pipeline.audio.trim import cut_speech, speech_bounds
 from pipeline.audio.wavio import read_sentence_audio, segment_samples
 from pipeline.errors import AssemblyError
@@ -94,13 +94,11 @@ def take_measure(samples: np.ndarray, trim: bool) -> SentenceMeasure:
     speech = cut_speech(samples, start, end)
     if speech.size == 0:
         return SentenceMeasure(start, start, 0, 0.0, np.zeros(0, dtype=np.float32))
-    magnitude = _magnitude(speech)
-    peak = int(magnitude.max())
     return SentenceMeasure(
         start=start,
         end=end,
-        peak=peak,
-        true_peak=_true_peak(speech, magnitude, float(peak), 0.0),
+        peak=int(np.abs(speech.astype(np.int32)).max()),  # int32: |-32768| does not fit in int16
+        true_peak=true_peak(speech),
         energies=sentence_energies(speech, SAMPLE_RATE),
     )
 
