@@ -169,3 +169,73 @@ def test_two_planners_on_postgresql_never_take_the_same_sentence(pg_database: st
         second.close()
         engine.dispose()
         wipe_tables(pg_database)
+
+
+TRICKY_TEXTS = ["Plain.", "It's 100% \"quoted\", %s and %(x)s; back\\slash.", "第二章的句子。", "Tab\there, emoji 🎧.",
+                "Line\nbreak."]
+
+
+def test_recorded_sentences_are_the_rows_sqlalchemy_would_write(sessions) -> None:  # type: ignore[no-untyped-def]
+    """The driver-level executemany writes the same rows as SQLAlchemy's own insert (defaults too)."""
+    columns = [c for c in repo.Sentence.__table__.c if c.key not in ("id", "chapter_id")]
+    rows = [repo.NewSentence(index=i, paragraph_index=i - 1, text=text, seed=2**31 - 1 - i,
+                             min_new_tokens=i, max_new_tokens=100 + i) for i, text in enumerate(TRICKY_TEXTS)]
+    with sessions() as s:
+        job = _job_with_sentences(s, 0)
+        first, second = repo.add_chapters(s, job.id, [(1, "First", rows), (2, "Second", rows[:2])])
+        reference = repo.Chapter(job_id=job.id, index=3, title="Reference")
+        s.add(reference)
+        s.flush()
+        s.execute(repo.insert(repo.Sentence), [
+            {"job_id": job.id, "chapter_id": reference.id, "index": r.index, "paragraph_index": r.paragraph_index,
+             "text": r.text, "seed": r.seed, "min_new_tokens": r.min_new_tokens, "max_new_tokens": r.max_new_tokens}
+            for r in rows])
+        s.commit()
+        assert [(c.index, c.title) for c in repo.job_chapters(s, job.id)] == [
+            (0, "One"), (1, "First"), (2, "Second"), (3, "Reference")]
+
+        def stored(chapter_id: int) -> list[tuple]:
+            return [tuple(r) for r in s.execute(repo.select(*columns).where(repo.Sentence.chapter_id == chapter_id)
+                                                .order_by(repo.Sentence.index))]
+
+        assert stored(first.id) == stored(reference.id)
+        assert stored(second.id) == stored(reference.id)[:2]
+        assert stored(first.id)[1][columns.index(repo.Sentence.__table__.c.text)] == TRICKY_TEXTS[1]
+        [sentence] = [x for x in repo.chapter_sentences(s, first.id) if x.index == 0]
+        assert (sentence.state, sentence.hit_limit, sentence.attempts, sentence.batch_id) == (
+            SentenceState.PENDING.value, False, 0, None)
+
+
+def test_batches_are_recorded_in_plan_order_holding_exactly_their_sentences(sessions) -> None:  # type: ignore[no-untyped-def]
+    with sessions() as s:
+        _job_with_sentences(s, 60)
+        ids = [x.id for x in repo.unplanned_sentences(s)]
+        scrambled = ids[::-2] + ids[::2]
+        sizes = [1, 7, 2, 16, 3, 5, 4, 11, 6, 5]
+        plan, start = [], 0
+        for n, size in enumerate(sizes):
+            plan.append(PlannedBatch(tuple(scrambled[start:start + size]), estimated_bytes=10**10 + n,
+                                     priority=n % 3, longest_positions=900 - n))
+            start += size
+        batches = repo.create_batches(s, plan)
+        s.commit()
+        assert [b.id for b in batches] == sorted(b.id for b in batches)
+        stored = {b.id: b for b in s.scalars(repo.select(repo.Batch))}
+        for batch, planned in zip(batches, plan):
+            row = stored[batch.id]
+            assert (row.size, row.estimated_bytes, row.priority, row.longest_positions, row.state, row.attempts) == (
+                len(planned.sentence_ids), planned.estimated_bytes, planned.priority, planned.longest_positions,
+                BatchState.QUEUED.value, 0)
+            held = s.scalars(repo.select(repo.Sentence.id).where(repo.Sentence.batch_id == batch.id))
+            assert sorted(held) == sorted(planned.sentence_ids)
+        assert [x.id for x in repo.unplanned_sentences(s)] == sorted(scrambled[start:])
+
+
+def test_a_planned_sentence_is_never_moved_to_another_batch(sessions) -> None:  # type: ignore[no-untyped-def]
+    with sessions() as s:
+        _job_with_sentences(s, 3)
+        a, b, c = (x.id for x in repo.unplanned_sentences(s))
+        first, second = repo.create_batches(s, [PlannedBatch((a, b), 1), PlannedBatch((b, c), 1)])
+        s.commit()
+        held = dict(s.execute(repo.select(repo.Sentence.id, repo.Sentence.batch_id)).all())
+        assert held == {a: first.id, b: first.id, c: second.id}
