@@ -243,17 +243,18 @@ def _write_wav_with_gain(
             out.setnchannels(1)
             out.setsampwidth(2)
             out.setframerate(SAMPLE_RATE)
+            out.setnframes(samples)  # the header is right from the start: no rewrite after each block
             left = samples
             for pcm in blocks:
                 pcm = pcm[:left]
                 if loudness.volume_db:
                     scaled = pcm.astype(np.float32) * factor
                     pcm = np.clip(np.rint(scaled, out=scaled), -32768, 32767).astype(np.int16)
-                out.writeframes(pcm.tobytes())
+                out.writeframesraw(pcm.tobytes())
                 left -= pcm.size
             while left > 0:  # shorter than planned: pad with silence, as apad does
                 pad = min(left, WAV_BLOCK_FRAMES)
-                out.writeframes(bytes(2 * pad))
+                out.writeframesraw(bytes(2 * pad))
                 left -= pad
         write_tags(partial, "wav", tags)
     except (OSError, wave.Error, MutagenError) as exc:

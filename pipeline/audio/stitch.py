@@ -189,8 +189,9 @@ def stitch_chapter(chapter: MeasuredChapter, wav_path: Path) -> StitchedChapter:
             out.setnchannels(1)
             out.setsampwidth(SAMPLE_WIDTH)
             out.setframerate(SAMPLE_RATE)
+            out.setnframes(chapter.samples)  # the header is right from the start: no rewrite per sentence
             for piece in chapter_pcm(chapter):
-                out.writeframes(piece.raw_data)
+                out.writeframesraw(piece.raw_data)
         os.replace(tmp_path, wav_path)
     except OSError as exc:
         remove_quietly(tmp_path)
