@@ -72,7 +72,7 @@ def _load_model_after_fork(**_: object) -> None:
     if SYNTH_QUEUE in queues:
         tasks.worker_engine()
     if CPU_QUEUE in queues:
-        tasks.start_stitch_helpers()
+        tasks.prepare_cpu_worker()
     tasks.start_lease_sweeper()
 
 

@@ -74,7 +74,7 @@ def worker_engine() -> Engine:
     return _engine
 
 
-def start_stitch_helpers() -> None:
+def prepare_cpu_worker() -> None:
     """A CPU worker process's start-up (jobs/celery_app.py): it starts its assembly's stitch
     helpers now (they load in the background), not after the last batch of its first book, and
     loads what reading a book needs, so that its first book is read as fast as the next."""
