@@ -102,7 +102,7 @@ def test_disk_full_while_stitching_says_so(tmp_path, chapters, monkeypatch):
     def full_disk(self, data):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(wave.Wave_write, "writeframes", full_disk)
+    monkeypatch.setattr(wave.Wave_write, "writeframesraw", full_disk)  # writeframes goes through it too
     # In this process: the full disk is simulated here, where helper processes would not see it.
     in_threads = AssemblyOptions(stitch_in_processes=False)
     with pytest.raises(AssemblyError, match="disk is full") as error:
