@@ -78,12 +78,6 @@ _SENTENCE_KEYS = ("job_id", "chapter_id", "index", "paragraph_index", "text", "s
                   "max_new_tokens", *_SENTENCE_DEFAULTS)
 
 
-def add_chapter(session: Session, job_id: int, index: int, title: str,
-                sentences: Sequence[NewSentence]) -> Chapter:
-    [chapter] = add_chapters(session, job_id, [(index, title, sentences)])
-    return chapter
-
-
 def add_chapters(session: Session, job_id: int,
                  chapters: Sequence[tuple[int, str, Sequence[NewSentence]]]) -> list[Chapter]:
     """Record a book's chapters (index, title, sentences): one INSERT of the chapters, then one

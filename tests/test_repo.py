@@ -28,7 +28,7 @@ def _job_with_sentences(session: Session, n: int, state: JobState = JobState.SYN
     session.flush()
     rows = [repo.NewSentence(index=i, paragraph_index=0, text=f"sentence {i}", seed=i,
                              min_new_tokens=1, max_new_tokens=10 + i) for i in range(n)]
-    repo.add_chapter(session, job.id, 0, "One", rows)
+    repo.add_chapters(session, job.id, [(0, "One", rows)])
     session.flush()
     return job
 
