@@ -53,7 +53,7 @@ class MeasuredChapter:
     index: int
     title: str
     sentences: tuple[PlacedSentence, ...] = field(repr=False)
-    trailing_pause: int  # samples of silence after the last sentence
+    trailing_silence: int  # samples of silence after the last sentence (the chapter pause), safe to shorten
     peak: int  # largest absolute int16 sample
     true_peak: float  # estimated largest inter-sample peak, int16 scale
     step_energies: np.ndarray = field(repr=False, compare=False)  # K-weighted, per 100 ms
@@ -64,15 +64,11 @@ class MeasuredChapter:
 
     @property
     def pause_samples(self) -> int:
-        return sum(sentence.pause for sentence in self.sentences) + self.trailing_pause
+        return sum(sentence.pause for sentence in self.sentences) + self.trailing_silence
 
     @property
     def samples(self) -> int:  # total length, trailing chapter pause included
         return self.sentence_samples + self.pause_samples
-
-    @property
-    def trailing_silence(self) -> int:  # pure silence at the end (the chapter pause), safe to shorten
-        return self.trailing_pause
 
     @property
     def seconds(self) -> float:
@@ -151,7 +147,7 @@ def measure_chapter(chapter: ChapterAudio, options: AssemblyOptions, trailing_pa
         index=chapter.index,
         title=chapter.title,
         sentences=tuple(placed),
-        trailing_pause=trailing_pause,
+        trailing_silence=trailing_pause,
         peak=peak,
         true_peak=true_peak,
         step_energies=place_energies(energies, position + trailing_pause, SAMPLE_RATE),
@@ -173,8 +169,8 @@ def chapter_pcm(chapter: MeasuredChapter) -> Iterator[AudioSegment]:
                 "(it is shorter than when it was measured); assemble the book again"
             )
         yield silence(sentence.pause) + samples_segment(cut_speech(samples, sentence.start, sentence.end))
-    if chapter.trailing_pause:
-        yield silence(chapter.trailing_pause)
+    if chapter.trailing_silence:
+        yield silence(chapter.trailing_silence)
 
 
 def stitch_chapter(chapter: MeasuredChapter, wav_path: Path) -> StitchedChapter:
