@@ -14,7 +14,9 @@ a recorder thread: the stream goes on meanwhile.
 - Each batch's WAVs, once written, are measured for assembly (speech bounds, loudness, peaks) by
   a few helper processes (``Settings.measure_helpers``; pipeline/audio/measure.py) while the
   stream goes on, so the book's assembly after its last batch reads those measures instead of
-  the audio. Best effort: whatever is not measured in time, assembly measures itself.
+  the audio. The queue's last batches (no more than ``DEEP_QUEUE`` left) are recorded only once
+  measured, so that a book's last batch leaves nothing for its assembly to measure. Best
+  effort: whatever is not measured in time, assembly measures itself.
 - If the stream fails, every batch it holds and has not recorded goes back to the queue (or fails
   for good after ``max_attempts``), and each but the task's own is sent out again. Out of memory
   (slots larger than the device now has free) falls back to the task's batch alone, with halving.
@@ -26,7 +28,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +47,10 @@ log = logging.getLogger(__name__)
 # admission's worth is): with fewer left (the queue's end pieces) a batch claimed early might wait
 # here while another worker has nothing to do.
 DEEP_QUEUE = 4
+
+# How long the recording of one of the queue's last batches waits for its sentences' measures
+# (~0.1 s for an end piece of short sentences); past it, assembly measures what is missing.
+MEASURE_WAIT_SECONDS = 10.0
 
 JobsReady = Callable[[list[int]], None]  # jobs whose every sentence is spoken: assemble them
 BatchReturned = Callable[[int], None]  # a batch given back to the queue: send its message again
@@ -160,7 +166,11 @@ class _Stream:
         seconds = self.writer.take_seconds(list(flight.spoken))
         written_at = time.monotonic()
         root = self.rt.artifacts.root
-        measure_ahead(self.rt).submit([root / relative for _, _, relative in flight.spoken.values()])
+        measuring = measure_ahead(self.rt).submit([root / relative for _, _, relative in flight.spoken.values()])
+        if not self.queue_deep:
+            # The queue's last batches: recording one may finish a book, whose assembly then reads
+            # these measures instead of measuring the sentences itself after the last batch.
+            wait(measuring, timeout=MEASURE_WAIT_SECONDS)
         audio = [(work, result, (relative, seconds[work.sentence_id]))
                  for work, result, relative in (flight.spoken[w.sentence_id] for w in flight.claimed.work)]
         ready = service.record_batch_results(self.rt, batch_id, self.worker, audio)

@@ -16,7 +16,6 @@ from pipeline.audio.measure import MeasureAhead, measure_path, measure_sentence
 from pipeline.audio.stitch import chapter_pcm, measure_chapter
 from pipeline.audio.stitch_helpers import stop_idle_helpers
 from pipeline.audio.synthetic import speechlike_sentence
-from pipeline.audio.wavio import segment_samples
 from pipeline.types import SAMPLE_RATE, BookMetadata
 
 
@@ -35,7 +34,7 @@ def speech_chapter(directory, sentences: int, seed: int, index: int = 0) -> Chap
 
 
 def stitched_samples(chapter) -> np.ndarray:
-    return np.concatenate([segment_samples(piece) for piece in chapter_pcm(chapter)])
+    return np.concatenate(list(chapter_pcm(chapter)))
 
 
 @pytest.mark.parametrize("pauses", [(300, 700, 1000), (0, 40, 90)])

@@ -91,6 +91,34 @@ def test_each_batch_is_measured_for_assembly_while_the_stream_goes_on(
         assert kept.endswith(fresh.energies.astype("<f4").tobytes())
 
 
+def test_a_book_is_ready_for_assembly_only_once_its_last_batches_are_measured(
+        rt, tmp_path: Path, tiny_engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """At the queue's end, a batch is recorded only once its sentences are measured: when the book
+    goes to assembly, every sentence's measure is already beside its WAV (none left to take)."""
+    from pipeline.audio.measure import MeasureAhead, measure_path
+    from pipeline.audio.stitch_helpers import stop_idle_helpers
+
+    measurer = MeasureAhead(helpers=2)
+    monkeypatch.setattr(batch_stream, "_measure_ahead", measurer)
+    job_id, batch_ids = _planned_book(rt, tmp_path)
+    missing_when_ready: dict[int, list[str]] = {}
+
+    def ready(jobs: list[int]) -> None:
+        for job in jobs:
+            with rt.session() as s:
+                sentences = s.scalars(repo.select(repo.Sentence).where(repo.Sentence.job_id == job)).all()
+                missing_when_ready[job] = [x.audio_path for x in sentences
+                                           if not measure_path(rt.artifacts.root / x.audio_path).is_file()]
+
+    try:
+        batch_stream.synthesize_stream(rt, tiny_engine, batch_ids[0], "host:1", ready, lambda b: None)
+    finally:
+        measurer.close()
+        stop_idle_helpers()
+
+    assert missing_when_ready == {job_id: []}
+
+
 def test_the_stream_ends_after_its_time_and_leaves_the_rest_to_their_messages(
         settings_factory, database_url: str, tmp_path: Path, tiny_engine) -> None:  # type: ignore[no-untyped-def]
     rt = service.open_runtime(settings_factory(database_url, max_batch=4, stream_seconds=1e-9),

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import wave
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,9 +28,8 @@ from pipeline.audio.aac import PRIMING, AacChapterPlan, chapter_starts, count_ad
 from pipeline.audio.failures import os_error_fix, remove_quietly
 from pipeline.audio.ffmeta import ChapterMark, render_ffmetadata
 from pipeline.audio.ffmpeg import run_ffmpeg
-from pipeline.audio.stitch import MeasuredChapter, StitchedChapter, chapter_pcm
+from pipeline.audio.stitch import MeasuredChapter, StitchedChapter, chapter_pcm, is_silence
 from pipeline.audio.tags import GENRE, TrackTags, write_tags
-from pipeline.audio.wavio import segment_samples
 from pipeline.errors import AssemblyError
 from pipeline.types import SAMPLE_RATE
 
@@ -211,8 +210,7 @@ def write_chapter_wav(chapter: MeasuredChapter, tags: TrackTags, final_path: Pat
     """A chapter's WAV written straight from its sentences with the book's gain (no limiter:
     ``assemble`` sends only those here), tagged — the same samples as stitching it and then
     encoding the stitched WAV, without writing and reading that WAV (docs/engine.md item 42)."""
-    blocks = (segment_samples(piece) for piece in chapter_pcm(chapter))
-    return _write_wav_with_gain(blocks, chapter.samples, tags, final_path, loudness)
+    return _write_wav_with_gain(chapter_pcm(chapter), chapter.samples, tags, final_path, loudness)
 
 
 def _stitched_blocks(wav_path: Path, samples: int) -> Iterator[np.ndarray]:
@@ -227,6 +225,26 @@ def _stitched_blocks(wav_path: Path, samples: int) -> Iterator[np.ndarray]:
             left -= pcm.size
 
 
+def _gain_applier(volume_db: float) -> Callable[[np.ndarray], np.ndarray]:
+    """int16 samples -> int16 samples with the gain, as ffmpeg's ``volume`` filter computes it
+    (float32 multiply, round half to even, clip to 16 bits); one float32 buffer reused."""
+    if not volume_db:
+        return lambda pcm: pcm
+    factor = np.float32(10.0 ** (volume_db / 20.0))
+    buffer = np.empty(0, dtype=np.float32)
+
+    def apply(pcm: np.ndarray) -> np.ndarray:
+        nonlocal buffer
+        if buffer.size < pcm.size:
+            buffer = np.empty(pcm.size, dtype=np.float32)
+        scaled = np.multiply(pcm, factor, out=buffer[: pcm.size], dtype=np.float32)
+        np.rint(scaled, out=scaled)
+        np.clip(scaled, -32768, 32767, out=scaled)
+        return scaled.astype(np.int16)
+
+    return apply
+
+
 def _write_wav_with_gain(
     blocks: Iterable[np.ndarray], samples: int, tags: TrackTags, final_path: Path, loudness: Loudness
 ) -> Path:
@@ -237,7 +255,7 @@ def _write_wav_with_gain(
     round half to even, clip to 16 bits), written by this process: on the 32-core host each
     chapter's ffmpeg took ~0.3 s of the assembly after the last batch (docs/benchmarks.md)."""
     partial = partial_path(final_path)
-    factor = np.float32(10.0 ** (loudness.volume_db / 20.0))
+    apply_gain = _gain_applier(loudness.volume_db)
     try:
         with wave.open(str(partial), "wb") as out:
             out.setnchannels(1)
@@ -247,10 +265,7 @@ def _write_wav_with_gain(
             left = samples
             for pcm in blocks:
                 pcm = pcm[:left]
-                if loudness.volume_db:
-                    scaled = pcm.astype(np.float32) * factor
-                    pcm = np.clip(np.rint(scaled, out=scaled), -32768, 32767).astype(np.int16)
-                out.writeframesraw(pcm.tobytes())
+                out.writeframesraw(pcm if is_silence(pcm) else apply_gain(pcm))
                 left -= pcm.size
             while left > 0:  # shorter than planned: pad with silence, as apad does
                 pad = min(left, WAV_BLOCK_FRAMES)

@@ -23,7 +23,7 @@ import struct
 import threading
 import zlib
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -140,15 +140,19 @@ class MeasureAhead:
         self._pool = (
             ThreadPoolExecutor(max_workers=helpers, thread_name_prefix="measure-ahead") if helpers > 0 else None
         )
+        self.helpers = helpers
         self._lock = threading.Lock()
         self.measured = 0
 
-    def submit(self, wav_paths: Sequence[Path]) -> None:
+    def submit(self, wav_paths: Sequence[Path]) -> list[Future[None]]:
+        """Measure ``wav_paths`` in groups shared among the helpers; returns at once. The returned
+        futures end (never with an error) once each group is measured or given up on."""
         if self._pool is None:
-            return
+            return []
         paths = list(wav_paths)
-        for first in range(0, len(paths), self.GROUP):
-            self._pool.submit(self._measure, paths[first : first + self.GROUP])
+        group = max(1, min(self.GROUP, -(-len(paths) // self.helpers)))  # a small batch: every helper takes a part
+        return [self._pool.submit(self._measure, paths[first : first + group])
+                for first in range(0, len(paths), group)]
 
     def _measure(self, paths: list[Path]) -> None:
         from pipeline.audio.stitch_helpers import call_in_helper

@@ -4,8 +4,8 @@
    before it — from the sentences' measures (:mod:`pipeline.audio.measure`: kept beside each WAV
    by the GPU worker, or taken now), and sums their loudness and peaks. No audio is read for
    sentences measured ahead.
-2. :func:`chapter_pcm` joins the chapter's audio in that layout with pydub, sentence by sentence (so
-   memory stays at a few sentences however long the chapter is): :func:`stitch_chapter` writes
+2. :func:`chapter_pcm` gives the chapter's audio in that layout, block by block (each sentence read
+   with pydub, so memory stays at a few sentences however long the chapter is): :func:`stitch_chapter` writes
    them to a chapter WAV in the work directory for the encoders; a WAV output that needs no
    limiter is written straight from them with the book's gain (``export.write_chapter_wav``).
 """
@@ -20,14 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from pydub import AudioSegment
 
 from pipeline.audio.failures import os_error_fix, remove_quietly
 from pipeline.audio.loudness import place_energies
 from pipeline.audio.measure import measure_sentence
 from pipeline.audio.model import AssemblyOptions, ChapterAudio, SentenceAudio
 from pipeline.audio.trim import cut_speech
-from pipeline.audio.wavio import SAMPLE_WIDTH, read_sentence_audio, samples_segment, segment_samples
+from pipeline.audio.wavio import SAMPLE_WIDTH, read_sentence_audio, segment_samples
 from pipeline.errors import AssemblyError
 from pipeline.types import SAMPLE_RATE
 
@@ -154,9 +153,11 @@ def measure_chapter(chapter: ChapterAudio, options: AssemblyOptions, trailing_pa
     )
 
 
-def chapter_pcm(chapter: MeasuredChapter) -> Iterator[AudioSegment]:
-    """The chapter's audio in order, one pydub segment per sentence: the pause before it joined to
-    its speech (edges faded where trimmed); the trailing pause last.
+def chapter_pcm(chapter: MeasuredChapter) -> Iterator[np.ndarray]:
+    """The chapter's audio in order as int16 blocks: each sentence's pause (silence) and then its
+    speech (edges faded where trimmed); the trailing pause last. Blocks are handed over as they
+    are, not joined (a join copied every sample once more); a silence block is a read-only view
+    that may be shared between blocks, so a writer must not change it.
 
     Raises:
         AssemblyError: a sentence WAV is missing, corrupt, or not the one that was measured.
@@ -168,9 +169,26 @@ def chapter_pcm(chapter: MeasuredChapter) -> Iterator[AudioSegment]:
                 f"{sentence.path}: sentence audio changed while the book was assembled "
                 "(it is shorter than when it was measured); assemble the book again"
             )
-        yield silence(sentence.pause) + samples_segment(cut_speech(samples, sentence.start, sentence.end))
-    if chapter.trailing_silence:
-        yield silence(chapter.trailing_silence)
+        yield from silence_blocks(sentence.pause)
+        yield cut_speech(samples, sentence.start, sentence.end)
+    yield from silence_blocks(chapter.trailing_silence)
+
+
+_SILENCE = np.zeros(SAMPLE_RATE * 10, dtype=np.int16)
+_SILENCE.flags.writeable = False
+
+
+def silence_blocks(samples: int) -> Iterator[np.ndarray]:
+    """``samples`` of digital silence as views of one shared block of zeros (none when 0)."""
+    while samples > 0:
+        block = _SILENCE[: min(samples, len(_SILENCE))]
+        yield block
+        samples -= len(block)
+
+
+def is_silence(block: np.ndarray) -> bool:
+    """Whether ``block`` came from :func:`silence_blocks` (a gain leaves it as it is)."""
+    return block.base is _SILENCE
 
 
 def stitch_chapter(chapter: MeasuredChapter, wav_path: Path) -> StitchedChapter:
@@ -186,8 +204,8 @@ def stitch_chapter(chapter: MeasuredChapter, wav_path: Path) -> StitchedChapter:
             out.setsampwidth(SAMPLE_WIDTH)
             out.setframerate(SAMPLE_RATE)
             out.setnframes(chapter.samples)  # the header is right from the start: no rewrite per sentence
-            for piece in chapter_pcm(chapter):
-                out.writeframesraw(piece.raw_data)
+            for block in chapter_pcm(chapter):
+                out.writeframesraw(block)
         os.replace(tmp_path, wav_path)
     except OSError as exc:
         remove_quietly(tmp_path)
@@ -204,11 +222,6 @@ def stitch_chapter(chapter: MeasuredChapter, wav_path: Path) -> StitchedChapter:
         samples=chapter.samples,
         trailing_silence=chapter.trailing_silence,
     )
-
-
-def silence(samples: int) -> AudioSegment:
-    """Digital silence, ``samples`` long."""
-    return samples_segment(np.zeros(samples, dtype=np.int16))
 
 
 def _ms_samples(milliseconds: int) -> int:

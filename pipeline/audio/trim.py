@@ -15,6 +15,7 @@ the decision is made on the RMS level of short windows, never on single samples:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -79,12 +80,20 @@ def cut_speech(samples: np.ndarray, start: int, end: int, settings: TrimSettings
     kept = np.array(samples[start:end], dtype=np.int16, copy=True)
     fade = min(len(kept) // 2, SAMPLE_RATE * settings.fade_ms // 1000)
     if fade > 0:
-        ramp = np.linspace(0.0, 1.0, fade, endpoint=False, dtype=np.float32)
+        ramp = _fade_ramp(fade)
         if start > 0:
             kept[:fade] = np.rint(kept[:fade] * ramp).astype(np.int16)
         if end < len(samples):
             kept[-fade:] = np.rint(kept[-fade:] * ramp[::-1]).astype(np.int16)
     return kept
+
+
+@functools.lru_cache(maxsize=8)
+def _fade_ramp(samples: int) -> np.ndarray:
+    """0 → 1 over ``samples`` (float32; made once per length: every sentence of a chapter uses it)."""
+    ramp = np.linspace(0.0, 1.0, samples, endpoint=False, dtype=np.float32)
+    ramp.flags.writeable = False
+    return ramp
 
 
 def window_levels_dbfs(samples: np.ndarray, window: int) -> np.ndarray:
