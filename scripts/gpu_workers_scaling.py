@@ -3,6 +3,7 @@
     python3 scripts/gpu_workers_scaling.py                      # on a machine with 2 GPUs
     python3 scripts/gpu_workers_scaling.py --sentences-per-book 2500 --max-batch 512
     python scripts/gpu_workers_scaling.py --cpu-smoke           # the same flow on CPU, tiny weights
+    python3 scripts/gpu_workers_scaling.py --phases one         # one GPU: phase one alone (start, tail, device time)
 
 Each phase starts from nothing: a fresh data directory and SQLite database (the embedded default),
 one `tts-jobs worker --cpu` (ingest, plan, assemble) and N synthesis workers (`tts-jobs worker
@@ -46,7 +47,7 @@ import sys
 import tarfile
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -118,6 +119,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--kit", type=Path, default=REPO / ".kit",
                         help="where redis-server and ffmpeg come from (default .kit)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder (data, logs, books)")
+    parser.add_argument("--phases", nargs="+", choices=[name for name, _ in PHASES], default=[n for n, _ in PHASES],
+                        help="run only these phases (phase one alone needs one GPU: its start, tail "
+                             "and device time on a one-GPU machine)")
     return parser.parse_args()
 
 
@@ -730,7 +734,7 @@ def main() -> int:
         weights = scratch / "weights"
         run_cli(["model", "synthetic", str(weights), "--size", mode.weights], dict(os.environ))
         progress(f"synthetic {mode.weights} weights in {weights}")
-        run_both_phases(mode, tools, scratch, books, weights, args.format, results, phases)
+        run_both_phases(mode, tools, scratch, books, weights, args.format, results, phases, args.phases)
         code = 0
     except RunFailed as failure:
         report["error"] = str(failure)
@@ -749,11 +753,17 @@ def main() -> int:
     return code
 
 
+PHASES = (("one", 1), ("two", 2))  # name, synthesis workers (one GPU each)
+
+
 def run_both_phases(mode: Mode, tools: Tools, scratch: Path, books: list[Path], weights: Path,
-                    output_format: str, results: list[PhaseResult], phases: list[Phase]) -> None:
+                    output_format: str, results: list[PhaseResult], phases: list[Phase],
+                    chosen: Sequence[str] = ("one", "two")) -> None:
     """Phase "one" (one synthesis worker), then phase "two" (two), on one Redis; appends as it goes."""
     with redis_running(tools, scratch / "redis-data") as port:
-        for database, (name, count) in enumerate((("one", 1), ("two", 2))):
+        for database, (name, count) in enumerate(PHASES):
+            if name not in chosen:
+                continue
             redis_url = f"redis://127.0.0.1:{port}/{database}"  # one Redis database per phase
             folder = scratch / f"phase-{name}"
             phase = Phase(name=name, synthesis_workers=count, mode=mode, folder=folder,
