@@ -158,35 +158,6 @@ def test_waveforms_launched_from_a_thread_of_their_own_land_on_their_rows(
             alongside.collect()
 
 
-def test_once_a_stream_drains_finished_rows_are_decoded_without_waiting_for_a_full_chunk(
-        engine: Engine, monkeypatch: Any) -> None:
-    """While more rows may join, finished rows wait for a full chunk; once the stream's queue is
-    empty, a chunk goes at 1/DRAIN_SHARE of that, so the last rows' waveforms are made beside
-    the last steps — each still on its own row."""
-    from pipeline.engine.waveform_overlap import DRAIN_SHARE, WaveformsAlongside
-
-    waveform = engine._parts.waveform
-    monkeypatch.setattr(waveform, "row_steps_per_chunk", 10 * DRAIN_SHARE)
-    hiddens = [torch.randn(n, 64) for n in (11, 12, 13, 14)]
-    expected = waveform.decode(hiddens)
-    draining = False
-    handed: dict[int, Any] = {}
-    with WaveformsAlongside(waveform, None, engine.clock, in_thread=True, draining=lambda: draining,
-                            on_ready=handed.__setitem__) as alongside:
-        alongside.submit([0], [hiddens[0]])
-        alongside.submit([1], [hiddens[1]])
-        assert len(alongside.launched) == 0  # 23 row-steps of a chunk of 80: more may come
-        draining = True
-        alongside.submit([2], [hiddens[2]])
-        assert len(alongside.launched) == 1  # the three rows at once (>= 10 row-steps)
-        alongside.submit([3], [hiddens[3]])
-        assert len(alongside.launched) == 2
-        alongside.collect()
-    assert sorted(handed) == [0, 1, 2, 3]
-    for row, want in enumerate(expected):
-        np.testing.assert_allclose(handed[row], want, atol=1e-6)
-
-
 # ------------------------------------------------------------------------------ per row
 def test_a_sentence_sounds_the_same_alone_in_a_batch_and_at_any_position(engine: Engine) -> None:
     voice = engine.sample_voice(5)

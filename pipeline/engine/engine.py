@@ -210,8 +210,7 @@ class Engine:
             on_result(stream.first_index + row, SynthesisResult(waveform=wave, gpt_steps=steps[row],
                                                            hit_limit=steps[row] >= limit))
 
-        with WaveformsAlongside(self._parts.waveform, None, self.clock, on_ready=ready,
-                                draining=stream.exhausted) as alongside:
+        with WaveformsAlongside(self._parts.waveform, None, self.clock, on_ready=ready) as alongside:
             self._run(stream.requests, keep_hiddens=True, on_finished=finished, source=stream, slots=slots)
             with _device_errors(len(stream.requests)):
                 alongside.collect()

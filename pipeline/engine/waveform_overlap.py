@@ -32,8 +32,6 @@ from pipeline.engine.waveform import WaveformDecoder, to_numpy
 
 
 OnWaveform = Callable[[int, np.ndarray], None]
-Draining = Callable[[], bool]
-DRAIN_SHARE = 8  # once draining, a chunk is launched at 1/8 of the usual row-steps
 PINNED_PIECE = 1 << 23  # floats per pinned host buffer (32 MB): sizes the host allocator keeps
 
 
@@ -41,17 +39,12 @@ class WaveformsAlongside:
     """Use as a context manager: leaving it waits for the decodes still running."""
 
     def __init__(self, decoder: WaveformDecoder, rows: int | None, clock: PhaseClock,
-                 in_thread: bool | None = None, on_ready: OnWaveform | None = None,
-                 draining: Draining | None = None) -> None:
+                 in_thread: bool | None = None, on_ready: OnWaveform | None = None) -> None:
         """``in_thread``: launch chunks from a thread of their own (default: on the GPU).
         ``on_ready(row, waveform)`` is called once per row as soon as its waveform is on the host
         (on the GPU while later rows are still generating; from the launcher thread then).
         ``rows`` None: a stream of rows (more join while it runs); each waveform is handed to
-        ``on_ready`` as soon as it is made, on CPU too, and not kept.
-        ``draining()`` True: no more rows will join (a stream's queue is empty), so the slots are
-        emptying: chunks are launched at 1/``DRAIN_SHARE`` of the size, and the decode of the
-        last rows overlaps the last, sparse steps instead of following them (a full chunk left
-        for the end kept each GPU busy 0.4-0.6 s after its last step, docs/engine.md)."""
+        ``on_ready`` as soon as it is made, on CPU too, and not kept."""
         self.decoder = decoder
         self.clock = clock
         self.on_ready = on_ready
@@ -67,7 +60,6 @@ class WaveformsAlongside:
                          if in_thread else None)
         self.launched: list[Future[None]] = []
         self.buffered: list[tuple[int, torch.Tensor]] = []
-        self.draining = draining or (lambda: False)
 
     def __enter__(self) -> WaveformsAlongside:
         return self
@@ -81,10 +73,7 @@ class WaveformsAlongside:
         worth has gathered."""
         self.buffered += zip(rows, hiddens)
         self.submitted += len(rows)
-        chunk = self.decoder.row_steps_per_chunk
-        if self.draining():
-            chunk = max(1, chunk // DRAIN_SHARE)
-        if sum(h.shape[0] for _, h in self.buffered) >= chunk:
+        if sum(h.shape[0] for _, h in self.buffered) >= self.decoder.row_steps_per_chunk:
             self._flush()
 
     def _flush(self) -> None:
