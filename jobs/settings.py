@@ -38,7 +38,7 @@ class Settings:
     max_batch: int | None = None  # None: decided by the device (see batch_rows)
     slots: int | None = None  # None: every sentence of a batch decodes at once
     stream_seconds: float = 60.0  # 0: no stream, each batch alone
-    measure_helpers: int | None = None  # a synthesis worker's sentence measurers; None: one per 8 cores
+    measure_helpers: int | None = None  # a synthesis worker's sentence measurers; None: one per 4 cores (8+)
     lease_seconds: float = 120.0
     visibility_timeout: int = 21_600
     max_attempts: int = 3
@@ -72,13 +72,16 @@ class Settings:
 
     def measure_helper_count(self) -> int:
         """Helper processes that measure a synthesis worker's sentences ahead of assembly: as
-        set, else one per 8 cores this process may use (none on a small machine, where they
-        would take the CPU from synthesis; assembly measures then)."""
+        set, else one per 4 cores this process may use from 8 cores up (none on a smaller
+        machine, where they would take the CPU from synthesis; assembly measures then). One
+        H200 makes ~2,200 s of audio a second and a helper measures ~900 s a second: two (one
+        per 8 of 16 cores) fell behind and the book's last batch waited 1.5 s for them."""
         if self.measure_helpers is not None:
             return max(0, self.measure_helpers)
         from pipeline.audio.parallel import worker_count
 
-        return worker_count(0) // 8
+        cores = worker_count(0)
+        return cores // 4 if cores >= 8 else 0
 
     def with_overrides(self, **changes: object) -> Settings:
         from dataclasses import replace
