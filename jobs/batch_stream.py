@@ -113,15 +113,17 @@ class _Stream:
     def run(self) -> None:
         try:
             with self.writer, self.leases:
-                self.engine.synthesize_stream(self._admit(self.first), self._more, self._on_result,
-                                              fetch_early=lambda: self.queue_deep)
-                self._wait_for_recording()
+                try:
+                    self.engine.synthesize_stream(self._admit(self.first), self._more, self._on_result,
+                                                  fetch_early=lambda: self.queue_deep)
+                    self._wait_for_recording()
+                finally:
+                    # On failure too, what is being recorded is kept: the recorder ends before
+                    # the writer (its records make their WAVs durable through it) and the leases.
+                    self.recorder.shutdown(wait=True)
         except Exception as exc:
-            self.recorder.shutdown(wait=True)  # what is being recorded is kept
             self._give_back_unrecorded(exc)
             raise
-        finally:
-            self.recorder.shutdown(wait=True)
 
     # ------------------------------------------------------------------- claiming
     def _admit(self, claimed: ClaimedBatch) -> list[SynthesisRequest]:

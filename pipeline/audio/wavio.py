@@ -46,7 +46,8 @@ def float_to_pcm16(waveform: np.ndarray) -> np.ndarray:
     return np.clip(np.rint(samples * 32767.0), -32768, 32767).astype("<i2")
 
 
-def write_sentence_wav(path: Path, waveform: np.ndarray, *, durable: bool = True) -> float:
+def write_sentence_wav(path: Path, waveform: np.ndarray, *, durable: bool = True,
+                       sync_directory: bool = True) -> float:
     """Write one sentence's audio as a 16-bit PCM mono WAV at 24 kHz, atomically.
 
     The data goes to a temporary file in the same directory and is renamed over ``path`` only when
@@ -58,6 +59,8 @@ def write_sentence_wav(path: Path, waveform: np.ndarray, *, durable: bool = True
         durable: also fsync the file and its directory, so the sentence survives a power cut,
             not just a process crash. Costs ~10 ms per file on a VM disk; a caller writing a whole
             batch may pass False and sync once (``os.sync()``) before acknowledging the batch.
+        sync_directory: with ``durable``, fsync the directory after the rename here; False leaves
+            that to the caller (:class:`SentenceWavWriter` syncs each folder once per batch).
 
     Returns:
         The duration written, in seconds.
@@ -83,7 +86,7 @@ def write_sentence_wav(path: Path, waveform: np.ndarray, *, durable: bool = True
                 raw.flush()
                 os.fsync(raw.fileno())
         os.replace(tmp_name, path)
-        if durable:
+        if durable and sync_directory:
             _fsync_directory(path.parent)  # makes the rename itself durable
     except OSError as exc:
         remove_quietly(Path(tmp_name))
@@ -105,7 +108,8 @@ class SentenceWavWriter:
     sentence in as soon as its waveform reaches the host, while the rest of its batch is still
     being synthesized. (A single syncfs per batch was tried and dropped: it also waits for every
     other writer on the filesystem — the other GPU worker, the assembly — docs/benchmarks.md.)
-    Use as a context manager; leaving it waits for the writes under way. 16 threads: the last
+    Each file is synced as it is written, its folder once per batch when the batch asks for its
+    durations. Use as a context manager; leaving it waits for the writes under way. 16 threads: the last
     batch of a run (an end piece of 128 sentences) is written after its last waveform with
     nothing else to overlap, 0.16-0.18 s in 8 threads on the H200 host.
     """
@@ -113,6 +117,7 @@ class SentenceWavWriter:
     def __init__(self, threads: int = 16) -> None:
         self._pool = ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="wav-writer")
         self._writes: dict[object, Future[float]] = {}
+        self._folders: dict[object, Path] = {}
         self._lock = threading.Lock()
 
     def __enter__(self) -> SentenceWavWriter:
@@ -125,25 +130,49 @@ class SentenceWavWriter:
         """Write ``waveform`` to ``path`` (once per ``key``: a second hand-in is ignored)."""
         with self._lock:
             if key not in self._writes:
-                self._writes[key] = self._pool.submit(write_sentence_wav, path, waveform)
+                self._writes[key] = self._pool.submit(write_sentence_wav, path, waveform, sync_directory=False)
+                self._folders[key] = path.parent
 
     def seconds(self) -> dict[object, float]:
-        """Every file's duration by key, once all are written; raises the first AssemblyError."""
+        """Every file's duration by key, once all are written and durable; raises the first
+        AssemblyError."""
         with self._lock:
-            writes = dict(self._writes)
-        return {key: write.result() for key, write in writes.items()}
+            keys = list(self._writes)
+        return self._durable(keys, forget=False)
 
     def take_seconds(self, keys: Sequence[object]) -> dict[object, float]:
-        """The durations of ``keys`` once those are written, forgotten here afterwards (a worker's
-        stream of batches records each batch as its files are done); raises the first AssemblyError."""
+        """The durations of ``keys`` once those are written and durable, forgotten here afterwards
+        (a worker's stream of batches records each batch as its files are done); raises the first
+        AssemblyError."""
+        return self._durable(keys, forget=True)
+
+    def _durable(self, keys: Sequence[object], forget: bool) -> dict[object, float]:
+        """Wait for the files of ``keys``, then fsync each of their folders once (the renames made
+        durable: one fsync per folder instead of one per file — the last batch of a run waits
+        for them with nothing else to overlap)."""
         with self._lock:
             writes = {key: self._writes[key] for key in keys if key in self._writes}
+            folders = {self._folders[key] for key in writes}
         try:
-            return {key: write.result() for key, write in writes.items()}
+            seconds = {key: write.result() for key, write in writes.items()}
+            for synced in [self._pool.submit(_sync_folder, folder) for folder in folders]:
+                synced.result()
+            return seconds
         finally:
-            with self._lock:
-                for key in writes:
-                    self._writes.pop(key, None)
+            if forget:
+                with self._lock:
+                    for key in writes:
+                        self._writes.pop(key, None)
+                        self._folders.pop(key, None)
+
+
+def _sync_folder(folder: Path) -> None:
+    try:
+        _fsync_directory(folder)
+    except OSError as exc:
+        raise AssemblyError(
+            f"{folder}: cannot make the sentence audio durable: {exc.strerror} ({os_error_fix(exc)})"
+        ) from exc
 
 
 def _fsync_directory(directory: Path) -> None:
