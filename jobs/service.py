@@ -691,6 +691,7 @@ def assemble_job(rt: Runtime, job_id: int) -> list[Path]:
     recorded after, and only if the job is still assembling (a cancel may come in between)."""
     from pipeline.audio import AssemblyOptions, start_helpers, stitch_helpers_wanted
 
+    began = time.monotonic()
     with rt.read_session() as session:  # the other book's assembly reads beside it, not after
         job = repo.get_job(session, job_id)
         if job is None or job.job_state != JobState.ASSEMBLING:
@@ -705,6 +706,8 @@ def assemble_job(rt: Runtime, job_id: int) -> list[Path]:
         out_dir = Path(job.options["out_dir"]) if job.options.get("out_dir") else \
             rt.artifacts.default_output_dir(job_id)
         session.commit()
+    log.info("job=%s: read %d sentences of %d chapters in %.2f s", job_id,
+             sum(len(c.sentences) for c in chapters), len(chapters), time.monotonic() - began)
     report = _assemble_in_work_dir(rt, job_id, chapters, metadata, out_dir, options)
     with rt.session() as session:
         job = repo.get_job(session, job_id)

@@ -19,6 +19,8 @@ MAX_TOKENS_CAP = 2048  # upstream's own hard cap
 
 def estimated_seconds(text: str) -> float:
     """Expected duration of ``text`` spoken at normal speed."""
+    if text.isascii():  # most sentences: every character counts the same, or nothing
+        return _ascii_seconds(len(text) - sum(map(text.count, _SILENT_ASCII)))
     seconds = 0.0
     known = _SECONDS_PER_CHAR
     for ch in text:
@@ -32,6 +34,21 @@ def estimated_seconds(text: str) -> float:
 # Each character's share, looked up once: ingest estimates every sentence of a book, and asking
 # unicodedata for every character took a third of ingest (0.17 s of a 5,300-sentence book).
 _SECONDS_PER_CHAR: dict[str, float] = {}
+
+
+_SILENT_ASCII = "\t\n\v\f\r\x1c\x1d\x1e\x1f"  # ASCII whitespace other than the space: no time
+
+
+def _ascii_seconds(characters: int) -> float:
+    """What the loop sums for ``characters`` timed ASCII characters, bit for bit: the same float
+    additions in the same order (adding the silent ones' 0.0 changes nothing), read from a table
+    of running sums instead of one dictionary lookup per character (a fifth of ingest)."""
+    while len(_ASCII_SUMS) <= characters:
+        _ASCII_SUMS.append(_ASCII_SUMS[-1] + _OTHER_SECONDS)
+    return _ASCII_SUMS[characters]
+
+
+_ASCII_SUMS = [0.0]  # _ASCII_SUMS[k]: 0.0 + _OTHER_SECONDS + ... (k times), grown on demand
 
 
 def _seconds_of(ch: str) -> float:

@@ -22,3 +22,19 @@ def test_the_floor_stays_below_the_cap_and_short_text_still_gets_two_seconds() -
 
 def test_the_cap_never_exceeds_upstreams_limit() -> None:
     assert max_new_tokens("字" * 5000) == MAX_TOKENS_CAP
+
+
+def test_plain_ascii_text_is_timed_exactly_as_character_by_character() -> None:
+    """The ASCII shortcut gives the very float the per-character sum gives (limits are stored at
+    ingest: a book read again must get the same caps), tabs and newlines counting nothing."""
+    import random
+
+    rng = random.Random(5)
+    alphabet = [chr(i) for i in range(128)]
+    for _ in range(2000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 600)))
+        by_character = 0.0
+        for ch in text:
+            by_character += 0.0 if ch.isspace() and ch != " " else 0.075
+        assert estimated_seconds(text) == by_character
+    assert estimated_seconds("a\tb\nc") == estimated_seconds("abc")
