@@ -11,7 +11,7 @@ a recorder thread: the stream goes on meanwhile.
   running task; a stream without end would keep a worker from stopping).
 - A batch whose jobs asked for the refine pass is left to its own message (the refine pass is a
   generation loop of its own on the same model); the stream ends before it.
-- Each batch's WAVs, once written, are measured for assembly (speech bounds, loudness, peaks) by
+- Each sentence's WAV, once written, is measured for assembly (speech bounds, loudness, peaks) by
   a few helper processes (``Settings.measure_helpers``; pipeline/audio/measure.py) while the
   stream goes on, so the book's assembly after its last batch reads those measures instead of
   the audio. The queue's last batches (no more than ``DEEP_QUEUE`` left) are recorded only once
@@ -106,7 +106,7 @@ class _Stream:
         self.in_flight: dict[int, _InFlight] = {}
         self.lock = threading.Lock()
         self.leases = service.LeaseKeeper(rt, {first.batch_id}, worker)
-        self.writer = SentenceWavWriter()
+        self.writer = SentenceWavWriter(on_written=measure_ahead(rt).add)  # measured as they are written
         self.recorder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="record-batch")
         self.recording: list[Future[None]] = []
 
@@ -168,7 +168,7 @@ class _Stream:
         seconds = self.writer.take_seconds(list(flight.spoken))
         written_at = time.monotonic()
         root = self.rt.artifacts.root
-        measuring = measure_ahead(self.rt).submit([root / relative for _, _, relative in flight.spoken.values()])
+        measuring = measure_ahead(self.rt).settle([root / relative for _, _, relative in flight.spoken.values()])
         if not self.queue_deep:
             # The queue's last batches: recording one may finish a book, whose assembly then reads
             # these measures instead of measuring the sentences itself after the last batch.

@@ -108,7 +108,8 @@ def test_a_chapter_of_measured_sentences_is_written_without_reading_them_twice(t
     stop_idle_helpers()  # the assembly's: not niced
     ahead = MeasureAhead(helpers=1)
     try:
-        ahead.submit(paths)
+        for path in paths:  # as each WAV is written
+            ahead.add(path)
         ahead.close()
         [helper] = stitch_helpers.idle_helper_pids()
         assert os.getpriority(os.PRIO_PROCESS, helper) == min(19, os.getpriority(os.PRIO_PROCESS, 0) + 10)

@@ -12,7 +12,7 @@ import os
 import tempfile
 import threading
 import wave
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -114,8 +114,10 @@ class SentenceWavWriter:
     nothing else to overlap, 0.16-0.18 s in 8 threads on the H200 host.
     """
 
-    def __init__(self, threads: int = 16) -> None:
+    def __init__(self, threads: int = 16, on_written: Callable[[Path], None] | None = None) -> None:
+        """``on_written(path)``: called (from a writer thread) as each file is complete under its name."""
         self._pool = ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="wav-writer")
+        self._on_written = on_written
         self._writes: dict[object, Future[float]] = {}
         self._folders: dict[object, Path] = {}
         self._lock = threading.Lock()
@@ -132,6 +134,12 @@ class SentenceWavWriter:
             if key not in self._writes:
                 self._writes[key] = self._pool.submit(write_sentence_wav, path, waveform, sync_directory=False)
                 self._folders[key] = path.parent
+                if self._on_written is not None:
+                    self._writes[key].add_done_callback(lambda done, path=path: self._written(done, path))
+
+    def _written(self, done: Future[float], path: Path) -> None:
+        if not done.cancelled() and done.exception() is None and self._on_written is not None:
+            self._on_written(path)
 
     def seconds(self) -> dict[object, float]:
         """Every file's duration by key, once all are written and durable; raises the first
