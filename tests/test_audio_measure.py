@@ -75,7 +75,7 @@ def test_a_measure_is_kept_and_reused_only_for_the_same_file(tmp_path, monkeypat
         raise AssertionError("the kept measure should have been used")
 
     with monkeypatch.context() as patch:  # kept: nothing is read
-        patch.setattr(measure_module, "read_sentence_audio", no_reading)
+        patch.setattr(measure_module, "read_sentence_samples", no_reading)
         again = measure_sentence(path, trim=True)
     assert (again.start, again.end, again.peak, again.true_peak) == (first.start, first.end, first.peak,
                                                                      first.true_peak)

@@ -112,3 +112,24 @@ def test_a_batch_write_that_cannot_create_a_file_names_it(tmp_path):
     with pytest.raises(AssemblyError, match="blocked/0001.wav"):
         write_sentence_wavs([(tmp_path / "ok.wav", np.zeros(100, np.float32)),
                              (bad, np.zeros(100, np.float32))])
+
+
+def test_sentence_samples_read_the_same_whatever_the_layout_and_name_a_bad_file(tmp_path):
+    """The quick read of the writer's own files and the general one (other rates and channels,
+    extra chunks, truncation) give what ``read_sentence_audio`` gives, or its error."""
+    from pipeline.audio.wavio import read_sentence_samples
+
+    own = tmp_path / "own.wav"
+    write_sentence_wav(own, np.random.default_rng(1).uniform(-0.8, 0.8, 4801).astype(np.float32))
+    stereo = tmp_path / "stereo.wav"
+    AudioSegment.from_mono_audiosegments(*[AudioSegment.silent(300, 44100).set_sample_width(2)] * 2
+                                         ).export(stereo, format="wav")
+    padded = tmp_path / "padded.wav"  # a chunk after the samples: not the writer's layout
+    padded.write_bytes(own.read_bytes() + b"LIST\x04\x00\x00\x00abcd")
+    for path in (own, stereo, padded):
+        assert np.array_equal(read_sentence_samples(path), segment_samples(read_sentence_audio(path)))
+    truncated = tmp_path / "truncated.wav"
+    truncated.write_bytes(own.read_bytes()[:-100])
+    for broken in (truncated, tmp_path / "missing.wav"):
+        with pytest.raises(AssemblyError, match=broken.name):
+            read_sentence_samples(broken)

@@ -210,7 +210,7 @@ def write_chapter_wav(chapter: MeasuredChapter, tags: TrackTags, final_path: Pat
     """A chapter's WAV written straight from its sentences with the book's gain (no limiter:
     ``assemble`` sends only those here), tagged — the same samples as stitching it and then
     encoding the stitched WAV, without writing and reading that WAV (docs/engine.md item 42)."""
-    return _write_wav_with_gain(chapter_pcm(chapter), chapter.samples, tags, final_path, loudness)
+    return _write_wav_with_gain(chapter_pcm(chapter), chapter.samples, tags, final_path, loudness, chapter.peak)
 
 
 def _stitched_blocks(wav_path: Path, samples: int) -> Iterator[np.ndarray]:
@@ -225,12 +225,15 @@ def _stitched_blocks(wav_path: Path, samples: int) -> Iterator[np.ndarray]:
             left -= pcm.size
 
 
-def _gain_applier(volume_db: float) -> Callable[[np.ndarray], np.ndarray]:
+def _gain_applier(volume_db: float, peak: int | None = None) -> Callable[[np.ndarray], np.ndarray]:
     """int16 samples -> int16 samples with the gain, as ffmpeg's ``volume`` filter computes it
-    (float32 multiply, round half to even, clip to 16 bits); one float32 buffer reused."""
+    (float32 multiply, round half to even, clip to 16 bits); one float32 buffer reused. With the
+    samples' ``peak`` known, the clip is left out where no sample can reach it (float32 rounding
+    is monotonic: the peak's product bounds every other)."""
     if not volume_db:
         return lambda pcm: pcm
     factor = np.float32(10.0 ** (volume_db / 20.0))
+    clips = peak is None or np.rint(np.float32(peak) * factor) > 32767
     buffer = np.empty(0, dtype=np.float32)
 
     def apply(pcm: np.ndarray) -> np.ndarray:
@@ -239,14 +242,16 @@ def _gain_applier(volume_db: float) -> Callable[[np.ndarray], np.ndarray]:
             buffer = np.empty(pcm.size, dtype=np.float32)
         scaled = np.multiply(pcm, factor, out=buffer[: pcm.size], dtype=np.float32)
         np.rint(scaled, out=scaled)
-        np.clip(scaled, -32768, 32767, out=scaled)
+        if clips:
+            np.clip(scaled, -32768, 32767, out=scaled)
         return scaled.astype(np.int16)
 
     return apply
 
 
 def _write_wav_with_gain(
-    blocks: Iterable[np.ndarray], samples: int, tags: TrackTags, final_path: Path, loudness: Loudness
+    blocks: Iterable[np.ndarray], samples: int, tags: TrackTags, final_path: Path, loudness: Loudness,
+    peak: int | None = None,
 ) -> Path:
     """``blocks`` of int16 samples with the book's gain, padded with silence to exactly
     ``samples``, as a tagged WAV.
@@ -255,7 +260,7 @@ def _write_wav_with_gain(
     round half to even, clip to 16 bits), written by this process: on the 32-core host each
     chapter's ffmpeg took ~0.3 s of the assembly after the last batch (docs/benchmarks.md)."""
     partial = partial_path(final_path)
-    apply_gain = _gain_applier(loudness.volume_db)
+    apply_gain = _gain_applier(loudness.volume_db, peak)
     try:
         with wave.open(str(partial), "wb") as out:
             out.setnchannels(1)

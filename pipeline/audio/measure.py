@@ -32,7 +32,7 @@ import numpy as np
 from pipeline.audio.failures import remove_quietly
 from pipeline.audio.loudness import sentence_energies, true_peak
 from pipeline.audio.trim import cut_speech, speech_bounds
-from pipeline.audio.wavio import read_sentence_audio, segment_samples
+from pipeline.audio.wavio import read_sentence_samples
 from pipeline.errors import AssemblyError
 from pipeline.types import SAMPLE_RATE
 
@@ -80,7 +80,7 @@ def measure_sentence(wav_path: Path, trim: bool) -> SentenceMeasure:
         kept = _read_kept(measure_path(wav_path), identity, trim)
         if kept is not None:
             return kept
-    samples = segment_samples(read_sentence_audio(wav_path))
+    samples = read_sentence_samples(wav_path)
     measure = take_measure(samples, trim)
     if identity is not None:
         _keep(measure_path(wav_path), identity, trim, measure)

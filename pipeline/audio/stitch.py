@@ -26,7 +26,7 @@ from pipeline.audio.loudness import place_energies
 from pipeline.audio.measure import measure_sentence
 from pipeline.audio.model import AssemblyOptions, ChapterAudio, SentenceAudio
 from pipeline.audio.trim import cut_speech
-from pipeline.audio.wavio import SAMPLE_WIDTH, read_sentence_audio, segment_samples
+from pipeline.audio.wavio import SAMPLE_WIDTH, read_sentence_samples
 from pipeline.errors import AssemblyError
 from pipeline.types import SAMPLE_RATE
 
@@ -163,7 +163,7 @@ def chapter_pcm(chapter: MeasuredChapter) -> Iterator[np.ndarray]:
         AssemblyError: a sentence WAV is missing, corrupt, or not the one that was measured.
     """
     for sentence in chapter.sentences:
-        samples = segment_samples(read_sentence_audio(sentence.path))
+        samples = read_sentence_samples(sentence.path)
         if len(samples) < sentence.end:
             raise AssemblyError(
                 f"{sentence.path}: sentence audio changed while the book was assembled "
