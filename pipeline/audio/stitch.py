@@ -39,7 +39,7 @@ TITLE_PARAGRAPH = -1
 class PlacedSentence:
     """One sentence's speech in a chapter: ``path``'s samples ``start:end`` after ``pause`` samples of silence."""
 
-    path: Path
+    path: str  # a str, not a Path: a chapter's layout crosses a pipe twice, and Paths unpickle slowly
     start: int
     end: int
     pause: int
@@ -129,7 +129,7 @@ def measure_chapter(chapter: ChapterAudio, options: AssemblyOptions, trailing_pa
             continue
         pause = 0 if previous is None else _ms_samples(pause_before(previous, sentence, options))
         position += pause
-        placed.append(PlacedSentence(sentence.path, measure.start, measure.end, pause))
+        placed.append(PlacedSentence(str(sentence.path), measure.start, measure.end, pause))
         energies.append((position, measure.energies))
         position += measure.samples
         peak, true_peak = max(peak, measure.peak), max(true_peak, measure.true_peak)
