@@ -195,11 +195,11 @@ def test_a_full_disk_fails_the_batch_cleanly_and_keeps_what_was_recorded(setting
     real_write = pipeline.audio.wavio.write_sentence_wav  # what a batch's writer threads call
     written: list[Path] = []
 
-    def write_until_full(path: Path, waveform):  # type: ignore[no-untyped-def]
+    def write_until_full(path: Path, waveform, **options):  # type: ignore[no-untyped-def]
         if written:
             raise OSError(errno.ENOSPC, "No space left on device", str(path))
         written.append(path)
-        return real_write(path, waveform)
+        return real_write(path, waveform, **options)
 
     monkeypatch.setattr(pipeline.audio.wavio, "write_sentence_wav", write_until_full)
     for _ in range(3):
