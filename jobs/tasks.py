@@ -216,10 +216,14 @@ def log_device_time(batch_id: int, speaker: Engine) -> None:
     """Where the batch's device time went (CUDA events; host-timed on CPU): with the worker's
     "synthesized in" line this tells a slow GPU from a GPU kept waiting."""
     seconds, edges = speaker.clock.totals(), speaker.clock.edges()
+    # the steps and prefills share one stream: the rest of the busy time is Decoder+Vocos alone
+    alone = max(0.0, edges["busy_end"] - edges["idle_start"] - edges["idle_between"]
+                - seconds["prefill"] - seconds["gpt_steps"])
     log.info("batch=%s (and the batches streamed after it): device time: prefill %.2f s, %d decode steps %.2f s, Decoder+Vocos %.2f s "
-             "(%.2f s after the last step); idle %.2f s before the first and %.2f s between",
+             "(%.2f s after the last step); idle %.2f s before the first and %.2f s between; "
+             "Decoder+Vocos alone %.2f s of %.2f s",
              batch_id, seconds["prefill"], speaker.clock.steps, seconds["gpt_steps"], seconds["waveform"],
-             edges["tail"], edges["idle_start"], edges["idle_between"])
+             edges["tail"], edges["idle_start"], edges["idle_between"], alone, edges["busy_end"])
 
 
 @shared_task(name="tts_jobs.assemble_job", bind=True, autoretry_for=RETRYABLE, retry_backoff=True,
