@@ -20,7 +20,6 @@ decode simply runs when a chunk is full. Either way the waveforms are exactly
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -33,9 +32,6 @@ from pipeline.engine.waveform import WaveformDecoder, to_numpy
 
 
 OnWaveform = Callable[[int, np.ndarray], None]
-# CUDA stream priority of Decoder + Vocos (lower is higher; 0 = the decode steps' own): an
-# experiment knob, docs/engine.md item 51
-SIDE_PRIORITY = int(os.environ.get("TTS_JOBS_WAVEFORM_PRIORITY", "0"))
 PINNED_PIECE = 1 << 23  # floats per pinned host buffer (32 MB): sizes the host allocator keeps
 
 
@@ -58,7 +54,7 @@ class WaveformsAlongside:
         self.on_host: list[tuple[torch.cuda.Event, Sequence[int]]] = []  # copies not yet handed on
         self.waves: dict[int, torch.Tensor | np.ndarray] = {}
         device = decoder.device
-        self.side = torch.cuda.Stream(device, priority=SIDE_PRIORITY) if device.type == "cuda" else None
+        self.side = torch.cuda.Stream(device) if device.type == "cuda" else None
         in_thread = self.side is not None if in_thread is None else in_thread
         self.launcher = (ThreadPoolExecutor(max_workers=1, thread_name_prefix="waveforms")
                          if in_thread else None)
