@@ -5,7 +5,7 @@
    by the GPU worker, or taken now), and sums their loudness and peaks. No audio is read for
    sentences measured ahead.
 2. :func:`chapter_pcm` gives the chapter's audio in that layout, block by block (each sentence read
-   with pydub, so memory stays at a few sentences however long the chapter is): :func:`stitch_chapter` writes
+   by itself, so memory stays at a few sentences however long the chapter is): :func:`stitch_chapter` writes
    them to a chapter WAV in the work directory for the encoders; a WAV output that needs no
    limiter is written straight from them with the book's gain (``export.write_chapter_wav``).
 """

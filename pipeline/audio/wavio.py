@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 import struct
+import tempfile
 import threading
 import wave
 from collections.abc import Callable, Sequence
@@ -264,16 +264,6 @@ def to_canonical(segment: AudioSegment) -> AudioSegment:
 def segment_samples(segment: AudioSegment) -> np.ndarray:
     """View a canonical segment's PCM as an int16 array (no copy)."""
     return np.frombuffer(segment.raw_data, dtype="<i2")
-
-
-def samples_segment(samples: np.ndarray) -> AudioSegment:
-    """Wrap int16 mono samples at SAMPLE_RATE as a pydub segment."""
-    return AudioSegment(
-        data=np.ascontiguousarray(samples, dtype="<i2").tobytes(),
-        sample_width=SAMPLE_WIDTH,
-        frame_rate=SAMPLE_RATE,
-        channels=1,
-    )
 
 
 def _read_pcm_wav(path: Path) -> AudioSegment:
