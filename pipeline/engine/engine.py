@@ -61,9 +61,6 @@ log = logging.getLogger(__name__)
 DEFAULT_PROMPT = "[speed_5]"
 TOKEN_MEMORY = 65_536  # prompts whose token ids are remembered (a few MB)
 TOKENIZE_CHUNK = 128  # prompts per tokenizer call when a batch is split across threads
-# Decode steps queued between two looks at which rows finished (the loop's host work must fit in
-# their GPU time); TTS_JOBS_CHECK_EVERY for experiments, docs/engine.md item 51
-CHECK_EVERY = int(os.environ.get("TTS_JOBS_CHECK_EVERY", "8"))
 WORKER_PROMPT_TOKENS = 128  # prompt room in a worker's prepared slots (a long sentence's prompt fits)
 
 
@@ -257,8 +254,7 @@ class Engine:
             first = self.row_group(requests, rows)
             try:
                 return generate(self._parts.gpt, self._runner.space, first.prompts, first.limits,
-                                first.sampling, keep_hiddens=keep_hiddens, check_every=CHECK_EVERY,
-                                slots=slots or self.slots,
+                                first.sampling, keep_hiddens=keep_hiddens, slots=slots or self.slots,
                                 runner=self._runner, clock=self.clock, on_finished=on_finished,
                                 source=source)
             except torch.OutOfMemoryError:
