@@ -106,7 +106,8 @@ class _Stream:
         self.in_flight: dict[int, _InFlight] = {}
         self.lock = threading.Lock()
         self.leases = service.LeaseKeeper(rt, {first.batch_id}, worker)
-        self.writer = SentenceWavWriter(on_written=measure_ahead(rt).add)  # measured as they are written
+        self.measurer = measure_ahead(rt)
+        self.writer = SentenceWavWriter(on_written=self.measurer.add)  # measured as they are written
         self.recorder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="record-batch")
         self.recording: list[Future[None]] = []
 
@@ -168,7 +169,7 @@ class _Stream:
         seconds = self.writer.take_seconds(list(flight.spoken))
         written_at = time.monotonic()
         root = self.rt.artifacts.root
-        measuring = measure_ahead(self.rt).settle([root / relative for _, _, relative in flight.spoken.values()])
+        measuring = self.measurer.settle([root / relative for _, _, relative in flight.spoken.values()])
         if not self.queue_deep:
             # The queue's last batches: recording one may finish a book, whose assembly then reads
             # these measures instead of measuring the sentences itself after the last batch.

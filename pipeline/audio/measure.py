@@ -157,8 +157,7 @@ class MeasureAhead:
         with self._lock:
             self._gathering.append(Path(wav_path))
             if len(self._gathering) >= self.GROUP:
-                self._hand_over(self._gathering, self.GROUP)
-                self._gathering = []
+                self._hand_over_gathering(self.GROUP)
 
     def settle(self, wav_paths: Sequence[Path]) -> list[Future[None]]:
         """What measures ``wav_paths`` (added before): the groups already handed over, and those still
@@ -169,12 +168,13 @@ class MeasureAhead:
         wanted = {Path(p) for p in wav_paths}
         with self._lock:
             if any(p in wanted for p in self._gathering):
-                self._hand_over(self._gathering, -(-len(self._gathering) // self.helpers))
-                self._gathering = []
+                self._hand_over_gathering(-(-len(self._gathering) // self.helpers))
             return list({id(f): f for f in (self._requests.get(p) for p in wanted) if f is not None}.values())
 
-    def _hand_over(self, paths: list[Path], group: int) -> None:
+    def _hand_over_gathering(self, group: int) -> None:
+        """Every sentence gathered so far to the helpers, ``group`` per request (lock held)."""
         assert self._pool is not None
+        paths, self._gathering = self._gathering, []
         for first in range(0, len(paths), max(1, group)):
             part = paths[first : first + max(1, group)]
             request = self._pool.submit(self._measure, part)
@@ -202,9 +202,7 @@ class MeasureAhead:
     def close(self) -> None:
         if self._pool is not None:
             with self._lock:
-                if self._gathering:
-                    self._hand_over(self._gathering, self.GROUP)
-                    self._gathering = []
+                self._hand_over_gathering(self.GROUP)
             self._pool.shutdown(wait=True)
 
 

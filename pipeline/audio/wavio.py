@@ -139,8 +139,8 @@ class SentenceWavWriter:
                     self._writes[key].add_done_callback(lambda done, path=path: self._written(done, path))
 
     def _written(self, done: Future[float], path: Path) -> None:
-        if not done.cancelled() and done.exception() is None and self._on_written is not None:
-            self._on_written(path)
+        if not done.cancelled() and done.exception() is None:
+            self._on_written(path)  # type: ignore[misc]  # registered only when given
 
     def seconds(self) -> dict[object, float]:
         """Every file's duration by key, once all are written and durable; raises the first
