@@ -224,6 +224,12 @@ def log_device_time(batch_id: int, speaker: Engine) -> None:
              "Decoder+Vocos alone %.2f s of %.2f s",
              batch_id, seconds["prefill"], speaker.clock.steps, seconds["gpt_steps"], seconds["waveform"],
              edges["tail"], edges["idle_start"], edges["idle_between"], alone, edges["busy_end"])
+    calls = speaker.clock.driver_calls()
+    if calls:
+        log.info("batch=%s: allocator calls to the driver meanwhile: cudaMalloc %d, cudaFree %d, "
+                 "retries %d, pinned host blocks made %d, freed %d", batch_id, calls["num_device_alloc"],
+                 calls["num_device_free"], calls["num_alloc_retries"], calls["num_host_alloc"],
+                 calls["num_host_free"])
 
 
 @shared_task(name="tts_jobs.assemble_job", bind=True, autoretry_for=RETRYABLE, retry_backoff=True,

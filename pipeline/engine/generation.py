@@ -30,7 +30,7 @@ from pipeline.engine.gpt import FusedLlama, KVCache, additive_mask
 from pipeline.engine.host_lists import to_device
 from pipeline.engine.prompts import PromptBatch
 from pipeline.engine.sampling import RowSampling
-from pipeline.engine.slots import Newcomers, SlotShape, SlotState, admit, compact, release
+from pipeline.engine.slots import Newcomers, SlotShape, SlotState, admit, compact, take_finished
 from pipeline.engine.step_graphs import StepRunner, attend_bucket, bucket_for, row_buckets
 from pipeline.engine.timing import PhaseClock
 
@@ -238,17 +238,16 @@ class _Scheduler:
         """Collect the rows that ``flags`` saw finished (the one host sync of the loop: the chunk
         after them is already queued); returns them."""
         state = self.state
-        ended = [(slot, produced, hit) for slot, (row, done, produced, hit)
+        ended = [(slot, row, produced, hit) for slot, (row, done, produced, hit)
                  in enumerate(flags.read()) if done and row is not None and self.slot_row[slot] == row]
-        for slot, produced, hit in ended:
-            tokens = state.tokens[slot, :produced].clone()
-            hiddens = state.hiddens[slot, :produced].clone() if state.hiddens is not None else None
-            self.results[self.slot_row[slot]] = (tokens, hiddens, hit)
-        rows = [self.slot_row[slot] for slot, _, _ in ended]
-        for slot, _, _ in ended:
+        if not ended:
+            return []
+        slots, rows, produced, hits = (list(column) for column in zip(*ended))
+        tokens, hiddens = take_finished(state, slots, produced)
+        for row, row_tokens, row_hiddens, hit in zip(rows, tokens, hiddens, hits):
+            self.results[row] = (row_tokens, row_hiddens, hit)
+        for slot in slots:
             self.slot_row[slot] = None
-        if ended:
-            release(state, [slot for slot, _, _ in ended])
         return rows
 
     def _hand_over(self, rows: list[int]) -> None:

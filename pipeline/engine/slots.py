@@ -123,7 +123,18 @@ def compact(state: SlotState, keep: list[int]) -> None:
         tensor[:n] = tensor.index_select(0, index)
 
 
-def release(state: SlotState, slots: list[int]) -> None:
-    """Mark harvested slots free: done, so a step leaves their counters alone."""
-    index = to_device(slots, state.hidden.device)
+def take_finished(state: SlotState, slots: list[int], produced: list[int]
+                  ) -> tuple[list[torch.Tensor], list[torch.Tensor | None]]:
+    """Empty the finished ``slots``: the tokens (and hidden states) each made, ``produced[i]``
+    of them, copied out; the slots marked done, free for the next sentences.
+
+    One gather per tensor for all of them, and a view of it per row: a copy kernel per row and
+    tensor took a quarter of the decode loop's thread on the H200, each op waiting for the GIL
+    that the worker's writer threads also want (py-spy, docs/engine.md items 52-53)."""
+    index = to_device(slots, state.tokens.device)
+    longest = max(produced)
+    tokens = state.tokens[:, :longest].index_select(0, index)
+    hiddens = state.hiddens[:, :longest].index_select(0, index) if state.hiddens is not None else None
     state.done.index_fill_(0, index, True)  # no host sync, unlike ``done[index] = True``
+    return ([tokens[i, :n] for i, n in enumerate(produced)],
+            [hiddens[i, :n] if hiddens is not None else None for i, n in enumerate(produced)])

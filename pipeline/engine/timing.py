@@ -20,6 +20,21 @@ import torch
 
 PHASES = ("prefill", "gpt_steps", "waveform")
 EDGES = ("idle_start", "idle_between", "tail", "busy_end")  # the timeline, see PhaseClock.edges
+# How often PyTorch's caching allocators went to the CUDA driver (PhaseClock.driver_calls)
+DEVICE_ALLOCATOR_CALLS = ("num_device_alloc", "num_device_free", "num_alloc_retries")
+HOST_ALLOCATOR_CALLS = ("num_host_alloc", "num_host_free")
+
+
+def allocator_calls() -> dict[str, int]:
+    """Driver calls of the device and pinned-host caching allocators so far (process totals).
+
+    Each is a stall a stream should not have once it runs: a ``cudaFree`` (and a retry, which
+    frees every cached block) waits for the whole GPU, and ``cudaMalloc``/``cudaHostAlloc`` take
+    the host away from queueing steps for a while."""
+    device = torch.cuda.memory_stats()
+    host = torch.cuda.host_memory_stats() if hasattr(torch.cuda, "host_memory_stats") else {}
+    return ({name: int(device.get(name, 0)) for name in DEVICE_ALLOCATOR_CALLS}
+            | {name: int(host.get(name, 0)) for name in HOST_ALLOCATOR_CALLS})
 
 
 class PhaseClock:
@@ -34,6 +49,7 @@ class PhaseClock:
         self.step_bytes = 0
         self._origin: torch.cuda.Event | None = None
         self._edges = dict.fromkeys(EDGES, 0.0)
+        self._calls_at_reset = allocator_calls() if self.cuda else {}
         if self.cuda:  # the device is idle at a reset: this event marks the caller's "now"
             self._origin = torch.cuda.Event(enable_timing=True)
             self._origin.record()
@@ -67,6 +83,13 @@ class PhaseClock:
             self._events.clear()
             self._host.update(seconds)
         return seconds
+
+    def driver_calls(self) -> dict[str, int]:
+        """The allocators' driver calls since the reset (``allocator_calls``); empty on CPU."""
+        if not self.cuda:
+            return {}
+        now = allocator_calls()
+        return {name: now[name] - self._calls_at_reset.get(name, 0) for name in now}
 
     def edges(self) -> dict[str, float]:
         """The GPU's timeline as of the last ``totals()``, in seconds from the reset: idle before
