@@ -473,8 +473,8 @@ def phase_env(mode: Mode, tools: Tools, data_dir: Path, redis_url: str, weights:
     env = {**os.environ, "TTS_JOBS_DATA_DIR": str(data_dir),
            "TTS_JOBS_DATABASE_URL": f"sqlite:///{data_dir / 'tts-jobs.db'}", "TTS_JOBS_BROKER_URL": redis_url,
            "TTS_JOBS_MODEL_DIR": str(weights), "TTS_JOBS_DEVICE": mode.device, "PYTHONUNBUFFERED": "1",
-           # each phase compiles its Triton kernels from nothing: with the user's shared cache, the
-           # phase that runs later found what the first one had compiled mid-stream (docs/engine.md item 52)
+           # each phase's workers compile their Triton kernels from nothing (in their warm-up), so
+           # both phases start equally cold whatever the user's cache holds (docs/engine.md item 53)
            "TRITON_CACHE_DIR": str(data_dir / "triton-cache"),
            **dict(mode.extra_env)}
     if mode.precision:
