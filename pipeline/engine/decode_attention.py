@@ -140,9 +140,9 @@ if triton is not None:  # pragma: no cover
 if triton is not None:  # pragma: no cover
 
     # ``width`` (the prefill's padded prompt length) changes with every group admitted: left to
-    # Triton's default, a width that is a multiple of 16 and one that is not are two kernels, and
-    # a fresh worker compiled the second mid-stream (~1.3 s of ptxas on the decode loop's thread,
-    # docs/engine.md item 52). It only offsets addresses: one kernel serves every width.
+    # Triton's default, a width that is a multiple of 16 and one that is not are two kernels, the
+    # second compiled (~1.3 s of ptxas) wherever it first comes up, possibly mid-stream
+    # (docs/engine.md items 52-53). It only offsets addresses: one kernel serves every width.
     @triton.jit(do_not_specialize=["width"])
     def _admit_kernel(src_ptr, dst_ptr, scales_ptr, slots_ptr, lengths_ptr,
                       stride_sb, stride_sh, stride_sp, stride_db, stride_dh, stride_dp,

@@ -32,7 +32,7 @@ def allocator_calls() -> dict[str, int]:
     frees every cached block) waits for the whole GPU, and ``cudaMalloc``/``cudaHostAlloc`` take
     the host away from queueing steps for a while."""
     device = torch.cuda.memory_stats()
-    host = torch.cuda.host_memory_stats() if hasattr(torch.cuda, "host_memory_stats") else {}
+    host = torch.cuda.host_memory_stats()
     return ({name: int(device.get(name, 0)) for name in DEVICE_ALLOCATOR_CALLS}
             | {name: int(host.get(name, 0)) for name in HOST_ALLOCATOR_CALLS})
 
