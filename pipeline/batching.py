@@ -57,7 +57,8 @@ def plan_batches(
     sentence (up to ~8 s on an H200), so the rows taken last must be the short ones. Planned book
     after book, the second book's longest rows started half-way and the two H200s ended 1.15 s
     apart (docs/benchmarks.md, seventh session), although the first book was then assembled while
-    the second was spoken.
+    the second was spoken. Books read at different times (a shelf) are planned one by one, and
+    streams take those plans oldest book first (storage/repo.next_queued_batch).
     """
     estimate = estimate or memory.estimate
     ordered = sorted(sentences, key=lambda s: (-s.priority, -_positions(s), s.id))

@@ -119,6 +119,30 @@ def test_a_book_is_ready_for_assembly_only_once_its_last_batches_are_measured(
     assert missing_when_ready == {job_id: []}
 
 
+def test_books_read_at_different_times_are_spoken_and_handed_to_assembly_one_after_the_other(
+        rt, tmp_path: Path, tiny_engine) -> None:  # type: ignore[no-untyped-def]
+    """A shelf's books are planned one by one as they are read. The stream finishes the older
+    book first, so it is assembled while the next is spoken — even though the newer book's
+    sentences are the longer ones (taken longest first across plans, both books ended together
+    and all of their encoding waited for the GPU to finish)."""
+    first, first_batches = _planned_book(rt, tmp_path, "first")
+    longer = [f"{text} It goes on for a while longer than the first book's sentences did." for text in SENTENCES]
+    second, second_batches = _planned_book(rt, tmp_path, "second", sentences=longer)
+    left_of_second: dict[int, int] = {}
+
+    def ready(jobs: list[int]) -> None:
+        for job in jobs:
+            left_of_second[job] = service.job_statuses(rt, second)[0].sentences_total - \
+                service.job_statuses(rt, second)[0].sentences_done
+
+    batch_stream.synthesize_stream(rt, tiny_engine, first_batches[0], "host:1", ready, lambda b: None)
+
+    assert _batch_states(rt, first_batches + second_batches) == [BatchState.DONE.value] * (
+        len(first_batches) + len(second_batches))
+    assert list(left_of_second) == [first, second]
+    assert left_of_second[first] > len(SENTENCES) // 2 and left_of_second[second] == 0
+
+
 def test_the_stream_ends_after_its_time_and_leaves_the_rest_to_their_messages(
         settings_factory, database_url: str, tmp_path: Path, tiny_engine) -> None:  # type: ignore[no-untyped-def]
     rt = service.open_runtime(settings_factory(database_url, max_batch=4, stream_seconds=1e-9),
