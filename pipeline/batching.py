@@ -52,13 +52,14 @@ def plan_batches(
     (Cut from the short end, the remainder was the longest sentences: 417 rows that kept 1,024
     slots a third full for 1,183 steps, at 1,040x real time where full batches ran ~2,000x.)
 
-    The sort is over every book planned together, not book after book: a GPU worker streams its
-    batches through its decode slots (jobs/batch_stream.py), and a row runs as long as its
-    sentence (up to ~8 s on an H200), so the rows taken last must be the short ones. Planned book
-    after book, the second book's longest rows started half-way and the two H200s ended 1.15 s
-    apart (docs/benchmarks.md, seventh session), although the first book was then assembled while
-    the second was spoken. Books read at different times (a shelf) are planned one by one, and
-    streams take those plans oldest book first (storage/repo.next_queued_batch).
+    The sort is over every book planned together (the design's global sort): a GPU worker streams
+    its batches through its decode slots (jobs/batch_stream.py), and a row runs as long as its
+    sentence (up to ~8 s on an H200), so the rows taken last must be the short ones. Books read at
+    different times (a shelf, read one book at a time) are planned one by one, and streams take
+    those plans oldest book first (storage/repo.next_queued_batch), so each book is assembled while
+    the next is spoken: two 13-hour M4B books on one H200 done 11-13 s sooner, no slower to
+    synthesized (docs/benchmarks.md, eleventh session). The seventh session's book-after-book
+    plan, before the queue's end came in pieces, ended two H200s 0.6-1.15 s apart.
     """
     estimate = estimate or memory.estimate
     ordered = sorted(sentences, key=lambda s: (-s.priority, -_positions(s), s.id))

@@ -432,6 +432,9 @@ class PhaseResult:
     per_worker: dict[str, dict[str, Any]] = field(default_factory=dict)
     # seconds from the first job recorded: each job recorded, the first batch planned, the first lease
     start_milestones: dict[str, float | None] = field(default_factory=dict)
+    # first job recorded -> each book finished, in job order: books read at different times finish
+    # one after the other (storage/repo.next_queued_batch), the first assembled while the next is spoken
+    books_done_seconds: list[float | None] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
 
     @property
@@ -586,6 +589,7 @@ def record_measurements(result: PhaseResult, phase: Phase, table: JobTable) -> N
     first_lease = min((b["leased_at"] for b in batches if b["leased_at"]), default=None)
     result.to_synthesized_seconds = seconds_between(submitted, last_batch)
     result.to_done_seconds = seconds_between(submitted, max(j["finished_at"] for j in jobs))
+    result.books_done_seconds = [seconds_between(submitted, j["finished_at"]) for j in jobs]
     result.synthesis_span_seconds = seconds_between(first_lease, last_batch)
     result.batches = len(batches)
     result.start_milestones = {
@@ -661,7 +665,7 @@ def speedups(results: list[PhaseResult]) -> dict[str, float | None]:
 
 def markdown_report(results: list[PhaseResult], ratios: dict[str, float | None]) -> str:
     lines = ["| phase | synthesis workers | sentences | audio s | submit → synthesized s | submit → done s "
-             "| start / tail s | × real time | batches per worker (leased s) | device s: prefill / steps / Decoder+Vocos (beside) "
+             "(each book) | start / tail s | × real time | batches per worker (leased s) | device s: prefill / steps / Decoder+Vocos (beside) "
              "/ idle | write / record s (longest record) |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
@@ -675,13 +679,15 @@ def markdown_report(results: list[PhaseResult], ratios: dict[str, float | None])
                            for name, w in workers if "write_seconds" in w) or "–"
         speed = f"{r.x_realtime:.0f}" if r.x_realtime else "–"
         lines.append(f"| {r.phase} | {r.synthesis_workers} | {r.sentences} | {r.audio_seconds:,.0f} "
-                     f"| {r.to_synthesized_seconds} | {r.to_done_seconds} | {r.start_seconds} / {r.tail_seconds} "
+                     f"| {r.to_synthesized_seconds} | {r.to_done_seconds} "
+                     f"({' / '.join(str(b) for b in r.books_done_seconds)}) | {r.start_seconds} / {r.tail_seconds} "
                      f"| {speed} | {split} | {device} | {stages} |")
     if ratios:
-        verdict = "meets" if (ratios["synthesized"] or 0) >= TARGET_SPEEDUP else "is BELOW"
-        lines += ["", f"speedup two/one: submit → synthesized **{ratios['synthesized']}×** ({verdict} the "
-                      f"{TARGET_SPEEDUP}× goal), submit → done {ratios['done']}×, first batch → last batch "
-                      f"{ratios['synthesis_span']}×"]
+        # the goal is two GPUs *finishing* the books at 1.9x the speed of one: submit -> done
+        verdict = "meets" if (ratios["done"] or 0) >= TARGET_SPEEDUP else "is BELOW"
+        lines += ["", f"speedup two/one: submit → done **{ratios['done']}×** ({verdict} the "
+                      f"{TARGET_SPEEDUP}× goal), submit → synthesized {ratios['synthesized']}×, first batch → "
+                      f"last batch {ratios['synthesis_span']}×"]
     return "\n".join(lines)
 
 
