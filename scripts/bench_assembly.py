@@ -9,6 +9,10 @@ the speed as a multiple of real time plus the peak memory of this process and of
     python scripts/bench_assembly.py --hours 2 --formats wav --threads 1   # how well threads scale
     python scripts/bench_assembly.py --hours 7 --formats wav --stitch-in processes threads --threads 0 1
     python scripts/bench_assembly.py --hours 2 --formats wav --measures fresh ahead
+    python scripts/bench_assembly.py --hours 3 --chapters 1 --m4b-encode pieces chapters   # one long chapter
+
+``--m4b-encode chapters`` encodes every chapter whole, as before long chapters were cut into
+pieces (pipeline/audio/aac.py), for a baseline in the same run.
 
 ``--measures``: ``fresh`` (default) times assembly measuring every sentence itself; ``ahead``
 measures them first, untimed, as a GPU worker does while it synthesizes (pipeline/audio/measure.py).
@@ -32,6 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from pipeline.audio import assemble  # noqa: E402
 from pipeline.audio import (
     AssemblyOptions,
     ChapterAudio,
@@ -116,6 +121,10 @@ def time_assembly(book: list[ChapterAudio], root: Path, options: AssemblyOptions
         shutil.rmtree(root, ignore_errors=True)
 
 
+PIECE_SECONDS = assemble.MIN_PIECE_SECONDS
+WHOLE_CHAPTERS = 1e9  # seconds: pieces this long leave every chapter whole
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hours", type=float, default=1.0)
@@ -129,6 +138,8 @@ def main() -> None:
                         help="stitch chapters in helper processes (default) or threads of this one")
     parser.add_argument("--measures", nargs="+", choices=("fresh", "ahead"), default=["fresh"],
                         help="sentences measured by assembly (fresh) or before it, untimed (ahead)")
+    parser.add_argument("--m4b-encode", nargs="+", choices=("pieces", "chapters"), default=["pieces"],
+                        help="M4B encodes: long chapters cut into pieces (default) or every chapter whole")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
@@ -144,13 +155,15 @@ def main() -> None:
         for threads in args.threads:
             for stitch_in in args.stitch_in:
                 for measures in args.measures:
-                    options = AssemblyOptions(formats=tuple(args.formats), threads=threads,
-                                              stitch_in_processes=stitch_in == "processes")
-                    prepare_measures(book, measures)
-                    print(f"--- {threads or 'one per core'} parallel job(s), chapters stitched in {stitch_in}, "
-                          f"sentences measured {measures}")
-                    time_assembly(book, root / f"run_{threads}_{stitch_in}_{measures}", options,
-                                  keep=args.keep is not None)
+                    for encode in args.m4b_encode:
+                        options = AssemblyOptions(formats=tuple(args.formats), threads=threads,
+                                                  stitch_in_processes=stitch_in == "processes")
+                        prepare_measures(book, measures)
+                        assemble.MIN_PIECE_SECONDS = WHOLE_CHAPTERS if encode == "chapters" else PIECE_SECONDS
+                        print(f"--- {threads or 'one per core'} parallel job(s), chapters stitched in {stitch_in}, "
+                              f"sentences measured {measures}, M4B encoded in {encode}")
+                        time_assembly(book, root / f"run_{threads}_{stitch_in}_{measures}_{encode}", options,
+                                      keep=args.keep is not None)
     finally:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)

@@ -9,7 +9,9 @@ from hypothesis import strategies as st
 
 from pipeline.audio.aac import (
     FRAME,
+    MIN_CUT_PAUSE,
     chapter_starts,
+    cut_into_pieces,
     count_adts_frames,
     frames_for,
     plan_chapters,
@@ -45,6 +47,28 @@ def test_plan_keeps_every_chapter_start_within_half_a_frame(chapters):
 def test_plan_never_cuts_speech_even_without_a_chapter_pause():
     plans = plan_chapters([48_000, 48_000, 48_000], [0, 0, 0])
     assert all(plan.input_samples >= 48_000 for plan in plans)
+
+
+def test_a_long_chapter_is_cut_in_its_pauses_and_short_ones_stay_whole():
+    """A 60-minute chapter with a sentence every 10 s, pieces of 10 minutes: six pieces, each
+    ending in a pause long enough to plan with (never at the short ones), back to back."""
+    long_chapter = 3600 * SECOND
+    points = [(10 * SECOND * k, (FRAME if k % 7 == 0 else 3 * FRAME)) for k in range(1, 360)]
+    pieces = cut_into_pieces([long_chapter, 300 * SECOND], [2 * SECOND, 0], [points, []], 600 * SECOND)
+
+    first, short = pieces[:-1], pieces[-1]
+    assert len(first) == 6 and (short.chapter, short.start, short.samples) == (1, 0, 300 * SECOND)
+    pauses = dict(points)
+    for piece, following in zip(first, first[1:]):
+        assert piece.start + piece.samples == following.start
+        assert pauses[following.start] >= MIN_CUT_PAUSE and piece.trailing_silence == pauses[following.start]
+        assert abs(piece.samples - 600 * SECOND) <= 20 * SECOND
+    assert first[-1].start + first[-1].samples == long_chapter and first[-1].trailing_silence == 2 * SECOND
+
+
+def test_a_chapter_without_usable_pauses_stays_one_piece():
+    points = [(SECOND * k, FRAME) for k in range(1, 3600)]  # every pause too short to cut in
+    assert len(cut_into_pieces([3600 * SECOND], [0], [points], 600 * SECOND)) == 1
 
 
 def test_frame_formula_and_adts_count_match_ffmpeg(tmp_path):

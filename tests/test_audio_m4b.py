@@ -194,3 +194,37 @@ def test_many_chapters_keep_exact_marks(tmp_path):
         abs(float(m["start_time"]) - c.start_seconds) for m, c in zip(marks, report.chapters, strict=True)
     ]
     assert max(drift) <= FRAME_SECONDS / 2 + 0.001
+
+
+def test_a_book_of_one_long_chapter_is_encoded_in_pieces_that_play_as_one(tmp_path, monkeypatch):
+    """A plain-text book without headings is one chapter: its M4B is encoded in pieces cut in
+    the pauses (one core each), and plays like the same book encoded whole: the same length,
+    and every sentence starting where it does there (within one AAC frame)."""
+    from pipeline.audio import assemble
+
+    chapters = tone_book(tmp_path / "sentences", ["The Only Chapter"], body_sentences=15, seconds=0.3)
+    cuts: list[int] = []
+    real_cut = assemble.cut_into_pieces
+    monkeypatch.setattr(assemble, "cut_into_pieces", lambda *args: cuts.append(len(real_cut(*args))) or real_cut(*args))
+    options = AssemblyOptions(normalize_loudness=False, threads=2)
+
+    monkeypatch.setattr(assemble, "MIN_PIECE_SECONDS", 3.0)
+    pieces = assemble_audiobook(chapters, BookMetadata(title="Pieces"), tmp_path / "pieces", tmp_path / "w1", options)
+    monkeypatch.setattr(assemble, "MIN_PIECE_SECONDS", 3600.0)
+    whole = assemble_audiobook(chapters, BookMetadata(title="Whole"), tmp_path / "whole", tmp_path / "w2", options)
+
+    assert cuts[0] >= 3 and cuts[1] == 1
+    assert pieces.total_seconds == whole.total_seconds
+    decoded = [decode_pcm(report.outputs[0], SAMPLE_RATE).astype(np.int32) for report in (pieces, whole)]
+    assert abs(len(decoded[0]) - len(decoded[1])) <= FRAME
+    onsets = [_onsets(samples) for samples in decoded]
+    assert len(onsets[0]) == len(onsets[1]) == 16
+    assert max(abs(a - b) for a, b in zip(*onsets, strict=True)) <= FRAME
+    assert float(probe(pieces.outputs[0])["chapters"][0]["start_time"]) == 0.0
+
+
+def _onsets(samples: np.ndarray) -> list[int]:
+    """Where each tone burst starts: sound after at least 0.1 s of quiet."""
+    loud = np.flatnonzero(np.abs(samples) > 0.01 * 32768)
+    gaps = np.flatnonzero(np.diff(loud) > SAMPLE_RATE // 10)
+    return [int(loud[0])] + [int(loud[i + 1]) for i in gaps]

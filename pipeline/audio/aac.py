@@ -14,6 +14,11 @@ in minutes. Concatenated streams need care with time:
   timeline. Chapter marks are then placed from the frames actually written, exactly at each
   chapter's first sample: no drift, however many chapters.
 * The joins fall inside the chapter pause, so the overlap of two independent streams is silence.
+
+A chapter much longer than a fair share of the book is cut into pieces the same way, each piece
+ending in the pause before a sentence (:func:`cut_into_pieces`): a book that is one long chapter
+(a plain-text file without headings) or a few would otherwise encode on one core or a few. The
+marks are placed at each chapter's first piece.
 """
 
 from __future__ import annotations
@@ -33,6 +38,49 @@ class AacChapterPlan:
 
     input_samples: int
     expected_frames: int
+
+
+MIN_CUT_PAUSE = 2 * FRAME  # a piece may end only in a pause at least this long (room for the plan)
+
+
+@dataclass(frozen=True)
+class AacPiece:
+    """A stretch of one chapter encoded on its own: samples ``start:start + samples`` of the chapter,
+    the last ``trailing_silence`` of them silence that the plan may shorten or pad."""
+
+    chapter: int  # the chapter's position in its M4B part
+    start: int
+    samples: int
+    trailing_silence: int
+
+
+def cut_into_pieces(
+    lengths: Sequence[int],
+    trailing_silence: Sequence[int],
+    cut_points: Sequence[Sequence[tuple[int, int]]],
+    piece_samples: int,
+) -> list[AacPiece]:
+    """Each chapter as one piece, or, when longer than 1.5 pieces, cut near every ``piece_samples``.
+
+    Args:
+        lengths, trailing_silence: of each chapter, as for :func:`plan_chapters`.
+        cut_points: per chapter, ``(sample, pause)`` where a sentence's speech starts after a pause
+            of ``pause`` samples; a piece may end there (its trailing silence is that pause).
+        piece_samples: the length to aim for.
+    """
+    pieces = []
+    for index, (length, silence, points) in enumerate(zip(lengths, trailing_silence, cut_points, strict=True)):
+        start = 0
+        if length > 1.5 * piece_samples:
+            usable = [(sample, pause) for sample, pause in points if pause >= MIN_CUT_PAUSE]
+            for target in range(piece_samples, length - piece_samples // 2, piece_samples):
+                cut = min(usable, key=lambda point: abs(point[0] - target), default=None)
+                if cut is None or cut[0] - start < piece_samples // 2 or length - cut[0] < piece_samples // 2:
+                    continue
+                pieces.append(AacPiece(index, start, cut[0] - start, cut[1]))
+                start = cut[0]
+        pieces.append(AacPiece(index, start, length - start, silence))
+    return pieces
 
 
 def frames_for(input_samples: int) -> int:

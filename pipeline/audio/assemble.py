@@ -20,14 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from pipeline.audio.aac import AacChapterPlan, plan_chapters
-from pipeline.audio.export import Loudness, encode_chapter_file, encode_m4b_chapter, mux_m4b, write_chapter_wav
+from pipeline.audio.aac import AacChapterPlan, AacPiece, cut_into_pieces, plan_chapters
+from pipeline.audio.export import Loudness, encode_chapter_file, encode_m4b_piece, mux_m4b, write_chapter_wav
 from pipeline.audio.failures import os_error_fix, remove_quietly
 from pipeline.audio.ffmpeg import image_decodes
 from pipeline.audio.loudness import integrated_lufs
 from pipeline.audio.model import AssemblyOptions, AssemblyReport, ChapterAudio, ChapterReport
 from pipeline.audio.names import numbered_names, safe_stem
-from pipeline.audio.parallel import bind, run_longest_first
+from pipeline.audio.parallel import bind, run_longest_first, worker_count
 from pipeline.audio.stitch import MeasuredChapter, StitchedChapter, measure_chapter, stitch_chapter
 from pipeline.audio.stitch_helpers import run_per_chapter
 from pipeline.audio.tags import TrackTags, cover_mime, track_tags
@@ -179,9 +179,10 @@ def encode_outputs(
     )
     chapter_files = plan_chapter_files(stitched, metadata, out_dir, options)
     aac_encodes = [
-        (chapter.samples, bind(encode_m4b_chapter, chapter, plan, aac_path, loudness, options.bitrate))
+        (piece.samples, bind(encode_m4b_piece, part.chapters[piece.chapter], piece, plan, aac_path, loudness,
+                             options.bitrate))
         for part in m4b_parts
-        for chapter, plan, aac_path in zip(part.chapters, part.plans, part.aac_paths, strict=True)
+        for piece, plan, aac_path in zip(part.pieces, part.plans, part.aac_paths, strict=True)
     ]
     file_encodes = [
         (
@@ -195,10 +196,9 @@ def encode_outputs(
     frame_counts = iter(results[: len(aac_encodes)])
     outputs = []
     for part in m4b_parts:
-        frames = [next(frame_counts) for _ in part.chapters]
-        outputs.append(
-            mux_m4b(part.chapters, part.aac_paths, frames, part.tags, part.final_path, part.cover_path)
-        )
+        frames = [next(frame_counts) for _ in part.pieces]
+        outputs.append(mux_m4b(part.chapters, part.pieces, part.aac_paths, frames, part.tags, part.final_path,
+                               part.cover_path))
         for aac_path in part.aac_paths:
             remove_quietly(aac_path)
     return outputs + [final_path for _, _, _, final_path in chapter_files]
@@ -206,11 +206,12 @@ def encode_outputs(
 
 @dataclass(frozen=True)
 class M4bPart:
-    """One M4B file to produce: its chapters, how each is encoded, and its tags."""
+    """One M4B file to produce: its chapters, the pieces they are encoded in, and its tags."""
 
     chapters: tuple[StitchedChapter, ...]
-    plans: tuple[AacChapterPlan, ...]
-    aac_paths: tuple[Path, ...]
+    pieces: tuple[AacPiece, ...]  # each chapter whole, or cut where it is long (pipeline/audio/aac.py)
+    plans: tuple[AacChapterPlan, ...]  # one per piece
+    aac_paths: tuple[Path, ...]  # one per piece
     tags: TrackTags
     final_path: Path
     cover_path: Path | None
@@ -233,13 +234,16 @@ def plan_m4b_parts(
             name, title = f"{stem}.m4b", metadata.title
         else:
             name, title = f"{stem} - Part {number}.m4b", f"{metadata.title} (Part {number} of {len(groups)})"
-        plans = plan_chapters([c.samples for c in chapters], [c.trailing_silence for c in chapters])
+        pieces = cut_into_pieces([c.samples for c in chapters], [c.trailing_silence for c in chapters],
+                                 [c.cut_points for c in chapters], piece_samples(chapters, options))
+        plans = plan_chapters([p.samples for p in pieces], [p.trailing_silence for p in pieces])
         parts.append(
             M4bPart(
                 chapters=tuple(chapters),
+                pieces=tuple(pieces),
                 plans=tuple(plans),
                 aac_paths=tuple(
-                    work_dir / f"part{number:02d}_{chapter.wav_path.stem}.aac" for chapter in chapters
+                    work_dir / f"part{number:02d}_{chapters[p.chapter].wav_path.stem}_{p.start}.aac" for p in pieces
                 ),
                 tags=track_tags(metadata, options.narrator, title, number, len(groups)),
                 final_path=out_dir / name,
@@ -247,6 +251,16 @@ def plan_m4b_parts(
             )
         )
     return parts
+
+
+MIN_PIECE_SECONDS = 120.0  # an encode shorter than this pays more for its ffmpeg start than it gains
+
+
+def piece_samples(chapters: Sequence[StitchedChapter], options: AssemblyOptions) -> int:
+    """How long an M4B encode piece should be: four per encoding thread, so that the longest-first
+    pool ends evenly (one AAC encode runs on one core at ~150x real time), and never very short."""
+    total = sum(chapter.samples for chapter in chapters)
+    return max(round(MIN_PIECE_SECONDS * SAMPLE_RATE), math.ceil(total / (4 * worker_count(options.threads))))
 
 
 def plan_chapter_files(

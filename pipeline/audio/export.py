@@ -24,11 +24,12 @@ from pathlib import Path
 import numpy as np
 from mutagen import MutagenError
 
-from pipeline.audio.aac import PRIMING, AacChapterPlan, chapter_starts, count_adts_frames, playable_samples
+from pipeline.audio.aac import PRIMING, AacChapterPlan, AacPiece, chapter_starts, count_adts_frames, playable_samples
 from pipeline.audio.failures import os_error_fix, remove_quietly
 from pipeline.audio.ffmeta import ChapterMark, render_ffmetadata
 from pipeline.audio.ffmpeg import run_ffmpeg
 from pipeline.audio.stitch import MeasuredChapter, StitchedChapter, chapter_pcm, is_silence
+from pipeline.audio.wavio import CANONICAL_HEADER_BYTES
 from pipeline.audio.tags import GENRE, TrackTags, write_tags
 from pipeline.errors import AssemblyError
 from pipeline.types import SAMPLE_RATE
@@ -116,18 +117,26 @@ def m4b_tags(tags: TrackTags) -> dict[str, str]:
     return entries
 
 
-def encode_m4b_chapter(
-    chapter: StitchedChapter, plan: AacChapterPlan, aac_path: Path, loudness: Loudness, bitrate: str
+def encode_m4b_piece(
+    chapter: StitchedChapter, piece: AacPiece, plan: AacChapterPlan, aac_path: Path, loudness: Loudness,
+    bitrate: str,
 ) -> int:
-    """Encode one chapter to an ADTS AAC file in the work directory; returns its frame count.
+    """Encode one piece of a chapter (often the whole chapter) to an ADTS AAC file in the work
+    directory; returns its frame count.
 
-    ``-aac_coder fast``: the default two-loop coder runs at ~25x real time on one core, far too slow
-    for a 20-hour book; at speech bitrates the difference is hard to hear.
+    The piece is read as raw samples from its first byte in the chapter WAV (which
+    :func:`pipeline.audio.stitch.stitch_chapter` writes with the canonical 44-byte header) and
+    cut at its end before the gain, so that padding to the plan's length adds silence, never the
+    next piece's speech. ``-aac_coder fast``: the default two-loop coder runs at ~25x real time on
+    one core, far too slow for a 20-hour book; at speech bitrates the difference is hard to hear.
     """
-    args = ["-i", str(chapter.wav_path), "-map", "0:a", "-map_metadata", "-1"]
-    args += ["-af", loudness.ffmpeg_filter(plan.input_samples)]
+    first_byte = CANONICAL_HEADER_BYTES + 2 * piece.start
+    args = ["-f", "s16le", "-ar", str(SAMPLE_RATE), "-ac", "1", "-skip_initial_bytes", str(first_byte),
+            "-i", str(chapter.wav_path), "-map", "0:a", "-map_metadata", "-1"]
+    args += ["-af", f"atrim=end_sample={piece.samples}," + loudness.ffmpeg_filter(plan.input_samples)]
     args += ["-c:a", "aac", "-aac_coder", "fast", "-b:a", bitrate, *_BITEXACT, "-f", "adts"]
-    _encode(args, aac_path, f"encode chapter {chapter.index + 1} to AAC")
+    where = f" from {piece.start / SAMPLE_RATE:.1f} s" if piece.start else ""
+    _encode(args, aac_path, f"encode chapter {chapter.index + 1}{where} to AAC")
     try:
         frames = count_adts_frames(aac_path)
     except ValueError as exc:
@@ -144,6 +153,7 @@ def encode_m4b_chapter(
 
 def mux_m4b(
     chapters: Sequence[StitchedChapter],
+    pieces: Sequence[AacPiece],
     aac_paths: Sequence[Path],
     frame_counts: Sequence[int],
     tags: TrackTags,
@@ -157,7 +167,8 @@ def mux_m4b(
     """
     work_dir = aac_paths[0].parent
     meta_path = work_dir / f".{final_path.stem}.ffmetadata"
-    _write_text(meta_path, render_ffmetadata(m4b_tags(tags), m4b_marks(chapters, frame_counts), SAMPLE_RATE))
+    _write_text(meta_path, render_ffmetadata(m4b_tags(tags), m4b_marks(chapters, pieces, frame_counts),
+                                             SAMPLE_RATE))
     # The concat protocol joins the ADTS files byte for byte: one continuous stream, no timestamp
     # seams. Names are relative (run in work_dir) because '|' separates them.
     joined = "concat:" + "|".join(path.name for path in aac_paths)
@@ -173,9 +184,15 @@ def mux_m4b(
     return _encode(args, final_path.resolve(), "write the M4B", cwd=work_dir)
 
 
-def m4b_marks(chapters: Sequence[StitchedChapter], frame_counts: Sequence[int]) -> list[ChapterMark]:
-    """Chapter marks of one M4B part, from the AAC frames each chapter really occupies."""
-    starts = chapter_starts(frame_counts)
+def m4b_marks(
+    chapters: Sequence[StitchedChapter], pieces: Sequence[AacPiece], frame_counts: Sequence[int]
+) -> list[ChapterMark]:
+    """Chapter marks of one M4B part, from the AAC frames each piece really occupies: a chapter
+    starts where its first piece does."""
+    first_piece_starts: dict[int, int] = {}
+    for start, piece in zip(chapter_starts(frame_counts), pieces, strict=True):
+        first_piece_starts.setdefault(piece.chapter, start)
+    starts = [first_piece_starts[index] for index in range(len(chapters))]
     ends = starts[1:] + [playable_samples(frame_counts)]
     return [
         ChapterMark(chapter.title, start, end)

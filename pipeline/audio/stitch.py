@@ -83,10 +83,24 @@ class StitchedChapter:
     wav_path: Path
     samples: int  # total length, trailing chapter pause included
     trailing_silence: int  # samples of pure silence at the end (the chapter pause), safe to shorten
+    # (sample, pause): each sentence but the first starts its speech at ``sample`` after ``pause``
+    # samples of silence; an M4B encode may cut the chapter there (pipeline/audio/aac.py)
+    cut_points: tuple[tuple[int, int], ...] = field(default=(), repr=False)
 
     @property
     def seconds(self) -> float:
         return self.samples / SAMPLE_RATE
+
+
+def cut_points(chapter: MeasuredChapter) -> tuple[tuple[int, int], ...]:
+    """Where each sentence after the first starts its speech in the chapter, and its pause before."""
+    points, position = [], 0
+    for number, sentence in enumerate(chapter.sentences):
+        position += sentence.pause
+        if number:
+            points.append((position, sentence.pause))
+        position += sentence.end - sentence.start
+    return tuple(points)
 
 
 def pause_before(previous: SentenceAudio, current: SentenceAudio, options: AssemblyOptions) -> int:
@@ -221,6 +235,7 @@ def stitch_chapter(chapter: MeasuredChapter, wav_path: Path) -> StitchedChapter:
         wav_path=wav_path,
         samples=chapter.samples,
         trailing_silence=chapter.trailing_silence,
+        cut_points=cut_points(chapter),
     )
 
 

@@ -246,6 +246,7 @@ def read_sentence_samples(path: Path) -> np.ndarray:
 
 # "RIFF", size, "WAVE", a 16-byte "fmt " chunk (PCM, mono, rate, byte rate, block align, bits), "data", size
 _CANONICAL_HEADER = struct.Struct("<4sI4s4sIHHIIHH4sI")
+CANONICAL_HEADER_BYTES = _CANONICAL_HEADER.size  # where the samples start in a WAV the wave module writes
 _CANONICAL_LAYOUT = (b"WAVE", b"fmt ", 16, 1, 1, SAMPLE_RATE, SAMPLE_RATE * SAMPLE_WIDTH, SAMPLE_WIDTH,
                      8 * SAMPLE_WIDTH, b"data")
 
