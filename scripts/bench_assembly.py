@@ -36,17 +36,17 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline.audio import assemble  # noqa: E402
 from pipeline.audio import (
     AssemblyOptions,
     ChapterAudio,
     SentenceAudio,
+    assemble,
     assemble_audiobook,
     write_sentence_wav,
-)  # noqa: E402
-from pipeline.audio.measure import measure_ahead, measure_path  # noqa: E402
-from pipeline.audio.synthetic import speechlike_sentence  # noqa: E402
-from pipeline.types import BookMetadata  # noqa: E402
+)
+from pipeline.audio.measure import measure_ahead, measure_path
+from pipeline.audio.synthetic import speechlike_sentence
+from pipeline.types import BookMetadata
 
 log = logging.getLogger("bench_assembly")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 
 from hypothesis import given, settings
@@ -11,8 +12,8 @@ from pipeline.audio.aac import (
     FRAME,
     MIN_CUT_PAUSE,
     chapter_starts,
-    cut_into_pieces,
     count_adts_frames,
+    cut_into_pieces,
     frames_for,
     plan_chapters,
     playable_samples,
@@ -59,7 +60,7 @@ def test_a_long_chapter_is_cut_in_its_pauses_and_short_ones_stay_whole():
     first, short = pieces[:-1], pieces[-1]
     assert len(first) == 6 and (short.chapter, short.start, short.samples) == (1, 0, 300 * SECOND)
     pauses = dict(points)
-    for piece, following in zip(first, first[1:]):
+    for piece, following in itertools.pairwise(first):
         assert piece.start + piece.samples == following.start
         assert pauses[following.start] >= MIN_CUT_PAUSE and piece.trailing_silence == pauses[following.start]
         assert abs(piece.samples - 600 * SECOND) <= 20 * SECOND

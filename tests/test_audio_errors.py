@@ -158,3 +158,24 @@ def test_silent_sentence_is_left_out_with_a_warning(tmp_path, caplog):
     )
     assert str(silent) in caplog.text
     assert report.pause_seconds == 0.0
+
+
+def test_a_chapter_wav_changed_after_stitching_is_not_encoded_as_noise(tmp_path):
+    """The M4B encoder reads stretches of a stitched chapter WAV raw: a chapter WAV laid out any
+    other way (here 16 kHz, replaced after stitching) is refused by name, not encoded as noise."""
+    from pipeline.audio.aac import AacChapterPlan, AacPiece
+    from pipeline.audio.export import Loudness, encode_m4b_piece
+    from pipeline.audio.stitch import StitchedChapter
+
+    wav_path = tmp_path / "chapter_0001.wav"
+    with wave.open(str(wav_path), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(16_000)
+        out.writeframes(b"\x00\x01" * 48_000)
+    chapter = StitchedChapter(index=0, title="One", wav_path=wav_path, samples=48_000, trailing_silence=0)
+    piece = AacPiece(chapter=0, start=0, samples=48_000, trailing_silence=0)
+    with pytest.raises(AssemblyError) as error:
+        encode_m4b_piece(chapter, piece, AacChapterPlan(48_000, 48), tmp_path / "one.aac", Loudness(), "64k")
+    assert str(wav_path) in str(error.value) and "assemble the book again" in str(error.value)
+    assert not (tmp_path / "one.aac").exists()

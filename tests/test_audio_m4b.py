@@ -205,13 +205,16 @@ def test_a_book_of_one_long_chapter_is_encoded_in_pieces_that_play_as_one(tmp_pa
     chapters = tone_book(tmp_path / "sentences", ["The Only Chapter"], body_sentences=15, seconds=0.3)
     cuts: list[int] = []
     real_cut = assemble.cut_into_pieces
-    monkeypatch.setattr(assemble, "cut_into_pieces", lambda *args: cuts.append(len(real_cut(*args))) or real_cut(*args))
+    monkeypatch.setattr(assemble, "cut_into_pieces",
+                        lambda *args: cuts.append(len(real_cut(*args))) or real_cut(*args))
     options = AssemblyOptions(normalize_loudness=False, threads=2)
 
     monkeypatch.setattr(assemble, "MIN_PIECE_SECONDS", 3.0)
-    pieces = assemble_audiobook(chapters, BookMetadata(title="Pieces"), tmp_path / "pieces", tmp_path / "w1", options)
+    pieces = assemble_audiobook(chapters, BookMetadata(title="Pieces"), tmp_path / "pieces", tmp_path / "w1",
+                                options)
     monkeypatch.setattr(assemble, "MIN_PIECE_SECONDS", 3600.0)
-    whole = assemble_audiobook(chapters, BookMetadata(title="Whole"), tmp_path / "whole", tmp_path / "w2", options)
+    whole = assemble_audiobook(chapters, BookMetadata(title="Whole"), tmp_path / "whole", tmp_path / "w2",
+                               options)
 
     assert cuts[0] >= 3 and cuts[1] == 1
     assert pieces.total_seconds == whole.total_seconds

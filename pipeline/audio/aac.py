@@ -69,7 +69,8 @@ def cut_into_pieces(
         piece_samples: the length to aim for.
     """
     pieces = []
-    for index, (length, silence, points) in enumerate(zip(lengths, trailing_silence, cut_points, strict=True)):
+    chapters = zip(lengths, trailing_silence, cut_points, strict=True)
+    for index, (length, silence, points) in enumerate(chapters):
         start = 0
         if length > 1.5 * piece_samples:
             usable = [(sample, pause) for sample, pause in points if pause >= MIN_CUT_PAUSE]

@@ -243,7 +243,8 @@ def plan_m4b_parts(
                 pieces=tuple(pieces),
                 plans=tuple(plans),
                 aac_paths=tuple(
-                    work_dir / f"part{number:02d}_{chapters[p.chapter].wav_path.stem}_{p.start}.aac" for p in pieces
+                    work_dir / f"part{number:02d}_{chapters[piece.chapter].wav_path.stem}_{piece.start}.aac"
+                    for piece in pieces
                 ),
                 tags=track_tags(metadata, options.narrator, title, number, len(groups)),
                 final_path=out_dir / name,

@@ -24,13 +24,20 @@ from pathlib import Path
 import numpy as np
 from mutagen import MutagenError
 
-from pipeline.audio.aac import PRIMING, AacChapterPlan, AacPiece, chapter_starts, count_adts_frames, playable_samples
+from pipeline.audio.aac import (
+    PRIMING,
+    AacChapterPlan,
+    AacPiece,
+    chapter_starts,
+    count_adts_frames,
+    playable_samples,
+)
 from pipeline.audio.failures import os_error_fix, remove_quietly
 from pipeline.audio.ffmeta import ChapterMark, render_ffmetadata
 from pipeline.audio.ffmpeg import run_ffmpeg
 from pipeline.audio.stitch import MeasuredChapter, StitchedChapter, chapter_pcm, is_silence
-from pipeline.audio.wavio import CANONICAL_HEADER_BYTES
 from pipeline.audio.tags import GENRE, TrackTags, write_tags
+from pipeline.audio.wavio import canonical_samples_offset
 from pipeline.errors import AssemblyError
 from pipeline.types import SAMPLE_RATE
 
@@ -130,7 +137,7 @@ def encode_m4b_piece(
     next piece's speech. ``-aac_coder fast``: the default two-loop coder runs at ~25x real time on
     one core, far too slow for a 20-hour book; at speech bitrates the difference is hard to hear.
     """
-    first_byte = CANONICAL_HEADER_BYTES + 2 * piece.start
+    first_byte = canonical_samples_offset(chapter.wav_path) + 2 * piece.start
     args = ["-f", "s16le", "-ar", str(SAMPLE_RATE), "-ac", "1", "-skip_initial_bytes", str(first_byte),
             "-i", str(chapter.wav_path), "-map", "0:a", "-map_metadata", "-1"]
     args += ["-af", f"atrim=end_sample={piece.samples}," + loudness.ffmpeg_filter(plan.input_samples)]

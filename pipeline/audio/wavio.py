@@ -246,9 +246,31 @@ def read_sentence_samples(path: Path) -> np.ndarray:
 
 # "RIFF", size, "WAVE", a 16-byte "fmt " chunk (PCM, mono, rate, byte rate, block align, bits), "data", size
 _CANONICAL_HEADER = struct.Struct("<4sI4s4sIHHIIHH4sI")
-CANONICAL_HEADER_BYTES = _CANONICAL_HEADER.size  # where the samples start in a WAV the wave module writes
 _CANONICAL_LAYOUT = (b"WAVE", b"fmt ", 16, 1, 1, SAMPLE_RATE, SAMPLE_RATE * SAMPLE_WIDTH, SAMPLE_WIDTH,
                      8 * SAMPLE_WIDTH, b"data")
+
+
+def canonical_samples_offset(path: Path) -> int:
+    """Where the samples start in a chapter WAV as the wave module writes it (16-bit mono at
+    SAMPLE_RATE behind the canonical 44-byte header), for encoders that read a stretch of it raw.
+
+    Raises:
+        AssemblyError: the file is missing or laid out otherwise (then a raw read would be noise).
+    """
+    try:
+        with open(path, "rb") as wav:
+            header = wav.read(_CANONICAL_HEADER.size)
+            size = os.fstat(wav.fileno()).st_size
+    except OSError as exc:
+        raise AssemblyError(
+            f"{path}: cannot read the chapter audio: {exc.strerror} ({os_error_fix(exc)})"
+        ) from exc
+    if len(header) == _CANONICAL_HEADER.size:
+        riff, _, *layout, data_size = _CANONICAL_HEADER.unpack(header)
+        if riff == b"RIFF" and tuple(layout) == _CANONICAL_LAYOUT and data_size == size - len(header):
+            return len(header)
+    raise AssemblyError(f"{path}: the chapter audio is not a 16-bit mono {SAMPLE_RATE} Hz WAV as stitched "
+                        "(it changed after stitching; assemble the book again)")
 
 
 def to_canonical(segment: AudioSegment) -> AudioSegment:
