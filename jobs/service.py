@@ -279,8 +279,7 @@ def plan_pending(rt: Runtime, job_ids: Sequence[int] | None = None) -> list[int]
         limits, memory = plan_limits(rt.settings, live_synthesis_workers(session))
         # another book still being read will add batches behind these: they are not the queue's end
         limits = replace(limits, ends_queue=repo.jobs_being_read(session) == 0)
-        batches = repo.create_batches(session, plan_batches(planned, limits, memory),
-                                      first_job_id=min(s.job_id for s in sentences))
+        batches = repo.create_batches(session, plan_batches(planned, limits, memory))
         session.commit()
         ids = [b.id for b in batches]
         log.info("planned %d sentences into %d batches", len(planned), len(ids))

@@ -172,13 +172,12 @@ class Batch(Base):
     # the order a streaming worker takes queued batches in (storage/repo.next_queued_batch)
     priority: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     longest_positions: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
-    first_job_id: Mapped[int] = mapped_column(Integer, default=0, server_default="0")  # its plan's oldest book
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     leased_by: Mapped[str | None] = mapped_column(String(255), nullable=True)
     leased_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)  # one per plan
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 

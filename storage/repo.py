@@ -234,15 +234,19 @@ _ATTACH_SENTENCE = (update(_SENTENCE_TABLE)
                     .values(batch_id=bindparam("new_batch_id")))
 
 
-def create_batches(session: Session, plan: Sequence[PlannedBatch], first_job_id: int = 0) -> list[Batch]:
+def create_batches(session: Session, plan: Sequence[PlannedBatch],
+                   planned_at: datetime | None = None) -> list[Batch]:
     """Persist planned batches, their ids in plan order, and attach their sentences (which the
-    caller holds locked); ``first_job_id`` is the oldest book the plan covers (the order streams
-    take plans in, ``next_queued_batch``). One INSERT of the batches, one executemany UPDATE by primary key (no
-    ORM session sync: its default matched every loaded sentence against every batch's id list,
-    quadratic in the book; and a batch at a time, a CPU plan of 16-sentence batches took 0.5 s)."""
+    caller holds locked). Every batch of the plan gets the same ``created_at`` (``planned_at``,
+    else now): streams take plans in the order they were made (``next_queued_batch``).
+
+    One INSERT of the batches, one executemany UPDATE by primary key (no ORM session sync: its
+    default matched every loaded sentence against every batch's id list, quadratic in the book;
+    and a batch at a time, a CPU plan of 16-sentence batches took 0.5 s)."""
+    planned_at = planned_at or utcnow()
     rows = [Batch(size=len(planned.sentence_ids), estimated_bytes=planned.estimated_bytes,
                   priority=planned.priority, longest_positions=planned.longest_positions,
-                  first_job_id=first_job_id)
+                  created_at=planned_at)
             for planned in plan]
     session.add_all(rows)
     session.flush()
@@ -280,19 +284,21 @@ def claim_batch(session: Session, batch_id: int, worker: str, lease_seconds: flo
 
 
 def next_queued_batch(session: Session) -> int | None:
-    """The queued batch a streaming worker takes next: the highest priority, then the plan of the
-    oldest book, then the longest sentences, then the oldest batch.
+    """The queued batch a streaming worker takes next: the highest priority, then the earliest plan
+    (its batches share their ``created_at``), then the longest sentences, then the oldest batch.
 
     A plan sorts every sentence pending when it ran (pipeline/batching.py). Books read at different
     times — a shelf's, one plan per book as each is read — run plan after plan, so each finishes
     and is assembled while the next is spoken; taken longest first across plans, every book
     finished in the stream's last second and all of their encoding came after the GPUs were done.
-    Within a plan the longest go first: a row runs as long as its sentence (up to ~8 s on an
-    H200), and the stream ends only when its last row does; the last plan's end pieces are short.
+    Plan order, not book order: a book being spoken is not held up by an older one read later or
+    retried, and the last plan made — the one cut into end pieces — ends the queue. Within a plan
+    the longest go first: a row runs as long as its sentence (up to ~8 s on an H200), and the
+    stream ends only when its last row does.
     """
     return session.scalar(
         select(Batch.id).where(Batch.state == BatchState.QUEUED.value)
-        .order_by(Batch.priority.desc(), Batch.first_job_id, Batch.longest_positions.desc(), Batch.id)
+        .order_by(Batch.priority.desc(), Batch.created_at, Batch.longest_positions.desc(), Batch.id)
         .limit(1))
 
 

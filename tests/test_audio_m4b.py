@@ -196,18 +196,19 @@ def test_many_chapters_keep_exact_marks(tmp_path):
     assert max(drift) <= FRAME_SECONDS / 2 + 0.001
 
 
-def test_a_book_of_one_long_chapter_is_encoded_in_pieces_that_play_as_one(tmp_path, monkeypatch):
-    """A plain-text book without headings is one chapter: its M4B is encoded in pieces cut in
-    the pauses (one core each), and plays like the same book encoded whole: the same length,
-    and every sentence starting where it does there (within one AAC frame)."""
+def test_long_chapters_are_encoded_in_pieces_that_play_as_one(tmp_path, monkeypatch):
+    """A book of a few long chapters (a plain-text book without headings is one) has its M4B
+    encoded in pieces cut in the pauses, one core each, and plays like the same book encoded
+    chapter by chapter: the same length, every sentence starting where it does there (within
+    one AAC frame), and each chapter mark where its audio starts."""
     from pipeline.audio import assemble
 
-    chapters = tone_book(tmp_path / "sentences", ["The Only Chapter"], body_sentences=15, seconds=0.3)
+    chapters = tone_book(tmp_path / "sentences", ["First", "Second"], body_sentences=11, seconds=0.3)
     cuts: list[int] = []
     real_cut = assemble.cut_into_pieces
     monkeypatch.setattr(assemble, "cut_into_pieces",
                         lambda *args: cuts.append(len(real_cut(*args))) or real_cut(*args))
-    options = AssemblyOptions(normalize_loudness=False, threads=2)
+    options = AssemblyOptions(normalize_loudness=False, threads=2, chapter_pause_ms=1500)
 
     monkeypatch.setattr(assemble, "MIN_PIECE_SECONDS", 3.0)
     pieces = assemble_audiobook(chapters, BookMetadata(title="Pieces"), tmp_path / "pieces", tmp_path / "w1",
@@ -216,14 +217,16 @@ def test_a_book_of_one_long_chapter_is_encoded_in_pieces_that_play_as_one(tmp_pa
     whole = assemble_audiobook(chapters, BookMetadata(title="Whole"), tmp_path / "whole", tmp_path / "w2",
                                options)
 
-    assert cuts[0] >= 3 and cuts[1] == 1
-    assert pieces.total_seconds == whole.total_seconds
+    assert cuts[0] >= 5 and cuts[1] == 2  # both chapters cut, then each whole
     decoded = [decode_pcm(report.outputs[0], SAMPLE_RATE).astype(np.int32) for report in (pieces, whole)]
     assert abs(len(decoded[0]) - len(decoded[1])) <= FRAME
     onsets = [_onsets(samples) for samples in decoded]
-    assert len(onsets[0]) == len(onsets[1]) == 16
+    assert len(onsets[0]) == len(onsets[1]) == 24
     assert max(abs(a - b) for a, b in zip(*onsets, strict=True)) <= FRAME
-    assert float(probe(pieces.outputs[0])["chapters"][0]["start_time"]) == 0.0
+    marks = [[round(float(m["start_time"]) * SAMPLE_RATE) for m in probe(r.outputs[0])["chapters"]]
+             for r in (pieces, whole)]
+    second_chapter_onset = onsets[0][12]
+    assert abs(marks[0][1] - marks[1][1]) <= FRAME and 0 <= second_chapter_onset - marks[0][1] <= FRAME
 
 
 def _onsets(samples: np.ndarray) -> list[int]:

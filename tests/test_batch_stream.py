@@ -121,8 +121,8 @@ def test_a_book_is_ready_for_assembly_only_once_its_last_batches_are_measured(
 
 def test_books_read_at_different_times_are_spoken_and_handed_to_assembly_one_after_the_other(
         rt, tmp_path: Path, tiny_engine) -> None:  # type: ignore[no-untyped-def]
-    """A shelf's books are planned one by one as they are read. The stream finishes the older
-    book first, so it is assembled while the next is spoken — even though the newer book's
+    """A shelf's books are planned one by one as they are read. The stream finishes the book
+    planned first, so it is assembled while the next is spoken — even though the next book's
     sentences are the longer ones (taken longest first across plans, both books ended together
     and all of their encoding waited for the GPU to finish)."""
     first, first_batches = _planned_book(rt, tmp_path, "first")

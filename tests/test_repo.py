@@ -110,28 +110,30 @@ def test_a_state_change_happens_once(sessions) -> None:  # type: ignore[no-untyp
         s.commit()
 
 
-def test_a_streaming_worker_takes_the_highest_priority_then_the_older_plan_longest_first(sessions) -> None:  # type: ignore[no-untyped-def]
-    """Plans (books read at different times) run oldest book first, so each book finishes while
-    the next is spoken; within a plan the longest rows start first."""
+def test_a_streaming_worker_takes_the_highest_priority_then_the_earlier_plan_longest_first(sessions) -> None:  # type: ignore[no-untyped-def]
+    """Plans (books read at different times) run in the order they were made, so each book
+    finishes while the next is spoken; within a plan the longest rows start first."""
     with sessions() as s:
         _job_with_sentences(s, 6)
         ids = [x.id for x in repo.unplanned_sentences(s)]
-        newer_long, newer_short = repo.create_batches(s, [
+        first_plan = utcnow()
+        later_long, later_short = repo.create_batches(s, [
             PlannedBatch((ids[0],), 1, longest_positions=900),
-            PlannedBatch((ids[1],), 1, longest_positions=100)], first_job_id=7)
-        older_short, older_long, older_twin = repo.create_batches(s, [
+            PlannedBatch((ids[1],), 1, longest_positions=100)], planned_at=first_plan + timedelta(seconds=1))
+        earlier_short, earlier_long, earlier_twin = repo.create_batches(s, [
             PlannedBatch((ids[2],), 1, longest_positions=100),
             PlannedBatch((ids[3],), 1, longest_positions=500),
-            PlannedBatch((ids[4],), 1, longest_positions=500)], first_job_id=3)
+            PlannedBatch((ids[4],), 1, longest_positions=500)], planned_at=first_plan)
         [urgent_short] = repo.create_batches(s, [
-            PlannedBatch((ids[5],), 1, longest_positions=50, priority=1)], first_job_id=9)
+            PlannedBatch((ids[5],), 1, longest_positions=50, priority=1)], planned_at=first_plan + timedelta(seconds=2))
         s.commit()
         order = []
         while (batch_id := repo.next_queued_batch(s)) is not None:
             order.append(batch_id)
             assert repo.claim_batch(s, batch_id, "host:1", 60) is not None
         s.commit()
-    assert order == [urgent_short.id, older_long.id, older_twin.id, older_short.id, newer_long.id, newer_short.id]
+    assert order == [urgent_short.id, earlier_long.id, earlier_twin.id, earlier_short.id,
+                     later_long.id, later_short.id]
 
 
 def test_stale_batches_are_found(sessions) -> None:  # type: ignore[no-untyped-def]

@@ -23,6 +23,7 @@ marks are placed at each chapter's first piece.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -75,13 +76,20 @@ def cut_into_pieces(
         if length > 1.5 * piece_samples:
             usable = [(sample, pause) for sample, pause in points if pause >= MIN_CUT_PAUSE]
             for target in range(piece_samples, length - piece_samples // 2, piece_samples):
-                cut = min(usable, key=lambda point: abs(point[0] - target), default=None)
+                cut = _nearest(usable, target)
                 if cut is None or cut[0] - start < piece_samples // 2 or length - cut[0] < piece_samples // 2:
                     continue
                 pieces.append(AacPiece(index, start, cut[0] - start, cut[1]))
                 start = cut[0]
         pieces.append(AacPiece(index, start, length - start, silence))
     return pieces
+
+
+def _nearest(points: Sequence[tuple[int, int]], target: int) -> tuple[int, int] | None:
+    """The point (in sample order) whose sample is nearest ``target``."""
+    at = bisect.bisect_left(points, (target, 0))
+    near = points[max(at - 1, 0):at + 1]
+    return min(near, key=lambda point: abs(point[0] - target), default=None)
 
 
 def frames_for(input_samples: int) -> int:
