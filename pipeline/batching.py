@@ -56,10 +56,10 @@ def plan_batches(
     its batches through its decode slots (jobs/batch_stream.py), and a row runs as long as its
     sentence (up to ~8 s on an H200), so the rows taken last must be the short ones. Books read at
     different times (a shelf, read one book at a time) are planned one by one, and streams take
-    those plans in the order they were made (storage/repo.next_queued_batch), so each book is assembled while
-    the next is spoken: two 13-hour M4B books on one H200 done 11-13 s sooner, no slower to
-    synthesized (docs/benchmarks.md, eleventh session). The seventh session's book-after-book
-    plan, before the queue's end came in pieces, ended two H200s 0.6-1.15 s apart.
+    those plans in the order they were made (storage/repo.next_queued_batch), so each book is
+    assembled while the next is spoken: two 13-hour M4B books on one H200 done 11-13 s sooner,
+    no slower to synthesized (docs/benchmarks.md, eleventh session). The seventh session's
+    book-after-book plan, before the queue's end came in pieces, ended two H200s 0.6-1.15 s apart.
     """
     estimate = estimate or memory.estimate
     ordered = sorted(sentences, key=lambda s: (-s.priority, -_positions(s), s.id))
