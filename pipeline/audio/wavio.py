@@ -236,11 +236,8 @@ def read_sentence_samples(path: Path) -> np.ndarray:
         data = Path(path).read_bytes()
     except OSError:
         data = b""  # the general way says what is wrong
-    if len(data) >= _CANONICAL_HEADER.size:
-        riff, riff_size, *layout, data_size = _CANONICAL_HEADER.unpack_from(data)
-        if (riff == b"RIFF" and tuple(layout) == _CANONICAL_LAYOUT and riff_size == len(data) - 8
-                and data_size == len(data) - _CANONICAL_HEADER.size):
-            return np.frombuffer(data, dtype="<i2", offset=_CANONICAL_HEADER.size)
+    if _is_canonical(data[:_CANONICAL_HEADER.size], len(data)):
+        return np.frombuffer(data, dtype="<i2", offset=_CANONICAL_HEADER.size)
     return segment_samples(read_sentence_audio(path))
 
 
@@ -248,6 +245,16 @@ def read_sentence_samples(path: Path) -> np.ndarray:
 _CANONICAL_HEADER = struct.Struct("<4sI4s4sIHHIIHH4sI")
 _CANONICAL_LAYOUT = (b"WAVE", b"fmt ", 16, 1, 1, SAMPLE_RATE, SAMPLE_RATE * SAMPLE_WIDTH, SAMPLE_WIDTH,
                      8 * SAMPLE_WIDTH, b"data")
+
+
+def _is_canonical(header: bytes, file_size: int) -> bool:
+    """Whether a file of ``file_size`` bytes starting with ``header`` is a canonical WAV: the
+    44-byte PCM header for 16-bit mono at SAMPLE_RATE, then the samples, nothing after."""
+    if len(header) != _CANONICAL_HEADER.size:
+        return False
+    riff, riff_size, *layout, data_size = _CANONICAL_HEADER.unpack(header)
+    return (riff == b"RIFF" and tuple(layout) == _CANONICAL_LAYOUT and riff_size == file_size - 8
+            and data_size == file_size - _CANONICAL_HEADER.size)
 
 
 def canonical_samples_offset(path: Path) -> int:
@@ -265,10 +272,8 @@ def canonical_samples_offset(path: Path) -> int:
         raise AssemblyError(
             f"{path}: cannot read the chapter audio: {exc.strerror} ({os_error_fix(exc)})"
         ) from exc
-    if len(header) == _CANONICAL_HEADER.size:
-        riff, _, *layout, data_size = _CANONICAL_HEADER.unpack(header)
-        if riff == b"RIFF" and tuple(layout) == _CANONICAL_LAYOUT and data_size == size - len(header):
-            return len(header)
+    if _is_canonical(header, size):
+        return _CANONICAL_HEADER.size
     raise AssemblyError(f"{path}: the chapter audio is not a 16-bit mono {SAMPLE_RATE} Hz WAV as stitched "
                         "(it changed after stitching; assemble the book again)")
 
