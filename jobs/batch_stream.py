@@ -1,4 +1,4 @@
-"""A synthesis worker's batches as one stream through its decode slots (issue 6).
+"""A synthesis worker's batches as one stream through its decode slots.
 
 The task for batch N claims N and starts the engine's stream (pipeline/engine/streaming.py).
 While N's sentences are in the slots, the next queued batch is claimed from the database and its
@@ -17,9 +17,11 @@ a recorder thread: the stream goes on meanwhile.
   the audio. The queue's last batches (no more than ``DEEP_QUEUE`` left) are recorded only once
   measured, so that a book's last batch leaves nothing for its assembly to measure. Best
   effort: whatever is not measured in time, assembly measures itself.
-- If the stream fails, every batch it holds and has not recorded goes back to the queue (or fails
-  for good after ``max_attempts``), and each but the task's own is sent out again. Out of memory
-  (slots larger than the device now has free) falls back to the task's batch alone, with halving.
+- Out of memory (slots larger than the device now has free) is ``pipeline/engine/oom.py``'s: the
+  stream takes no more batches, and the sentences it had taken are spoken with halving, as the
+  single-batch road does; what it learns is recorded for the planner.
+- If the stream fails otherwise, every batch it holds and has not recorded goes back to the queue
+  (or fails for good after ``max_attempts``), and each but the task's own is sent out again.
 """
 
 from __future__ import annotations
@@ -30,16 +32,23 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from jobs import service
-from jobs.service import ClaimedBatch, Runtime, SentenceWork
+from jobs.batch_work import ClaimedBatch, SentenceWork
+from jobs.claim import claim_batch
+from jobs.leases import LeaseKeeper
+from jobs.record import give_back_or_fail, log_batch_done, record_batch_results
+from jobs.runtime import Runtime
+from jobs.speak import learn_from, outcome, speak_claimed_batch, write_sentence
+from jobs.voices import with_voice
+from pipeline.types import SynthesisResult
 from storage import repo
 
 if TYPE_CHECKING:
     from pipeline.audio.measure import MeasureAhead
     from pipeline.engine import Engine
-    from pipeline.types import SynthesisRequest, SynthesisResult
+    from pipeline.engine.oom import Outcome
+    from pipeline.types import SynthesisRequest
 
 log = logging.getLogger(__name__)
 
@@ -58,21 +67,16 @@ BatchReturned = Callable[[int], None]  # a batch given back to the queue: send i
 
 def synthesize_stream(rt: Runtime, engine: Engine, batch_id: int, worker: str, jobs_ready: JobsReady,
                       batch_returned: BatchReturned, learned_by: str | None = None) -> None:
-    """Speak batch ``batch_id`` and the queued batches after it as one stream (see the module)."""
-    claimed, ready = service.claim_batch(rt, batch_id, worker, take_over_dead=True)
+    """Speak batch ``batch_id`` and the queued batches after it as one stream (see the module).
+    ``learned_by`` names the device's worker for an out-of-memory limit (None: not recorded)."""
+    claimed, ready = claim_batch(rt, batch_id, worker, take_over_dead=True)
     jobs_ready(ready)
     if claimed is None:
         return
     if claimed.refines:
-        jobs_ready(service.speak_claimed_batch(rt, engine, claimed, worker, learned_by))
+        jobs_ready(speak_claimed_batch(rt, engine, claimed, worker, learned_by))
         return
-    try:
-        _Stream(rt, engine, claimed, worker, jobs_ready, batch_returned).run()
-    except Exception as exc:
-        if type(exc).__name__ != "OutOfMemoryError":
-            raise
-        log.warning("batch=%s: out of memory in a stream; speaking it alone, halving as needed", batch_id)
-        jobs_ready(service.synthesize_batch(rt, engine, batch_id, worker, learned_by))
+    _Stream(rt, engine, claimed, worker, jobs_ready, batch_returned, learned_by).run()
 
 
 @dataclass
@@ -81,7 +85,7 @@ class _InFlight:
 
     claimed: ClaimedBatch
     began: float
-    spoken: dict[int, tuple[SentenceWork, Any, str]] = field(default_factory=dict)  # by sentence id
+    spoken: dict[int, tuple[SentenceWork, Outcome, str | None]] = field(default_factory=dict)  # by sentence id
 
     @property
     def complete(self) -> bool:
@@ -95,28 +99,31 @@ class _Stream:
     waveform thread (``_on_result``) and the recorder (``_record``); ``lock`` guards what they share."""
 
     def __init__(self, rt: Runtime, engine: Engine, first: ClaimedBatch, worker: str,
-                 jobs_ready: JobsReady, batch_returned: BatchReturned) -> None:
+                 jobs_ready: JobsReady, batch_returned: BatchReturned, learned_by: str | None) -> None:
         from pipeline.audio import SentenceWavWriter
 
         self.rt, self.engine, self.first, self.worker = rt, engine, first, worker
-        self.jobs_ready, self.batch_returned = jobs_ready, batch_returned
+        self.jobs_ready, self.batch_returned, self.learned_by = jobs_ready, batch_returned, learned_by
         self.deadline = time.monotonic() + rt.settings.stream_seconds
         self.queue_deep = False  # as the last claim saw the queue (read on the engine's loop thread)
         self.sentences: list[tuple[int, SentenceWork]] = []  # stream index -> (batch, sentence)
         self.in_flight: dict[int, _InFlight] = {}
         self.lock = threading.Lock()
-        self.leases = service.LeaseKeeper(rt, {first.batch_id}, worker)
+        self.leases = LeaseKeeper(rt, {first.batch_id}, worker)
         self.measurer = measure_ahead(rt)
         self.writer = SentenceWavWriter(on_written=self.measurer.add)  # measured as they are written
         self.recorder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="record-batch")
         self.recording: list[Future[None]] = []
 
     def run(self) -> None:
+        from pipeline.engine.oom import stream_fitting
+
         try:
             with self.writer, self.leases:
                 try:
-                    self.engine.synthesize_stream(self._admit(self.first), self._more, self._on_result,
-                                                  fetch_early=lambda: self.queue_deep)
+                    fit = stream_fitting(self.engine, self._admit(self.first), self._more, self._on_result,
+                                         fetch_early=lambda: self.queue_deep)
+                    learn_from(self.rt, fit, self.learned_by)
                     self._wait_for_recording()
                 finally:
                     # On failure too, what is being recorded is kept: the recorder ends before
@@ -131,9 +138,8 @@ class _Stream:
         with self.lock:
             self.in_flight[claimed.batch_id] = _InFlight(claimed, time.monotonic())
             self.sentences += [(claimed.batch_id, w) for w in claimed.work]
-        with self.leases.lock:
-            self.leases.batch_ids.add(claimed.batch_id)
-        return [service.with_voice(self.engine, w.request) for w in claimed.work]
+        self.leases.add(claimed.batch_id)
+        return [with_voice(self.engine, w.request) for w in claimed.work]
 
     def _more(self) -> list[SynthesisRequest] | None:
         """The next queued batch, claimed (on the engine's fetch thread); None ends the stream,
@@ -146,21 +152,24 @@ class _Stream:
                 self.queue_deep = repo.queued_batch_count(session) > DEEP_QUEUE
             if batch_id is None or refines:
                 return None
-            claimed, ready = service.claim_batch(self.rt, batch_id, self.worker)
+            claimed, ready = claim_batch(self.rt, batch_id, self.worker)
             self.jobs_ready(ready)
             if claimed is not None:  # else another worker took it first, or nothing was left in it
                 return self._admit(claimed)
         return None
 
     # ------------------------------------------------------------------- results
-    def _on_result(self, index: int, result: SynthesisResult) -> None:
-        """A sentence's waveform (on the engine's waveform thread): its WAV handed to the writer;
-        the batch's last one sends the batch to the recorder."""
+    def _on_result(self, index: int, result: Outcome) -> None:
+        """A sentence's waveform (on the engine's waveform thread), or why it has none: its WAV
+        handed to the writer; the batch's last one sends the batch to the recorder."""
         batch_id, work = self.sentences[index]
-        relative = service.write_sentence(self.rt, self.writer, work, result.waveform)
+        relative = None
+        if isinstance(result, SynthesisResult):
+            relative = write_sentence(self.rt, self.writer, work, result.waveform)
+            result = _without_waveform(result)
         with self.lock:
             flight = self.in_flight[batch_id]
-            flight.spoken[work.sentence_id] = (work, _without_waveform(result), relative)
+            flight.spoken[work.sentence_id] = (work, result, relative)
             if flight.complete:
                 self.recording.append(self.recorder.submit(self._record, flight, time.monotonic()))
 
@@ -169,20 +178,20 @@ class _Stream:
         seconds = self.writer.take_seconds(list(flight.spoken))
         written_at = time.monotonic()
         root = self.rt.artifacts.root
-        measuring = self.measurer.settle([root / relative for _, _, relative in flight.spoken.values()])
+        measuring = self.measurer.settle([root / relative for _, _, relative in flight.spoken.values()
+                                          if relative is not None])
         if not self.queue_deep:
             # The queue's last batches: recording one may finish a book, whose assembly then reads
             # these measures instead of measuring the sentences itself after the last batch.
             wait(measuring, timeout=MEASURE_WAIT_SECONDS)
-        audio = [(work, result, (relative, seconds[work.sentence_id]))
-                 for work, result, relative in (flight.spoken[w.sentence_id] for w in flight.claimed.work)]
-        ready = service.record_batch_results(self.rt, batch_id, self.worker, audio)
+        outcomes = [outcome(work, result, relative, seconds.get(work.sentence_id, 0.0))
+                    for work, result, relative in (flight.spoken[w.sentence_id] for w in flight.claimed.work)]
+        ready = record_batch_results(self.rt, batch_id, self.worker, outcomes)
         with self.lock:
             del self.in_flight[batch_id]
-        with self.leases.lock:
-            self.leases.batch_ids.discard(batch_id)
-        service.log_batch_done(batch_id, audio, synthesized_at - flight.began, written_at - synthesized_at,
-                               time.monotonic() - written_at)
+        self.leases.discard(batch_id)
+        log_batch_done(batch_id, outcomes, synthesized_at - flight.began, written_at - synthesized_at,
+                       time.monotonic() - written_at)
         self.jobs_ready(ready)
 
     def _recording_failed(self) -> bool:
@@ -198,8 +207,7 @@ class _Stream:
         with self.lock:
             left = [flight.claimed for flight in self.in_flight.values()]
         for claimed in left:
-            service.give_back_or_fail(self.rt, claimed.batch_id, self.worker, claimed.work,
-                                      claimed.attempts, exc)
+            give_back_or_fail(self.rt, claimed.batch_id, self.worker, claimed.attempts, exc)
             if claimed.batch_id != self.first.batch_id:  # the task's own comes back with its retry
                 self.batch_returned(claimed.batch_id)
         if left:

@@ -30,7 +30,10 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 
-from jobs import service
+from jobs.options import JobOptions
+from jobs.runtime import Runtime
+from jobs.status import JobStatus, job_statuses
+from jobs.submit import add_job, check_options, validate_book
 from pipeline.errors import BookError, TtsJobsError
 from pipeline.files import file_sha256
 from storage import repo
@@ -69,7 +72,7 @@ class BulkOptions:
     """
 
     out_dir: Path
-    job: service.JobOptions = service.JobOptions()
+    job: JobOptions = JobOptions()
     recursive: bool = False
     min_age_seconds: float = DEFAULT_MIN_AGE_SECONDS
 
@@ -125,7 +128,7 @@ def _arrival(path: Path) -> tuple[float, str]:
 # ---------------------------------------------------------------- submitting
 
 
-def submit_inbox(rt: service.Runtime, inbox: Path, options: BulkOptions,
+def submit_inbox(rt: Runtime, inbox: Path, options: BulkOptions,
                  enqueue: Enqueue) -> list[BookOutcome]:
     """Submit every book of ``inbox`` not submitted before; one outcome per book file.
 
@@ -134,7 +137,7 @@ def submit_inbox(rt: service.Runtime, inbox: Path, options: BulkOptions,
     Raises:
         TtsJobsError: the inbox, a format or the voice is wrong (nothing was submitted).
     """
-    _check_job_options(rt, options.job)
+    check_options(rt, options.job)
     outcomes = []
     for path in find_books(inbox, options.recursive):
         outcome = submit_one(rt, path, options, enqueue)
@@ -144,16 +147,7 @@ def submit_inbox(rt: service.Runtime, inbox: Path, options: BulkOptions,
     return outcomes
 
 
-def _check_job_options(rt: service.Runtime, job: service.JobOptions) -> None:
-    bad = [f for f in job.formats if f not in service.FORMATS]
-    if bad or not job.formats:
-        raise TtsJobsError(f"unknown output format {', '.join(bad) or '(none)'}: "
-                           f"use {', '.join(service.FORMATS)}")
-    with rt.session() as session:
-        service.resolve_voice(session, job.voice)
-
-
-def submit_one(rt: service.Runtime, path: Path, options: BulkOptions, enqueue: Enqueue) -> BookOutcome:
+def submit_one(rt: Runtime, path: Path, options: BulkOptions, enqueue: Enqueue) -> BookOutcome:
     """Submit one book unless its content was submitted before (see the module docstring)."""
     try:
         if time.time() - path.stat().st_mtime < options.min_age_seconds:
@@ -166,7 +160,7 @@ def submit_one(rt: service.Runtime, path: Path, options: BulkOptions, enqueue: E
     if known is not None:  # the cheap path: no need to parse a book we have seen
         return replace(known, path=path)
     try:
-        book = service.validate_book(path)
+        book = validate_book(path)
     except BookError as exc:
         return BookOutcome(path, Outcome.UNREADABLE, _book_problem(exc), sha256=sha256)
     try:
@@ -183,7 +177,7 @@ def _book_problem(exc: BookError) -> str:
     return exc.problem + (f" ({exc.fix})" if exc.fix else "")
 
 
-def _already_submitted(rt: service.Runtime, sha256: str) -> BookOutcome | None:
+def _already_submitted(rt: Runtime, sha256: str) -> BookOutcome | None:
     with rt.session() as session:
         entry = session.scalar(select(BulkEntry).where(BulkEntry.sha256 == sha256))
         if entry is None:
@@ -197,7 +191,7 @@ def _already_submitted(rt: service.Runtime, sha256: str) -> BookOutcome | None:
                            book_dir=_book_dir_of(job) if job is not None else None)
 
 
-def _record(rt: service.Runtime, path: Path, book: Any, sha256: str,
+def _record(rt: Runtime, path: Path, book: Any, sha256: str,
             options: BulkOptions) -> tuple[int, Path]:
     """Insert the bulk entry, then the job, in one transaction. Returns (job id, book folder).
 
@@ -211,7 +205,7 @@ def _record(rt: service.Runtime, path: Path, book: Any, sha256: str,
         title = book.metadata.title or path.stem
         book_dir, created = claim_book_dir(options.out_dir, title, sha256)
         try:
-            job = service.add_job(rt, session, path, book, replace(options.job, out_dir=book_dir), sha256)
+            job = add_job(rt, session, path, book, replace(options.job, out_dir=book_dir), sha256)
             entry.job_id = job.id
             session.commit()
         except BaseException:
@@ -252,7 +246,7 @@ def _remove_if_empty(folder: Path) -> None:
         folder.rmdir()
 
 
-def _enqueue_or_withdraw(rt: service.Runtime, job_id: int, sha256: str, book_dir: Path,
+def _enqueue_or_withdraw(rt: Runtime, job_id: int, sha256: str, book_dir: Path,
                          enqueue: Enqueue) -> None:
     """Send the job's first message. If the broker is unreachable, withdraw the submission.
 
@@ -291,19 +285,19 @@ class Progress:
                 f"{self.sentences_done}/{self.sentences_total} sentences spoken")
 
 
-def wait_for_jobs(rt: service.Runtime, job_ids: Sequence[int],
+def wait_for_jobs(rt: Runtime, job_ids: Sequence[int],
                   on_progress: Callable[[Progress], None] | None = None,
-                  on_final: Callable[[service.JobStatus], object] | None = None,
-                  poll_seconds: float = 10.0) -> list[service.JobStatus]:
+                  on_final: Callable[[JobStatus], object] | None = None,
+                  poll_seconds: float = 10.0) -> list[JobStatus]:
     """Poll the job table until every job is final; returns their statuses in ``job_ids`` order.
 
     ``on_final`` is called once per job when it reaches a final state (done, failed, cancelled);
     ``on_progress`` whenever the numbers change.
     """
-    final: dict[int, service.JobStatus] = {}
+    final: dict[int, JobStatus] = {}
     last: Progress | None = None
     while True:
-        current = {job_id: final.get(job_id) or service.job_statuses(rt, job_id)[0] for job_id in job_ids}
+        current = {job_id: final.get(job_id) or job_statuses(rt, job_id)[0] for job_id in job_ids}
         for job_id, status in current.items():
             if job_id not in final and status.state in FINAL_STATES:
                 final[job_id] = status
@@ -318,7 +312,7 @@ def wait_for_jobs(rt: service.Runtime, job_ids: Sequence[int],
         time.sleep(poll_seconds)
 
 
-def _progress(statuses: Iterable[service.JobStatus]) -> Progress:
+def _progress(statuses: Iterable[JobStatus]) -> Progress:
     statuses = list(statuses)
     unsuccessful = (JobState.FAILED.value, JobState.CANCELLED.value)
     return Progress(books=len(statuses),
@@ -333,8 +327,8 @@ def report_path(book_dir: Path) -> Path:
     return book_dir / f"{book_dir.name}{REPORT_SUFFIX}"
 
 
-def book_report(status: service.JobStatus) -> dict[str, Any]:
-    """What a user wants to know about one finished (or failed) book, from `service.job_statuses`."""
+def book_report(status: JobStatus) -> dict[str, Any]:
+    """What a user wants to know about one finished (or failed) book, from `jobs.status.job_statuses`."""
     report = status.report or {}
     if report.get("chapters"):  # assembled: where each chapter starts in the audiobook
         chapters = [{"title": c["title"], "start_seconds": c["start_seconds"], "seconds": c["seconds"]}
@@ -352,9 +346,9 @@ def book_report(status: service.JobStatus) -> dict[str, Any]:
             "warnings": status.warnings}
 
 
-def write_report(rt: service.Runtime, job_id: int) -> Path | None:
+def write_report(rt: Runtime, job_id: int) -> Path | None:
     """Write ``<book>.report.json`` next to a final bulk job's audiobook; None for non-bulk jobs."""
-    status = service.job_statuses(rt, job_id)[0]
+    status = job_statuses(rt, job_id)[0]
     with rt.session() as session:
         job = repo.get_job(session, job_id)
         book_dir = _book_dir_of(job) if job is not None else None
@@ -367,7 +361,7 @@ def write_report(rt: service.Runtime, job_id: int) -> Path | None:
     return target
 
 
-def write_pending_reports(rt: service.Runtime, out_dir: Path) -> list[Path]:
+def write_pending_reports(rt: Runtime, out_dir: Path) -> list[Path]:
     """Reports for bulk jobs under ``out_dir`` that became final since the last run (or changed
     state since, e.g. a failed job that was retried), so a run without ``--wait`` misses none."""
     written = []
@@ -380,7 +374,7 @@ def write_pending_reports(rt: service.Runtime, out_dir: Path) -> list[Path]:
     return written
 
 
-def _final_bulk_jobs(rt: service.Runtime) -> list[tuple[int, Path, str]]:
+def _final_bulk_jobs(rt: Runtime) -> list[tuple[int, Path, str]]:
     with rt.session() as session:
         rows = session.execute(select(Job).join(BulkEntry, BulkEntry.job_id == Job.id)
                                .where(Job.state.in_(FINAL_STATES)).order_by(Job.id)).scalars()

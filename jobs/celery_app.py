@@ -1,20 +1,15 @@
 """The Celery application: JSON only, late acknowledgement, one task at a time per process.
 
 Queues: ``cpu`` (ingest, plan, assemble) and ``synth`` (GPU batches). Messages carry ids only.
+The tasks, and what a worker process loads after the fork, are in ``jobs/tasks.py`` (``include``).
 """
 
 from __future__ import annotations
 
-import logging
-import os
-
 from celery import Celery
-from celery.signals import worker_process_init, worker_process_shutdown
 from kombu import Exchange, Queue
 
 from jobs.settings import Settings
-
-log = logging.getLogger(__name__)
 
 CPU_QUEUE = "cpu"
 SYNTH_QUEUE = "synth"
@@ -61,21 +56,3 @@ def make_celery(settings: Settings) -> Celery:
 
 
 app = make_celery(Settings.from_env())
-
-
-@worker_process_init.connect
-def _load_model_after_fork(**_: object) -> None:
-    """Load and warm the model in the child process, never in the parent (CUDA is not fork-safe)."""
-    from jobs import tasks
-
-    queues = os.environ.get(WORKER_QUEUES_ENV, ",".join(ALL_QUEUES)).split(",")
-    if SYNTH_QUEUE in queues:
-        tasks.worker_engine()
-    if CPU_QUEUE in queues:
-        tasks.prepare_cpu_worker()
-    tasks.start_lease_sweeper()
-
-
-@worker_process_shutdown.connect
-def _close(**_: object) -> None:
-    log.info("worker process shutting down")

@@ -1,7 +1,9 @@
-"""Thin Celery tasks: parse ids, call a use case in jobs/service.py, send the next message.
+"""Thin Celery tasks: parse ids, call a use case of jobs/, send the next message.
 
 Bad input (BookError) fails its job and is never retried; transient failures (database or broker
-blips, device errors) retry with backoff, a bounded number of times.
+blips, device errors) retry with backoff, a bounded number of times. A worker process loads what
+its queues need after the fork (``worker_process_init``), never in the parent: CUDA is not
+fork-safe.
 """
 
 from __future__ import annotations
@@ -16,18 +18,22 @@ import time
 from typing import TYPE_CHECKING
 
 from celery import shared_task
+from celery.signals import worker_process_init, worker_process_shutdown
 from sqlalchemy.exc import InterfaceError, OperationalError
 
-from jobs import batch_stream, service
-from jobs.celery_app import WORKER_NAME_ENV, app
+from jobs import assemble, batch_stream, ingest, leases, plan, speak
+from jobs.celery_app import ALL_QUEUES, CPU_QUEUE, SYNTH_QUEUE, WORKER_NAME_ENV, WORKER_QUEUES_ENV, app
+from jobs.lifecycle import RetryPlan, fail_job
+from jobs.runtime import Runtime, open_engine, open_runtime
 from jobs.settings import Settings
+from pipeline.errors import AssemblyError
 
 if TYPE_CHECKING:
     from pipeline.engine import Engine
 
 log = logging.getLogger(__name__)
 
-_runtime: service.Runtime | None = None
+_runtime: Runtime | None = None
 _engine: Engine | None = None
 _lock = threading.Lock()
 
@@ -35,13 +41,29 @@ _lock = threading.Lock()
 RETRYABLE = (ConnectionError, TimeoutError, OSError, OperationalError, InterfaceError)
 
 
-def runtime() -> service.Runtime:
+def runtime() -> Runtime:
     """This process's runtime, built lazily (after the fork)."""
     global _runtime
     with _lock:
         if _runtime is None:
-            _runtime = service.open_runtime(Settings.from_env(), upgrade_schema=False)
+            _runtime = open_runtime(Settings.from_env(), upgrade_schema=False)
         return _runtime
+
+
+@worker_process_init.connect
+def _load_after_fork(**_: object) -> None:
+    """Load and warm the model in the child process, never in the parent (CUDA is not fork-safe)."""
+    queues = os.environ.get(WORKER_QUEUES_ENV, ",".join(ALL_QUEUES)).split(",")
+    if SYNTH_QUEUE in queues:
+        worker_engine()
+    if CPU_QUEUE in queues:
+        prepare_cpu_worker()
+    start_lease_sweeper()
+
+
+@worker_process_shutdown.connect
+def _close(**_: object) -> None:
+    log.info("worker process shutting down")
 
 
 def worker_engine() -> Engine:
@@ -49,22 +71,19 @@ def worker_engine() -> Engine:
     global _engine
     with _lock:
         if _engine is None:
-            from pipeline.engine import EngineConfig, load_engine
-
             settings = Settings.from_env()
-            _engine = load_engine(EngineConfig(model_dir=settings.model_dir, device=settings.device,
-                                               precision=settings.precision))
+            _engine = open_engine(settings)
             _engine.slots = settings.slots
             _engine.warm_up()
-            graphs = _engine.prepare_worker_slots(settings.slots or service.batch_rows(settings, gpu=True))
+            graphs = _engine.prepare_worker_slots(settings.slots or plan.batch_rows(settings, gpu=True))
             importlib.import_module("pipeline.audio")  # the WAV writer's: now, not in the first batch
             if graphs:
                 log.info("worker %s: decode slots and %d CUDA graphs ready for the widest batch",
                          synthesis_worker_name(), graphs)
     rt = runtime()
-    memory = service.device_memory_bytes(_engine)
+    memory = plan.device_memory_bytes(_engine)
     try:
-        service.register_synthesis_worker(rt, _engine, synthesis_worker_name(), memory)
+        plan.register_synthesis_worker(rt, _engine, synthesis_worker_name(), memory)
     except Exception:  # the database may be down at start-up; batches are still halved on OOM
         log.warning("worker %s: could not record its limits for the planner", synthesis_worker_name(),
                     exc_info=True)
@@ -88,7 +107,7 @@ def prepare_ingest() -> None:
     """The readers and sentence splitter imported and the database connection opened now, not
     in the first ingest (~0.2 s cold, all of it between a submit and the first batch)."""
     try:
-        service.prepare_ingest(runtime())
+        ingest.prepare_ingest(runtime())
     except Exception:  # noqa: BLE001 - the database may be down at start-up; the first ingest reports it
         log.warning("could not prepare for reading books ahead of the first one", exc_info=True)
 
@@ -112,7 +131,7 @@ def start_lease_sweeper() -> None:
             time.sleep(interval)
             try:
                 now = time.monotonic()
-                for batch_id in service.requeue_stale_batches(rt):
+                for batch_id in leases.requeue_stale_batches(rt):
                     if now - resent.get(batch_id, -1e9) < rt.settings.lease_seconds:
                         continue  # one message per lease period is enough; the claim does the rest
                     resent[batch_id] = now
@@ -141,12 +160,12 @@ def _failing_job_on_final_error(task, job_id: int):  # type: ignore[no-untyped-d
         yield
     except RETRYABLE as exc:
         if task.request.retries >= task.max_retries:
-            service.fail_job(runtime(), job_id, f"gave up after {task.max_retries} retries: {exc}")
+            fail_job(runtime(), job_id, f"gave up after {task.max_retries} retries: {exc}")
         raise
     except Exception as exc:
-        if not isinstance(exc, service.AssemblyError):
-            service.fail_job(runtime(), job_id, f"internal error ({type(exc).__name__}: {exc}); "
-                             "please report it, then `tts-jobs retry`")
+        if not isinstance(exc, AssemblyError):
+            fail_job(runtime(), job_id, f"internal error ({type(exc).__name__}: {exc}); "
+                     "please report it, then `tts-jobs retry`")
         raise
 
 
@@ -156,7 +175,7 @@ def ingest_job(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
     """Read job ``job_id``'s book into chapters and sentences, plan it here, then send the plan
     message as before (it finds nothing left to plan, unless planning here failed)."""
     with _failing_job_on_final_error(self, job_id):
-        ready = service.ingest_job(runtime(), job_id)
+        ready = ingest.ingest_job(runtime(), job_id)
     if ready:
         plan_after_ingest(job_id)
         plan_pending.apply_async(argsrepr=f"after job {job_id}", retry_policy=CONTINUATION_RETRY)
@@ -169,7 +188,7 @@ def plan_after_ingest(job_id: int) -> None:
     so two ingests ending together are safe. A failure leaves the work to the plan message sent
     next, as before: it retries a database blip with backoff, and reports anything else."""
     try:
-        batch_ids = service.plan_pending(runtime())
+        batch_ids = plan.plan_pending(runtime())
     except Exception:  # noqa: BLE001 - the plan message does it again
         log.warning("job=%s: planning after the ingest failed; the plan message will do it", job_id,
                     exc_info=True)
@@ -182,7 +201,7 @@ def plan_after_ingest(job_id: int) -> None:
              retry_backoff_max=300, max_retries=8)
 def plan_pending(self) -> None:  # type: ignore[no-untyped-def]
     """Cut every unplanned sentence into batches and send one message per batch."""
-    for batch_id in service.plan_pending(runtime()):
+    for batch_id in plan.plan_pending(runtime()):
         send_batch(batch_id)
 
 
@@ -199,8 +218,8 @@ def synthesize_batch(self, batch_id: int) -> None:  # type: ignore[no-untyped-de
             batch_stream.synthesize_stream(rt, speaker, batch_id, worker_name(), jobs_ready=send_assemblies,
                                            batch_returned=send_batch, learned_by=synthesis_worker_name())
         else:
-            ready = service.synthesize_batch(rt, speaker, batch_id, worker_name(),
-                                             learned_by=synthesis_worker_name())
+            ready = speak.synthesize_batch(rt, speaker, batch_id, worker_name(),
+                                           learned_by=synthesis_worker_name())
         log_device_time(batch_id, speaker)
     except RETRYABLE:
         raise
@@ -236,11 +255,9 @@ def log_device_time(batch_id: int, speaker: Engine) -> None:
              retry_backoff_max=300, max_retries=8)
 def assemble_job(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
     """Stitch job ``job_id``'s audio into its audiobook files."""
-    from pipeline.errors import AssemblyError
-
     try:
         with _failing_job_on_final_error(self, job_id):
-            service.assemble_job(runtime(), job_id)
+            assemble.assemble_job(runtime(), job_id)
     except AssemblyError:
         pass  # recorded on the job; bad audio is not retried
 
@@ -278,14 +295,14 @@ def send_assemblies(job_ids: list[int]) -> None:
         send_assembly(job_id)
 
 
-def enqueue_next(plan: service.RetryPlan) -> None:
+def enqueue_next(retry: RetryPlan) -> None:
     """Send the message that continues a retried job."""
-    if plan.next_step == "ingest":
-        send_ingest(plan.job_id)
-    elif plan.next_step == "plan":
-        plan_pending.apply_async(argsrepr=f"retry of job {plan.job_id}")
+    if retry.next_step == "ingest":
+        send_ingest(retry.job_id)
+    elif retry.next_step == "plan":
+        plan_pending.apply_async(argsrepr=f"retry of job {retry.job_id}")
     else:
-        send_assembly(plan.job_id)
+        send_assembly(retry.job_id)
 
 
 __all__ = ["app", "ingest_job", "plan_pending", "synthesize_batch", "assemble_job", "enqueue_next"]

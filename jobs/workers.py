@@ -51,7 +51,7 @@ def run_worker(spec: WorkerSpec, loglevel: str) -> None:
     yield_to_gpu_feeders(spec)
     os.environ[WORKER_QUEUES_ENV] = ",".join(spec.queues)  # read by the child after the fork
     os.environ[WORKER_NAME_ENV] = spec.name.replace("%h", socket.gethostname())
-    from jobs.celery_app import app
+    from jobs.tasks import app  # the tasks and their after-fork hooks, registered before the pool forks
 
     log.info("worker %s: queues %s, %d process(es)%s", spec.name, ",".join(spec.queues), spec.concurrency,
              f", GPU {spec.gpu}" if spec.gpu is not None else "")

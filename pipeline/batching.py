@@ -49,17 +49,16 @@ def plan_batches(
     (longest-processing-time order) instead of one worker finishing the longest batch alone.
 
     Cutting starts at the longest sentences, so the part batch left over is one of the shortest.
-    (Cut from the short end, the remainder was the longest sentences: 417 rows that kept 1,024
-    slots a third full for 1,183 steps, at 1,040x real time where full batches ran ~2,000x.)
+    (Cut from the short end, the remainder would be the longest sentences: 417 rows keep 1,024
+    slots a third full for 1,183 steps, at 1,040x real time where full batches run ~2,000x.)
 
     The sort is over every book planned together (the design's global sort): a GPU worker streams
     its batches through its decode slots (jobs/batch_stream.py), and a row runs as long as its
     sentence (up to ~8 s on an H200), so the rows taken last must be the short ones. Books read at
     different times (a shelf, read one book at a time) are planned one by one, and streams take
     those plans in the order they were made (storage/repo.next_queued_batch), so each book is
-    assembled while the next is spoken: two 13-hour M4B books on one H200 done 11-13 s sooner,
-    no slower to synthesized (docs/benchmarks.md, eleventh session). The seventh session's
-    book-after-book plan, before the queue's end came in pieces, ended two H200s 0.6-1.15 s apart.
+    assembled while the next is spoken: two 13-hour M4B books on one H200 are done 11-13 s sooner
+    than with one order over all plans, and no slower to synthesized (docs/benchmarks.md).
     """
     estimate = estimate or memory.estimate
     ordered = sorted(sentences, key=lambda s: (-s.priority, -_positions(s), s.id))
@@ -92,8 +91,8 @@ def _split_the_last_batches(batches: list[Batch], limits: PlanLimits, estimate: 
     Pieces bound that wait by a piece. A GPU worker streams its batches through its decode slots
     (jobs/batch_stream.py), so a piece costs a claim, not a drain of the slots, and a piece of
     ~128 rows is what a stream admits at once. With halves (~200-500 rows) one of two H200s
-    claimed the last two and ended 0.7 s after the other, their rows waiting in its pool for free
-    slots (docs/benchmarks.md, seventh session). Every ``n``-th sentence goes to each piece, so
+    claims the last two and ends 0.7 s after the other, their rows waiting in its pool for free
+    slots (docs/benchmarks.md). Every ``n``-th sentence goes to each piece, so
     all keep the batch's spread of lengths. One worker runs whole batches, and so do batches
     that more will follow (``PlanLimits.ends_queue`` off).
     """

@@ -38,6 +38,10 @@ class SynthesisError(TtsJobsError):
     """Synthesis failed for reasons other than the input (model bug, device error)."""
 
 
+class OutOfDeviceMemory(SynthesisError):
+    """The device ran out of memory for a batch; ``pipeline/engine/oom.py`` halves and retries it."""
+
+
 class SentenceTooLargeError(SynthesisError):
     """A single sentence does not fit in the device's memory even alone."""
 

@@ -45,7 +45,7 @@ from pipeline.audio import (
     write_sentence_wav,
 )
 from pipeline.audio.measure import measure_ahead, measure_path
-from pipeline.audio.synthetic import speechlike_sentence
+from pipeline.bench.synthetic_audio import speechlike_sentence
 from pipeline.types import BookMetadata
 
 log = logging.getLogger("bench_assembly")

@@ -205,19 +205,23 @@ def measure(path: Path) -> dict[str, float]:
 
 def measure_job_path(path: Path, max_batch: int) -> dict[str, float]:
     """Time submit, ingest (recording every sentence) and planning on a fresh SQLite database."""
-    from jobs import service
+    from jobs.ingest import ingest_job
+    from jobs.options import JobOptions
+    from jobs.plan import plan_pending
+    from jobs.runtime import open_runtime
     from jobs.settings import Settings
+    from jobs.submit import submit_book
 
     with tempfile.TemporaryDirectory() as scratch:
         settings = Settings.from_env({"TTS_JOBS_DATA_DIR": scratch, "TTS_JOBS_MAX_BATCH": str(max_batch),
                                       "TTS_JOBS_DATABASE_URL": f"sqlite:///{scratch}/jobs.sqlite"})
-        rt = service.open_runtime(settings)
+        rt = open_runtime(settings)
         started = time.perf_counter()
-        job_id = service.submit_book(rt, path, service.JobOptions())
+        job_id = submit_book(rt, path, JobOptions())
         submitted = time.perf_counter()
-        service.ingest_job(rt, job_id)
+        ingest_job(rt, job_id)
         ingested = time.perf_counter()
-        batches = service.plan_pending(rt, [job_id])
+        batches = plan_pending(rt, [job_id])
         planned = time.perf_counter()
     return {"submit_s": submitted - started, "ingest_s": ingested - submitted,
             "plan_s": planned - ingested, "batches": len(batches)}

@@ -4,7 +4,7 @@
 
 Full-size SYNTHETIC weights (noise, never speech). Synthesises a batch once with the whole GPU, then
 caps this process's GPU memory (torch.cuda.set_per_process_memory_fraction) below that batch's
-peak and runs it again through `synthesize_with_oom_halving`: the batch must split, every sentence
+peak and runs it again through `oom.synthesize_fitting`: the batch must split, every sentence
 must come back, with the same length and (batch-independent sampling) the same audio.
 """
 
@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from pipeline.engine import EngineConfig, load_engine, synthesize_with_oom_halving
+from pipeline.engine import EngineConfig, load_engine
+from pipeline.engine.oom import synthesize_fitting
 from pipeline.engine.weights import write_synthetic_weights
 from pipeline.types import SynthesisRequest
 
@@ -44,14 +45,13 @@ def main() -> None:
     torch.cuda.empty_cache()
     fraction = 0.6 * peak / total
     torch.cuda.set_per_process_memory_fraction(fraction)
-    splits: list[int] = []
-    recovered = synthesize_with_oom_halving(engine, requests, on_split=splits.append)
+    recovered, fit = synthesize_fitting(engine, requests)
     diffs = [float(np.max(np.abs(a.waveform - b.waveform))) if len(a.waveform) == len(b.waveform) else float("inf")
              for a, b in zip(reference, recovered)]
     print(json.dumps({
         "gpu": torch.cuda.get_device_name(0), "precision": engine.precision, "rows": args.rows,
         "steps": args.steps, "reference_peak_gib": round(peak / 2**30, 2),
-        "cap_gib": round(fraction * total / 2**30, 2), "splits": splits,
+        "cap_gib": round(fraction * total / 2**30, 2), "learned_rows": fit.learned_rows,
         "sentences_back": len(recovered), "same_lengths": all(d != float("inf") for d in diffs),
         "max_abs_waveform_diff": max(diffs), "identical": max(diffs) == 0.0,
     }, indent=2))

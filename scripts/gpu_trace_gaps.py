@@ -3,7 +3,7 @@
 or copy on any stream) with the work on either side and the host call under way meanwhile, and the
 CUDA calls the host spent longest in.
 
-    TTS_JOBS_BENCH_TRACE=/tmp/t python -m pipeline.engine.bench --synthetic full --device cuda ...
+    TTS_JOBS_BENCH_TRACE=/tmp/t python -m pipeline.bench --synthetic full --device cuda ...
     python scripts/gpu_trace_gaps.py /tmp/t/trace-fp16-2048.json.gz [--top 20]
 """
 

@@ -59,7 +59,7 @@ sys.path.insert(0, str(REPO))
 from sqlalchemy import case, create_engine, func, select  # noqa: E402
 
 from pipeline import lengths  # noqa: E402
-from pipeline.engine.bench import make_workload  # noqa: E402
+from pipeline.bench.protocol import make_workload  # noqa: E402
 from pipeline.types import GPT_STEPS_PER_SECOND  # noqa: E402
 from storage.models import Batch, Job, JobState, Sentence, SentenceState, Worker  # noqa: E402
 
@@ -477,7 +477,7 @@ def phase_env(mode: Mode, tools: Tools, data_dir: Path, redis_url: str, weights:
            "TTS_JOBS_DATABASE_URL": f"sqlite:///{data_dir / 'tts-jobs.db'}", "TTS_JOBS_BROKER_URL": redis_url,
            "TTS_JOBS_MODEL_DIR": str(weights), "TTS_JOBS_DEVICE": mode.device, "PYTHONUNBUFFERED": "1",
            # each phase's workers compile their Triton kernels from nothing (in their warm-up), so
-           # both phases start equally cold whatever the user's cache holds (docs/engine.md item 53)
+           # both phases start equally cold whatever the user's cache holds
            "TRITON_CACHE_DIR": str(data_dir / "triton-cache"),
            **dict(mode.extra_env)}
     if mode.precision:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.service import process_alive
+from jobs.leases import process_alive
 
 PG_ADMIN_URL = os.environ.get("TTS_JOBS_TEST_PG_ADMIN", "postgresql://postgres@127.0.0.1:5432/test")
 REDIS_SERVER = os.environ.get("TTS_JOBS_TEST_REDIS_SERVER", "redis://127.0.0.1:6379")

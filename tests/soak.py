@@ -294,7 +294,8 @@ def soak_env(env: dict[str, str], lease_seconds: float, visibility_timeout: int)
 def run_soak(env: dict[str, str], work_dir: Path, config: SoakConfig,
              log: Any = print) -> SoakReport:
     """Submit ``config.books`` books at once to two workers, kill one of them at random until done."""
-    from jobs.service import job_statuses, open_runtime
+    from jobs.runtime import open_runtime
+    from jobs.status import job_statuses
     from jobs.settings import Settings
 
     rng = random.Random(config.seed)

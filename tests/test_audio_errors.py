@@ -11,7 +11,7 @@ import pytest
 
 from pipeline.audio import AssemblyOptions, SentenceAudio, assemble_audiobook, write_sentence_wav
 from pipeline.audio import ffmpeg as ffmpeg_module
-from pipeline.audio.synthetic import tone_book, tone_sentence
+from pipeline.bench.synthetic_audio import tone_book, tone_sentence
 from pipeline.errors import AssemblyError
 from pipeline.types import BookMetadata
 

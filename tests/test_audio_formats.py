@@ -15,7 +15,7 @@ from mutagen.wave import WAVE
 
 from pipeline.audio import AssemblyOptions, assemble_audiobook
 from pipeline.audio.ffmpeg import decode_pcm, ffmpeg_binary, probe
-from pipeline.audio.synthetic import tone_book
+from pipeline.bench.synthetic_audio import tone_book
 from pipeline.types import SAMPLE_RATE, BookMetadata
 
 TITLES = ["Opening", "../../etc/passwd", "CON", "Opening"]

@@ -18,7 +18,7 @@ from pipeline.audio import (
 )
 from pipeline.audio.ffmpeg import measure_loudness
 from pipeline.audio.loudness import LoudnessMeter, integrated_lufs, true_peak
-from pipeline.audio.synthetic import speechlike_sentence, tone_book
+from pipeline.bench.synthetic_audio import speechlike_sentence, tone_book
 from pipeline.types import SAMPLE_RATE, BookMetadata
 
 

@@ -12,7 +12,7 @@ from mutagen.mp4 import MP4, Atoms
 from pipeline.audio import AssemblyOptions, assemble_audiobook
 from pipeline.audio.aac import FRAME
 from pipeline.audio.ffmpeg import decode_pcm, measure_loudness, probe
-from pipeline.audio.synthetic import tone_book
+from pipeline.bench.synthetic_audio import tone_book
 from pipeline.types import SAMPLE_RATE, BookMetadata
 
 TITLES = ["Prologue", "Chapter 1; in which a=b #1", "Back\\slash\nand a second line", "Épilogue — 終章"]

@@ -15,7 +15,7 @@ from pipeline.audio.loudness import LoudnessMeter, integrated_lufs, true_peak
 from pipeline.audio.measure import MeasureAhead, measure_path, measure_sentence
 from pipeline.audio.stitch import chapter_pcm, measure_chapter
 from pipeline.audio.stitch_helpers import stop_idle_helpers
-from pipeline.audio.synthetic import speechlike_sentence
+from pipeline.bench.synthetic_audio import speechlike_sentence
 from pipeline.types import SAMPLE_RATE, BookMetadata
 
 

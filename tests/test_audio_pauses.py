@@ -13,8 +13,8 @@ from pipeline.audio import (
     write_sentence_wav,
 )
 from pipeline.audio.ffmpeg import decode_pcm
-from pipeline.audio.synthetic import tone_sentence
 from pipeline.audio.trim import TrimSettings
+from pipeline.bench.synthetic_audio import tone_sentence
 from pipeline.types import SAMPLE_RATE, BookMetadata
 
 TRIM = TrimSettings()

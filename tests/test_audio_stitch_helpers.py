@@ -11,7 +11,7 @@ import pytest
 
 from pipeline.audio import AssemblyOptions, assemble_audiobook, start_helpers
 from pipeline.audio.stitch_helpers import idle_helper_pids, stop_idle_helpers
-from pipeline.audio.synthetic import tone_book
+from pipeline.bench.synthetic_audio import tone_book
 from pipeline.errors import AssemblyError
 from pipeline.types import BookMetadata
 

@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from jobs import batch_stream, service
+from jobs import batch_stream
+from jobs.ingest import ingest_job
+from jobs.options import JobOptions
+from jobs.plan import plan_pending
+from jobs.runtime import Runtime, open_runtime
+from jobs.speak import synthesize_batch
+from jobs.status import job_statuses
+from jobs.submit import submit_book
+from pipeline.errors import OutOfDeviceMemory
 from storage import repo
 from storage.models import BatchState, JobState, SentenceState
 from tests.books import write_epub
@@ -25,20 +33,20 @@ def tiny_engine(tiny_model_dir: Path):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture()
-def rt(settings_factory, database_url: str) -> service.Runtime:  # type: ignore[no-untyped-def]
-    return service.open_runtime(settings_factory(database_url, max_attempts=2, max_batch=4),
+def rt(settings_factory, database_url: str) -> Runtime:  # type: ignore[no-untyped-def]
+    return open_runtime(settings_factory(database_url, max_attempts=2, max_batch=4),
                                 upgrade_schema=False)
 
 
-def _planned_book(rt: service.Runtime, tmp_path: Path, name: str = "book", refine: bool = False,
+def _planned_book(rt: Runtime, tmp_path: Path, name: str = "book", refine: bool = False,
                   sentences: list[str] = SENTENCES) -> tuple[int, list[int]]:
     book = write_epub(tmp_path / f"{name}.epub", name.title(), [("One", sentences[:6]), ("Two", sentences[6:])])
-    job_id = service.submit_book(rt, book, service.JobOptions(formats=("wav",), refine=refine))
-    assert service.ingest_job(rt, job_id)
-    return job_id, service.plan_pending(rt)
+    job_id = submit_book(rt, book, JobOptions(formats=("wav",), refine=refine))
+    assert ingest_job(rt, job_id)
+    return job_id, plan_pending(rt)
 
 
-def _batch_states(rt: service.Runtime, batch_ids: list[int]) -> list[str]:
+def _batch_states(rt: Runtime, batch_ids: list[int]) -> list[str]:
     with rt.session() as s:
         return [s.get(repo.Batch, b).state for b in batch_ids]
 
@@ -54,7 +62,7 @@ def test_one_task_speaks_the_queued_batches_after_its_own_and_their_messages_fin
 
     assert _batch_states(rt, batch_ids) == [BatchState.DONE.value] * len(batch_ids)
     assert ready == [job_id] and returned == []
-    status = service.job_statuses(rt, job_id)[0]
+    status = job_statuses(rt, job_id)[0]
     assert status.state == JobState.ASSEMBLING.value and status.sentences_done == status.sentences_total
     with rt.session() as s:
         spoken = s.scalars(repo.select(repo.Sentence).where(repo.Sentence.job_id == job_id)).all()
@@ -62,7 +70,7 @@ def test_one_task_speaks_the_queued_batches_after_its_own_and_their_messages_fin
         assert all((rt.artifacts.root / x.audio_path).is_file() for x in spoken)
     # the messages of the batches the stream took arrive later, at any worker: nothing to do
     for batch_id in batch_ids[1:]:
-        assert service.synthesize_batch(rt, tiny_engine, batch_id, "host:2") == []
+        assert synthesize_batch(rt, tiny_engine, batch_id, "host:2") == []
 
 
 def test_each_batch_is_measured_for_assembly_while_the_stream_goes_on(
@@ -132,8 +140,8 @@ def test_books_read_at_different_times_are_spoken_and_handed_to_assembly_one_aft
 
     def ready(jobs: list[int]) -> None:
         for job in jobs:
-            left_of_second[job] = service.job_statuses(rt, second)[0].sentences_total - \
-                service.job_statuses(rt, second)[0].sentences_done
+            left_of_second[job] = job_statuses(rt, second)[0].sentences_total - \
+                job_statuses(rt, second)[0].sentences_done
 
     batch_stream.synthesize_stream(rt, tiny_engine, first_batches[0], "host:1", ready, lambda b: None)
 
@@ -145,7 +153,7 @@ def test_books_read_at_different_times_are_spoken_and_handed_to_assembly_one_aft
 
 def test_the_stream_ends_after_its_time_and_leaves_the_rest_to_their_messages(
         settings_factory, database_url: str, tmp_path: Path, tiny_engine) -> None:  # type: ignore[no-untyped-def]
-    rt = service.open_runtime(settings_factory(database_url, max_batch=4, stream_seconds=1e-9),
+    rt = open_runtime(settings_factory(database_url, max_batch=4, stream_seconds=1e-9),
                               upgrade_schema=False)
     _, batch_ids = _planned_book(rt, tmp_path)
 
@@ -196,7 +204,7 @@ def test_a_failed_stream_gives_back_every_batch_it_held_and_sends_the_others_aga
 
     assert _batch_states(rt, batch_ids) == [BatchState.QUEUED.value] * len(batch_ids)
     assert returned == [batch_ids[1]]  # the task's own batch comes back with the task's retry
-    assert service.job_statuses(rt, job_id)[0].state == JobState.SYNTHESIZING.value
+    assert job_statuses(rt, job_id)[0].state == JobState.SYNTHESIZING.value
 
 
 def test_a_batch_that_cannot_be_written_goes_back_and_the_others_stay_recorded(
@@ -227,11 +235,7 @@ def test_a_batch_that_cannot_be_written_goes_back_and_the_others_stay_recorded(
     assert len(returned) == 1 and returned[0] in batch_ids[1:]
     assert states.pop(returned[0]) == BatchState.QUEUED.value
     assert set(states.values()) == {BatchState.DONE.value} and batch_ids[0] in states
-    assert service.job_statuses(rt, job_id)[0].state == JobState.SYNTHESIZING.value
-
-
-class OutOfMemoryError(RuntimeError):
-    """Named as torch's: the stream treats any error of that name as the device's."""
+    assert job_statuses(rt, job_id)[0].state == JobState.SYNTHESIZING.value
 
 
 class _StreamRunsOutOfMemory:
@@ -241,7 +245,7 @@ class _StreamRunsOutOfMemory:
         self._engine = engine
 
     def synthesize_stream(self, requests, more, on_result, **options):  # type: ignore[no-untyped-def]
-        raise OutOfMemoryError("CUDA out of memory. Tried to allocate 73.00 GiB")
+        raise OutOfDeviceMemory("CUDA out of memory. Tried to allocate 73.00 GiB")
 
     def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
         return getattr(self._engine, name)
@@ -258,4 +262,4 @@ def test_out_of_memory_in_a_stream_speaks_the_tasks_batch_alone(rt, tmp_path: Pa
     assert returned == []  # it had taken no other batch
     with rt.session() as s:
         first_size = s.get(repo.Batch, batch_ids[0]).size
-    assert service.job_statuses(rt, job_id)[0].sentences_done == first_size > 0
+    assert job_statuses(rt, job_id)[0].sentences_done == first_size > 0

@@ -25,9 +25,7 @@ from tests.e2e_helpers import cli, popen_worker, read_log, status_json, terminat
 
 ROOT = Path(__file__).resolve().parent.parent
 # The ops commands through the real console entry point (registered here until jobs/cli.py does it).
-OPS_CLI = [sys.executable, "-c", "from jobs import cli, cli_ops\n"
-           "if 'bulk' not in {c.name for c in cli.app.registered_commands}: cli_ops.register(cli.app)\n"
-           "cli.main()"]
+OPS_CLI = [sys.executable, "-m", "jobs.cli"]
 AN_HOUR_AGO = time.time() - 3600
 
 
@@ -226,12 +224,14 @@ def test_two_overlapping_runs_submit_each_book_once(tmp_path: Path, pg_settings,
 
 def test_the_unique_hash_decides_when_a_rival_run_commits_first(tmp_path: Path, pg_settings) -> None:  # type: ignore[no-untyped-def]
     """Both runs pass the "seen before?" check; the database lets only one of them record the book."""
-    from jobs import bulk, service
+    from jobs import bulk
+    from jobs.runtime import open_runtime
+    from pipeline.files import file_sha256
     from storage.models import BulkEntry, Job
 
-    rt = service.open_runtime(pg_settings)
+    rt = open_runtime(pg_settings)
     book = small_book(tmp_path / "rival.epub", "Rival")
-    sha256 = service.file_sha256(book)
+    sha256 = file_sha256(book)
     rival = rt.session()
     rival_job = Job(source_name="rival.epub", source_path="", source_sha256=sha256, book_format="epub",
                     voice_name="default", voice_embedding="seed:1")

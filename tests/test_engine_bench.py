@@ -7,14 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.engine.bench import (
-    BenchOptions,
-    BenchReport,
-    BenchRow,
-    forced_steps,
-    format_table,
-    make_workload,
-)
+from pipeline.bench.protocol import BenchOptions, forced_steps, make_workload
+from pipeline.bench.report import BenchReport, BenchRow, format_table
 
 
 def test_the_workload_is_a_mixed_book_in_book_order() -> None:
@@ -48,7 +42,7 @@ def test_the_report_has_the_fields_the_docs_and_the_lead_expect() -> None:
 
 def test_a_tiny_cpu_run_measures_every_requested_row(tiny_model_dir: Path) -> None:
     pytest.importorskip("torch")
-    from pipeline.engine.bench import run_bench
+    from pipeline.bench.engine_bench import run_bench
 
     report = run_bench(BenchOptions(model_dir=tiny_model_dir, device="cpu",
                                     precisions=("fp32", "int8"), sentences=3, upstream=False,
@@ -69,7 +63,7 @@ def test_a_tiny_cpu_run_measures_every_requested_row(tiny_model_dir: Path) -> No
 
 def test_the_command_line_writes_json_and_prints_the_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
-    from pipeline.engine import bench
+    from pipeline.bench import engine_bench as bench
 
     seen: list[BenchOptions] = []
 
@@ -81,13 +75,31 @@ def test_the_command_line_writes_json_and_prints_the_table(tmp_path: Path, monke
 
     monkeypatch.setattr(bench, "run_bench", fake_run)
     out = tmp_path / "bench.json"
-    assert bench.main(["--synthetic", "tiny", "--device", "cpu", "--precision", "fp16,int8",
-                       "--sentences", "8", "--upstream-batch", "4", "--batch", "64",
-                       "--slots", "32", "--scaling-batch", "1024:512", "--scaling-batch", "512",
-                       "--json", str(out)]) == 0
+    bench.main(["--synthetic", "tiny", "--device", "cpu", "--precision", "fp16,int8",
+                "--sentences", "8", "--upstream-batch", "4", "--batch", "64",
+                "--slots", "32", "--scaling-batch", "1024:512", "--scaling-batch", "512",
+                "--json", str(out)])
     opts = seen[0]
     assert opts.slots == 32 and opts.scaling_batches == ((1024, 512), 512)
     assert opts.precisions == ("fp16", "int8") and opts.upstream_batches == (4,)
     assert opts.sentences == 8 and opts.batch == 64 and opts.synthetic == "tiny"
     assert json.loads(out.read_text())["rows"][0]["precision"] == "fp16"
     assert "| tts-jobs | fp16 | 64 |" in capsys.readouterr().out
+
+
+def test_the_help_names_both_ways_to_run_it(capsys: pytest.CaptureFixture[str]) -> None:
+    from pipeline.bench.engine_bench import main
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert out.startswith("usage: tts-jobs bench") and "python -m pipeline.bench" in out
+
+
+def test_python_dash_m_runs_the_benchmark() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "pipeline.bench", "--help"], capture_output=True,
+                          text=True, cwd=Path(__file__).resolve().parents[1], timeout=120)
+    assert done.returncode == 0 and "usage: tts-jobs bench" in done.stdout

@@ -179,7 +179,7 @@ def test_teacher_forcing_through_the_decode_path_reproduces_greedy_generation(
 
 def test_an_int8_kv_cache_takes_a_quarter_of_fp32s_bytes_and_stays_close(
         engine: Engine, int8_kv_engine: Engine) -> None:
-    from pipeline.engine import fidelity
+    from pipeline.bench import fidelity
 
     requests = requests_for(engine, greedy=True)
     int8_kv_engine.synthesize(requests[:2])

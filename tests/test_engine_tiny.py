@@ -21,10 +21,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from pipeline.engine import EngineConfig, load_engine, synthesize_with_oom_halving
+from pipeline.engine import EngineConfig, load_engine
+from pipeline.engine.oom import synthesize_fitting
 from pipeline.engine.engine import Engine
 from pipeline.engine.weights import NOISE_WARNING, build_config
-from pipeline.errors import ModelError, VoiceError
+from pipeline.errors import ModelError, OutOfDeviceMemory, VoiceError
 from pipeline.types import SynthesisRequest
 
 TEXTS = ["今天天气很好我们去公园散步", "The quick brown fox jumps over it.", "混合 mixed 文本"]
@@ -407,7 +408,7 @@ TOLERANCES = {"bf16": (0.95, 0.03, 30.0), "fp16": (0.98, 5e-3, 45.0), "int8": (0
 @pytest.mark.parametrize("precision", sorted(TOLERANCES))
 def test_reduced_precisions_stay_close_to_fp32(engine: Engine, tiny_model_dir: Path,
                                                precision: str) -> None:
-    from pipeline.engine import fidelity
+    from pipeline.bench import fidelity
 
     voice = engine.sample_voice(4)
     requests = [request(t, voice, 16 + 4 * i, seed=i) for i, t in enumerate(TEXTS)]
@@ -457,27 +458,43 @@ def test_importing_the_engine_package_does_not_import_torch() -> None:
 
 # ------------------------------------------------------------------------------ out of memory
 class OomAbove:
-    """The real engine, but CUDA runs out of memory on batches larger than ``limit``."""
+    """The real engine, but the device runs out of memory on batches larger than ``limit``."""
 
     def __init__(self, engine: Engine, limit: int) -> None:
         self.engine, self.limit = engine, limit
         self.sizes: list[int] = []
 
-    def synthesize(self, requests: Sequence[SynthesisRequest]) -> list[Any]:
+    def synthesize(self, requests: Sequence[SynthesisRequest], on_waveform: Any = None) -> list[Any]:
         self.sizes.append(len(requests))
         if len(requests) > self.limit:
-            raise torch.cuda.OutOfMemoryError("CUDA out of memory (injected)")
-        return self.engine.synthesize(requests)
+            raise OutOfDeviceMemory("CUDA out of memory (injected)")
+        return self.engine.synthesize(requests, on_waveform=on_waveform)
 
 
 def test_out_of_memory_halves_the_batch_and_the_audio_is_unchanged(engine: Engine) -> None:
     voice = engine.sample_voice(9)
     batch = [request(TEXTS[i % 3], voice, 6 + i, seed=i) for i in range(5)]
     direct = engine.synthesize(batch)
-    splits: list[int] = []
     flaky = OomAbove(engine, limit=2)
-    halved = synthesize_with_oom_halving(flaky, batch, on_split=splits.append)
-    assert splits == [3, 2] and max(flaky.sizes[1:]) <= 3
+    halved, fit = synthesize_fitting(flaky, batch)
+    assert flaky.sizes == [5, 3, 2, 1, 2] and fit.learned_rows == 2
     for a, b in zip(direct, halved):
         assert a.gpt_steps == b.gpt_steps
         np.testing.assert_allclose(a.waveform, b.waveform, atol=1e-5)
+
+
+def test_the_engine_reports_a_real_out_of_memory_as_its_own_error(engine: Engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """torch's error never leaves the engine: callers handle one typed error, and the decode
+    slots are already freed for the halved retry."""
+    import pipeline.engine.engine as engine_module
+
+    def no_memory(*args: Any, **kwargs: Any) -> Any:
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 9.00 GiB")
+
+    released: list[bool] = []
+    monkeypatch.setattr(engine_module, "generate", no_memory)
+    monkeypatch.setattr(engine, "release_slots", lambda: released.append(True))
+    voice = engine.sample_voice(9)
+    with pytest.raises(OutOfDeviceMemory, match="a batch of 2 ran out of device memory"):
+        engine.synthesize([request(TEXTS[0], voice, 6, seed=1), request(TEXTS[1], voice, 6, seed=2)])
+    assert released == [True]

@@ -25,9 +25,7 @@ from tests.e2e_helpers import cli, popen_worker, read_log, terminate, wait_for_f
 
 ROOT = Path(__file__).resolve().parent.parent
 # The ops commands through the real console entry point (registered here until jobs/cli.py does it).
-OPS_CLI = [sys.executable, "-c", "from jobs import cli, cli_ops\n"
-           "if 'flower' not in {c.name for c in cli.app.registered_commands}: cli_ops.register(cli.app)\n"
-           "cli.main()"]
+OPS_CLI = [sys.executable, "-m", "jobs.cli"]
 CREDENTIALS = ("ops", "s3cret-flower")
 TASK_NAMES = {"tts_jobs.ingest_job", "tts_jobs.plan_pending", "tts_jobs.synthesize_batch",
               "tts_jobs.assemble_job"}

@@ -16,7 +16,12 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 
-from jobs import service, tasks
+from jobs import plan, tasks
+from jobs.ingest import ingest_job
+from jobs.options import JobOptions
+from jobs.runtime import Runtime, open_runtime
+from jobs.status import job_statuses
+from jobs.submit import submit_book
 from storage.models import Batch, Chapter, JobState, Sentence
 from tests.books import write_epub, write_markdown
 from tests.conftest import env_for
@@ -28,14 +33,14 @@ INGEST_TASK = tasks.ingest_job._get_current_object()
 
 
 @pytest.fixture()
-def rt(settings_factory, database_url: str) -> service.Runtime:  # type: ignore[no-untyped-def]
-    return service.open_runtime(settings_factory(database_url, max_batch=3), upgrade_schema=False)
+def rt(settings_factory, database_url: str) -> Runtime:  # type: ignore[no-untyped-def]
+    return open_runtime(settings_factory(database_url, max_batch=3), upgrade_schema=False)
 
 
 class Broker:
     """What the tasks send, in order: batch messages (ids) and plan_pending messages (their words)."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, rt: service.Runtime) -> None:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, rt: Runtime) -> None:
         self.sent: list[int | str] = []
         self._lock = threading.Lock()
         monkeypatch.setattr(tasks, "_runtime", rt)
@@ -69,21 +74,21 @@ class PlanTask:
 
 
 @pytest.fixture()
-def broker(monkeypatch: pytest.MonkeyPatch, rt: service.Runtime) -> Broker:
+def broker(monkeypatch: pytest.MonkeyPatch, rt: Runtime) -> Broker:
     return Broker(monkeypatch, rt)
 
 
-def _submitted(rt: service.Runtime, tmp_path: Path, name: str, chapters=CHAPTERS) -> int:  # type: ignore[no-untyped-def]
+def _submitted(rt: Runtime, tmp_path: Path, name: str, chapters=CHAPTERS) -> int:  # type: ignore[no-untyped-def]
     book = write_epub(tmp_path / f"{name}.epub", name.title(), chapters)
-    return service.submit_book(rt, book, service.JobOptions(formats=("wav",)))
+    return submit_book(rt, book, JobOptions(formats=("wav",)))
 
 
-def _batch_rows(rt: service.Runtime) -> dict[int, int]:
+def _batch_rows(rt: Runtime) -> dict[int, int]:
     with rt.session() as s:
         return dict(s.execute(select(Batch.id, Batch.size)).all())
 
 
-def _sentences_per_batch(rt: service.Runtime) -> dict[int | None, int]:
+def _sentences_per_batch(rt: Runtime) -> dict[int | None, int]:
     with rt.session() as s:
         return dict(s.execute(select(Sentence.batch_id, func.count()).group_by(Sentence.batch_id)).all())
 
@@ -100,7 +105,7 @@ def test_a_submitted_book_gets_its_batches_from_the_ingest_task_before_the_plan_
     assert len(batches) == 2  # 4 sentences, at most 3 a batch
     assert broker.sent == sorted(batches) + [f"plan after job {job_id}"]
     assert _sentences_per_batch(rt) == batches  # every sentence in a batch, each batch as large as it says
-    assert service.job_statuses(rt, job_id)[0].state == JobState.SYNTHESIZING.value
+    assert job_statuses(rt, job_id)[0].state == JobState.SYNTHESIZING.value
 
     tasks.plan_pending()  # the plan message, delivered
     tasks.ingest_job(job_id)  # a redelivered ingest message: nothing read or planned twice
@@ -116,13 +121,13 @@ def test_the_plan_is_the_one_the_plan_task_makes(settings_factory, database_url:
     for via_task in (True, False):
         data = tmp_path / ("in-task" if via_task else "message")
         url = database_url if via_task else f"sqlite:///{data / 'jobs.db'}"
-        rt = service.open_runtime(settings_factory(url, max_batch=4, data_dir=data), upgrade_schema=not via_task)
+        rt = open_runtime(settings_factory(url, max_batch=4, data_dir=data), upgrade_schema=not via_task)
         broker = Broker(monkeypatch, rt)
         job_id = _submitted(rt, tmp_path, "book", chapters)
         if via_task:
             tasks.ingest_job(job_id)
         else:
-            assert service.ingest_job(rt, job_id)
+            assert ingest_job(rt, job_id)
             tasks.plan_pending()
         with rt.session() as s:  # each batch sent: its place in the plan, its row, its sentences
             first = min(broker.batches)
@@ -138,17 +143,17 @@ def test_the_plan_is_the_one_the_plan_task_makes(settings_factory, database_url:
 def test_a_database_blip_while_planning_leaves_it_to_a_plan_message(rt, broker: Broker, tmp_path: Path,  # type: ignore[no-untyped-def]
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     job_id = _submitted(rt, tmp_path, "book")
-    real_plan = service.plan_pending
+    real_plan = plan.plan_pending
 
     def blip(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise OperationalError("SELECT ...", {}, Exception("server closed the connection unexpectedly"))
 
-    monkeypatch.setattr(service, "plan_pending", blip)
+    monkeypatch.setattr(plan, "plan_pending", blip)
     tasks.ingest_job(job_id)
 
     assert broker.sent == [f"plan after job {job_id}"]
-    assert service.job_statuses(rt, job_id)[0].state == JobState.SYNTHESIZING.value  # read, not failed
-    monkeypatch.setattr(service, "plan_pending", real_plan)
+    assert job_statuses(rt, job_id)[0].state == JobState.SYNTHESIZING.value  # read, not failed
+    monkeypatch.setattr(plan, "plan_pending", real_plan)
     tasks.plan_pending()  # the message, delivered
     assert sorted(broker.batches) == sorted(_batch_rows(rt)) and None not in _sentences_per_batch(rt)
 
@@ -160,13 +165,13 @@ def test_two_ingests_ending_at_once_never_plan_a_sentence_twice(rt, broker: Brok
     chapters = [(f"Chapter {c}", [f"Sentence number {i} of chapter {c}." for i in range(10)]) for c in range(3)]
     jobs = [_submitted(rt, tmp_path, name, chapters) for name in ("first", "second")]
     both_read = threading.Barrier(2, timeout=60)
-    real_plan = service.plan_pending
+    real_plan = plan.plan_pending
 
     def plan_together(*args, **kwargs):  # type: ignore[no-untyped-def]
         both_read.wait()
         return real_plan(*args, **kwargs)
 
-    monkeypatch.setattr(service, "plan_pending", plan_together)
+    monkeypatch.setattr(plan, "plan_pending", plan_together)
     errors: list[BaseException] = []
 
     def ingest(job_id: int) -> None:
@@ -181,13 +186,13 @@ def test_two_ingests_ending_at_once_never_plan_a_sentence_twice(rt, broker: Brok
     for thread in threads:
         thread.join(120)
     assert errors == [] and sorted(broker.plan_messages) == sorted(f"plan after job {j}" for j in jobs)
-    monkeypatch.setattr(service, "plan_pending", real_plan)
+    monkeypatch.setattr(plan, "plan_pending", real_plan)
     tasks.plan_pending()  # the two plan messages, delivered: nothing left to plan
     tasks.plan_pending()
     batches = _batch_rows(rt)
     assert sorted(broker.batches) == sorted(batches)  # each batch sent once
     assert _sentences_per_batch(rt) == batches  # none unplanned, none in two batches
-    assert sum(batches.values()) == sum(service.job_statuses(rt, j)[0].sentences_total for j in jobs) == 66
+    assert sum(batches.values()) == sum(job_statuses(rt, j)[0].sentences_total for j in jobs) == 66
 
 
 def test_a_cpu_worker_loads_the_book_readers_and_connects_before_its_first_book(
@@ -196,7 +201,7 @@ def test_a_cpu_worker_loads_the_book_readers_and_connects_before_its_first_book(
     worker child is), and that a database that is down does not keep the worker from starting."""
     probe = ("import json, sys\n"
              "from jobs import tasks\n"
-             "wanted = ('pipeline.ingest', 'pipeline.text', 'pipeline.text.spoken')\n"
+             "wanted = ('pipeline.ingest', 'pipeline.text')\n"
              "before = [m in sys.modules for m in wanted]\n"
              "tasks.prepare_ingest()\n"
              "print(json.dumps({'before': before, 'after': [m in sys.modules for m in wanted],\n"
@@ -205,23 +210,23 @@ def test_a_cpu_worker_loads_the_book_readers_and_connects_before_its_first_book(
     result = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120,
                             cwd=Path(__file__).resolve().parents[1])
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout.splitlines()[-1]) == {"before": [False] * 3, "after": [True] * 3, "pooled": 1}
+    assert json.loads(result.stdout.splitlines()[-1]) == {"before": [False] * 2, "after": [True] * 2, "pooled": 1}
 
     env["TTS_JOBS_DATABASE_URL"] = "postgresql://nobody@127.0.0.1:9/none"  # nothing listens there
     down = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120,
                           cwd=Path(__file__).resolve().parents[1])
     assert down.returncode == 0, down.stderr
     assert "could not prepare for reading books" in down.stderr
-    assert json.loads(down.stdout.splitlines()[-1])["after"] == [True] * 3
+    assert json.loads(down.stdout.splitlines()[-1])["after"] == [True] * 2
 
 
 def test_a_markdown_book_is_read_and_planned_by_one_task(rt, broker: Broker, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     book = write_markdown(tmp_path / "book.md", "Notes", [("First", ["One sentence.", "Two sentences."]),
                                                          ("Second", ["Three.", "Four.", "Five."])])
-    job_id = service.submit_book(rt, book, service.JobOptions(formats=("wav",)))
+    job_id = submit_book(rt, book, JobOptions(formats=("wav",)))
     tasks.ingest_job(job_id)
     assert broker.plan_messages == [f"plan after job {job_id}"] and len(broker.batches) >= 2
-    assert service.job_statuses(rt, job_id)[0].sentences_total == sum(_batch_rows(rt).values())
+    assert job_statuses(rt, job_id)[0].sentences_total == sum(_batch_rows(rt).values())
 
 
 def test_a_plan_message_with_nothing_to_plan_does_not_wait_for_the_write_lock(settings_factory, tmp_path: Path,  # type: ignore[no-untyped-def]
@@ -231,7 +236,7 @@ def test_a_plan_message_with_nothing_to_plan_does_not_wait_for_the_write_lock(se
     import sqlite3
     import time
 
-    rt = service.open_runtime(settings_factory(max_batch=3))  # the embedded SQLite default
+    rt = open_runtime(settings_factory(max_batch=3))  # the embedded SQLite default
     broker = Broker(monkeypatch, rt)
     job_id = _submitted(rt, tmp_path, "book")
     tasks.ingest_job(job_id)

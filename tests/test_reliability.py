@@ -14,7 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from jobs import service
+from jobs.assemble import assemble_job
+from jobs.ingest import ingest_job
+from jobs.options import JobOptions
+from jobs.plan import plan_pending
+from jobs.runtime import Runtime, open_runtime
+from jobs.speak import synthesize_batch
+from jobs.status import job_statuses
+from jobs.submit import submit_book
 from storage import repo
 from storage.models import BatchState
 from tests.books import write_epub
@@ -56,7 +63,7 @@ def _submit(env: dict[str, str], book: Path) -> int:
     return int(result.stdout.strip())
 
 
-def _running_batch(rt: service.Runtime, timeout: float = 180) -> tuple[int, str]:
+def _running_batch(rt: Runtime, timeout: float = 180) -> tuple[int, str]:
     """Wait until some batch is being synthesised; return (batch id, the worker holding it)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -84,7 +91,7 @@ def test_a_worker_child_killed_mid_batch_loses_no_sentence(tmp_path: Path, clust
     """SIGKILL of the pool child: the message comes back at once, and the replacement child takes
     the batch over from its dead sibling without waiting for the lease to expire."""
     settings, env = cluster
-    rt = service.open_runtime(settings, upgrade_schema=False)
+    rt = open_runtime(settings, upgrade_schema=False)
     worker = popen_worker(env, tmp_path / "worker.log")
     try:
         job = _submit(env, write_epub(tmp_path / "book.epub", "Killed Child", LONG_CHAPTERS))
@@ -103,7 +110,7 @@ def test_a_worker_child_killed_mid_batch_loses_no_sentence(tmp_path: Path, clust
 def test_a_whole_worker_killed_hands_its_batch_to_another_worker(tmp_path: Path, cluster) -> None:  # type: ignore[no-untyped-def]
     """Parent and children killed (a host crash): the lease expires and a live worker takes over."""
     settings, env = cluster
-    rt = service.open_runtime(settings, upgrade_schema=False)
+    rt = open_runtime(settings, upgrade_schema=False)
     workers = [popen_worker(env, tmp_path / f"worker{i}.log") for i in range(2)]
     try:
         job = _submit(env, write_epub(tmp_path / "book.epub", "Crashed Host", LONG_CHAPTERS))
@@ -121,7 +128,7 @@ def test_a_whole_worker_killed_hands_its_batch_to_another_worker(tmp_path: Path,
 
 def test_warm_shutdown_finishes_and_records_the_running_batch(tmp_path: Path, cluster) -> None:  # type: ignore[no-untyped-def]
     settings, env = cluster
-    rt = service.open_runtime(settings, upgrade_schema=False)
+    rt = open_runtime(settings, upgrade_schema=False)
     worker = popen_worker(env, tmp_path / "worker.log")
     job = _submit(env, write_epub(tmp_path / "book.epub", "Warm Shutdown", LONG_CHAPTERS))
     batch_id, _ = _running_batch(rt)
@@ -144,9 +151,9 @@ def test_a_pickle_message_is_refused_and_never_executed(tmp_path: Path, cluster)
     from kombu import Connection
 
     settings, env = cluster
-    rt = service.open_runtime(settings, upgrade_schema=False)
+    rt = open_runtime(settings, upgrade_schema=False)
     book = write_epub(tmp_path / "book.epub", "Untouched", LONG_CHAPTERS[:1])
-    job = service.submit_book(rt, book, service.JobOptions())  # recorded, but no message sent
+    job = submit_book(rt, book, JobOptions())  # recorded, but no message sent
     with Connection(settings.broker_url) as conn:
         producer = conn.Producer(serializer="pickle")
         producer.publish(pickle.dumps(((job,), {}, {})), routing_key="cpu", exchange="",
@@ -161,19 +168,19 @@ def test_a_pickle_message_is_refused_and_never_executed(tmp_path: Path, cluster)
         time.sleep(2)  # had it been executed, the job would now be ingesting or beyond
     finally:
         terminate(worker)
-    assert service.job_statuses(rt, job)[0].state == "queued"
+    assert job_statuses(rt, job)[0].state == "queued"
 
 
 def test_tasks_for_unknown_or_finished_work_do_nothing(settings_factory, tiny_model_dir: Path,  # type: ignore[no-untyped-def]
                                                         database_url: str) -> None:
     from pipeline.engine import EngineConfig, load_engine
 
-    rt = service.open_runtime(settings_factory(database_url), upgrade_schema=False)
+    rt = open_runtime(settings_factory(database_url), upgrade_schema=False)
     engine = load_engine(EngineConfig(model_dir=tiny_model_dir, device="cpu", precision="fp32"))
-    assert service.ingest_job(rt, 999) is False
-    assert service.plan_pending(rt) == []
-    assert service.synthesize_batch(rt, engine, 999, "gpu0") == []
-    assert service.assemble_job(rt, 999) == []
+    assert ingest_job(rt, 999) is False
+    assert plan_pending(rt) == []
+    assert synthesize_batch(rt, engine, 999, "gpu0") == []
+    assert assemble_job(rt, 999) == []
 
 
 def test_a_full_disk_fails_the_batch_cleanly_and_keeps_what_was_recorded(settings_factory, database_url: str,  # type: ignore[no-untyped-def]
@@ -184,14 +191,14 @@ def test_a_full_disk_fails_the_batch_cleanly_and_keeps_what_was_recorded(setting
     import pipeline.audio.wavio
     from pipeline.engine import EngineConfig, load_engine
 
-    rt = service.open_runtime(settings_factory(database_url, max_attempts=2, max_batch=2), upgrade_schema=False)
+    rt = open_runtime(settings_factory(database_url, max_attempts=2, max_batch=2), upgrade_schema=False)
     engine = load_engine(EngineConfig(model_dir=tiny_model_dir, device="cpu", precision="fp32"))
-    job = service.submit_book(rt, write_epub(tmp_path / "b.epub", "Full Disk", LONG_CHAPTERS[:1]),
-                              service.JobOptions())
-    assert service.ingest_job(rt, job)
-    first, *rest = service.plan_pending(rt)
-    service.synthesize_batch(rt, engine, first, "gpu0")  # this batch's audio is recorded
-    recorded = service.job_statuses(rt, job)[0].sentences_done
+    job = submit_book(rt, write_epub(tmp_path / "b.epub", "Full Disk", LONG_CHAPTERS[:1]),
+                              JobOptions())
+    assert ingest_job(rt, job)
+    first, *rest = plan_pending(rt)
+    synthesize_batch(rt, engine, first, "gpu0")  # this batch's audio is recorded
+    recorded = job_statuses(rt, job)[0].sentences_done
     real_write = pipeline.audio.wavio.write_sentence_wav  # what a batch's writer threads call
     written: list[Path] = []
 
@@ -205,10 +212,10 @@ def test_a_full_disk_fails_the_batch_cleanly_and_keeps_what_was_recorded(setting
     for _ in range(3):
         with pytest.raises(OSError):
             written.clear()
-            service.synthesize_batch(rt, engine, rest[0], "gpu0")
-        if service.job_statuses(rt, job)[0].state == "failed":
+            synthesize_batch(rt, engine, rest[0], "gpu0")
+        if job_statuses(rt, job)[0].state == "failed":
             break
-    status = service.job_statuses(rt, job)[0]
+    status = job_statuses(rt, job)[0]
     assert status.state == "failed" and "No space left on device" in status.error
     assert status.sentences_done == recorded > 0
     assert list(rt.settings.data_dir.rglob("*.part")) == []

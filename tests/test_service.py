@@ -9,8 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from jobs import service
-from pipeline.errors import SentenceTooLargeError
+from jobs.assemble import assemble_job
+from jobs.ingest import ingest_job, sentence_seed
+from jobs.lifecycle import cancel_job, retry_job
+from jobs.options import JobOptions
+from jobs.plan import plan_limits, plan_pending
+from jobs.runtime import Runtime, open_runtime
+from jobs.speak import synthesize_batch
+from jobs.status import job_statuses
+from jobs.submit import submit_book
+from pipeline.errors import OutOfDeviceMemory
 from storage import repo
 from storage.models import BatchState, JobState, SentenceState
 from tests.books import write_epub
@@ -44,48 +52,48 @@ class FailingEngine:
 
 
 @pytest.fixture()
-def rt(settings_factory, database_url: str) -> service.Runtime:  # type: ignore[no-untyped-def]
-    return service.open_runtime(settings_factory(database_url, max_attempts=2), upgrade_schema=False)
+def rt(settings_factory, database_url: str) -> Runtime:  # type: ignore[no-untyped-def]
+    return open_runtime(settings_factory(database_url, max_attempts=2), upgrade_schema=False)
 
 
-def _ingested_job(rt: service.Runtime, tmp_path: Path, chapters=CHAPTERS, name: str = "book") -> int:  # type: ignore[no-untyped-def]
+def _ingested_job(rt: Runtime, tmp_path: Path, chapters=CHAPTERS, name: str = "book") -> int:  # type: ignore[no-untyped-def]
     book = write_epub(tmp_path / f"{name}.epub", name.title(), chapters)
-    job_id = service.submit_book(rt, book, service.JobOptions(formats=("wav",)))
-    assert service.ingest_job(rt, job_id)
+    job_id = submit_book(rt, book, JobOptions(formats=("wav",)))
+    assert ingest_job(rt, job_id)
     return job_id
 
 
 def test_a_duplicate_delivery_leaves_a_leased_batch_alone(rt, tmp_path: Path, tiny_engine) -> None:  # type: ignore[no-untyped-def]
     job_id = _ingested_job(rt, tmp_path)
-    [batch_id] = service.plan_pending(rt)
+    [batch_id] = plan_pending(rt)
     with rt.session() as s:
         repo.claim_batch(s, batch_id, "gpu0", rt.settings.lease_seconds)
         s.commit()
 
-    assert service.synthesize_batch(rt, tiny_engine, batch_id, "gpu1") == []
+    assert synthesize_batch(rt, tiny_engine, batch_id, "gpu1") == []
 
-    assert service.job_statuses(rt, job_id)[0].sentences_done == 0
+    assert job_statuses(rt, job_id)[0].sentences_done == 0
 
 
 def test_ingest_and_plan_are_idempotent(rt, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     job_id = _ingested_job(rt, tmp_path)
-    total = service.job_statuses(rt, job_id)[0].sentences_total
-    assert service.ingest_job(rt, job_id)  # a redelivered ingest message
-    assert service.plan_pending(rt) and service.plan_pending(rt) == []
-    assert service.job_statuses(rt, job_id)[0].sentences_total == total
+    total = job_statuses(rt, job_id)[0].sentences_total
+    assert ingest_job(rt, job_id)  # a redelivered ingest message
+    assert plan_pending(rt) and plan_pending(rt) == []
+    assert job_statuses(rt, job_id)[0].sentences_total == total
 
 
 def test_a_sentence_too_long_for_the_device_fails_its_job_and_spares_the_others(rt, tmp_path: Path,  # type: ignore[no-untyped-def]
                                                                                 tiny_engine) -> None:
     bad = _ingested_job(rt, tmp_path, [("Only", ["A poison sentence."])], name="bad")
     good = _ingested_job(rt, tmp_path, name="good")
-    engine = FailingEngine(tiny_engine, "poison", SentenceTooLargeError("does not fit"))
-    for batch_id in service.plan_pending(rt):
-        for ready in service.synthesize_batch(rt, engine, batch_id, "gpu0"):
-            service.assemble_job(rt, ready)
+    engine = FailingEngine(tiny_engine, "poison", OutOfDeviceMemory("CUDA out of memory"))
+    for batch_id in plan_pending(rt):
+        for ready in synthesize_batch(rt, engine, batch_id, "gpu0"):
+            assemble_job(rt, ready)
 
-    bad_status, good_status = service.job_statuses(rt, bad)[0], service.job_statuses(rt, good)[0]
-    assert bad_status.state == "failed" and "does not fit" in bad_status.error
+    bad_status, good_status = job_statuses(rt, bad)[0], job_statuses(rt, good)[0]
+    assert bad_status.state == "failed" and "does not fit in device memory even alone" in bad_status.error
     assert "chapter 1" in bad_status.error
     assert good_status.state == "done" and len(good_status.outputs) == 2
 
@@ -93,15 +101,15 @@ def test_a_sentence_too_long_for_the_device_fails_its_job_and_spares_the_others(
 def test_a_batch_that_always_fails_is_given_up_after_max_attempts(rt, tmp_path: Path, tiny_engine) -> None:  # type: ignore[no-untyped-def]
     job_id = _ingested_job(rt, tmp_path, [("Only", ["A poison sentence.", "Another one."])])
     engine = FailingEngine(tiny_engine, "poison", RuntimeError("model exploded"))
-    [batch_id] = service.plan_pending(rt)
+    [batch_id] = plan_pending(rt)
     for _ in range(5):  # Celery would redeliver; the batch row caps the attempts
         try:
-            service.synthesize_batch(rt, engine, batch_id, "gpu0")
+            synthesize_batch(rt, engine, batch_id, "gpu0")
         except RuntimeError:
             pass
 
     assert engine.calls == rt.settings.max_attempts
-    status = service.job_statuses(rt, job_id)[0]
+    status = job_statuses(rt, job_id)[0]
     assert status.state == "failed" and "model exploded" in status.error
     with rt.session() as s:
         assert s.get(repo.Batch, batch_id).state == BatchState.FAILED.value
@@ -109,8 +117,8 @@ def test_a_batch_that_always_fails_is_given_up_after_max_attempts(rt, tmp_path: 
 
 def test_retry_redoes_only_what_is_missing(rt, tmp_path: Path, tiny_engine) -> None:  # type: ignore[no-untyped-def]
     job_id = _ingested_job(rt, tmp_path)
-    for batch_id in service.plan_pending(rt):
-        service.synthesize_batch(rt, tiny_engine, batch_id, "gpu0")
+    for batch_id in plan_pending(rt):
+        synthesize_batch(rt, tiny_engine, batch_id, "gpu0")
     with rt.session() as s:  # lose one sentence's audio and fail the job, as a crash might
         [first_chapter, _] = repo.job_chapters(s, job_id)
         lost, *kept = repo.chapter_sentences(s, first_chapter.id)
@@ -119,13 +127,13 @@ def test_retry_redoes_only_what_is_missing(rt, tmp_path: Path, tiny_engine) -> N
         kept_files = {k.audio_path: rt.artifacts.resolve(k.audio_path).stat().st_mtime_ns for k in kept}
         s.commit()
 
-    plan = service.retry_job(rt, job_id)
+    plan = retry_job(rt, job_id)
     assert (plan.next_step, plan.sentences_reset) == ("plan", 1)
-    [batch_id] = service.plan_pending(rt)
-    assert service.synthesize_batch(rt, tiny_engine, batch_id, "gpu0") == [job_id]
-    service.assemble_job(rt, job_id)
+    [batch_id] = plan_pending(rt)
+    assert synthesize_batch(rt, tiny_engine, batch_id, "gpu0") == [job_id]
+    assemble_job(rt, job_id)
 
-    status = service.job_statuses(rt, job_id)[0]
+    status = job_statuses(rt, job_id)[0]
     assert status.state == "done" and status.sentences_done == status.sentences_total
     assert {p: rt.artifacts.resolve(p).stat().st_mtime_ns for p in kept_files} == kept_files
 
@@ -137,21 +145,21 @@ def test_gpu_workers_record_their_batches_while_a_book_is_assembled(rt, tmp_path
     import pipeline.audio as audio
 
     first = _ingested_job(rt, tmp_path, name="first")
-    for batch_id in service.plan_pending(rt):
-        service.synthesize_batch(rt, tiny_engine, batch_id, "gpu0")
+    for batch_id in plan_pending(rt):
+        synthesize_batch(rt, tiny_engine, batch_id, "gpu0")
     second = _ingested_job(rt, tmp_path, name="second")
-    [batch_id] = service.plan_pending(rt)
+    [batch_id] = plan_pending(rt)
     real_assembly = audio.assemble_audiobook
     recorded = []
 
     def assemble_while_another_batch_lands(*args, **kwargs):  # type: ignore[no-untyped-def]
-        recorded.append(service.synthesize_batch(rt, tiny_engine, batch_id, "gpu1"))
+        recorded.append(synthesize_batch(rt, tiny_engine, batch_id, "gpu1"))
         return real_assembly(*args, **kwargs)
 
     monkeypatch.setattr(audio, "assemble_audiobook", assemble_while_another_batch_lands)
-    service.assemble_job(rt, first)
+    assemble_job(rt, first)
     assert recorded == [[second]]
-    first_status, second_status = service.job_statuses(rt, first)[0], service.job_statuses(rt, second)[0]
+    first_status, second_status = job_statuses(rt, first)[0], job_statuses(rt, second)[0]
     assert first_status.state == "done"
     assert second_status.sentences_done == second_status.sentences_total
 
@@ -162,23 +170,23 @@ def test_gpu_workers_record_their_batches_while_a_book_is_read(rt, tmp_path: Pat
     import pipeline.ingest as ingest
 
     first = _ingested_job(rt, tmp_path, name="first")
-    [batch_id] = service.plan_pending(rt)
+    [batch_id] = plan_pending(rt)
     book = write_epub(tmp_path / "second.epub", "Second", CHAPTERS)
-    second = service.submit_book(rt, book, service.JobOptions(formats=("wav",)))
+    second = submit_book(rt, book, JobOptions(formats=("wav",)))
     real_read = ingest.read_book
     recorded = []
 
     def read_while_a_batch_lands(path):  # type: ignore[no-untyped-def]
-        recorded.append(service.synthesize_batch(rt, tiny_engine, batch_id, "gpu0"))
+        recorded.append(synthesize_batch(rt, tiny_engine, batch_id, "gpu0"))
         return real_read(path)
 
     monkeypatch.setattr(ingest, "read_book", read_while_a_batch_lands)
-    assert service.ingest_job(rt, second)
+    assert ingest_job(rt, second)
     assert recorded == [[first]]
-    status = service.job_statuses(rt, second)[0]
+    status = job_statuses(rt, second)[0]
     assert status.state == "synthesizing" and status.sentences_total > 0
-    assert service.ingest_job(rt, second)  # a second delivery records nothing twice
-    assert service.job_statuses(rt, second)[0].sentences_total == status.sentences_total
+    assert ingest_job(rt, second)  # a second delivery records nothing twice
+    assert job_statuses(rt, second)[0].sentences_total == status.sentences_total
 
 
 def test_each_sentence_is_handed_to_the_wav_writer_as_the_engine_finishes_it(rt, tmp_path: Path,  # type: ignore[no-untyped-def]
@@ -188,7 +196,7 @@ def test_each_sentence_is_handed_to_the_wav_writer_as_the_engine_finishes_it(rt,
     import pipeline.audio.wavio as wavio
 
     job_id = _ingested_job(rt, tmp_path)
-    [batch_id] = service.plan_pending(rt)
+    [batch_id] = plan_pending(rt)
     real_synthesize = tiny_engine.synthesize
     returned = []
     written_during: list[bool] = []
@@ -209,23 +217,23 @@ def test_each_sentence_is_handed_to_the_wav_writer_as_the_engine_finishes_it(rt,
 
     monkeypatch.setattr(tiny_engine, "synthesize", synthesize)
     monkeypatch.setattr(wavio.SentenceWavWriter, "write", write)
-    service.synthesize_batch(rt, tiny_engine, batch_id, "gpu0")
-    status = service.job_statuses(rt, job_id)[0]
+    synthesize_batch(rt, tiny_engine, batch_id, "gpu0")
+    status = job_statuses(rt, job_id)[0]
     assert written_during and all(written_during)
     assert len(written_during) == status.sentences_total == status.sentences_done
 
 
 def test_a_cancelled_job_is_not_planned_or_spoken(rt, tmp_path: Path, tiny_engine) -> None:  # type: ignore[no-untyped-def]
     job_id = _ingested_job(rt, tmp_path)
-    [batch_id] = service.plan_pending(rt)
-    assert service.cancel_job(rt, job_id)
-    assert not service.cancel_job(rt, job_id)
+    [batch_id] = plan_pending(rt)
+    assert cancel_job(rt, job_id)
+    assert not cancel_job(rt, job_id)
 
-    assert service.synthesize_batch(rt, tiny_engine, batch_id, "gpu0") == []
+    assert synthesize_batch(rt, tiny_engine, batch_id, "gpu0") == []
     with rt.session() as s:
         states = {x.state for c in repo.job_chapters(s, job_id) for x in repo.chapter_sentences(s, c.id)}
     assert states == {SentenceState.PENDING.value}
-    assert service.job_statuses(rt, job_id)[0].state == "cancelled"
+    assert job_statuses(rt, job_id)[0].state == "cancelled"
 
 
 def test_sentences_keep_their_seed_whatever_their_batch(rt, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -234,7 +242,7 @@ def test_sentences_keep_their_seed_whatever_their_batch(rt, tmp_path: Path) -> N
     with rt.session() as s:
         seeds = [(c.index, x.index, x.seed) for c in repo.job_chapters(s, job_id)
                  for x in repo.chapter_sentences(s, c.id)]
-    assert all(seed == service.sentence_seed(job_id, c, i) for c, i, seed in seeds)
+    assert all(seed == sentence_seed(job_id, c, i) for c, i, seed in seeds)
     assert len({seed for *_, seed in seeds}) == len(seeds)
 
 
@@ -251,7 +259,7 @@ def test_batches_fit_the_smallest_live_worker_and_its_learned_limit(rt, tmp_path
         repo.lower_worker_max_rows(s, "gpu0@big", 8)
         s.commit()
 
-    batch_ids = service.plan_pending(rt)
+    batch_ids = plan_pending(rt)
 
     with rt.session() as s:
         sizes = [s.get(repo.Batch, b).size for b in batch_ids]
@@ -262,7 +270,7 @@ def test_with_two_workers_only_the_queues_last_batches_are_halved(settings_facto
                                                                     tmp_path: Path) -> None:
     """A book planned while another is still being read does not end the queue: whole batches.
     The last book planned ends it: its shortest batches are halved for the two workers."""
-    rt = service.open_runtime(settings_factory(database_url, max_batch=256), upgrade_schema=False)
+    rt = open_runtime(settings_factory(database_url, max_batch=256), upgrade_schema=False)
     chapters = [("One", [f"Sentence number {i} of the only chapter." for i in range(600)])]
     fit = {"fixed_bytes": 1_000, "bytes_per_row_position": 10}
     with rt.session() as s:
@@ -270,16 +278,16 @@ def test_with_two_workers_only_the_queues_last_batches_are_halved(settings_facto
             repo.register_worker(s, name, device="cuda:0", precision="fp16", memory_cap_bytes=10**12, **fit)
         s.commit()
     _ingested_job(rt, tmp_path, chapters, name="first")
-    later = service.submit_book(rt, write_epub(tmp_path / "second.epub", "Second", chapters),
-                                service.JobOptions(formats=("wav",)))
+    later = submit_book(rt, write_epub(tmp_path / "second.epub", "Second", chapters),
+                                JobOptions(formats=("wav",)))
 
     def sizes(batch_ids: list[int]) -> list[int]:
         with rt.session() as s:
             return [s.get(repo.Batch, b).size for b in batch_ids]
 
-    assert sizes(service.plan_pending(rt)) == [256, 256, 89]  # the second book is not read yet
-    assert service.ingest_job(rt, later)
-    assert sizes(service.plan_pending(rt)) == [256, 128, 128, 89]
+    assert sizes(plan_pending(rt)) == [256, 256, 89]  # the second book is not read yet
+    assert ingest_job(rt, later)
+    assert sizes(plan_pending(rt)) == [256, 128, 128, 89]
 
 
 def test_refine_runs_only_for_the_jobs_that_asked_for_it(rt, tmp_path: Path, tiny_engine) -> None:  # type: ignore[no-untyped-def]
@@ -292,14 +300,14 @@ def test_refine_runs_only_for_the_jobs_that_asked_for_it(rt, tmp_path: Path, tin
 
     plain = _ingested_job(rt, tmp_path, [("Plain", ["Read as written."])], name="plain")
     book = write_epub(tmp_path / "refined.epub", "Refined", [("Refined", ["Read with breaths."])])
-    refined = service.submit_book(rt, book, service.JobOptions(formats=("wav",), refine=True))
-    assert service.ingest_job(rt, refined)
+    refined = submit_book(rt, book, JobOptions(formats=("wav",), refine=True))
+    assert ingest_job(rt, refined)
     engine = CountingEngine(tiny_engine, "never-present", RuntimeError())
-    for batch_id in service.plan_pending(rt):
-        service.synthesize_batch(rt, engine, batch_id, "gpu0")
+    for batch_id in plan_pending(rt):
+        synthesize_batch(rt, engine, batch_id, "gpu0")
 
     assert "Read with breaths." in engine.refined and "Read as written." not in engine.refined
-    assert all(service.job_statuses(rt, j)[0].sentences_done == service.job_statuses(rt, j)[0].sentences_total
+    assert all(job_statuses(rt, j)[0].sentences_done == job_statuses(rt, j)[0].sentences_total
                for j in (plain, refined))
 
 
@@ -310,7 +318,7 @@ def test_a_batch_that_kills_its_worker_every_time_is_given_up(rt, tmp_path: Path
     import sys
 
     job_id = _ingested_job(rt, tmp_path, [("Only", ["A sentence that crashes the device."])])
-    [batch_id] = service.plan_pending(rt)
+    [batch_id] = plan_pending(rt)
     host = socket.gethostname()
     for _ in range(rt.settings.max_attempts):  # each attempt's process dies mid-batch
         dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
@@ -320,9 +328,9 @@ def test_a_batch_that_kills_its_worker_every_time_is_given_up(rt, tmp_path: Path
                 repo.take_over_batch(s, batch_id, f"{host}:{dead}", s.get(repo.Batch, batch_id).leased_by)
             s.commit()
 
-    assert service.synthesize_batch(rt, tiny_engine, batch_id, f"{host}:1") == []
+    assert synthesize_batch(rt, tiny_engine, batch_id, f"{host}:1") == []
 
-    status = service.job_statuses(rt, job_id)[0]
+    status = job_statuses(rt, job_id)[0]
     assert status.state == "failed" and "died" in status.error
     with rt.session() as s:
         assert s.get(repo.Batch, batch_id).state == BatchState.FAILED.value
@@ -331,28 +339,28 @@ def test_a_batch_that_kills_its_worker_every_time_is_given_up(rt, tmp_path: Path
 def test_status_shows_recent_throughput_and_an_eta_while_a_job_runs(rt, tmp_path: Path, tiny_engine) -> None:  # type: ignore[no-untyped-def]
     chapters = [("One", [f"Sentence {i} of the chapter." for i in range(7)])]
     job_id = _ingested_job(rt, tmp_path, chapters)
-    rt_small = service.Runtime(settings=rt.settings.with_overrides(max_batch=4), sessions=rt.sessions,
+    rt_small = Runtime(settings=rt.settings.with_overrides(max_batch=4), sessions=rt.sessions,
                                artifacts=rt.artifacts)
-    first, *rest = service.plan_pending(rt_small)
-    service.synthesize_batch(rt_small, tiny_engine, first, "gpu0")
+    first, *rest = plan_pending(rt_small)
+    synthesize_batch(rt_small, tiny_engine, first, "gpu0")
 
-    status = service.job_statuses(rt, job_id)[0]
+    status = job_statuses(rt, job_id)[0]
     assert 0 < status.sentences_done < status.sentences_total
     assert status.x_realtime and status.x_realtime > 0
     assert status.eta_seconds and status.eta_seconds > 0
     for batch_id in rest:
-        service.synthesize_batch(rt_small, tiny_engine, batch_id, "gpu0")
-    assert service.job_statuses(rt, job_id)[0].eta_seconds is None  # nothing left to wait for
+        synthesize_batch(rt_small, tiny_engine, batch_id, "gpu0")
+    assert job_statuses(rt, job_id)[0].eta_seconds is None  # nothing left to wait for
 
 
 def test_gpu_batches_are_big_pools_and_slots_come_from_the_environment(settings_factory) -> None:  # type: ignore[no-untyped-def]
     from jobs.settings import Settings
 
     gpu = settings_factory(device="cuda")
-    limits, _ = service.plan_limits(gpu)
+    limits, _ = plan_limits(gpu)
     assert limits.max_rows == 1024  # a pool that keeps the decode slots full
-    assert service.plan_limits(settings_factory(device="cpu"))[0].max_rows == 16
-    assert service.plan_limits(gpu.with_overrides(max_batch=300))[0].max_rows == 300
+    assert plan_limits(settings_factory(device="cpu"))[0].max_rows == 16
+    assert plan_limits(gpu.with_overrides(max_batch=300))[0].max_rows == 300
     env = {"TTS_JOBS_DATA_DIR": "/tmp/x", "TTS_JOBS_SLOTS": "256"}
     assert Settings.from_env(env).slots == 256
     assert Settings.from_env({"TTS_JOBS_DATA_DIR": "/tmp/x"}).slots is None

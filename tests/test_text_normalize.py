@@ -7,9 +7,10 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from pipeline.text import TextOptions, normalize_text
-from pipeline.text.normalize import ALLOWED, Drops
-from pipeline.text.numbers import en_cardinal, en_ordinal, en_year, roman_value, zh_cardinal
+from pipeline.text import Drops, TextOptions, normalize_text
+from pipeline.text.marks import ALLOWED
+from pipeline.text.numbers import en_cardinal, en_ordinal, en_year, zh_cardinal
+from pipeline.text.roman_numerals import roman_value
 
 
 def spoken(text: str, **options) -> str:

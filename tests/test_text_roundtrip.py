@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from pipeline.ingest import read_book
 from pipeline.text import TextOptions, normalize_text, segment_chapter, split_sentences
-from pipeline.text.normalize import ALLOWED
+from pipeline.text.marks import ALLOWED
 from pipeline.text.sentences import cost
 from pipeline.types import Book, Chapter, Sentence
 

@@ -6,7 +6,7 @@ import pytest
 
 from pipeline.errors import BookError
 from pipeline.text import TextOptions, normalize_text, segment_chapter, split_sentences
-from pipeline.text.normalize import ALLOWED
+from pipeline.text.marks import ALLOWED
 from pipeline.text.sentences import cost
 from pipeline.types import Chapter
 

@@ -9,7 +9,7 @@ Public API::
 """
 
 from pipeline.audio.assemble import assemble_audiobook
-from pipeline.audio.model import (
+from pipeline.audio.assembly_types import (
     SUPPORTED_FORMATS,
     AssemblyOptions,
     AssemblyReport,

@@ -25,7 +25,7 @@ from pipeline.audio.export import Loudness, encode_chapter_file, encode_m4b_piec
 from pipeline.audio.failures import os_error_fix, remove_quietly
 from pipeline.audio.ffmpeg import image_decodes
 from pipeline.audio.loudness import integrated_lufs
-from pipeline.audio.model import AssemblyOptions, AssemblyReport, ChapterAudio, ChapterReport
+from pipeline.audio.assembly_types import AssemblyOptions, AssemblyReport, ChapterAudio, ChapterReport
 from pipeline.audio.names import numbered_names, safe_stem
 from pipeline.audio.parallel import bind, run_longest_first, worker_count
 from pipeline.audio.stitch import MeasuredChapter, StitchedChapter, measure_chapter, stitch_chapter

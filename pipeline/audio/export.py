@@ -233,7 +233,7 @@ WAV_BLOCK_FRAMES = 1 << 20  # samples per pass: a chapter's copy is never all in
 def write_chapter_wav(chapter: MeasuredChapter, tags: TrackTags, final_path: Path, loudness: Loudness) -> Path:
     """A chapter's WAV written straight from its sentences with the book's gain (no limiter:
     ``assemble`` sends only those here), tagged — the same samples as stitching it and then
-    encoding the stitched WAV, without writing and reading that WAV (docs/engine.md item 42)."""
+    encoding the stitched WAV, without writing and reading that WAV."""
     return _write_wav_with_gain(chapter_pcm(chapter), chapter.samples, tags, final_path, loudness, chapter.peak)
 
 
@@ -281,8 +281,8 @@ def _write_wav_with_gain(
     ``samples``, as a tagged WAV.
 
     The same samples as ``ffmpeg -af volume=GdB,apad,atrim`` with ``pcm_s16le`` (float32 multiply,
-    round half to even, clip to 16 bits), written by this process: on the 32-core host each
-    chapter's ffmpeg took ~0.3 s of the assembly after the last batch (docs/benchmarks.md)."""
+    round half to even, clip to 16 bits), written by this process: on the 32-core host an ffmpeg
+    per chapter costs ~0.3 s of the assembly after the last batch (docs/benchmarks.md)."""
     partial = partial_path(final_path)
     apply_gain = _gain_applier(loudness.volume_db, peak)
     try:

@@ -12,9 +12,9 @@ against ffmpeg's ebur128.
 
 K-weighting is the standard two-biquad filter (coefficients recomputed for 24 kHz as libebur128
 and ffmpeg do), run as an IIR by scipy's ``sosfilt`` with its state carried from one ``add`` to
-the next. (It was an FIR of the filter's first 2,048 taps by FFT overlap-save: ~6x the CPU, 70 %
-of a chapter's stitch for noise-like audio, and the chapter stitch is what is left to wait for
-once the GPUs are done. In float32 the two agree to ~2e-6 in every 100 ms energy, ~1e-5 dB.)
+the next. (An FIR of the filter's first 2,048 taps by FFT overlap-save agrees with it to ~2e-6 in
+every 100 ms energy, ~1e-5 dB, in float32, but costs ~6x the CPU: 70 % of a chapter's stitch for
+noise-like audio, and the chapter stitch is what is left to wait for once the GPUs are done.)
 """
 
 from __future__ import annotations

@@ -6,8 +6,7 @@ speech, and its sample and true peaks (:class:`SentenceMeasure`). A GPU worker m
 sentences as it writes them while it speaks the next ones (:class:`MeasureAhead`, in helper
 processes) and leaves each measure beside its WAV as ``<name>.wav.measure``; assembly reads those
 instead of the audio. After the last batch the only pass over a book's audio is then the one that
-writes its chapters (docs/engine.md item 42) — it was three (stitch with the meter, then read the
-stitched chapter again to apply the book's gain).
+writes its chapters: no chapter is read again to meter it or to apply the book's gain.
 
 A measure is trusted only for the very file it was taken from (the WAV's size, modification time
 and inode) with the same trimming, and only if its checksum holds; anything else is measured again
@@ -31,6 +30,7 @@ import numpy as np
 
 from pipeline.audio.failures import remove_quietly
 from pipeline.audio.loudness import sentence_energies, true_peak
+from pipeline.audio.stitch_helpers import call_in_helper, set_helper_niceness
 from pipeline.audio.trim import cut_speech, speech_bounds
 from pipeline.audio.wavio import read_sentence_samples
 from pipeline.errors import AssemblyError
@@ -127,18 +127,17 @@ class MeasureAhead:
     ``GROUP`` of them, one of a few threads hands the group to a helper process
     (:mod:`pipeline.audio.stitch_helpers`), so the measuring holds no lock of the caller's (a GPU
     worker's decode loop) and keeps pace with the writing instead of starting when the batch ends
-    (measured a batch at a time, 1,024 sentences took 0.7 s of four helpers after the batch, and the
-    recording of the last batches waited for them). :meth:`settle` hands over what is still gathering
-    for some sentences and returns what to wait for. With ``helpers`` 0 it does nothing: assembly
-    measures. Best effort throughout: a failure is logged and left for assembly. :meth:`close` waits.
+    (measured a whole batch at a time, 1,024 sentences keep four helpers busy for 0.7 s after the
+    batch, and the recording of the last batches waits for them). :meth:`settle` hands over what
+    is still gathering for some sentences and returns what to wait for. With ``helpers`` 0 it does
+    nothing: assembly measures. Best effort throughout: a failure is logged and left for assembly.
+    :meth:`close` waits.
     """
 
     GROUP = 64  # sentences per request: ~0.2 s of a helper's time
     NICENESS = 10  # as a CPU worker beside GPU workers: the GPU's feeding threads come first
 
     def __init__(self, helpers: int) -> None:
-        from pipeline.audio.stitch_helpers import set_helper_niceness
-
         if helpers > 0:
             set_helper_niceness(self.NICENESS)
         self._pool = (
@@ -188,8 +187,6 @@ class MeasureAhead:
                 self._requests.pop(path, None)
 
     def _measure(self, paths: list[Path]) -> None:
-        from pipeline.audio.stitch_helpers import call_in_helper
-
         try:
             count = call_in_helper(f"measuring {len(paths)} sentences ahead", measure_ahead, paths)
         except Exception:  # best effort: assembly measures what is missing

@@ -24,7 +24,7 @@ import numpy as np
 from pipeline.audio.failures import os_error_fix, remove_quietly
 from pipeline.audio.loudness import place_energies
 from pipeline.audio.measure import measure_sentence
-from pipeline.audio.model import AssemblyOptions, ChapterAudio, SentenceAudio
+from pipeline.audio.assembly_types import AssemblyOptions, ChapterAudio, SentenceAudio
 from pipeline.audio.trim import cut_speech
 from pipeline.audio.wavio import SAMPLE_WIDTH, read_sentence_samples
 from pipeline.errors import AssemblyError
@@ -170,7 +170,7 @@ def measure_chapter(chapter: ChapterAudio, options: AssemblyOptions, trailing_pa
 def chapter_pcm(chapter: MeasuredChapter) -> Iterator[np.ndarray]:
     """The chapter's audio in order as int16 blocks: each sentence's pause (silence) and then its
     speech (edges faded where trimmed); the trailing pause last. Blocks are handed over as they
-    are, not joined (a join copied every sample once more); a silence block is a read-only view
+    are, not joined (a join would copy every sample once more); a silence block is a read-only view
     that may be shared between blocks, so a writer must not change it.
 
     Raises:

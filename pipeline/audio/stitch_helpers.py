@@ -4,7 +4,7 @@ stitched, or written as final WAVs there; a GPU worker measures its sentences ah
 
 Why: that work (pydub, trimming, the loudness meter) is many small numpy calls per sentence, each
 taking the interpreter lock for a moment. Threads scale on a few cores (1.7x on two) but not on a
-GPU host's 32: there the last book's assembly took 14-16 s for 26,000 s of audio, ~2.7 cores'
+GPU host's 32: there a book of 26,000 s of audio takes 14-16 s to assemble in threads, ~2.7 cores'
 worth of work (docs/benchmarks.md). Separate processes share no lock.
 
 Why plain subprocesses and not ``multiprocessing``: assembly runs in Celery's prefork pool, whose
@@ -16,12 +16,12 @@ Both ends are this package's own code (a function is pickled by its name): the p
 cross a trust boundary.
 
 Helpers are kept between assemblies (per process, at most one per core per assembly): starting
-one is mostly imports (numpy, scipy, pydub: ~1 CPU-second here, more on a GPU host), and
-two books assembled at once on 32 cores spent more CPU starting 40 helpers than stitching. The
+one is mostly imports (numpy, scipy, pydub: ~1 CPU-second here, more on a GPU host), and two
+books assembled at once on 32 cores would spend more CPU starting 40 helpers than stitching. The
 pool stops helpers idle for about ``HELPER_IDLE_SECONDS`` (and never hands out one that may be
 ending); a helper also ends by itself after that long without work, and when the process that
-started it ends. ``start_helpers`` starts them
-ahead (a CPU worker does at start-up, and each assembly while it reads its book's sentences).
+started it ends. ``start_helpers`` starts them ahead (a CPU worker does at start-up, and each
+assembly while it reads its book's sentences).
 """
 
 from __future__ import annotations
@@ -40,9 +40,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
-import pipeline
-from pipeline.audio import loudness
-from pipeline.audio.model import AssemblyOptions
+from pipeline.audio.assembly_types import AssemblyOptions
+from pipeline.audio.loudness import preload as preload_loudness_filter
 from pipeline.audio.parallel import bind, run_longest_first, worker_count
 from pipeline.errors import AssemblyError
 
@@ -74,7 +73,7 @@ class StitchHelper:
     """One helper process; :meth:`call` runs a function in it."""
 
     def __init__(self) -> None:
-        package_root = str(Path(pipeline.__file__).resolve().parents[1])
+        package_root = str(Path(__file__).resolve().parents[2])  # the folder that holds pipeline/
         search_path = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH", "")) if p)
         self._process = subprocess.Popen(
             [sys.executable, "-c", f"import {__name__} as helper; helper.main()"],
@@ -285,5 +284,5 @@ def main() -> None:
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     os.nice(int(os.environ.get(_NICE_VARIABLE) or 0))
-    loudness.preload()  # while the helper waits for its first chapter
+    preload_loudness_filter()  # while the helper waits for its first chapter
     serve(sys.stdin.buffer, replies)

@@ -107,12 +107,12 @@ class SentenceWavWriter:
     sentences. From ``threads`` threads (the PCM conversion, the writes and the fsyncs release the
     GIL) the waits overlap and the filesystem commits them together. A GPU worker hands each
     sentence in as soon as its waveform reaches the host, while the rest of its batch is still
-    being synthesized. (A single syncfs per batch was tried and dropped: it also waits for every
-    other writer on the filesystem — the other GPU worker, the assembly — docs/benchmarks.md.)
+    being synthesized. (Not one syncfs per batch: that also waits for every other writer on the
+    filesystem — the other GPU worker, the assembly — docs/benchmarks.md.)
     Each file is synced as it is written, its folder once per batch when the batch asks for its
-    durations. Use as a context manager; leaving it waits for the writes under way. 16 threads: the last
-    batch of a run (an end piece of 128 sentences) is written after its last waveform with
-    nothing else to overlap, 0.16-0.18 s in 8 threads on the H200 host.
+    durations. Use as a context manager; leaving it waits for the writes under way. 16 threads: the
+    last batch of a run (an end piece of 128 sentences) is written after its last waveform with
+    nothing else to overlap, and 8 threads leave 0.16-0.18 s of that wait on the H200 host.
     """
 
     def __init__(self, threads: int = 16, on_written: Callable[[Path], None] | None = None) -> None:
@@ -226,7 +226,7 @@ def read_sentence_samples(path: Path) -> np.ndarray:
 
     A file exactly as :func:`write_sentence_wav` writes it (a 44-byte PCM header for 16-bit mono
     at SAMPLE_RATE, then the samples, nothing after) is read in one go and viewed in place;
-    parsing it with the wave module and pydub took a third of writing a chapter. Anything else
+    parsing it with the wave module and pydub would cost a third of writing a chapter. Anything else
     goes the general way (converted, or a clear error).
 
     Raises:

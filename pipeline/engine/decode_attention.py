@@ -7,8 +7,8 @@ spend their time on masked-out products (SDPA's memory-efficient kernel and Flas
 variable-length one both reached only ~1.6 TB/s of the H200's ~4.3 on this shape, ~75 % of a
 step; docs/engine.md). This Triton kernel gives each (slot, head) one program that streams the
 slot's keys and values once, with an online softmax in float32, and stops at the slot's length.
-Before it, ``rope_and_store`` replaces the ~7 small kernels per layer that rotated q and k on
-strided views and scattered k and v into the cache.
+Before it, ``rope_and_store`` does in one kernel what otherwise takes ~7 small kernels per layer:
+rotating q and k on strided views and scattering k and v into the cache.
 
 The cache is [N, H, P, D]: each (slot, head) reads one contiguous run of its positions. With an
 int8 cache (``kv_int8.py``) the kernels also take the scales [N, H, P]: ``rope_and_store``
@@ -141,8 +141,8 @@ if triton is not None:  # pragma: no cover
 
     # ``width`` (the prefill's padded prompt length) changes with every group admitted: left to
     # Triton's default, a width that is a multiple of 16 and one that is not are two kernels, the
-    # second compiled (~1.3 s of ptxas) wherever it first comes up, possibly mid-stream
-    # (docs/engine.md items 52-53). It only offsets addresses: one kernel serves every width.
+    # second compiled (~1.3 s of ptxas) wherever it first comes up, possibly mid-stream, with
+    # the GPU idle. It only offsets addresses: one kernel serves every width.
     @triton.jit(do_not_specialize=["width"])
     def _admit_kernel(src_ptr, dst_ptr, scales_ptr, slots_ptr, lengths_ptr,
                       stride_sb, stride_sh, stride_sp, stride_db, stride_dh, stride_dp,

@@ -52,7 +52,7 @@ from pipeline.engine.timing import PhaseClock
 from pipeline.engine.voices import SpeakerEmbedding, encode_audio_prompt, encode_speaker, parse_voice
 from pipeline.engine.waveform import WaveformDecoder
 from pipeline.engine.waveform_overlap import OnWaveform, WaveformsAlongside
-from pipeline.errors import SynthesisError, VoiceError
+from pipeline.errors import OutOfDeviceMemory, SynthesisError, TtsJobsError, VoiceError
 from pipeline.lengths import MAX_TOKENS_CAP
 from pipeline.types import GPT_STEPS_PER_SECOND, SynthesisRequest, SynthesisResult
 
@@ -126,7 +126,7 @@ class Engine:
         sentences at the 2048-token cap — if their KV cache fits ``GROWN_SLOTS_SHARE`` of the
         device (an H200: 1024 rows, 73 GB); else none (slots then grow with the batches). A
         worker calls this once after ``warm_up``: no batch then re-makes slots or captures
-        graphs (each cost ~0.5 s mid-batch on an H200). Returns the graphs captured."""
+        graphs (each costs ~0.5 s mid-batch on an H200). Returns the graphs captured."""
         self._worker_rows = rows
         gpt = self._parts.gpt
         total = device_bytes(gpt)
@@ -153,8 +153,9 @@ class Engine:
     # ----------------------------------------------------------------------------- synthesis
     def synthesize(self, requests: Sequence[SynthesisRequest],
                    on_waveform: OnWaveform | None = None) -> list[SynthesisResult]:
-        """One waveform per request, in order. Raises torch.cuda.OutOfMemoryError unchanged (see
-        ``synthesize_with_oom_halving``), VoiceError for a bad voice, SynthesisError otherwise.
+        """One waveform per request, in order. Raises OutOfDeviceMemory when the batch does not fit
+        (its slots freed first; ``oom.py`` halves and retries), VoiceError for a bad voice,
+        SynthesisError for other device failures.
 
         ``on_waveform(index, waveform)`` is called once per request as soon as its waveform is
         on the host — on a GPU while later sentences are still generating, from another thread
@@ -384,6 +385,11 @@ class Engine:
         prompts = [code_prompt_text(t, DEFAULT_PROMPT, voice) for t in texts]
         return [len(ids) for ids in self._tokenize(prompts)] if prompts else []
 
+    @property
+    def calibrated_memory_model(self) -> MemoryModel | None:
+        """The model ``warm_up`` measured on CUDA; None before that, and on CPU."""
+        return self._memory
+
     def memory_model(self) -> MemoryModel:
         """Calibrated by ``warm_up`` on CUDA (with the cache's own slope once
         ``prepare_worker_slots`` holds the widest batch); an analytic, conservative model otherwise."""
@@ -436,7 +442,8 @@ class Engine:
 
 
 class _device_errors:
-    """Turn device failures into SynthesisError; let out-of-memory through for batch halving."""
+    """Turn device failures into the project's errors: out of memory into OutOfDeviceMemory (which
+    ``oom.py`` halves and retries), anything else the device raises into SynthesisError."""
 
     def __init__(self, rows: int) -> None:
         self.rows = rows
@@ -445,8 +452,10 @@ class _device_errors:
         return None
 
     def __exit__(self, kind, exc, tb) -> bool:
-        if exc is None or isinstance(exc, (torch.OutOfMemoryError, VoiceError, ValueError)):
+        if exc is None or isinstance(exc, (TtsJobsError, ValueError)):
             return False
+        if isinstance(exc, torch.OutOfMemoryError):
+            raise OutOfDeviceMemory(f"a batch of {self.rows} ran out of device memory: {exc}") from exc
         if isinstance(exc, RuntimeError):
             raise SynthesisError(f"synthesis of a batch of {self.rows} failed on the device: "
                                  f"{exc}") from exc

@@ -278,8 +278,8 @@ class _Scheduler:
 
     def _admission_can_wait(self, take: int, free: int) -> bool:
         """Admit in groups of at least 1/8 of the slots while rows are still running: a stream
-        admitting a few rows at every harvest spent 30 % of its GPU time in small prefills
-        (two H200s, docs/benchmarks.md), more than the slots idle while a group gathers."""
+        admitting a few rows at every harvest spends 30 % of its GPU time in small prefills
+        (two H200s), more than the slots idle while a group gathers."""
         if free == self.capacity or take >= max(1, self.capacity // ADMIT_SHARE):
             return False
         more_coming = len(self.pending) > take or (self.source is not None and not self.source.exhausted())

@@ -22,7 +22,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from pipeline.engine import decode_attention, kv_int8
+import pipeline.engine.decode_attention as decode_attention
+import pipeline.engine.kv_int8 as kv_int8
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +32,7 @@ log = logging.getLogger(__name__)
 _ATTENTION_BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
 # Decode-step attention on CUDA in half precision: "triton" (decode_attention.py, the default) or
 # "sdpa" (masked SDPA, also the CPU and fp32 path). Set by TTS_JOBS_DECODE_ATTENTION; docs/engine.md
-# has what each measured (FlashAttention's variable-length kernel was tried too: no faster).
+# has what each measures (FlashAttention's variable-length kernel is no faster than SDPA here).
 DECODE_ATTENTION = os.environ.get("TTS_JOBS_DECODE_ATTENTION", "triton")
 # The decode slots' KV cache: "int8" (kv_int8.py), "model" (the model's dtype), or "auto": int8
 # where the Triton decode path runs (CUDA, fp16/bf16), the model's dtype elsewhere. Measured

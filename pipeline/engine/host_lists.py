@@ -2,8 +2,8 @@
 
 ``torch.tensor(values, device="cuda")`` copies synchronously: the host waits until every kernel
 already queued on the stream has run, then the GPU idles while the host queues the next ones.
-In the generation loop that happened at every harvest, refill and waveform launch (the bench's
-host profile on the H200: 0.34 s of a 2.1 s run inside such copies, docs/engine.md). A
+In the generation loop that would happen at every harvest, refill and waveform launch (the
+bench's host profile on the H200: 0.34 s of a 2.1 s run inside such copies, docs/engine.md). A
 non-blocking copy from pinned memory is ordered on the stream like a kernel, and PyTorch's
 pinned-memory cache keeps the host buffer until the copy has run.
 """

@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from pipeline.engine import EngineConfig
+from pipeline.engine.config import EngineConfig
 from pipeline.engine.engine import Engine, ModelParts
 from pipeline.engine.gpt import KV_CACHE, KV_CACHE_CHOICES, FusedLlama
 from pipeline.engine.prompts import TokenEmbeddings
@@ -50,7 +50,7 @@ def load_engine(config: EngineConfig, int8_scheme: str = "weight_only") -> Engin
     if kv_cache not in KV_CACHE_CHOICES:
         raise ModelError(f"unknown KV cache {kv_cache!r}: use one of {KV_CACHE_CHOICES} "
                          "(EngineConfig.kv_cache or TTS_JOBS_KV_CACHE)")
-    chat = _load_upstream(files, device)
+    chat = load_upstream_chat(files, device)
     parts = _build_parts(chat, device, precision, int8_scheme)
     parts.gpt.kv_cache = kv_cache
     log.info("engine ready: %s, %s, %s weights from %s", device, precision,
@@ -87,7 +87,9 @@ def resolve_precision(name: str, device: torch.device, size: str = "full") -> st
     return name
 
 
-def _load_upstream(files: ModelFiles, device: torch.device) -> Any:
+def load_upstream_chat(files: ModelFiles, device: torch.device) -> Any:
+    """Upstream's ``ChatTTS.Chat`` with every module loaded from ``files`` (the engine takes its
+    parts; the benchmark runs it as it is)."""
     import ChatTTS
 
     chat = ChatTTS.Chat(logging.getLogger("ChatTTS"))
@@ -95,7 +97,7 @@ def _load_upstream(files: ModelFiles, device: torch.device) -> Any:
     paths = {k: str(files.root / v) for k, v in asdict(chat.config.path).items()}
     try:
         # _load, not load: upstream's load() re-checks sha256 against its own list, which
-        # synthetic weights fail; real weights were verified by verify_real_weights.
+        # synthetic weights fail; real weights are checked by verify_real_weights first.
         loaded = chat._load(device=device, **paths)
     except (OSError, RuntimeError, ValueError, KeyError) as exc:
         raise ModelError(f"{files.root}: ChatTTS weights could not be loaded ({exc}); the files "

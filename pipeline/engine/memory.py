@@ -8,15 +8,15 @@ and fits those two numbers, with a margin.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
 
 import torch
 
 from pipeline.batching import MemoryModel
-from pipeline.types import SynthesisRequest
+from pipeline.types import SynthesisRequest, SynthesisResult
 
 if TYPE_CHECKING:
-    from pipeline.engine.engine import Engine
     from pipeline.engine.gpt import FusedLlama
     from pipeline.engine.waveform import WaveformDecoder
 
@@ -25,6 +25,21 @@ log = logging.getLogger(__name__)
 MARGIN = 1.25  # on the per-position slope: allocator rounding, fragmentation
 SLACK_BYTES = 256 * 2**20
 CALIBRATION_SHAPES = ((4, 32), (16, 96), (48, 48), (32, 160))  # (rows, new tokens)
+
+
+class CalibrationTarget(Protocol):
+    """What calibration runs and reads on the engine (``Engine``)."""
+
+    @property
+    def calibrated_memory_model(self) -> MemoryModel | None: ...
+
+    def memory_model(self) -> MemoryModel: ...
+
+    def prompt_tokens(self, text: str) -> int: ...
+
+    def release_slots(self) -> None: ...
+
+    def synthesize(self, requests: Sequence[SynthesisRequest]) -> list[SynthesisResult]: ...
 
 
 def analytic_memory_model(gpt: FusedLlama, waveform: WaveformDecoder) -> MemoryModel:
@@ -43,13 +58,13 @@ def model_with_widest_slots(calibrated: MemoryModel, analytic: MemoryModel) -> M
     """The planner's model for a worker whose decode slots already hold its widest batch.
 
     Calibration fits its slope at small batches (<= 48 rows), where the Decoder + Vocos chunk and
-    other per-row transients still grow with the rows: on an H200 it said 141 kB per
-    row-position where the int8 cache and the kept hidden states take ~34 kB. That cut the
-    longest sentences into batches of ~430-690 rows plus a remainder of a few dozen that ran
-    at ~300x real time. Once the widest slots are allocated (and their graphs captured) the cache
-    of every batch the planner may send is known to fit, so the cache's own bytes per position
-    (the analytic slope, with its margin) are the right slope; the fixed part keeps the larger
-    of the two measurements.
+    other per-row transients still grow with the rows: on an H200 it gives 141 kB per
+    row-position where the int8 cache and the kept hidden states take ~34 kB. Planned with that
+    slope, the longest sentences would be cut into batches of ~430-690 rows plus a remainder of
+    a few dozen that runs at ~300x real time. Once the widest slots are allocated (and their
+    graphs captured) the cache of every batch the planner may send is known to fit, so the
+    cache's own bytes per position (the analytic slope, with its margin) are the right slope;
+    the fixed part keeps the larger of the two measurements.
     """
     return MemoryModel(fixed_bytes=max(calibrated.fixed_bytes, analytic.fixed_bytes),
                        bytes_per_row_position=min(calibrated.bytes_per_row_position,
@@ -75,7 +90,7 @@ def _parameter_bytes(*modules: torch.nn.Module) -> int:
     return total + 200 * 2**20  # embeddings, heads, DVAE encoder: a generous allowance
 
 
-def calibrate_memory_model(engine: Engine, voice: str) -> MemoryModel:
+def calibrate_memory_model(engine: CalibrationTarget, voice: str) -> MemoryModel:
     """Measure peak CUDA memory of a few batch shapes and fit fixed + slope * rows * positions."""
     prompt = engine.prompt_tokens("校准" * 10)
     points: list[tuple[float, float]] = []
@@ -89,7 +104,7 @@ def calibrate_memory_model(engine: Engine, voice: str) -> MemoryModel:
         torch.cuda.synchronize()
         points.append((rows * (prompt + steps), float(torch.cuda.max_memory_allocated())))
     slope, intercept = _fit_line(points)
-    analytic = engine.memory_model() if engine._memory is None else None
+    analytic = engine.memory_model() if engine.calibrated_memory_model is None else None
     floor = analytic.bytes_per_row_position / MARGIN if analytic else 0
     model = MemoryModel(fixed_bytes=int(intercept + SLACK_BYTES),
                         bytes_per_row_position=int(max(slope, floor) * MARGIN))

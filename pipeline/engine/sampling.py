@@ -17,7 +17,7 @@ Only the k best tokens can be drawn, so a step ranks just the best ``candidates`
 top-k) instead of sorting the whole vocabulary, and hashes noise for those alone. The nucleus
 needs each candidate's probability, i.e. the full softmax's normaliser: one logsumexp. Pools with
 a top-k above the largest bucket sort everything. (On the H200 at 1024 rows the full sort and
-noise over 4 x 626 tokens took 560 µs of a 5 ms step.)
+noise over 4 x 626 tokens take 560 µs of a 5 ms step.)
 """
 
 from __future__ import annotations

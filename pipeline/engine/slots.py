@@ -129,8 +129,8 @@ def take_finished(state: SlotState, slots: list[int], produced: list[int]
     of them, copied out; the slots marked done, free for the next sentences.
 
     One gather per tensor for all of them, and a view of it per row: a copy kernel per row and
-    tensor took a quarter of the decode loop's thread on the H200, each op waiting for the GIL
-    that the worker's writer threads also want (py-spy, docs/engine.md items 52-53)."""
+    tensor takes a quarter of the decode loop's thread on the H200 (py-spy), each op waiting for
+    the GIL that the worker's writer threads also want."""
     index = to_device(slots, state.tokens.device)
     longest = max(produced)
     tokens = state.tokens[:, :longest].index_select(0, index)

@@ -29,9 +29,9 @@ from pipeline.types import SynthesisRequest
 log = logging.getLogger(__name__)
 
 # Held while a graph is captured, and by anything else that launches GPU work from another thread
-# (Decoder + Vocos, ``waveform_overlap``): work queued by another thread during a capture broke
-# it on the H200 ("operation not permitted when stream is capturing"), and the worker then ran
-# every later step eagerly. Captures are rare (new slot shapes), so the wait is too.
+# (Decoder + Vocos, ``waveform_overlap``): work queued by another thread during a capture breaks
+# it ("operation not permitted when stream is capturing"), and every later step then runs
+# eagerly. Captures are rare (new slot shapes), so the wait is too.
 CAPTURE_LOCK = threading.Lock()
 
 ATTEND_BUCKET = 64  # attention lengths are rounded up to this (fewer graphs, little waste)
@@ -122,8 +122,8 @@ class StepRunner:
 
         New slots hold both the old shape and the new one (when that fits, :func:`grown_shape`):
         a worker's batches alternate between few long sentences and many short ones, and slots
-        sized for each batch alone were re-made, and their graphs captured again, several times
-        per book (~0.5 s each on an H200; two H200s, docs/benchmarks.md)."""
+        sized for each batch alone would be re-made, and their graphs captured again, several
+        times per book (~0.5 s each on an H200)."""
         if self.state is not None and self.state.shape.holds(needed):
             return self.state
         old = self.state.shape if self.state is not None else None

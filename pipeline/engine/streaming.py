@@ -1,7 +1,7 @@
 """A worker's batches as one stream through the decode slots (``Engine.synthesize_stream``).
 
 Run one at a time, every batch ends with its slots draining: the last rows of a batch run on a
-few slots while the rest idle, and on two GPUs each worker's last batch decided when it stopped.
+few slots while the rest idle, and on two GPUs each worker's last batch decides when it stops.
 As a stream, the next batch is fetched while the current one still runs and its sentences take
 the slots as they come free, so the slots stay full until the queue is empty.
 
@@ -11,34 +11,43 @@ are free or about to be, so that a batch is not claimed long before this worker 
 other worker may be idle by then) — or, while ``fetch_early()`` says the queue is deep (other
 workers have plenty left to take), as soon as any slot is free: a batch's rows are of one length
 and end together, and a claim that waits on the database (SQLite's write lock: the other
-worker's record, an ingest) left the slots idle meanwhile. Embedding the prompts is GPU work: it
-is done on the loop's thread when the group is taken.
+worker's record, an ingest) would leave the slots idle meanwhile. Embedding the prompts is GPU
+work: it is done on the loop's thread when the group is taken.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from pipeline.engine.generation import ADMIT_SHARE, Fits, RowGroup
 from pipeline.types import SynthesisRequest
 
 if TYPE_CHECKING:
-    from pipeline.engine.engine import Engine
     from pipeline.engine.prompts import PromptRow
 
 MoreRequests = Callable[[], Sequence[SynthesisRequest] | None]
 FetchEarly = Callable[[], bool]
 
 
+class RowPreparer(Protocol):
+    """How requests become rows of the loop (``Engine``): checked and tokenized on the fetch
+    thread, then embedded on the loop's."""
+
+    def prompt_rows(self, requests: Sequence[SynthesisRequest]) -> list[PromptRow]: ...
+
+    def row_group(self, requests: Sequence[SynthesisRequest], rows: list[PromptRow]) -> RowGroup: ...
+
+
 class RequestStream:
     """Groups of requests from ``more()``, numbered on from ``first_index`` in arrival order: the
     loop's row ``r`` is the caller's request ``first_index + r``."""
 
-    def __init__(self, engine: Engine, more: MoreRequests, slots: int, first: Sequence[SynthesisRequest],
-                 first_index: int, fetch_early: FetchEarly | None = None) -> None:
-        self._engine, self._more = engine, more
+    def __init__(self, preparer: RowPreparer, more: MoreRequests, slots: int,
+                 first: Sequence[SynthesisRequest], first_index: int,
+                 fetch_early: FetchEarly | None = None) -> None:
+        self._preparer, self._more = preparer, more
         self._fetch_early = fetch_early or (lambda: False)
         # fetched once the loop could admit it (generation.ADMIT_SHARE): claimed neither long
         # before this worker can run it nor after its slots went idle
@@ -81,7 +90,7 @@ class RequestStream:
         requests = list(self._more() or ())
         if not requests:
             return None
-        return requests, self._engine.prompt_rows(requests)
+        return requests, self._preparer.prompt_rows(requests)
 
     def _take(self, fits: Fits) -> RowGroup | None:
         fetching, self._fetching = self._fetching, None
@@ -90,7 +99,7 @@ class RequestStream:
             self._ended = True
             return None
         requests, rows = fetched
-        group = self._engine.row_group(requests, rows)
+        group = self._preparer.row_group(requests, rows)
         if not fits(group):  # another sampling mode, or longer than these slots: a loop of its own
             self.leftover, self._ended = requests, True
             return None

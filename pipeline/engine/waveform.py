@@ -41,8 +41,8 @@ class WaveformDecoder:
         self.dtype = dtype
         self.row_steps_per_chunk = row_steps_per_chunk
         # cuDNN builds an execution plan for every new (rows, frames) shape of a half-precision
-        # depthwise conv, which cost seconds per batch on the H200 (docs/engine.md, run 1); the
-        # native kernels need no planning. TTS_JOBS_DECODE_CUDNN=1 turns cuDNN back on.
+        # depthwise conv, which costs seconds per batch on the H200; the native kernels need no
+        # planning. TTS_JOBS_DECODE_CUDNN=1 turns cuDNN on.
         self.use_cudnn = dtype == torch.float32 or os.environ.get("TTS_JOBS_DECODE_CUDNN") == "1"
         # On the GPU in half precision, every GEMM and inverse FFT runs over fixed tiles of
         # frames (``linear_in_tiles``, ``_inverse_rfft``: no library planning per new shape),
@@ -172,7 +172,7 @@ def _inverse_rfft(spec: torch.Tensor, n_fft: int, tiled: bool) -> torch.Tensor:
     """``torch.fft.irfft(spec, n_fft, dim=1)`` for spec [B, bins, F]. ``tiled`` (the GPU) puts
     the B * F frames through in batches of exactly ``FFT_TILE`` (the last one zero-padded): cuFFT
     builds a plan for every new batch shape, ~10-30 ms of host time on the H200, during which
-    the decode steps' queue ran dry; every decode chunk has its own (B, F)."""
+    the decode steps' queue runs dry; every decode chunk has its own (B, F)."""
     rows, bins, count = spec.shape
     flat = spec.transpose(1, 2).reshape(rows * count, bins)
     if not tiled:
@@ -194,9 +194,9 @@ GEMM_TILE = 8192  # frames per GEMM in the GPU decode path: one shape per weight
 def linear_in_tiles(x: torch.Tensor, weight: torch.Tensor,
                     bias: torch.Tensor | None = None) -> torch.Tensor:
     """``F.linear(x, weight, bias)`` for x [M, K], as GEMMs of exactly ``GEMM_TILE`` rows (the
-    last tile zero-padded). cuBLASLt picks an algorithm for every new GEMM shape, which cost
-    ~30 ms of host time per shape on the H200 (torch.profiler, docs/engine.md) while the decode
-    steps' queue ran dry; decode chunks vary in rows x frames, tiles do not."""
+    last tile zero-padded). cuBLASLt picks an algorithm for every new GEMM shape, which costs
+    ~30 ms of host time per shape on the H200 (torch.profiler) while the decode steps' queue
+    runs dry; decode chunks vary in rows x frames, tiles do not."""
     rows = x.shape[0]
     out = x.new_empty(rows + (-rows % GEMM_TILE), weight.shape[0])
     for start in range(0, rows, GEMM_TILE):

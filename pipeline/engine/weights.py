@@ -213,7 +213,7 @@ def _write_tokenizer(folder: Path, vocab_size: int) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     fast.save_pretrained(str(folder))
     special = folder / "special_tokens_map.json"
-    if not special.is_file():  # transformers 5 no longer writes it; upstream's folder has it
+    if not special.is_file():  # transformers 5 does not write it; upstream's folder has it
         tokens = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
                   "cls_token": "[CLS]", "mask_token": "[MASK]",
                   "additional_special_tokens": list(CONTROL_TOKENS)}

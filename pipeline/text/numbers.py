@@ -1,8 +1,8 @@
 """Numbers as words, in English and Chinese.
 
-ChatTTS reads digits unreliably (and the project's normaliser drops what it cannot read), so every
-number is spelled out before anything else happens. English words are joined with spaces, never
-hyphens, because a hyphen is not in the voice's alphabet.
+ChatTTS reads digits unreliably (and normalisation drops what the voice cannot read), so every
+number is spelled out. English words are joined with spaces, never hyphens, because a hyphen is not
+in the voice's alphabet.
 """
 
 from __future__ import annotations
@@ -50,7 +50,6 @@ _ZH_DIGITS = "零一二三四五六七八九"
 _ZH_SMALL_UNITS = ("", "十", "百", "千")
 _ZH_GROUP_UNITS = ("", "万", "亿", "万亿", "亿亿")
 MAX_SPOKEN = 10**18 - 1  # beyond this a number is read digit by digit
-_ROMAN_VALUES = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100, "D": 500, "M": 1000}
 
 
 def en_cardinal(number: int) -> str:
@@ -170,39 +169,21 @@ def zh_decimal(integer: str, fraction: str) -> str:
     return f"{whole}点{zh_digits(fraction)}" if fraction else whole
 
 
-def roman_value(numeral: str) -> int | None:
-    """'XIV' → 14; None unless ``numeral`` is a well-formed Roman numeral of 1-3999."""
-    numeral = numeral.upper()
-    if not numeral or any(ch not in _ROMAN_VALUES for ch in numeral):
-        return None
-    total = 0
-    for index, ch in enumerate(numeral):
-        value = _ROMAN_VALUES[ch]
-        following = _ROMAN_VALUES[numeral[index + 1]] if index + 1 < len(numeral) else 0
-        total += -value if value < following else value
-    if not 0 < total < 4000 or to_roman(total) != numeral:
-        return None
-    return total
+def cardinal(value: int, language: str) -> str:
+    """``value`` in words, in Chinese for 'zh', else in English."""
+    return zh_cardinal(value) if language == "zh" else en_cardinal(value)
 
 
-def to_roman(number: int) -> str:
-    out = ""
-    for value, letters in (
-        (1000, "M"),
-        (900, "CM"),
-        (500, "D"),
-        (400, "CD"),
-        (100, "C"),
-        (90, "XC"),
-        (50, "L"),
-        (40, "XL"),
-        (10, "X"),
-        (9, "IX"),
-        (5, "V"),
-        (4, "IV"),
-        (1, "I"),
-    ):
-        while number >= value:
-            out += letters
-            number -= value
-    return out
+def digit_by_digit(digits: str, language: str) -> str:
+    """'007' → 'zero zero seven' (or '零零七')."""
+    return zh_digits(digits) if language == "zh" else en_digits(digits)
+
+
+def amount(digits: str, language: str) -> str:
+    """'1,234.5' → words; integers with a leading zero and very long ones digit by digit."""
+    integer, _, fraction = digits.replace(",", "").partition(".")
+    if not fraction and (len(integer) > 1 and integer.startswith("0") or len(integer) > 18):
+        return digit_by_digit(integer, language)
+    if language == "zh":
+        return zh_decimal(integer, fraction)
+    return en_decimal(integer, fraction)

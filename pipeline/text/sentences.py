@@ -17,105 +17,24 @@ from __future__ import annotations
 import math
 import re
 
-from pipeline.text.normalize import SEPARATOR
+from pipeline.text.abbreviations import NOT_SENTENCE_ENDS
+from pipeline.text.marks import CJK_RANGE, SEPARATOR
 
-_CJK = r"\u4e00-\u9fff"
-_CJK_CHAR = re.compile(f"[{_CJK}]")
-# A sentence end: CJK terminators, or Latin terminators before a space + capital/CJK or the end.
+_CJK_CHAR = re.compile(f"[{CJK_RANGE}]")
+# Where a sentence over the limit may be cut: after a run of clause or sentence marks.
 _CLAUSE_END = re.compile(r"[，、：；,;:]+|[。！？.!?]+")
-ABBREVIATIONS = frozenset(
-    [
-        "mr",
-        "mrs",
-        "ms",
-        "dr",
-        "prof",
-        "sr",
-        "jr",
-        "st",
-        "mt",
-        "ft",
-        "vs",
-        "etc",
-        "eg",
-        "ie",
-        "cf",
-        "al",
-        "no",
-        "nos",
-        "vol",
-        "vols",
-        "fig",
-        "figs",
-        "ch",
-        "chap",
-        "pp",
-        "p",
-        "inc",
-        "ltd",
-        "co",
-        "corp",
-        "bros",
-        "gen",
-        "col",
-        "capt",
-        "lt",
-        "sgt",
-        "cpl",
-        "rev",
-        "hon",
-        "gov",
-        "pres",
-        "sen",
-        "rep",
-        "supt",
-        "messrs",
-        "mme",
-        "mlle",
-        "jan",
-        "feb",
-        "mar",
-        "apr",
-        "jun",
-        "jul",
-        "aug",
-        "sep",
-        "sept",
-        "oct",
-        "nov",
-        "dec",
-        "mon",
-        "tue",
-        "tues",
-        "wed",
-        "thu",
-        "thur",
-        "thurs",
-        "fri",
-        "sat",
-        "sun",
-        "approx",
-        "dept",
-        "est",
-        "min",
-        "max",
-        "misc",
-        "ave",
-        "blvd",
-        "rd",
-    ]
-)
 # A period that does not close an abbreviation ("Mr."), an initial ("J.") or a dotted word ("U.S."),
 # written as lookbehinds after the period so the regex engine decides it without calling back here.
 # Python needs fixed-width lookbehinds: one per word length, each an alternation of that length's words.
 _NOT_AFTER_ABBREVIATION = (
     "".join(
-        rf"(?<!(?i:\b(?:{'|'.join(sorted(word for word in ABBREVIATIONS if len(word) == size))}))\.)"
-        for size in sorted({len(word) for word in ABBREVIATIONS})
+        rf"(?<!(?i:\b(?:{'|'.join(sorted(word for word in NOT_SENTENCE_ENDS if len(word) == size))}))\.)"
+        for size in sorted({len(word) for word in NOT_SENTENCE_ENDS})
     )
     + r"(?<!\b[A-Z]\.)(?<!\.[A-Za-z]\.)"
 )
-_LATIN_END = rf"(?: (?=[A-Z{_CJK}'])|(?=[{_CJK}])| ?(?={SEPARATOR}|$))"
+# What follows a Latin sentence end: a space and a capital or Chinese, Chinese, or the paragraph's end.
+_LATIN_END = rf"(?: (?=[A-Z{CJK_RANGE}'])|(?=[{CJK_RANGE}])| ?(?={SEPARATOR}|$))"
 # Sentence ends, or the separator between paragraphs joined for speed (always an end).
 _BOUNDARY = re.compile(
     rf"[。！？；]+ ?|[!?][.!?]*{_LATIN_END}|\.{_NOT_AFTER_ABBREVIATION}[.!?]*{_LATIN_END}|{SEPARATOR}"

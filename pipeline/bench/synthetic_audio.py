@@ -11,8 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.audio.model import ChapterAudio, SentenceAudio
-from pipeline.audio.wavio import write_sentence_wav
+from pipeline.audio import ChapterAudio, SentenceAudio, write_sentence_wav
 from pipeline.types import SAMPLE_RATE
 
 

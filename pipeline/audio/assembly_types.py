@@ -1,4 +1,9 @@
-"""The assembly stage's boundary types (re-exported by :mod:`pipeline.audio`)."""
+"""The assembly stage's boundary types: sentence and chapter audio in, options, reports out; and
+``SUPPORTED_FORMATS``, the one list of output formats (all re-exported by :mod:`pipeline.audio`).
+
+It imports only the standard library and :mod:`pipeline.errors`, so that what needs only the
+formats or the options (the command line's option checks) depends on nothing else of the stage.
+"""
 
 from __future__ import annotations
 

@@ -1,0 +1,122 @@
+"""Assemble: stitch a finished job's sentence audio into its audiobook files. Idempotent.
+
+No database transaction stays open while the audio is stitched and encoded (seconds to minutes):
+on SQLite every transaction holds the write lock (BEGIN IMMEDIATE), and GPU workers could not
+record their batches meanwhile — on two H200s each stalled 12-14 s per assembled book. What
+assembly needs is read first, the result is recorded after, and only if the job is still
+assembling (a cancel may come in between).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sqlalchemy.orm import Session
+
+from jobs.lifecycle import fail_job
+from jobs.runtime import Runtime
+from pipeline.errors import AssemblyError
+from pipeline.types import BookMetadata
+from storage import repo
+from storage.models import Job, JobState
+
+if TYPE_CHECKING:
+    from pipeline.audio import AssemblyOptions, AssemblyReport, ChapterAudio
+
+log = logging.getLogger(__name__)
+
+
+def assemble_job(rt: Runtime, job_id: int) -> list[Path]:
+    """Stitch job ``job_id``'s audio into its audiobook files; returns their paths."""
+    from pipeline.audio import AssemblyOptions, start_helpers, stitch_helpers_wanted
+
+    began = time.monotonic()
+    with rt.read_session() as session:  # the other book's assembly reads beside it, not after
+        job = repo.get_job(session, job_id)
+        if job is None or job.job_state != JobState.ASSEMBLING:
+            outputs = [Path(p) for p in job.outputs] if job is not None else []
+            session.commit()
+            return outputs
+        options = AssemblyOptions(formats=tuple(job.options.get("formats", ["m4b"])), narrator=job.voice_name)
+        # stitch helpers missing from this process start now (imports: ~1 s) while the sentences are read
+        start_helpers(stitch_helpers_wanted(options, repo.chapter_count(session, job_id)))
+        chapters = _chapters_to_assemble(rt, session, job_id)
+        metadata = _book_metadata(rt, job)
+        out_dir = Path(job.options["out_dir"]) if job.options.get("out_dir") else \
+            rt.artifacts.default_output_dir(job_id)
+        session.commit()
+    log.info("job=%s: read %d sentences of %d chapters in %.2f s", job_id,
+             sum(len(c.sentences) for c in chapters), len(chapters), time.monotonic() - began)
+    report = _assemble_in_work_dir(rt, job_id, chapters, metadata, out_dir, options)
+    if not _record_done(rt, job_id, report):
+        log.warning("job=%s: no longer assembling (cancelled meanwhile?); its files stay in %s",
+                    job_id, out_dir)
+        return list(report.outputs)
+    log.info("job=%s: done, %.1f s of audio in %s", job_id, report.total_seconds,
+             ", ".join(str(p) for p in report.outputs))
+    return list(report.outputs)
+
+
+def _record_done(rt: Runtime, job_id: int, report: AssemblyReport) -> bool:
+    """The job done with its outputs and report; False when it is no longer assembling."""
+    with rt.session() as session:
+        job = repo.get_job(session, job_id)
+        if job is None or not repo.move_job(session, job_id, JobState.DONE, only_from=[JobState.ASSEMBLING]):
+            session.commit()
+            return False
+        job.outputs = [str(p) for p in report.outputs]
+        job.report = {"total_seconds": round(report.total_seconds, 3),
+                      "sentence_seconds": round(report.sentence_seconds, 3),
+                      "pause_seconds": round(report.pause_seconds, 3),
+                      "chapters": [{"title": c.title, "start_seconds": round(c.start_seconds, 3),
+                                    "seconds": round(c.seconds, 3)} for c in report.chapters]}
+        session.commit()
+        return True
+
+
+def _chapters_to_assemble(rt: Runtime, session: Session, job_id: int) -> list[ChapterAudio]:
+    """The job's chapters with their sentence WAVs in reading order (sentences without audio left out)."""
+    from pipeline.audio import ChapterAudio, SentenceAudio
+
+    audio = repo.job_sentence_audio(session, job_id)
+    chapters = []
+    for chapter in repo.job_chapters(session, job_id):
+        rows = audio.get(chapter.id, [])
+        paths = rt.artifacts.resolve_many([path for path, _ in rows])
+        sentences = tuple(SentenceAudio(path=path, paragraph_index=paragraph)
+                          for path, (_, paragraph) in zip(paths, rows, strict=True))
+        chapters.append(ChapterAudio(index=chapter.index, title=chapter.title, sentences=sentences))
+    return chapters
+
+
+def _assemble_in_work_dir(rt: Runtime, job_id: int, chapters: list[ChapterAudio], metadata: BookMetadata,
+                          out_dir: Path, options: AssemblyOptions) -> AssemblyReport:
+    """assemble_audiobook in the job's emptied work directory (removed after); fails the job
+    with the assembly's message."""
+    from pipeline.audio import assemble_audiobook
+
+    work_dir = rt.artifacts.work_dir(job_id)
+    shutil.rmtree(work_dir, ignore_errors=True)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        return assemble_audiobook(chapters, metadata, out_dir, work_dir, options)
+    except AssemblyError as exc:
+        fail_job(rt, job_id, str(exc))
+        raise
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
+
+
+def _book_metadata(rt: Runtime, job: Job) -> BookMetadata:
+    meta = job.book_metadata or {}
+    cover = None
+    if meta.get("cover_path"):
+        cover = rt.artifacts.resolve(meta["cover_path"]).read_bytes()
+    return BookMetadata(title=job.title, authors=tuple(job.authors), language=job.language,
+                        publisher=meta.get("publisher", ""), date=meta.get("date", ""),
+                        description=meta.get("description", ""), cover=cover,
+                        cover_mime=meta.get("cover_mime", ""))

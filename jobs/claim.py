@@ -1,0 +1,48 @@
+"""Claim: take a queued batch's lease for this worker, with the sentences it has left to speak.
+
+A batch held by a live lease elsewhere (a duplicate delivery) is left alone; a batch whose holder
+died on this host is taken over; a batch whose every earlier attempt killed its worker fails for
+good instead of killing the next one.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from jobs.batch_work import ClaimedBatch, SentenceWork
+from jobs.leases import take_over_from_dead_local_worker
+from jobs.record import fail_batch_for_good, finish_batch
+from jobs.runtime import Runtime
+from storage import repo
+
+log = logging.getLogger(__name__)
+
+
+def claim_batch(rt: Runtime, batch_id: int, worker: str, take_over_dead: bool = False
+                ) -> tuple[ClaimedBatch | None, list[int]]:
+    """Lease batch ``batch_id`` for ``worker`` with its pending sentences. None when there is
+    nothing to speak: held elsewhere, failed for good after too many attempts, or finished now
+    because nothing in it was left (then with the jobs that this made ready to assemble)."""
+    settings = rt.settings
+    with rt.session() as session:
+        batch = repo.claim_batch(session, batch_id, worker, settings.lease_seconds)
+        if batch is None and take_over_dead:
+            batch = take_over_from_dead_local_worker(session, batch_id, worker)
+        if batch is None:
+            session.commit()
+            log.info("batch=%s: finished or leased elsewhere; nothing to do", batch_id)
+            return None, []
+        if batch.attempts > settings.max_attempts:  # every earlier attempt died with its worker
+            fail_batch_for_good(session, batch_id, f"its worker process died {batch.attempts - 1} times "
+                                "while speaking it (out of memory? try a smaller TTS_JOBS_MAX_BATCH)")
+            session.commit()
+            return None, []
+        attempts = batch.attempts
+        session.commit()
+    with rt.read_session() as session:  # leased now: read without holding the write lock
+        sentences = repo.batch_pending_sentences(session, batch_id)
+        jobs = {s.job_id: repo.get_job(session, s.job_id) for s in sentences}
+        work = [SentenceWork.from_row(s, jobs[s.job_id]) for s in sentences]
+    if not work:
+        return None, finish_batch(rt, batch_id)
+    return ClaimedBatch(batch_id=batch_id, attempts=attempts, work=work), []

@@ -1,0 +1,31 @@
+"""Inspect: what a book would be read as — metadata, chapters, sentences, estimated duration,
+warnings — before any GPU time is spent. Exactly what ingest would record."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from jobs.submit import validate_book
+
+
+def inspect_book(path: Path, with_sentences: bool = False) -> dict[str, Any]:
+    """The report `tts-jobs inspect` prints (its ``--json`` form). Raises BookError for a bad book."""
+    from pipeline.lengths import estimated_seconds
+    from pipeline.text import split_sentences
+
+    book = validate_book(path)
+    chapters = []
+    for chapter in book.chapters:
+        spoken = split_sentences(chapter)
+        entry: dict[str, Any] = {
+            "title": chapter.title, "sentences": len(spoken),
+            "characters": sum(len(s.text) for s in spoken),
+            "estimated_seconds": round(sum(estimated_seconds(s.text) for s in spoken), 1)}
+        if with_sentences:
+            entry["sentence_texts"] = [s.text for s in spoken]
+        chapters.append(entry)
+    meta = book.metadata
+    return {"title": meta.title, "authors": list(meta.authors), "language": meta.language,
+            "publisher": meta.publisher, "date": meta.date, "has_cover": meta.cover is not None,
+            "chapters": chapters, "warnings": list(book.warnings)}

@@ -1,0 +1,128 @@
+"""Plan: cut every unplanned sentence of the active jobs into batches, for the workers there are.
+
+The planner itself is ``pipeline/batching.py`` (sorted globally by length, memory-capped); this
+module gives it what the database knows: the pending sentences, their jobs' priorities, and the
+synthesis workers — each one's memory cap, calibrated memory model, and the batch size at which it
+ran out of memory (``record_learned_rows``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from sqlalchemy.orm import Session
+
+from jobs.runtime import Runtime
+from jobs.settings import Settings
+from pipeline.batching import MemoryModel, PlanLimits, plan_batches
+from pipeline.types import PlannedSentence
+from storage import repo
+from storage.models import Worker, utcnow
+
+if TYPE_CHECKING:
+    from pipeline.engine import Engine
+
+log = logging.getLogger(__name__)
+
+WORKER_ALIVE_SECONDS = 3600  # a synthesis worker not seen for this long no longer shapes batches
+GPU_BATCH_ROWS = 1024  # continuous batching keeps a big pool's slots full (docs/benchmarks.md)
+CPU_BATCH_ROWS = 16
+
+
+def plan_pending(rt: Runtime, job_ids: Sequence[int] | None = None) -> list[int]:
+    """Cut every unplanned sentence of active jobs into batches (sorted globally by length).
+
+    With nothing to plan (a plan message after the ingest task planned its book itself) it returns
+    after one read, without queueing for SQLite's write lock behind other books' writes."""
+    with rt.read_session() as session:
+        if not repo.has_unplanned_sentences(session, job_ids):
+            return []
+    with rt.session() as session:
+        sentences = repo.unplanned_sentences(session, job_ids)
+        if not sentences:
+            session.commit()
+            return []
+        priorities = repo.job_priorities(session, {s.job_id for s in sentences})
+        planned = [PlannedSentence(id=s.id, max_new_tokens=s.max_new_tokens,
+                                   prompt_tokens=estimated_prompt_tokens(s.text),
+                                   priority=priorities.get(s.job_id, 0))
+                   for s in sentences]
+        limits, memory = plan_limits(rt.settings, live_synthesis_workers(session))
+        # another book still being read will add batches behind these: they are not the queue's end
+        limits = replace(limits, ends_queue=repo.jobs_being_read(session) == 0)
+        batches = repo.create_batches(session, plan_batches(planned, limits, memory))
+        session.commit()
+        ids = [b.id for b in batches]
+        log.info("planned %d sentences into %d batches", len(planned), len(ids))
+        return ids
+
+
+def estimated_prompt_tokens(text: str) -> int:
+    # One token per character plus upstream's control tokens ([Stts][spk_emb][speed_5]...[Ptts]).
+    return len(text) + 8
+
+
+def live_synthesis_workers(session: Session) -> list[Worker]:
+    return repo.live_workers(session, utcnow() - timedelta(seconds=WORKER_ALIVE_SECONDS))
+
+
+def plan_limits(settings: Settings, workers: Sequence[Worker] = ()) -> tuple[PlanLimits, MemoryModel]:
+    """Batch limits for the smallest live synthesis worker: its memory cap, its calibrated memory
+    model and the batch size at which it last ran out of memory; and how many workers share them.
+
+    With no worker registered yet (the first book of a fresh cluster) the planner assumes an
+    80 GB-class card; a worker halves any batch that does not fit, so optimism costs time, not jobs.
+    """
+    gpu = settings.device.startswith("cuda") or any(w.device.startswith("cuda") for w in workers)
+    max_rows = batch_rows(settings, gpu)
+    learned = [w.max_rows for w in workers if w.max_rows]
+    if learned:
+        max_rows = min(max_rows, *learned)
+    capped = [w for w in workers if w.memory_cap_bytes]
+    sharing = max(1, len(workers))
+    if not capped:
+        return PlanLimits(memory_cap_bytes=int(80e9 * settings.memory_fraction), max_rows=max_rows,
+                          workers=sharing), MemoryModel()
+    smallest = min(capped, key=lambda w: w.memory_cap_bytes)
+    memory = MemoryModel(fixed_bytes=smallest.fixed_bytes,
+                         bytes_per_row_position=smallest.bytes_per_row_position)
+    return PlanLimits(memory_cap_bytes=smallest.memory_cap_bytes, max_rows=max_rows, workers=sharing), memory
+
+
+def batch_rows(settings: Settings, gpu: bool) -> int:
+    """Most sentences in one batch: TTS_JOBS_MAX_BATCH, else 1024 on a GPU and 16 on a CPU."""
+    return settings.max_batch or (GPU_BATCH_ROWS if gpu else CPU_BATCH_ROWS)
+
+
+def register_synthesis_worker(rt: Runtime, engine: Engine, name: str, device_memory: int | None) -> None:
+    """Announce a synthesis worker's device, precision, memory cap and calibration to the planner."""
+    memory = engine.memory_model()
+    cap = int(device_memory * rt.settings.memory_fraction) if device_memory else None
+    with rt.session() as session:
+        repo.register_worker(session, name, device=engine.device, precision=engine.precision,
+                             model_dir=str(engine.model_root), memory_cap_bytes=cap,
+                             fixed_bytes=memory.fixed_bytes,
+                             bytes_per_row_position=memory.bytes_per_row_position, max_rows=None)
+        session.commit()
+
+
+def record_learned_rows(rt: Runtime, worker: str, rows: int) -> None:
+    """Remember, for the planner, the batch size ``worker`` had to halve to after running out of
+    memory: later batches are planned no larger."""
+    with rt.session() as session:
+        repo.lower_worker_max_rows(session, worker, rows)
+        session.commit()
+    log.warning("worker %s: out of memory; batches capped at %d rows from now on", worker, rows)
+
+
+def device_memory_bytes(engine: Engine) -> int | None:
+    """Total memory of the engine's GPU (None on CPU). torch is already loaded by the engine."""
+    if not engine.device.startswith("cuda"):
+        return None
+    import torch
+
+    return int(torch.cuda.get_device_properties(torch.device(engine.device)).total_memory)

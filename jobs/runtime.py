@@ -1,0 +1,63 @@
+"""What one process needs to run use cases: settings, the database, the artifact store and,
+for synthesis, the engine loaded from the same settings."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from jobs.settings import Settings
+from storage.artifacts import ArtifactStore
+from storage.db import make_engine, make_read_session_factory, make_session_factory, upgrade
+
+if TYPE_CHECKING:
+    from pipeline.engine import Engine
+
+
+@dataclass
+class Runtime:
+    """Settings, the database and the artifact store of one process."""
+
+    settings: Settings
+    sessions: sessionmaker[Session]
+    artifacts: ArtifactStore
+
+    def session(self) -> Session:
+        return self.sessions()
+
+    def read_session(self) -> Session:
+        """A session that only reads: on SQLite it does not wait for (or hold) the write lock."""
+        return self._read_sessions()
+
+    @functools.cached_property
+    def _read_sessions(self) -> sessionmaker[Session]:
+        return make_read_session_factory(self.sessions.kw["bind"])
+
+
+def open_runtime(settings: Settings, upgrade_schema: bool | None = None) -> Runtime:
+    """Connect to the database. The embedded SQLite default upgrades its own schema."""
+    if upgrade_schema is None:
+        upgrade_schema = settings.database_url.startswith("sqlite")
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    if upgrade_schema:
+        upgrade(settings.database_url)
+    engine = make_engine(settings.database_url)
+    return Runtime(settings=settings, sessions=make_session_factory(engine),
+                   artifacts=ArtifactStore(settings.data_dir))
+
+
+def upgrade_database(settings: Settings, revision: str = "head") -> None:
+    """Apply the schema migrations up to ``revision`` (a cluster does this once per deployment)."""
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    upgrade(settings.database_url, revision)
+
+
+def open_engine(settings: Settings) -> Engine:
+    """The synthesis engine on the settings' weights, device and precision (loaded now: seconds)."""
+    from pipeline.engine import EngineConfig, load_engine
+
+    return load_engine(EngineConfig(model_dir=settings.model_dir, device=settings.device,
+                                    precision=settings.precision))

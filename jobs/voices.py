@@ -1,0 +1,89 @@
+"""Named voices: the catalogue users choose from, and the speaker a voice name gives the engine.
+
+A voice is stored either as a speaker embedding (made from a recording) or as a seed; a job
+records the voice's spec (``resolve_voice``), and synthesis turns a seed spec into the speaker the
+engine samples for that seed (``with_voice``), so a seed voice sounds the same on every worker.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sqlalchemy.orm import Session
+
+from jobs.runtime import Runtime, open_engine
+from pipeline.errors import TtsJobsError, VoiceError
+from pipeline.types import SynthesisRequest
+from storage import repo
+
+if TYPE_CHECKING:
+    from pipeline.engine import Engine
+
+DEFAULT_VOICE = "default"
+DEFAULT_VOICE_SEED = 2222  # a voice every installation has without asking
+SEED_VOICE_PREFIX = "seed:"  # a voice stored as its seed; the worker derives the embedding
+
+
+@dataclass(frozen=True)
+class VoiceEntry:
+    name: str
+    source: str  # "seed N", a recording's path, or "seed N (built in)"
+
+
+def list_voices(rt: Runtime) -> list[VoiceEntry]:
+    """The voices books can be read with, the built-in one first."""
+    with rt.read_session() as session:
+        stored = [VoiceEntry(v.name, v.source) for v in repo.list_voices(session)]
+    return [VoiceEntry(DEFAULT_VOICE, f"seed {DEFAULT_VOICE_SEED} (built in)"), *stored]
+
+
+def create_voice(rt: Runtime, name: str, seed: int | None = None, from_audio: Path | None = None) -> VoiceEntry:
+    """Record a named voice from a seed (default: a random one) or a reference recording (the
+    engine loads to encode it). Raises TtsJobsError when the name is taken."""
+    with rt.read_session() as session:
+        taken = name == DEFAULT_VOICE or repo.get_voice(session, name) is not None
+    if taken:
+        raise TtsJobsError(f"voice {name!r} exists already: pick another name")
+    embedding = ""
+    if from_audio is not None:
+        embedding, source = open_engine(rt.settings).voice_from_audio(from_audio), str(from_audio)
+    else:
+        seed = seed if seed is not None else secrets.randbelow(2**31)
+        source = f"seed {seed}"
+    with rt.session() as session:
+        repo.add_voice(session, name, embedding, seed, source)
+        session.commit()
+    return VoiceEntry(name, source)
+
+
+def resolve_voice(session: Session, name: str) -> str:
+    """The voice spec a job is read with: a stored embedding, or ``seed:N`` for seed voices.
+
+    Raises VoiceError naming the voices that exist."""
+    voice = repo.get_voice(session, name)
+    if voice is not None:
+        return voice.embedding if voice.embedding else f"{SEED_VOICE_PREFIX}{voice.seed}"
+    if name == DEFAULT_VOICE:
+        return f"{SEED_VOICE_PREFIX}{DEFAULT_VOICE_SEED}"
+    known = ", ".join([DEFAULT_VOICE] + [v.name for v in repo.list_voices(session)])
+    raise VoiceError(f"unknown voice {name!r}: use one of {known}, or create it with "
+                     f"`tts-jobs voice new {name}`")
+
+
+_seed_speakers: dict[str, str] = {}
+_seed_speakers_lock = threading.Lock()
+
+
+def with_voice(engine: Engine, request: SynthesisRequest) -> SynthesisRequest:
+    """Turn ``seed:N`` voices into the speaker embedding the engine samples for that seed."""
+    if not request.voice.startswith(SEED_VOICE_PREFIX):
+        return request
+    with _seed_speakers_lock:
+        if request.voice not in _seed_speakers:
+            seed = int(request.voice[len(SEED_VOICE_PREFIX):])
+            _seed_speakers[request.voice] = engine.sample_voice(seed)
+        return replace(request, voice=_seed_speakers[request.voice])

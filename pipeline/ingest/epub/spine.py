@@ -1,0 +1,70 @@
+"""The spine's content documents, in reading order, as text blocks: what is read aloud."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipeline.ingest.epub.members import parse_optional_xhtml
+from pipeline.ingest.epub.package import Package
+from pipeline.ingest.epub.reading import Reading, first_line
+from pipeline.ingest.options import IngestOptions
+from pipeline.ingest.safezip import SafeZip
+from pipeline.ingest.xhtml import ExtractOptions, XhtmlText, extract_text
+
+_CONTENT_TYPES = frozenset(
+    ("application/xhtml+xml", "text/html", "application/xml", "text/xml", "application/x-dtbook+xml")
+)
+
+
+@dataclass
+class SpineDocument:
+    member: str
+    text: XhtmlText
+    offset: int  # index of its first block in the book-wide block list
+    front_reason: str = ""  # why it is front or back matter ('' when it is read); set by chapters
+
+
+def spine_documents(
+    archive: SafeZip, package: Package, options: IngestOptions, reading: Reading
+) -> list[SpineDocument]:
+    """Every readable spine document once, in spine order (non-linear ones only when asked for)."""
+    extract = ExtractOptions(
+        image_alt_text=options.image_alt_text, include_footnotes=options.include_footnotes
+    )
+    docs: list[SpineDocument] = []
+    seen: set[str] = set()
+    offset = 0
+    for item, linear in package.spine:
+        if (not linear and not options.include_nonlinear) or item.member in seen:
+            continue
+        seen.add(item.member)
+        if item.media_type and item.media_type not in _CONTENT_TYPES:
+            continue  # an image or PDF in the spine: nothing to read aloud
+        if not archive.has(item.member):
+            reading.warn(f"spine item '{item.member}' is missing from the archive; skipped")
+            continue
+        text = _document_text(archive, item.member, extract, reading)
+        if text is None:
+            continue
+        docs.append(SpineDocument(item.member, text, offset))
+        offset += len(text.blocks)
+    return docs
+
+
+def _document_text(
+    archive: SafeZip, member: str, extract: ExtractOptions, reading: Reading
+) -> XhtmlText | None:
+    root = parse_optional_xhtml(
+        archive,
+        member,
+        reading,
+        unreadable="'{member}' could not be read at all ({problem}); skipped",
+        malformed="'{member}' is malformed XHTML ({problem}); recovered what could be read",
+    )
+    if root is None:
+        return None
+    try:
+        return extract_text(root, extract)
+    except ValueError as exc:  # text that lxml cannot decode, left in a recovered tree
+        reading.warn(f"'{member}' holds undecodable text ({first_line(exc)}); skipped")
+        return None

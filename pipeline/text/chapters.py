@@ -1,0 +1,106 @@
+"""A chapter → its speakable sentences, and the warnings about what reading it leaves out.
+
+The chapter's title (when it has one) is spoken first, as sentences with ``paragraph_index == -1``;
+then each paragraph's sentences, with ``paragraph_index`` its position in ``chapter.paragraphs``.
+``index`` counts all of them from 0. Each paragraph is normalised (``normalize``) and then only *cut*
+(``sentences``), never changed, so joining a paragraph's sentences gives back its normalised text.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from pipeline.errors import BookError
+from pipeline.text.characters import scan_drops
+from pipeline.text.drops import Drops
+from pipeline.text.marks import SEPARATOR
+from pipeline.text.normalize import normalize_paragraphs
+from pipeline.text.options import TextOptions
+from pipeline.text.sentences import split_paragraphs
+from pipeline.types import Chapter, Sentence
+
+logger = logging.getLogger(__name__)
+TITLE_PARAGRAPH = -1
+
+
+@dataclass(frozen=True)
+class ChapterText:
+    """A chapter's sentences and what its normalisation had to leave out."""
+
+    sentences: tuple[Sentence, ...]
+    warnings: tuple[str, ...]
+
+
+def segment_chapter(chapter: Chapter, options: TextOptions | None = None) -> ChapterText:
+    """Split a chapter into sentences and report what could not be spoken.
+
+    Raises:
+        BookError: ``options.fail_on_unsupported_script`` and the chapter holds such letters.
+    """
+    options = options or TextOptions()
+    drops = Drops()
+    sources = [(TITLE_PARAGRAPH, chapter.title)] if chapter.title.strip() else []
+    sources += list(enumerate(chapter.paragraphs))
+    normalized = normalize_paragraphs([source for _, source in sources], options, drops)
+    pieces = split_paragraphs(normalized, options.max_chars, options.min_chars, options.cjk_weight)
+    numbered = [
+        (paragraph_index, piece)
+        for (paragraph_index, _), paragraph_pieces in zip(sources, pieces, strict=True)
+        for piece in paragraph_pieces
+    ]
+    sentences = [
+        Sentence(chapter.index, number, paragraph_index, piece)
+        for number, (paragraph_index, piece) in enumerate(numbered)
+    ]
+    warnings = tuple(_warnings(chapter, drops))
+    if drops.scripts and options.fail_on_unsupported_script:
+        raise unsupported_script_error(chapter, drops)
+    for warning in warnings:
+        logger.warning("%s", warning)
+    return ChapterText(tuple(sentences), warnings)
+
+
+def split_sentences(chapter: Chapter, options: TextOptions | None = None) -> list[Sentence]:
+    """The chapter as speakable sentences: title first (paragraph_index -1), then each paragraph's.
+
+    Args:
+        chapter: a chapter from ``pipeline.ingest.read_book``.
+        options: sentence length limits, language forcing, link reading, strictness.
+
+    Returns:
+        Sentences with ``index`` running from 0 over the whole chapter. Dropped characters are logged
+        as warnings (``segment_chapter`` returns them).
+
+    Raises:
+        BookError: ``options.fail_on_unsupported_script`` and the chapter holds such letters.
+    """
+    return list(segment_chapter(chapter, options).sentences)
+
+
+def speakability_warnings(chapter: Chapter) -> tuple[list[str], Drops]:
+    """What reading this chapter would drop (emoji, symbols, foreign scripts), found by a quick scan.
+
+    The scan counts what the first normalisation step drops, which is all of the above; a stray ASCII
+    symbol that only later steps drop (a lone '$') is counted by ``segment_chapter`` alone.
+    """
+    drops = Drops()
+    scan_drops(chapter.title + SEPARATOR + SEPARATOR.join(chapter.paragraphs), drops)
+    return _warnings(chapter, drops), drops
+
+
+def unsupported_script_error(chapter: Chapter, drops: Drops) -> BookError:
+    """The error for a chapter holding letters the voice cannot read, naming the scripts and the fix."""
+    scripts = ", ".join(f"{name} ({count})" for name, count in drops.scripts.most_common())
+    return BookError(
+        f"chapter {chapter.index + 1} '{chapter.title}'",
+        f"holds letters the voice cannot read: {scripts}",
+        "translate or remove them, or allow them to be dropped (fail_on_unsupported_script=False)",
+    )
+
+
+def _warnings(chapter: Chapter, drops: Drops) -> list[str]:
+    if not drops:
+        return []
+    name = f"chapter {chapter.index + 1}" + (f" '{chapter.title}'" if chapter.title else "")
+    return [f"{name}: {phrase}" for phrase in drops.describe()]
