@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
 
+from jobs.book_folders import claim_book_folder, default_out_root
 from jobs.lifecycle import fail_job
 from jobs.runtime import Runtime
 from pipeline.errors import AssemblyError
@@ -46,8 +47,7 @@ def assemble_job(rt: Runtime, job_id: int) -> list[Path]:
         start_helpers(stitch_helpers_wanted(options, repo.chapter_count(session, job_id)))
         chapters = _chapters_to_assemble(rt, session, job_id)
         metadata = _book_metadata(rt, job)
-        out_dir = Path(job.options["out_dir"]) if job.options.get("out_dir") else \
-            rt.artifacts.default_output_dir(job_id)
+        out_dir = _book_folder(rt, job)
         session.commit()
     log.info("job=%s: read %d sentences of %d chapters in %.2f s", job_id,
              sum(len(c.sentences) for c in chapters), len(chapters), time.monotonic() - began)
@@ -109,6 +109,13 @@ def _assemble_in_work_dir(rt: Runtime, job_id: int, chapters: list[ChapterAudio]
         raise
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
+
+
+def _book_folder(rt: Runtime, job: Job) -> Path:
+    """The folder claimed at submit; a job recorded before folders were claimed gets one now."""
+    if (job.options or {}).get("out_dir"):
+        return Path(job.options["out_dir"])
+    return claim_book_folder(default_out_root(rt.settings.data_dir), job.title, job.authors, job.source_sha256)[0]
 
 
 def _book_metadata(rt: Runtime, job: Job) -> BookMetadata:

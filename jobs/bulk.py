@@ -6,10 +6,11 @@ submitted book gets one row in ``bulk_entries`` whose ``sha256`` is UNIQUE. The 
 therefore cannot both submit a book: the second insert waits for the first transaction and then
 fails with an IntegrityError. That book is then reported as skipped.
 
-Layout under the output folder, one folder per book (the layout audiobook players expect)::
+Layout under the output folder, one folder per book (jobs/book_folders.py: the layout audiobook
+players expect)::
 
-    OUT/Dracula/Dracula.m4b              (named by the audio stage from the book's title)
-    OUT/Dracula/Dracula.report.json      (written here once the job is final)
+    OUT/Bram Stoker/Dracula/Dracula.m4b              (named by the audio stage from the title)
+    OUT/Bram Stoker/Dracula/Dracula.report.json      (written here once the job is final)
 
     submit_inbox ─> (workers) ─> wait_for_jobs ─> write_report
                                  write_pending_reports (next run: reports for books finished since)
@@ -17,7 +18,6 @@ Layout under the output folder, one folder per book (the layout audiobook player
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import json
 import logging
@@ -33,7 +33,9 @@ from sqlalchemy.exc import IntegrityError
 from jobs.options import JobOptions
 from jobs.runtime import Runtime
 from jobs.status import JobStatus, job_statuses
-from jobs.submit import add_job, check_options, validate_book
+from jobs.book_folders import release_book_folder
+from jobs.broker import queue_or_withdraw
+from jobs.submit import add_job, check_options, validate_book, withdraw_job
 from pipeline.errors import BookError, TtsJobsError
 from pipeline.files import file_sha256
 from storage import repo
@@ -160,7 +162,7 @@ def submit_one(rt: Runtime, path: Path, options: BulkOptions, enqueue: Enqueue) 
     if known is not None:  # the cheap path: no need to parse a book we have seen
         return replace(known, path=path)
     try:
-        book = validate_book(path)
+        book = validate_book(path, options.job.reading())
     except BookError as exc:
         return BookOutcome(path, Outcome.UNREADABLE, _book_problem(exc), sha256=sha256)
     try:
@@ -169,7 +171,7 @@ def submit_one(rt: Runtime, path: Path, options: BulkOptions, enqueue: Enqueue) 
         known = _already_submitted(rt, sha256)
         return replace(known, path=path) if known else BookOutcome(
             path, Outcome.SKIPPED, "submitted by another run at the same time", sha256=sha256)
-    _enqueue_or_withdraw(rt, job_id, sha256, book_dir, enqueue)
+    _enqueue_or_withdraw(rt, job_id, sha256, enqueue)
     return BookOutcome(path, Outcome.SUBMITTED, job_id=job_id, sha256=sha256, book_dir=book_dir)
 
 
@@ -193,7 +195,8 @@ def _already_submitted(rt: Runtime, sha256: str) -> BookOutcome | None:
 
 def _record(rt: Runtime, path: Path, book: Any, sha256: str,
             options: BulkOptions) -> tuple[int, Path]:
-    """Insert the bulk entry, then the job, in one transaction. Returns (job id, book folder).
+    """Insert the bulk entry, then the job (which claims the book's folder), in one transaction.
+    Returns (job id, book folder).
 
     Raises:
         IntegrityError: another run recorded this content first.
@@ -202,69 +205,32 @@ def _record(rt: Runtime, path: Path, book: Any, sha256: str,
         entry = BulkEntry(sha256=sha256, path=str(path.resolve()))
         session.add(entry)
         session.flush()  # the UNIQUE check happens here; on PostgreSQL it waits for a rival run
-        title = book.metadata.title or path.stem
-        book_dir, created = claim_book_dir(options.out_dir, title, sha256)
+        job = add_job(rt, session, path, book, replace(options.job, out_dir=options.out_dir), sha256)
+        book_dir = Path(job.options["out_dir"])
         try:
-            job = add_job(rt, session, path, book, replace(options.job, out_dir=book_dir), sha256)
             entry.job_id = job.id
             session.commit()
         except BaseException:
             session.rollback()
-            if created:
-                _remove_if_empty(book_dir)
+            release_book_folder(book_dir)
             raise
         log.info("job=%s: submitted %s by bulk run (sha256 %s)", job.id, path, sha256[:12])
         return job.id, book_dir
 
 
-def claim_book_dir(out_dir: Path, title: str, sha256: str) -> tuple[Path, bool]:
-    """The folder a book's audiobook lands in, named after its title. Returns (folder, created).
-
-    ``mkdir`` is atomic, so it claims the name: a different book with the same title (another
-    edition) gets ``Title (1a2b3c4d)`` instead of overwriting the first one's files.
-    """
-    from pipeline.audio.names import safe_stem
-
-    stem = safe_stem(title, fallback="Audiobook")
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        for name, exist_ok in ((stem, False), (f"{stem} ({sha256[:8]})", True)):
-            folder = out_dir / name
-            try:
-                folder.mkdir(exist_ok=exist_ok)
-            except FileExistsError:
-                continue
-            return folder, not exist_ok
-    except OSError as exc:
-        raise TtsJobsError(f"{out_dir}: cannot create the book's folder ({exc.strerror or exc}): "
-                           "pass an --out folder this user can write to") from exc
-    raise AssertionError("unreachable: the second name accepts an existing folder")
-
-
-def _remove_if_empty(folder: Path) -> None:
-    with contextlib.suppress(OSError):  # not empty (someone put files there) or already gone: leave it
-        folder.rmdir()
-
-
-def _enqueue_or_withdraw(rt: Runtime, job_id: int, sha256: str, book_dir: Path,
-                         enqueue: Enqueue) -> None:
-    """Send the job's first message. If the broker is unreachable, withdraw the submission.
+def _enqueue_or_withdraw(rt: Runtime, job_id: int, sha256: str, enqueue: Enqueue) -> None:
+    """Send the job's first message. If the broker does not take it, withdraw the submission.
 
     Without this, the bulk entry would make every later run skip a job that was never queued,
     and the claimed folder would push the book's next submission to a suffixed name.
     """
-    try:
-        enqueue(job_id)
-    except Exception as exc:
-        _remove_if_empty(book_dir)
+    def withdraw(job_id: int) -> None:
         with rt.session() as session:
             session.execute(delete(BulkEntry).where(BulkEntry.sha256 == sha256))
-            repo.move_job(session, job_id, JobState.FAILED, only_from=JobState.active(),
-                          error=f"could not be queued ({type(exc).__name__}: {exc}); the next bulk run "
-                                "submits the book again")
             session.commit()
-        raise TtsJobsError(f"the broker did not take job {job_id} ({exc}): check TTS_JOBS_BROKER_URL "
-                           "and that Redis is running; nothing else was submitted") from exc
+        withdraw_job(rt, job_id)
+
+    queue_or_withdraw(job_id, enqueue, withdraw)
 
 
 # ---------------------------------------------------------------- waiting and reports
@@ -391,8 +357,3 @@ def _reported_state(path: Path) -> str | None:
 def _book_dir_of(job: Job) -> Path | None:
     out_dir = (job.options or {}).get("out_dir")
     return Path(out_dir) if out_dir else None
-
-
-def default_out_dir(data_dir: Path) -> Path:
-    """Where audiobooks land when ``--out`` is not given: ``$TTS_JOBS_DATA_DIR/audiobooks``."""
-    return (data_dir / "audiobooks").absolute()

@@ -15,8 +15,8 @@ import sys
 import typer
 
 from jobs import cli_books, cli_jobs, cli_ops
-from jobs.cli_books import EXIT_BAD_INPUT, EXIT_FAILED, fail
-from pipeline.errors import BookError, TtsJobsError
+from jobs.cli_books import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, fail
+from pipeline.errors import BookError, BrokerUnreachable, InputError, TtsJobsError
 
 app = typer.Typer(help="Batch audiobook factory: books in, ChatTTS-read audiobooks out.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -53,10 +53,12 @@ def main() -> None:
     _configure_logging()
     try:
         app()
-    except BookError as exc:
+    except (BookError, InputError, BrokerUnreachable) as exc:
         fail(str(exc), EXIT_BAD_INPUT)
     except TtsJobsError as exc:
         fail(str(exc), EXIT_FAILED)
+    except KeyboardInterrupt:  # before a job started (or outside one): nothing to resume
+        fail("interrupted", EXIT_INTERRUPTED)
 
 
 def _configure_logging() -> None:

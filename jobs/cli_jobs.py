@@ -8,10 +8,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from jobs.cli_books import EXIT_FAILED, JsonOpt, fail
-from jobs.cli_output import print_status, status_table
-from jobs.lifecycle import cancel_job, retry_job
-from jobs.runtime import Runtime, open_runtime
+from jobs.broker import check_broker, queue_or_withdraw
+from jobs.cli_books import JsonOpt, ModelDirOpt, print_finished, stopped_with_a_word
+from jobs.cli_output import Progress, print_status, status_table
+from jobs.embedded import resume, run_job
+from jobs.lifecycle import cancel_job, fail_job, resumes_in_process, retry_job
+from jobs.runners import recognise_interrupted
+from jobs.runtime import Runtime, open_engine, open_runtime
 from jobs.settings import Settings
 from jobs.status import job_statuses
 
@@ -50,17 +53,36 @@ def _watch_status(rt: Runtime, job: int | None) -> None:
 
 def cancel(job: JobArg) -> None:
     """Stop a job; its finished sentence audio is kept for a later retry."""
-    rt = open_runtime(Settings.from_env())
-    if not cancel_job(rt, job):
-        fail(f"job {job} is not running (see `tts-jobs status {job}`)", EXIT_FAILED)
+    cancel_job(open_runtime(Settings.from_env()), job)
     typer.echo(f"cancelled {job}")
 
 
-def retry(job: JobArg) -> None:
-    """Re-queue only what is missing or failed of a failed or cancelled job."""
+def retry(
+    job: JobArg,
+    model_dir: ModelDirOpt = None,
+) -> None:
+    """Start a failed, cancelled or interrupted job again; only what is missing is redone.
+
+    A job of `tts-jobs run` resumes here, in this process; a cluster job goes back to the workers."""
+    settings = Settings.from_env().with_overrides(model_dir=model_dir)
+    rt = open_runtime(settings)
+    recognise_interrupted(rt)
+    if resumes_in_process(rt, job):
+        engine = open_engine(settings)
+        with stopped_with_a_word(), Progress(f"Resuming job {job}") as on_progress:
+            run_job(rt, resume(rt, job), engine, on_progress)
+        print_finished(rt, job)
+        return
+    _retry_on_the_workers(rt, job)
+
+
+def _retry_on_the_workers(rt: Runtime, job: int) -> None:
     from jobs import tasks
 
-    rt = open_runtime(Settings.from_env())
+    check_broker()
     plan = retry_job(rt, job)
-    tasks.enqueue_next(plan)
+    queue_or_withdraw(job, lambda _: tasks.enqueue_next(plan),
+                      lambda _: fail_job(rt, job, "could not be queued: the broker did not answer; "
+                                                  f"run `tts-jobs retry {job}` once it does"),
+                      withdrawn="stays failed")
     typer.echo(f"retrying {job}: {plan.next_step} ({plan.sentences_reset} sentences re-queued)")

@@ -28,6 +28,8 @@ def status_table(statuses: list[JobStatus]) -> Any:
         speed = f"{s.x_realtime:.1f}× real time" if s.x_realtime else ""
         eta = duration(s.eta_seconds) if s.eta_seconds is not None else ""
         note = s.error if s.error else ", ".join(s.outputs)
+        if s.state == "interrupted" and s.resume:
+            note = f"{note}; resume: {s.resume}"
         table.add_row(str(s.id), s.title, s.state, bar, f"{s.sentences_done}/{s.sentences_total}",
                       duration(s.audio_seconds), speed, eta, note)
     return table

@@ -1,51 +1,194 @@
-"""The embedded default: a whole job in this process (`tts-jobs run`), on the same use cases the
-workers run — submit, ingest, plan, speak every batch, assemble — one after the other."""
+"""The embedded default: a whole job in this process (`tts-jobs run`), on the same stages the
+workers run — submit, ingest, plan, speak every batch, assemble — one after the other.
+
+An interrupted run is resumed, not redone: `run` of the same book (same content) with the same
+options finds its unfinished job and continues it, and every sentence whose audio is recorded is
+never spoken again (``--fresh`` starts over). Ctrl-C, SIGTERM and SIGHUP stop the run within a
+batch: the batch in flight goes back to the queue, the job becomes ``interrupted``. A run that dies
+without a word (SIGKILL, power loss) is recognised as interrupted by the next look
+(``runners.recognise_interrupted``).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import signal
 import socket
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jobs.assemble import assemble_job
 from jobs.ingest import ingest_job
-from jobs.lifecycle import fail_job
-from jobs.options import JobOptions
+from jobs.lifecycle import RETRYABLE_BY_RUN, fail_job, interrupt_job_in, retry_job
+from jobs.options import JobOptions, recorded_options
 from jobs.plan import device_memory_bytes, plan_pending, register_synthesis_worker
+from jobs.runners import Heartbeat, recognise_interrupted, this_process
 from jobs.runtime import Runtime
 from jobs.speak import synthesize_batch
 from jobs.status import job_statuses
-from jobs.submit import submit_book
-from pipeline.errors import AssemblyError
+from jobs.submit import check_options, submit_book, validate_book
+from pipeline.errors import AssemblyError, TtsJobsError
+from pipeline.files import file_sha256
+from storage import repo
+from storage.models import BatchState, Job, JobMode, JobState
 
 if TYPE_CHECKING:
     from pipeline.engine import Engine
 
+log = logging.getLogger(__name__)
+
 OnProgress = Callable[[int, int], None]  # (sentences done, sentences in all)
 
 
-def run_book(rt: Runtime, path: Path, options: JobOptions, engine: Engine,
-             on_progress: OnProgress | None = None) -> int:
-    """The whole job in this process: submit, ingest, plan, synthesize every batch, assemble.
+class Interrupted(BaseException):
+    """SIGTERM or SIGHUP reached `tts-jobs run` (Ctrl-C arrives as KeyboardInterrupt)."""
 
-    Returns the job id; the job ends done or failed (never left running), see `job_statuses`.
-    """
-    job_id = submit_book(rt, path, options)
-    worker = f"embedded@{socket.gethostname()}"
-    try:
-        register_synthesis_worker(rt, engine, worker, device_memory_bytes(engine))
-        if not ingest_job(rt, job_id):
-            return job_id
-        for batch_id in plan_pending(rt, [job_id]):
-            synthesize_batch(rt, engine, batch_id, worker="embedded", learned_by=worker)
-            if on_progress:
-                status = job_statuses(rt, job_id)[0]
-                on_progress(status.sentences_done, status.sentences_total)
-        assemble_job(rt, job_id)
-    except AssemblyError:
-        pass  # already recorded on the job
-    except BaseException as exc:
-        fail_job(rt, job_id, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
-        raise
+    def __init__(self, signal_name: str) -> None:
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+
+
+STOPPED = (KeyboardInterrupt, Interrupted)
+
+
+class RunStopped(BaseException):
+    """An embedded run stopped by a signal: its job ``job_id`` is interrupted and resumable."""
+
+    def __init__(self, job_id: int, by: str) -> None:
+        super().__init__(f"job {job_id} stopped by {by}")
+        self.job_id, self.by = job_id, by
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What `run` will do, decided before the model loads: resume ``resume_job`` or start anew."""
+
+    book: Path
+    options: JobOptions
+    resume_job: int | None = None
+
+
+def plan_run(rt: Runtime, book: Path, options: JobOptions, fresh: bool = False) -> RunPlan:
+    """Check the book and every option, and find the unfinished job this run continues.
+
+    Raises BookError / InputError for bad input, TtsJobsError when another live `run` is reading
+    the same book — all before anything is recorded or any model loads."""
+    check_options(rt, options)
+    validate_book(book, options.reading())
+    recognise_interrupted(rt)
+    unfinished = _unfinished_job(rt, file_sha256(book), options)
+    if unfinished is not None and unfinished.job_state in JobState.active():
+        raise TtsJobsError(f"{book}: job {unfinished.id} is reading this book right now "
+                           f"(process {unfinished.runner}); wait for it, or stop it first")
+    if unfinished is not None and fresh:
+        _supersede(rt, unfinished.id)
+        unfinished = None
+    return RunPlan(book=book, options=options, resume_job=unfinished.id if unfinished else None)
+
+
+def run_book(rt: Runtime, plan: RunPlan, engine: Engine, on_progress: OnProgress | None = None) -> int:
+    """The whole job in this process (a new one, or ``plan.resume_job`` continued). Returns its id.
+
+    The job ends done, failed or, stopped by a signal (RunStopped), interrupted."""
+    if plan.resume_job is not None:
+        job_id = resume(rt, plan.resume_job)
+    else:
+        job_id = submit_book(rt, plan.book, plan.options, mode=JobMode.EMBEDDED, runner=this_process())
+    run_job(rt, job_id, engine, on_progress)
     return job_id
+
+
+def resume(rt: Runtime, job_id: int) -> int:
+    """Reopen an interrupted or failed embedded job where it stopped (`run` again, or `retry`)."""
+    retried = retry_job(rt, job_id, only_from=RETRYABLE_BY_RUN, runner=this_process())
+    with rt.read_session() as session:
+        progress = repo.job_progress(session, [job_id])[job_id]
+    log.info("job=%s: resuming at %s: %d of %d sentences already spoken", job_id, retried.next_step,
+             progress.done, progress.total)
+    return job_id
+
+
+def run_job(rt: Runtime, job_id: int, engine: Engine, on_progress: OnProgress | None = None) -> None:
+    """Every stage of one embedded job, in this process, under its heartbeat and the stop signals."""
+    runner = this_process()
+    with Heartbeat(rt, job_id, runner), stop_on_signals():
+        try:
+            _stages(rt, job_id, engine, runner, on_progress)
+        except AssemblyError:
+            pass  # already recorded on the job
+        except STOPPED as exc:
+            _give_back(rt, job_id, interrupted_by=_signal_name(exc))
+            raise RunStopped(job_id, _signal_name(exc)) from None
+        except BaseException as exc:
+            _give_back(rt, job_id)
+            fail_job(rt, job_id, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+            raise
+
+
+def _stages(rt: Runtime, job_id: int, engine: Engine, runner: str, on_progress: OnProgress | None) -> None:
+    worker = f"embedded@{socket.gethostname()}"
+    register_synthesis_worker(rt, engine, worker, device_memory_bytes(engine))
+    if not ingest_job(rt, job_id):
+        return
+    _give_back(rt, job_id)  # a killed run's batches: this run speaks them again
+    plan_pending(rt, [job_id])
+    with rt.read_session() as session:
+        batches = repo.job_batches(session, job_id, [BatchState.QUEUED])
+    for batch_id in batches:
+        synthesize_batch(rt, engine, batch_id, worker=runner, learned_by=worker)
+        if on_progress:
+            status = job_statuses(rt, job_id)[0]
+            on_progress(status.sentences_done, status.sentences_total)
+    assemble_job(rt, job_id)
+
+
+def _give_back(rt: Runtime, job_id: int, interrupted_by: str | None = None) -> None:
+    """The job's batch in flight back to the queue (uncounted); the job ``interrupted`` if a
+    signal stopped it."""
+    with rt.session() as session:
+        repo.give_back_batches(session, repo.job_batches(session, job_id, [BatchState.RUNNING]))
+        if interrupted_by is not None:
+            interrupt_job_in(session, job_id, f"stopped by {interrupted_by}")
+        session.commit()
+
+
+def _unfinished_job(rt: Runtime, sha256: str, options: JobOptions) -> Job | None:
+    """The newest embedded job of this book with these options that did not finish (or None)."""
+    with rt.read_session() as session:
+        jobs = [j for j in repo.find_jobs_by_sha256(session, sha256)
+                if j.embedded and j.job_state not in (JobState.DONE, JobState.CANCELLED)
+                and options.same_run_as(recorded_options(j))]
+    return jobs[-1] if jobs else None
+
+
+def _supersede(rt: Runtime, job_id: int) -> None:
+    with rt.session() as session:
+        repo.move_job(session, job_id, JobState.CANCELLED, only_from=(JobState.INTERRUPTED, JobState.FAILED),
+                      error="superseded by `tts-jobs run --fresh`")
+        session.commit()
+
+
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP stop the run as Ctrl-C does (a closed terminal, `timeout`, systemd)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, _frame: object) -> None:
+        raise Interrupted(signal.Signals(signum).name)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _signal_name(exc: BaseException) -> str:
+    return exc.signal_name if isinstance(exc, Interrupted) else "SIGINT (Ctrl-C)"

@@ -9,7 +9,10 @@ arguments and the broker URL. So this launcher:
 - starts read-only (Flower's ``--read_only``): every control call answers 403 unless
   ``--allow-control`` is given;
 - binds 127.0.0.1 unless told otherwise (the compose file passes ``--address 0.0.0.0`` inside its
-  network).
+  network);
+- shows each task's arguments in the task list (``job 7``, ``batch 12``: the tasks send them as
+  ``argsrepr``) and its exception, so rows of one task name tell apart and the Failed tab says
+  which book failed and why. ``FLOWER_TASKS_COLUMNS`` still chooses other columns.
 
 Flower's ``/metrics`` and ``/healthcheck`` are open by design, even with auth: don't publish the
 port beyond the reverse proxy or the Prometheus network.
@@ -27,6 +30,9 @@ from pipeline.errors import TtsJobsError
 log = logging.getLogger(__name__)
 
 AUTH_ENV = "FLOWER_BASIC_AUTH"
+COLUMNS_ENV = "FLOWER_TASKS_COLUMNS"
+# Flower's default columns plus the arguments and the exception; the uuid (the link to a task's page) last.
+TASK_COLUMNS = "name,args,state,received,runtime,worker,exception,uuid"
 LOOPBACK = "127.0.0.1"
 DEFAULT_PORT = 5555
 
@@ -75,6 +81,8 @@ def flower_argv(options: FlowerOptions, env: Mapping[str, str]) -> list[str]:
             f"--max_tasks={options.max_tasks}",
             # Workers that vanished (a host died) are dropped from the list after an hour.
             "--purge_offline_workers=3600"]
+    if not env.get(COLUMNS_ENV):  # Flower reads the variable itself; an option would override it
+        argv.append(f"--tasks_columns={TASK_COLUMNS}")
     if options.state_file is not None:
         argv += ["--persistent=true", f"--db={options.state_file}"]
     if options.url_prefix:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy.orm import Session, configure_mappers
 
 from jobs.lifecycle import fail_job
+from jobs.options import recorded_options
 from jobs.runtime import Runtime
 from pipeline import lengths
 from pipeline.errors import BookError
@@ -31,7 +32,8 @@ ChapterRows = list[tuple["Chapter", list[repo.NewSentence]]]
 
 
 def ingest_job(rt: Runtime, job_id: int) -> bool:
-    """Read the stored book into chapters and sentences. True when the job is ready for planning."""
+    """Read the stored book into chapters and sentences. True when the job is read and going on
+    (planning finds nothing to do for a job that is already being assembled)."""
     from pipeline.ingest import read_book
     from pipeline.text import split_sentences
 
@@ -40,13 +42,14 @@ def ingest_job(rt: Runtime, job_id: int) -> bool:
         if ready is None:
             job = repo.get_job(session, job_id)
             source_path, source_name = rt.artifacts.resolve(job.source_path), job.source_name
+            book_sha256, reading = job.source_sha256, recorded_options(job).reading()
         session.commit()
     if ready is not None:
         return ready
     try:
-        book = read_book(source_path)
+        book = read_book(source_path, reading)
         # the rows too (token limits, seeds) before the transaction: it holds SQLite's write lock
-        chapters = [(chapter, [_new_sentence(job_id, chapter.index, s) for s in split_sentences(chapter)])
+        chapters = [(chapter, [_new_sentence(book_sha256, chapter.index, s) for s in split_sentences(chapter)])
                     for chapter in book.chapters]
     except BookError as exc:
         fail_job(rt, job_id, f"{source_name}: {exc.problem}" + (f" ({exc.fix})" if exc.fix else ""))
@@ -74,17 +77,18 @@ def prepare_ingest(rt: Runtime) -> None:
         pass
 
 
-def sentence_seed(job_id: int, chapter_index: int, sentence_index: int) -> int:
-    """A stable per-sentence seed: a retried or re-batched sentence sounds the same."""
-    return zlib.crc32(f"{job_id}:{chapter_index}:{sentence_index}".encode()) & 0x7FFFFFFF
+def sentence_seed(book_sha256: str, chapter_index: int, sentence_index: int) -> int:
+    """A stable per-sentence seed, from the book's content and the sentence's place in it: a
+    retried, resumed or re-batched sentence sounds the same, and so does the same book run again."""
+    return zlib.crc32(f"{book_sha256}:{chapter_index}:{sentence_index}".encode()) & 0x7FFFFFFF
 
 
 def _ingested_already(session: Session, job_id: int, for_update: bool = False) -> bool | None:
-    """None while the job still waits for its book to be read; else whether it is ready to plan
-    (a job gone, cancelled or failed is not; one whose chapters another delivery recorded is)."""
+    """None while the job still waits for its book to be read; else whether it is read and going
+    on (a job gone or ended is not; one whose chapters another delivery recorded is)."""
     job = repo.get_job(session, job_id, for_update=for_update)
     if job is None or job.job_state not in (JobState.QUEUED, JobState.INGESTING):
-        return job is not None and job.job_state == JobState.SYNTHESIZING
+        return job is not None and job.job_state in (JobState.SYNTHESIZING, JobState.ASSEMBLING)
     if repo.has_chapters(session, job_id):  # a previous delivery got this far
         repo.move_job(session, job_id, JobState.SYNTHESIZING, only_from=[JobState.QUEUED, JobState.INGESTING])
         return True
@@ -105,8 +109,8 @@ def _record_book(rt: Runtime, session: Session, job: Job, book: Book, chapters: 
     repo.add_chapters(session, job.id, [(chapter.index, chapter.title, rows) for chapter, rows in chapters])
 
 
-def _new_sentence(job_id: int, chapter_index: int, sentence: Sentence) -> repo.NewSentence:
+def _new_sentence(book_sha256: str, chapter_index: int, sentence: Sentence) -> repo.NewSentence:
     floor, cap = lengths.token_limits(sentence.text)
     return repo.NewSentence(index=sentence.index, paragraph_index=sentence.paragraph_index,
-                            text=sentence.text, seed=sentence_seed(job_id, chapter_index, sentence.index),
+                            text=sentence.text, seed=sentence_seed(book_sha256, chapter_index, sentence.index),
                             min_new_tokens=floor, max_new_tokens=cap)

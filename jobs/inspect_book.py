@@ -1,20 +1,23 @@
 """Inspect: what a book would be read as — metadata, chapters, sentences, estimated duration,
-warnings — before any GPU time is spent. Exactly what ingest would record."""
+warnings — before any GPU time is spent. Exactly what ingest would record for the same options."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from jobs.options import JobOptions, check_choices
 from jobs.submit import validate_book
 
 
-def inspect_book(path: Path, with_sentences: bool = False) -> dict[str, Any]:
-    """The report `tts-jobs inspect` prints (its ``--json`` form). Raises BookError for a bad book."""
+def inspect_book(path: Path, options: JobOptions = JobOptions(), with_sentences: bool = False) -> dict[str, Any]:
+    """The report `tts-jobs inspect` prints (its ``--json`` form); each chapter's ``sentence_texts``
+    are what the model is given, chapter announcement first. Raises BookError for a bad book."""
     from pipeline.lengths import estimated_seconds
     from pipeline.text import split_sentences
 
-    book = validate_book(path)
+    check_choices(options)
+    book = validate_book(path, options.reading())
     chapters = []
     for chapter in book.chapters:
         spoken = split_sentences(chapter)

@@ -1,7 +1,8 @@
-"""A job's ends and new starts: fail, cancel, retry.
+"""A job's ends and new starts: fail, interrupt, cancel, retry (or resume).
 
-A job ends ``done`` (assembly), ``failed`` or ``cancelled``; only the last two can be retried,
-and a retry re-queues only what is missing: sentences that have their audio keep it.
+A job ends ``done`` (assembly), ``failed``, ``cancelled`` or ``interrupted`` (its `tts-jobs run`
+stopped). All but ``done`` can be started again, and a new start re-queues only what is missing:
+sentences that have their audio keep it.
 """
 
 from __future__ import annotations
@@ -12,11 +13,22 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session
 
 from jobs.runtime import Runtime
-from pipeline.errors import TtsJobsError
+from pipeline.errors import NoSuchJob, TtsJobsError
 from storage import repo
-from storage.models import JobState
+from storage.models import Job, JobState
 
 log = logging.getLogger(__name__)
+
+RESTARTABLE = (JobState.FAILED, JobState.CANCELLED, JobState.INTERRUPTED)  # by `retry`
+RETRYABLE_BY_RUN = (JobState.INTERRUPTED, JobState.FAILED)  # by `run` of the same book
+
+
+def require_job(session: Session, job_id: int, *, for_update: bool = False) -> Job:
+    """The job, or NoSuchJob (the same message from every command)."""
+    job = repo.get_job(session, job_id, for_update=for_update)
+    if job is None:
+        raise NoSuchJob(job_id)
+    return job
 
 
 def fail_job_in(session: Session, job_id: int, error: str) -> None:
@@ -32,13 +44,26 @@ def fail_job(rt: Runtime, job_id: int, error: str) -> None:
         session.commit()
 
 
-def cancel_job(rt: Runtime, job_id: int) -> bool:
-    """Cancel an active job; False when it is not active. Its sentence audio is kept for a retry."""
+def interrupt_job_in(session: Session, job_id: int, reason: str) -> bool:
+    """An active job whose process stopped: ``interrupted``, resumable, no longer running."""
+    moved = repo.move_job(session, job_id, JobState.INTERRUPTED, only_from=JobState.active(), error=reason)
+    if moved:
+        repo.set_runner(session, job_id, None)
+        log.warning("job=%s: interrupted (%s)", job_id, reason)
+    return moved
+
+
+def cancel_job(rt: Runtime, job_id: int) -> None:
+    """Cancel an active or interrupted job. Its sentence audio is kept for a retry.
+
+    Raises NoSuchJob, or TtsJobsError when the job has ended already."""
     with rt.session() as session:
-        moved = repo.move_job(session, job_id, JobState.CANCELLED, only_from=JobState.active(),
-                              error="cancelled by the user")
+        job = require_job(session, job_id)
+        if not repo.move_job(session, job_id, JobState.CANCELLED,
+                             only_from=(*JobState.active(), JobState.INTERRUPTED), error="cancelled by the user"):
+            raise TtsJobsError(f"job {job_id} is {job.state} already; only a running or interrupted job "
+                               "can be cancelled")
         session.commit()
-        return moved
 
 
 @dataclass(frozen=True)
@@ -50,24 +75,45 @@ class RetryPlan:
     sentences_reset: int = 0
 
 
-def retry_job(rt: Runtime, job_id: int) -> RetryPlan:
-    """Re-queue only what is missing or failed; sentences with audio are kept."""
+def retry_job(rt: Runtime, job_id: int, only_from: tuple[JobState, ...] = RESTARTABLE,
+              runner: str | None = None) -> RetryPlan:
+    """Start a job again where it stopped: only what is missing or failed is re-queued.
+    ``runner``: the process that runs an embedded job from now on (recorded in the same step)."""
     with rt.session() as session:
-        job = repo.get_job(session, job_id)
-        if job is None:
-            raise TtsJobsError(f"no job {job_id}: see `tts-jobs status`")
-        if job.job_state not in (JobState.FAILED, JobState.CANCELLED):
-            raise TtsJobsError(f"job {job_id} is {job.state}; only failed or cancelled jobs can be retried")
-        job.error = None
-        job.finished_at = None
-        if not repo.has_chapters(session, job_id):
-            job.state = JobState.QUEUED.value
-            step, reset = "ingest", 0
-        else:
-            reset = repo.reset_failed_sentences(session, job_id)
-            progress = repo.job_progress(session, [job_id])[job_id]
-            complete = progress.done == progress.total
-            job.state = (JobState.ASSEMBLING if complete else JobState.SYNTHESIZING).value
-            step = "assemble" if complete else "plan"
+        job = require_job(session, job_id, for_update=True)
+        _check_restartable(job, only_from)
+        plan = reopen_in(session, job)
+        if runner is not None:
+            repo.set_runner(session, job_id, runner)
         session.commit()
-        return RetryPlan(job_id=job_id, next_step=step, sentences_reset=reset)
+        return plan
+
+
+def resumes_in_process(rt: Runtime, job_id: int) -> bool:
+    """Whether job ``job_id`` is one of `tts-jobs run` (resumed by the process that asks) rather
+    than of the workers. Raises NoSuchJob, or TtsJobsError when the job is not stopped — before
+    anything is changed or any model loads."""
+    with rt.read_session() as session:
+        job = require_job(session, job_id)
+        _check_restartable(job, RESTARTABLE)
+        return job.embedded
+
+
+def _check_restartable(job: Job, only_from: tuple[JobState, ...]) -> None:
+    if job.job_state not in only_from:
+        allowed = ", ".join(s.value for s in only_from)
+        raise TtsJobsError(f"job {job.id} is {job.state}; only {allowed} jobs can be started again")
+
+
+def reopen_in(session: Session, job: Job) -> RetryPlan:
+    """Move a stopped job back to the stage it stopped in; the caller commits."""
+    job.error = None
+    job.finished_at = None
+    if not repo.has_chapters(session, job.id):
+        job.state = JobState.QUEUED.value
+        return RetryPlan(job_id=job.id, next_step="ingest")
+    reset = repo.reset_failed_sentences(session, job.id)
+    progress = repo.job_progress(session, [job.id])[job.id]
+    complete = progress.done == progress.total
+    job.state = (JobState.ASSEMBLING if complete else JobState.SYNTHESIZING).value
+    return RetryPlan(job_id=job.id, next_step="assemble" if complete else "plan", sentences_reset=reset)

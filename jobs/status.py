@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy.orm import Session
 
+from jobs.lifecycle import require_job
+from jobs.runners import recognise_interrupted
 from jobs.runtime import Runtime
-from pipeline.errors import TtsJobsError
 from storage import repo
-from storage.models import Job, JobState, utcnow
+from storage.models import Job, JobMode, JobState, utcnow
 
 THROUGHPUT_WINDOW_SECONDS = 300
 
@@ -35,6 +37,9 @@ class JobStatus:
     x_realtime: float | None = None  # audio seconds per wall second over the last few minutes
     eta_seconds: float | None = None  # from that recent throughput
     chapters: list[dict[str, Any]] | None = None
+    mode: str = JobMode.CLUSTER.value  # "embedded": made and moved by one `tts-jobs run`
+    resume: str | None = None  # the command that starts a stopped job again
+    out_dir: str | None = None  # the book's own folder
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -44,14 +49,12 @@ class JobStatus:
 
 
 def job_statuses(rt: Runtime, job_id: int | None = None) -> list[JobStatus]:
-    """Every job (newest first), or job ``job_id`` with its chapters. Raises TtsJobsError for a
-    job that does not exist."""
+    """Every job (newest first), or job ``job_id`` with its chapters. Raises NoSuchJob for a job
+    that does not exist. An embedded job whose process is gone is recorded as interrupted first."""
+    recognise_interrupted(rt)
     with rt.session() as session:
         if job_id is not None:
-            job = repo.get_job(session, job_id)
-            if job is None:
-                raise TtsJobsError(f"no job {job_id}: see `tts-jobs status` for the list")
-            jobs = [job]
+            jobs = [require_job(session, job_id)]
         else:
             jobs = repo.list_jobs(session)
         progress = repo.job_progress(session, [j.id for j in jobs])
@@ -69,9 +72,19 @@ def _status(session: Session, job: Job, p: repo.Progress, speed: float | None, d
     return JobStatus(
         id=job.id, title=job.title, state=job.state, sentences_total=p.total,
         sentences_done=p.done, sentences_failed=p.failed, audio_seconds=round(p.audio_seconds, 2),
-        sentences_hit_limit=p.hit_limit, outputs=list(job.outputs), report=dict(job.report or {}),
-        error=job.error, source=job.source_name, voice=job.voice_name, warnings=list(job.warnings),
-        x_realtime=round(speed, 2) if speed else None, eta_seconds=_eta(p, speed), chapters=chapters)
+        sentences_hit_limit=p.hit_limit, outputs=[o for o in job.outputs if Path(o).is_file()],
+        report=dict(job.report or {}), error=job.error, source=job.source_name, voice=job.voice_name,
+        warnings=list(job.warnings), x_realtime=round(speed, 2) if speed else None,
+        eta_seconds=_eta(p, speed), chapters=chapters, mode=job.mode, resume=_resume_command(job),
+        out_dir=(job.options or {}).get("out_dir"))
+
+
+def _resume_command(job: Job) -> str | None:
+    """`tts-jobs retry N` for a job that stopped without finishing (an embedded job resumes in
+    the process that runs the command; `run` of the same book does the same)."""
+    if job.job_state in (JobState.FAILED, JobState.CANCELLED, JobState.INTERRUPTED):
+        return f"tts-jobs retry {job.id}"
+    return None
 
 
 def _recent_speeds(session: Session, job_ids: list[int]) -> dict[int, float]:

@@ -12,21 +12,25 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
 
-from jobs.options import JobOptions, check_formats
+from jobs.book_folders import claim_book_folder, default_out_root, release_book_folder
+from jobs.options import JobOptions, check_choices
 from jobs.runtime import Runtime
 from jobs.voices import resolve_voice
 from pipeline.errors import BookError
 from pipeline.files import file_sha256
-from storage.models import Job
+from storage import repo
+from storage.models import Job, JobMode, utcnow
 
 if TYPE_CHECKING:
+    from pipeline.ingest.options import IngestOptions
     from pipeline.types import Book
 
 log = logging.getLogger(__name__)
 
 
-def validate_book(path: Path) -> Book:
-    """Read the book the way the job will, so that bad input is reported before anything is queued."""
+def validate_book(path: Path, reading: IngestOptions | None = None) -> Book:
+    """Read the book the way the job will (``reading``: the job's reading options), so that bad
+    input is reported before anything is queued."""
     from pipeline.ingest import SUPPORTED_EXTENSIONS, read_book
 
     if not path.exists():
@@ -37,37 +41,66 @@ def validate_book(path: Path) -> Book:
         supported = ", ".join(sorted(SUPPORTED_EXTENSIONS))
         raise BookError(path, f"unsupported file type {path.suffix or '(none)'}",
                         f"convert it to one of {supported}")
-    return read_book(path)
+    return read_book(path, reading)
 
 
 def check_options(rt: Runtime, options: JobOptions) -> None:
-    """Raises TtsJobsError (VoiceError for the voice) for an option no job could be read with."""
-    check_formats(options.formats)
+    """Raises OptionError (VoiceError for the voice) for an option no job could be read with."""
+    check_choices(options)
     with rt.read_session() as session:
         resolve_voice(session, options.voice)
 
 
-def submit_book(rt: Runtime, path: Path, options: JobOptions) -> int:
-    """Validate a book, store a copy in the data directory and record a queued job. Returns its id."""
+def submit_book(rt: Runtime, path: Path, options: JobOptions, mode: JobMode = JobMode.CLUSTER,
+                runner: str | None = None) -> int:
+    """Validate a book, store a copy in the data directory and record a queued job. Returns its id.
+    ``runner``: the process (host:pid) that runs an embedded job."""
     path = Path(path)
-    book = validate_book(path)
-    check_formats(options.formats)
+    check_choices(options)
+    book = validate_book(path, options.reading())
     with rt.session() as session:
-        job = add_job(rt, session, path, book, options, file_sha256(path))
+        job = add_job(rt, session, path, book, options, file_sha256(path), mode)
+        if runner is not None:
+            job.runner, job.heartbeat_at = runner, utcnow()
         session.commit()
         log.info("job=%s: submitted %s (%s)", job.id, path, book.format)
         return job.id
 
 
-def add_job(rt: Runtime, session: Session, path: Path, book: Book, options: JobOptions, sha256: str) -> Job:
-    """Record a queued job for a validated book and store its copy; the caller commits."""
-    job = Job(source_name=path.name, source_path="", source_sha256=sha256,
-              book_format=book.format, title=book.metadata.title or path.stem,
-              authors=list(book.metadata.authors), language=book.metadata.language,
-              priority=options.priority, voice_name=options.voice,
-              voice_embedding=resolve_voice(session, options.voice),
-              options=options.to_json(), warnings=list(book.warnings))
-    session.add(job)
-    session.flush()
-    job.source_path = str(rt.artifacts.store_source(job.id, path))
+def add_job(rt: Runtime, session: Session, path: Path, book: Book, options: JobOptions, sha256: str,
+            mode: JobMode = JobMode.CLUSTER) -> Job:
+    """Record a queued job for a validated book, claim its output folder (``OUT/<Author>/<Title>``)
+    and store its copy; the caller commits."""
+    title = book.metadata.title or path.stem
+    out_root = options.out_dir or default_out_root(rt.settings.data_dir)
+    folder, _ = claim_book_folder(out_root, title, book.metadata.authors, sha256)
+    try:
+        job = Job(source_name=path.name, source_path="", source_sha256=sha256,
+                  book_format=book.format, title=title,
+                  authors=list(book.metadata.authors), language=book.metadata.language,
+                  priority=options.priority, voice_name=options.voice,
+                  voice_embedding=resolve_voice(session, options.voice),
+                  options={**options.to_json(), "out_root": str(out_root), "out_dir": str(folder)},
+                  warnings=list(book.warnings), mode=mode.value)
+        session.add(job)
+        session.flush()
+        job.source_path = str(rt.artifacts.store_source(job.id, path))
+    except BaseException:
+        release_book_folder(folder)
+        raise
     return job
+
+
+def withdraw_job(rt: Runtime, job_id: int) -> None:
+    """Remove a job that was recorded but never started (its message could not be sent): its row,
+    its stored book and, if nothing else is in it, its output folder."""
+    with rt.session() as session:
+        job = repo.get_job(session, job_id)
+        if job is None:
+            return
+        folder = Path(job.options["out_dir"]) if (job.options or {}).get("out_dir") else None
+        repo.delete_job(session, job_id)
+        session.commit()
+    rt.artifacts.remove_job(job_id)
+    if folder is not None:
+        release_book_folder(folder)

@@ -1,9 +1,10 @@
 """Thin Celery tasks: parse ids, call a use case of jobs/, send the next message.
 
 Bad input (BookError) fails its job and is never retried; transient failures (database or broker
-blips, device errors) retry with backoff, a bounded number of times. A worker process loads what
-its queues need after the fork (``worker_process_init``), never in the parent: CUDA is not
-fork-safe.
+blips, device errors) retry with backoff, a bounded number of times. A task that ends its job as
+failed ends in Celery's FAILURE state (``JobFailed``), so Flower lists it under Failed. A worker
+process loads what its queues need after the fork (``worker_process_init``), never in the parent:
+CUDA is not fork-safe.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ import logging
 import os
 import socket
 import threading
-from contextlib import contextmanager
 import time
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from celery import shared_task
@@ -26,7 +27,9 @@ from jobs.celery_app import ALL_QUEUES, CPU_QUEUE, SYNTH_QUEUE, WORKER_NAME_ENV,
 from jobs.lifecycle import RetryPlan, fail_job
 from jobs.runtime import Runtime, open_engine, open_runtime
 from jobs.settings import Settings
-from pipeline.errors import AssemblyError
+from jobs.status import job_statuses
+from pipeline.errors import AssemblyError, TtsJobsError
+from storage.models import JobState
 
 if TYPE_CHECKING:
     from pipeline.engine import Engine
@@ -39,6 +42,19 @@ _lock = threading.Lock()
 
 # Connection-level faults worth retrying; everything about the book itself is final.
 RETRYABLE = (ConnectionError, TimeoutError, OSError, OperationalError, InterfaceError)
+
+
+class JobFailed(TtsJobsError):
+    """Raised by a task after its job was recorded as failed: the task ends in Celery's FAILURE
+    state, so Flower's Failed tab lists the book. Not in RETRYABLE, so Celery never retries it;
+    in each task's ``throws``, so the worker logs it in one line, without a traceback."""
+
+
+def raise_if_failed(job_id: int) -> None:
+    """JobFailed when job ``job_id`` is recorded as failed (a use case failed it and returned)."""
+    [status] = job_statuses(runtime(), job_id)
+    if status.state == JobState.FAILED.value:
+        raise JobFailed(f"job {job_id} failed: {status.error}")
 
 
 def runtime() -> Runtime:
@@ -170,15 +186,17 @@ def _failing_job_on_final_error(task, job_id: int):  # type: ignore[no-untyped-d
 
 
 @shared_task(name="tts_jobs.ingest_job", bind=True, autoretry_for=RETRYABLE, retry_backoff=True,
-             retry_backoff_max=300, max_retries=8)
+             retry_backoff_max=300, max_retries=8, throws=(JobFailed,))
 def ingest_job(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
     """Read job ``job_id``'s book into chapters and sentences, plan it here, then send the plan
     message as before (it finds nothing left to plan, unless planning here failed)."""
     with _failing_job_on_final_error(self, job_id):
         ready = ingest.ingest_job(runtime(), job_id)
-    if ready:
-        plan_after_ingest(job_id)
-        plan_pending.apply_async(argsrepr=f"after job {job_id}", retry_policy=CONTINUATION_RETRY)
+    if not ready:
+        raise_if_failed(job_id)  # a bad book; a cancelled job just stops
+        return
+    plan_after_ingest(job_id)
+    plan_pending.apply_async(argsrepr=f"after job {job_id}", retry_policy=CONTINUATION_RETRY)
 
 
 def plan_after_ingest(job_id: int) -> None:
@@ -252,30 +270,20 @@ def log_device_time(batch_id: int, speaker: Engine) -> None:
 
 
 @shared_task(name="tts_jobs.assemble_job", bind=True, autoretry_for=RETRYABLE, retry_backoff=True,
-             retry_backoff_max=300, max_retries=8)
+             retry_backoff_max=300, max_retries=8, throws=(JobFailed,))
 def assemble_job(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
     """Stitch job ``job_id``'s audio into its audiobook files."""
     try:
         with _failing_job_on_final_error(self, job_id):
             assemble.assemble_job(runtime(), job_id)
-    except AssemblyError:
-        pass  # recorded on the job; bad audio is not retried
+    except AssemblyError as exc:  # recorded on the job; bad audio is not retried
+        raise JobFailed(f"job {job_id} failed: {exc}") from exc
 
 
 # Messages carry ids only; argsrepr makes them readable on Flower's screens. A message that
 # continues work already recorded keeps trying through a broker outage: losing it would leave a
 # job half-way with nothing to wake it. (`submit` uses Celery's short default and reports failure.)
 CONTINUATION_RETRY = {"max_retries": 120, "interval_start": 0.5, "interval_step": 0.5, "interval_max": 5.0}
-
-
-def connect_to_broker() -> None:
-    """Open the broker connection ahead of the first message (~0.1 s on a cold start), so that a
-    job recorded is queued at once; a broker that is down is reported by the send, as before."""
-    try:
-        with app.producer_or_acquire():
-            pass
-    except Exception:  # noqa: BLE001 - the send itself reports it, with its own retries
-        log.debug("broker not reachable yet", exc_info=True)
 
 
 def send_ingest(job_id: int) -> None:

@@ -2,6 +2,12 @@
 
 A GPU worker is a prefork pool with one child (not ``solo``, so time limits, heartbeats and child
 recycling work); the child loads the model after the fork, so CUDA is never touched in a parent.
+
+Every worker shows it is alive in a file, ``$TMPDIR/tts-jobs-alive/<worker name>``, touched each time
+its main process sends Celery's heartbeat to the broker (every 2 s, from a few seconds after the
+start; a GPU worker's model loads meanwhile in its pool process). A container's health check reads
+the files' ages: a worker whose file is a minute old has lost the broker, hangs or died
+(docker-compose.yml).
 """
 
 from __future__ import annotations
@@ -13,12 +19,16 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from jobs.celery_app import ALL_QUEUES, CPU_QUEUE, SYNTH_QUEUE, WORKER_NAME_ENV, WORKER_QUEUES_ENV
 
 log = logging.getLogger(__name__)
+
+ALIVE_FOLDER = "tts-jobs-alive"
 
 
 @dataclass(frozen=True)
@@ -53,6 +63,7 @@ def run_worker(spec: WorkerSpec, loglevel: str) -> None:
     os.environ[WORKER_NAME_ENV] = spec.name.replace("%h", socket.gethostname())
     from jobs.tasks import app  # the tasks and their after-fork hooks, registered before the pool forks
 
+    report_liveness(alive_file(os.environ[WORKER_NAME_ENV]))
     log.info("worker %s: queues %s, %d process(es)%s", spec.name, ",".join(spec.queues), spec.concurrency,
              f", GPU {spec.gpu}" if spec.gpu is not None else "")
     app.worker_main([
@@ -60,6 +71,34 @@ def run_worker(spec: WorkerSpec, loglevel: str) -> None:
         "--queues", ",".join(spec.queues), "--hostname", spec.name, "--loglevel", loglevel,
         "--without-gossip", "--without-mingle",
     ])
+
+
+def alive_file(worker_name: str) -> Path:
+    """The file that worker ``worker_name`` touches while it is alive."""
+    return Path(tempfile.gettempdir()) / ALIVE_FOLDER / worker_name
+
+
+def report_liveness(path: Path) -> None:
+    """Touch ``path`` at every heartbeat this process sends to the broker, from now on.
+
+    A file left by an earlier run of the worker (a restarted container keeps /tmp) is removed
+    first: the worker counts as alive from its first heartbeat, not before. Connected before the
+    worker starts: Celery looks for receivers when it builds the heartbeat.
+    """
+    from celery.signals import heartbeat_sent
+
+    def touch(**_: object) -> None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.touch()
+        except OSError:  # a health file must never stop the worker; the check then reports it
+            log.debug("cannot touch %s", path, exc_info=True)
+
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:
+        log.debug("cannot remove %s", path, exc_info=True)
+    heartbeat_sent.connect(touch, weak=False)
 
 
 def yield_to_gpu_feeders(spec: WorkerSpec) -> None:

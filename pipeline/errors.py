@@ -30,8 +30,29 @@ class ModelError(TtsJobsError):
     """The voice model cannot be loaded (missing or corrupt weights, offline download...)."""
 
 
-class VoiceError(TtsJobsError):
+class InputError(TtsJobsError):
+    """Something the user gave, other than a book, cannot be used: an option's value, a job id, a
+    voice. Like a bad book, it is reported before any model loads or any job is recorded."""
+
+
+class OptionError(InputError):
+    """An option's value is not one tts-jobs knows (a format, a chapter range...)."""
+
+
+class NoSuchJob(InputError):
+    """A job id that is not in the job table."""
+
+    def __init__(self, job_id: int) -> None:
+        self.job_id = job_id
+        super().__init__(f"no job {job_id}: see `tts-jobs status` for the list")
+
+
+class VoiceError(InputError):
     """An unknown or unreadable voice."""
+
+
+class BrokerUnreachable(TtsJobsError):
+    """The Celery broker does not answer; nothing that needs it was recorded."""
 
 
 class SynthesisError(TtsJobsError):

@@ -51,8 +51,9 @@ class ArtifactStore:
         """Scratch space for assembly; emptied and refilled on every assembly attempt."""
         return self.job_dir(job_id) / "work"
 
-    def default_output_dir(self, job_id: int) -> Path:
-        return self.root / "output" / str(job_id)
+    def remove_job(self, job_id: int) -> None:
+        """Everything stored for a job (its book copy, cover, sentence audio)."""
+        shutil.rmtree(self.job_dir(job_id), ignore_errors=True)
 
     def store_source(self, job_id: int, source: Path) -> Path:
         """Copy the user's book into the data directory so any worker host can read it."""

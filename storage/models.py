@@ -45,7 +45,8 @@ class Base(DeclarativeBase):
 
 
 class JobState(str, enum.Enum):
-    """A book's journey. ``done``, ``failed`` and ``cancelled`` are final."""
+    """A book's journey. ``done``, ``failed``, ``cancelled`` and ``interrupted`` are final: nothing
+    moves them but a user's command (`retry`, or `run` of the same book for ``interrupted``)."""
 
     QUEUED = "queued"  # recorded; waiting for ingestion
     INGESTING = "ingesting"
@@ -54,10 +55,11 @@ class JobState(str, enum.Enum):
     DONE = "done"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    INTERRUPTED = "interrupted"  # its `tts-jobs run` stopped (Ctrl-C, a signal, a crash); resumable
 
     @property
     def is_final(self) -> bool:
-        return self in (JobState.DONE, JobState.FAILED, JobState.CANCELLED)
+        return self in (JobState.DONE, JobState.FAILED, JobState.CANCELLED, JobState.INTERRUPTED)
 
     @classmethod
     def active(cls) -> tuple[JobState, ...]:
@@ -79,6 +81,13 @@ class BatchState(str, enum.Enum):
     @property
     def is_final(self) -> bool:
         return self in (BatchState.DONE, BatchState.FAILED)
+
+
+class JobMode(str, enum.Enum):
+    """Who moves a job: the workers of a cluster, or the one `tts-jobs run` process that made it."""
+
+    CLUSTER = "cluster"
+    EMBEDDED = "embedded"
 
 
 class Job(Base):
@@ -105,6 +114,12 @@ class Job(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    mode: Mapped[str] = mapped_column(String(16), default=JobMode.CLUSTER.value,
+                                      server_default=JobMode.CLUSTER.value)
+    # an embedded job's process (host:pid) and its heartbeat: a dead pid on this host or a stale
+    # heartbeat means the job was interrupted without a word (SIGKILL, power loss)
+    runner: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
     chapters: Mapped[list[Chapter]] = relationship(
         back_populates="job", cascade="all, delete-orphan", order_by="Chapter.index"
@@ -113,6 +128,10 @@ class Job(Base):
     @property
     def job_state(self) -> JobState:
         return JobState(self.state)
+
+    @property
+    def embedded(self) -> bool:
+        return self.mode == JobMode.EMBEDDED.value
 
 
 class Chapter(Base):
@@ -143,7 +162,7 @@ class Sentence(Base):
     index: Mapped[int] = mapped_column(Integer)  # order within the chapter
     paragraph_index: Mapped[int] = mapped_column(Integer)  # -1: the chapter title
     text: Mapped[str] = mapped_column(Text)
-    seed: Mapped[int] = mapped_column(Integer)  # derived from job and sentence: same voice on retry
+    seed: Mapped[int] = mapped_column(Integer)  # from the book's content and the sentence's place
     min_new_tokens: Mapped[int] = mapped_column(Integer)
     max_new_tokens: Mapped[int] = mapped_column(Integer)
     state: Mapped[str] = mapped_column(String(16), default=SentenceState.PENDING.value)

@@ -16,6 +16,7 @@ from storage.models import (
     BatchState,
     Chapter,
     Job,
+    JobMode,
     JobState,
     Sentence,
     SentenceState,
@@ -55,7 +56,35 @@ def move_job(session: Session, job_id: int, to: JobState, *, only_from: Iterable
 
 
 def find_jobs_by_sha256(session: Session, sha256: str) -> list[Job]:
-    return list(session.scalars(select(Job).where(Job.source_sha256 == sha256)))
+    return list(session.scalars(select(Job).where(Job.source_sha256 == sha256).order_by(Job.id)))
+
+
+def delete_job(session: Session, job_id: int) -> None:
+    """Remove a job and its rows (a submission withdrawn before anything ran)."""
+    job = session.get(Job, job_id)
+    if job is not None:
+        session.delete(job)
+
+
+def embedded_jobs_in(session: Session, states: Iterable[JobState]) -> list[Job]:
+    """Jobs of `tts-jobs run` processes in one of ``states``."""
+    return list(session.scalars(select(Job).where(
+        Job.mode == JobMode.EMBEDDED.value, Job.state.in_([s.value for s in states])).order_by(Job.id)))
+
+
+def set_runner(session: Session, job_id: int, runner: str | None, now: datetime | None = None) -> None:
+    """Record the process that moves an embedded job (None: no process), with a fresh heartbeat."""
+    session.execute(update(Job).where(Job.id == job_id)
+                    .values(runner=runner, heartbeat_at=(now or utcnow()) if runner else None)
+                    .execution_options(synchronize_session="fetch"))
+
+
+def beat(session: Session, job_id: int, runner: str, now: datetime | None = None) -> bool:
+    """Renew an embedded job's heartbeat; False when ``runner`` no longer runs it."""
+    result = session.execute(update(Job).where(Job.id == job_id, Job.runner == runner)
+                             .values(heartbeat_at=now or utcnow())
+                             .execution_options(synchronize_session=False))
+    return result.rowcount == 1
 
 
 # ---------------------------------------------------------------- chapters and sentences
@@ -385,6 +414,26 @@ def stale_batches(session: Session, lease_seconds: float, now: datetime | None =
     stale = (now or utcnow()) - timedelta(seconds=lease_seconds)
     return list(session.scalars(
         select(Batch.id).where(Batch.state == BatchState.RUNNING.value, Batch.heartbeat_at < stale)))
+
+
+def job_batches(session: Session, job_id: int, states: Iterable[BatchState]) -> list[int]:
+    """The batches holding sentences of job ``job_id`` in one of ``states``, in plan order."""
+    return list(session.scalars(
+        select(Batch.id).join(Sentence, Sentence.batch_id == Batch.id)
+        .where(Sentence.job_id == job_id, Batch.state.in_([s.value for s in states]))
+        .group_by(Batch.id).order_by(Batch.id)))
+
+
+def give_back_batches(session: Session, batch_ids: Sequence[int]) -> None:
+    """Running batches back to the queue without counting the attempt: their process was stopped
+    on purpose (an interrupted `tts-jobs run`), the batch did nothing wrong."""
+    if not batch_ids:
+        return
+    session.execute(
+        update(Batch).where(Batch.id.in_(batch_ids), Batch.state == BatchState.RUNNING.value)
+        .values(state=BatchState.QUEUED.value, leased_by=None, heartbeat_at=None,
+                attempts=case((Batch.attempts > 0, Batch.attempts - 1), else_=0))
+        .execution_options(synchronize_session=False))
 
 
 def queued_batches(session: Session) -> list[int]:

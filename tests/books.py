@@ -374,3 +374,156 @@ SAMPLE_ZH_CHAPTERS: list[tuple[str, list[str]]] = [
     ),
     ("第二章 中英混合", ["他在 New York 住了3年，读了《三体》和 The Lord of the Rings。", "好。"]),
 ]
+
+
+
+# --- books with structure that is not prose (line numbers, notes, math, running heads, nested TOCs) ----
+
+_POEM = {
+    "en": [
+        "Shall I compare thee to a summer's day?",
+        "Thou art more lovely and more temperate:",
+        "Rough winds do shake the darling buds of May,",
+        "And summer's lease hath all too short a date;",
+        "Sometime too hot the eye of heaven shines,",
+        "And often is his gold complexion dimm'd;",
+    ],
+    "zh": ["床前明月光", "疑是地上霜", "举头望明月", "低头思故乡", "春眠不觉晓", "处处闻啼鸟"],
+}
+_PLAY = {
+    "en": ("Act II", ["HAMLET. To be, or not to be, that is the question.", "OPHELIA. Good my lord."]),
+    "zh": ("第二幕", ["王：明月几时有？", "李：把酒问青天。"]),
+}
+_LINE_NUMBER_MARKUP = (
+    '<span class="linenum">{n}</span>',
+    '<span epub:type="linenum">{n}</span>',
+    '<span class="line-number">{n}</span>',
+)
+
+
+def poetry_epub(path: Path, *, language: str = "en") -> Path:
+    """A poem and a scene of a play whose lines carry margin numbers in four markups: spans classed as
+    line numbers (two spellings), ``epub:type="linenum"``, and numbers floated right."""
+    lines = []
+    for n, line in enumerate(_POEM[language], start=1):
+        number = _LINE_NUMBER_MARKUP[n // 2 % 3].format(n=n) if n % 2 == 0 else ""
+        lines.append(f'<div class="line">{escape(line)}{number}</div>')
+    act, speeches = _PLAY[language]
+    play = "".join(
+        f'<p>{escape(text)}<span style="float: right">{10 * n}</span></p>'
+        for n, text in enumerate(speeches, start=1)
+    )
+    title = "静夜思" if language == "zh" else "Sonnet"
+    documents = [
+        ("poem.xhtml", xhtml_document(f"<h1>{title}</h1><div>{''.join(lines)}</div>", language=language)),
+        ("play.xhtml", xhtml_document(f"<h1>{act}</h1>{play}", language=language)),
+    ]
+    nav = f'<ol><li><a href="poem.xhtml">{title}</a></li><li><a href="play.xhtml">{act}</a></li></ol>'
+    return custom_epub(path, documents, nav=nav, language=language, title="Poems")
+
+
+_ENDNOTES = {
+    "en": (
+        ("Chapter One", "Chapter Two", "Notes"),
+        [
+            'He entered the room<a epub:type="noteref" href="notes.xhtml#n1" id="r1">1</a> and sat down.',
+            "It was late.",
+        ],
+        [
+            'The next day<sup><a href="notes.xhtml#n2" id="r2">2</a></sup> he left'
+            '<a href="notes.xhtml#n3" id="r3">[3]</a>.'
+        ],
+        ["The first note, about the room.", "The second note.", "The third note, about leaving."],
+    ),
+    "zh": (
+        ("第一章", "第二章", "注释"),
+        ['他走进房间<a epub:type="noteref" href="notes.xhtml#n1" id="r1">1</a>，坐了下来。', "天色已晚。"],
+        ['第二天<sup><a href="notes.xhtml#n2" id="r2">2</a></sup>，他出发了<a href="notes.xhtml#n3" id="r3">③</a>。'],
+        ["这是第一条注释。", "这是第二条注释。", "这是第三条注释。"],
+    ),
+}
+
+
+def endnotes_epub(path: Path, *, language: str = "en", notes_first_in_spine: bool = False) -> Path:
+    """Two chapters whose note references (a ``noteref`` link, a link in a superscript, a bracketed or
+    circled mark) point to a notes document whose notes link back; the TOC lists the notes last."""
+    titles, one, two, notes = _ENDNOTES[language]
+
+    def chapter(title: str, paragraphs: list[str]) -> str:
+        body = f"<h1>{title}</h1>" + "".join(f"<p>{paragraph}</p>" for paragraph in paragraphs)
+        return xhtml_document(body, title=title, language=language)
+
+    back = {1: "c1.xhtml#r1", 2: "c2.xhtml#r2", 3: "c2.xhtml#r3"}
+    items = "".join(
+        f'<li id="n{n}" epub:type="endnote"><p>{escape(text)} '
+        f'<a epub:type="backlink" href="{back[n]}">↩</a></p></li>'
+        for n, text in enumerate(notes, start=1)
+    )
+    section = f'<section epub:type="endnotes"><h1>{titles[2]}</h1><ol>{items}</ol></section>'
+    documents = [
+        ("c1.xhtml", chapter(titles[0], one)),
+        ("c2.xhtml", chapter(titles[1], two)),
+        ("notes.xhtml", xhtml_document(section, title=titles[2], language=language)),
+    ]
+    names = [name for name, _ in documents]
+    nav = "<ol>" + "".join(f'<li><a href="{n}">{t}</a></li>' for n, t in zip(names, titles)) + "</ol>"
+    spine = [names[2], names[0], names[1]] if notes_first_in_spine else None
+    return custom_epub(path, documents, nav=nav, spine=spine, language=language, title="Noted")
+
+
+def math_epub(path: Path, *, language: str = "en") -> Path:
+    """A chapter with MathML: inline with ``alttext``, inline and displayed without."""
+    mathml = '<math xmlns="http://www.w3.org/1998/Math/MathML"{}><mi>x</mi></math>'
+    with_alt = mathml.format(' alttext="x^2 + y^2 = z^2"')
+    bare, shown = mathml.format(""), mathml.format(' display="block"')
+    if language == "zh":
+        body = f"<h1>第一章</h1><p>勾股定理是{with_alt}。</p><p>质能方程{bare}很有名。</p>{shown}<p>证毕。</p>"
+    else:
+        body = (
+            f"<h1>Math</h1><p>Pythagoras says {with_alt}.</p><p>Einstein wrote {bare} once.</p>"
+            f"{shown}<p>Done.</p>"
+        )
+    title = "第一章" if language == "zh" else "Math"
+    documents = [("math.xhtml", xhtml_document(body, language=language))]
+    nav = f'<ol><li><a href="math.xhtml">{title}</a></li></ol>'
+    return custom_epub(path, documents, nav=nav, language=language)
+
+
+def running_heads_epub(path: Path, *, chapters: int = 5, language: str = "en") -> Path:
+    """Chapters each opened by the same header and closed by navigation, as converted manuals are."""
+    header = "来自《手册》，第3版" if language == "zh" else "From The Manual, Version 3.2"
+    documents, entries = [], []
+    for n in range(1, chapters + 1):
+        if language == "zh":
+            title, text = f"第{n}章", f"这是第{n}章的正文。"
+            footer = f'<p><a href="c{n - 1}.xhtml">上一页</a> | <a href="c{n + 1}.xhtml">下一页</a></p>'
+        else:
+            title, text = f"Chapter {n}", f"This is the text of chapter {n}."
+            footer = f'<p>Previous topic</p><p><a href="c{n - 1}.xhtml">Chapter {n - 1}</a></p>'
+        body = f'<div class="header">{escape(header)}</div><h1>{title}</h1><p>{text}</p>{footer}'
+        documents.append((f"c{n}.xhtml", xhtml_document(body, title=title, language=language)))
+        entries.append(f'<li><a href="c{n}.xhtml">{title}</a></li>')
+    nav = "<ol>" + "".join(entries) + "</ol>"
+    return custom_epub(path, documents, nav=nav, language=language, title="The Manual")
+
+
+def nested_toc_epub(path: Path) -> Path:
+    """An anthology whose TOC nests three levels deep (section, story, part of the story); every story
+    has a part named 'I. The Beginning'."""
+    documents: list[tuple[str, str]] = []
+    nav = ["<ol>"]
+    for section, stories in (("SECTION I", ("THE CLOVER", "THE ROSE")), ("SECTION II", ("THE OAK",))):
+        name = f"{section.split()[1].lower()}.xhtml"
+        documents.append((name, xhtml_document(f"<h1>{section}</h1>")))
+        nav.append(f'<li><a href="{name}">{section}</a><ol>')
+        for story in stories:
+            key = story.split()[1].lower()
+            nav.append(f'<li><a href="{key}1.xhtml">{story}</a><ol>')
+            for part, title in ((1, "I. The Beginning"), (2, f"II. The {key.title()} Grows")):
+                body = f"<h2>{title}</h2><p>Story of {story.lower()}, part {part}.</p>"
+                documents.append((f"{key}{part}.xhtml", xhtml_document(body)))
+                nav.append(f'<li><a href="{key}{part}.xhtml">{title}</a></li>')
+            nav.append("</ol></li>")
+        nav.append("</ol></li>")
+    nav.append("</ol>")
+    return custom_epub(path, documents, nav="".join(nav), title="Anthology")

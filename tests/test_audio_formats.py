@@ -50,6 +50,7 @@ def book(tmp_path_factory, jpeg_cover):
     metadata = BookMetadata(
         title="Formats",
         authors=("Ann Author",),
+        language="zh-CN",
         date="2001",
         cover=jpeg_cover,
         cover_mime="image/jpeg",
@@ -98,6 +99,7 @@ def test_mp3_tags_and_cover(book):
         assert tags["TPE1"].text == ["Ann Author"]
         assert tags["TCOM"].text == ["Nora Narrator"]
         assert tags["TCON"].text == ["Audiobook"]
+        assert tags["TLAN"].text == ["zho"]  # ISO 639-2 of the book's zh-CN
         assert tags.getall("APIC")[0].data == metadata.cover
 
 
@@ -110,6 +112,7 @@ def test_flac_and_opus_tags_and_cover(book):
             assert audio["TRACKNUMBER"] == [str(number)] and audio["TRACKTOTAL"] == ["4"]
             assert audio["ALBUM"] == ["Formats"] and audio["ARTIST"] == ["Ann Author"]
             assert audio["COMPOSER"] == ["Nora Narrator"] and audio["DATE"] == ["2001"]
+            assert audio["LANGUAGE"] == ["zh-CN"]
             if extension == "flac":
                 cover = audio.pictures[0].data
             else:
@@ -122,6 +125,7 @@ def test_wav_tags(book):
     tags = WAVE(outputs_of(report, "wav")[1]).tags
     assert tags["TIT2"].text == ["../../etc/passwd"]
     assert tags["TRCK"].text == ["2/4"]
+    assert tags["TLAN"].text == ["zho"]
 
 
 def test_rerunning_reproduces_identical_files(tmp_path, jpeg_cover):

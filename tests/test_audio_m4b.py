@@ -37,6 +37,7 @@ def tiny_png() -> bytes:
 METADATA = BookMetadata(
     title="The Test Book",
     authors=("Ann Author", "Bob Writer"),
+    language="en-GB",
     date="2019-05-01",
     description="A book\nabout tests.",
     cover=tiny_png(),
@@ -137,6 +138,35 @@ def test_quicktime_and_nero_chapters_and_faststart(book):
     )
     nero = MP4(report.outputs[0]).chapters
     assert [chapter.title for chapter in nero] == TITLES
+
+
+def test_brand_and_the_books_language_on_the_audio_and_chapter_tracks(book):
+    report, _ = book
+    info = probe(report.outputs[0])
+    assert info["format"]["tags"]["major_brand"] == "M4B "
+    assert track_languages(info) == {"audio": "eng", "chapters": "eng"}
+
+
+@pytest.mark.parametrize("language, code", [("zh-CN", "zho"), ("", "und")])
+def test_a_chinese_or_unknown_language_is_on_both_tracks_of_every_part(tmp_path, language, code):
+    chapters = tone_book(tmp_path / "sentences", ["第一章", "第二章", "第三章"], body_sentences=0)
+    options = AssemblyOptions(split_hours=2.5 / 3600, normalize_loudness=False)
+    metadata = BookMetadata(title="书", language=language)
+    report = assemble_audiobook(chapters, metadata, tmp_path / "out", tmp_path / "work", options)
+
+    assert len(report.outputs) > 1
+    for part in report.outputs:
+        info = probe(part)
+        assert info["format"]["tags"]["major_brand"] == "M4B "
+        assert track_languages(info) == {"audio": code, "chapters": code}, part.name
+
+
+def track_languages(info: dict) -> dict[str, str]:
+    """ffprobe's language of the audio track and of the chapter (QuickTime text) track."""
+    kinds = {"audio": "audio", "data": "chapters"}  # ffprobe lists the chapter track as a data stream
+    found = {kinds[s["codec_type"]]: s["tags"]["language"] for s in info["streams"] if s["codec_type"] in kinds}
+    assert len(found) == len([s for s in info["streams"] if s["codec_type"] in kinds]), info["streams"]
+    return found
 
 
 def _child_atom_names(payload: bytes) -> list[bytes]:

@@ -91,7 +91,8 @@ def test_each_new_book_is_submitted_once_and_the_output_says_what_was_skipped(
     [fresh] = lines_about(first.stdout, "fresh.epub")
     assert fresh.startswith("skipped") and "still being copied" in fresh
     assert not lines_about(first.stdout, "notes.pdf") and not lines_about(first.stdout, ".partial.epub")
-    assert sorted(p.name for p in out.iterdir()) == ["Alpha", "Beta"]  # one folder per book, by title
+    # one folder per book, OUT/<Author>/<Title> (a Markdown book names no author)
+    assert sorted(p.relative_to(out).as_posix() for p in out.glob("*/*")) == ["Test Author/Alpha", "Unknown Author/Beta"]
     assert queued_messages(redis_url) == 2  # the workers were told about both
 
     settled(inbox / "fresh.epub")
@@ -124,7 +125,7 @@ def test_wait_reports_a_book_that_did_not_finish_and_exits_non_zero(
     assert f"cancelled   job {job} Gamma" in stdout
     assert "summary: 1 submitted, 0 skipped, 0 unreadable; 0 done, 1 failed" in stdout
     assert "0/1 books finished" in stderr and "1/1 books finished (1 failed)" in stderr  # progress lines
-    report = json.loads((out / "Gamma" / "Gamma.report.json").read_text())
+    report = json.loads((out / "Test Author" / "Gamma" / "Gamma.report.json").read_text())
     assert report["state"] == "cancelled" and report["job"] == job and report["error"]
 
 
@@ -144,14 +145,14 @@ def test_a_run_without_wait_writes_the_reports_of_books_finished_since_the_last_
     small_book(inbox / "delta.epub", "Delta")
     assert run_bulk([str(inbox), "--out", str(out), "--min-age", "0"], env).returncode == 0
     [job] = status_json(env)
-    assert not (out / "Delta" / "Delta.report.json").exists()  # not finished yet
+    assert not (out / "Test Author" / "Delta" / "Delta.report.json").exists()  # not finished yet
     assert cli(["cancel", str(job["id"])], env).returncode == 0
 
     later = run_bulk([str(inbox), "--out", str(out), "--min-age", "0"], env)
 
     assert later.returncode == 0, later.stderr
     assert "already submitted as job" in later.stdout
-    report = json.loads((out / "Delta" / "Delta.report.json").read_text())
+    report = json.loads((out / "Test Author" / "Delta" / "Delta.report.json").read_text())
     assert report["state"] == "cancelled" and report["source"] == "delta.epub"
 
 
@@ -165,12 +166,14 @@ def test_a_run_while_redis_is_down_stops_and_leaves_the_books_to_the_next_run(
 
     down = run_bulk(args, {**env, "TTS_JOBS_BROKER_URL": "redis://127.0.0.1:1/0"})  # nothing listens there
 
-    assert down.returncode == 1
-    assert "error: the broker did not take job" in down.stderr and "TTS_JOBS_BROKER_URL" in down.stderr
-    assert list(out.iterdir()) == []
+    assert down.returncode == 2
+    assert "Traceback" not in down.stderr
+    assert "error: cannot reach the broker at redis://127.0.0.1:1/0: connection refused" in down.stderr
+    assert "TTS_JOBS_BROKER_URL" in down.stderr
+    assert not out.exists() or list(out.rglob("*")) == []
     up = run_bulk(args, env)
     assert up.returncode == 0, up.stderr
-    assert f"submitted   epsilon.epub -> job 2 ({out / 'Epsilon'})" in up.stdout
+    assert f"submitted   epsilon.epub -> job 1 ({out / 'Test Author' / 'Epsilon'})" in up.stdout
 
 
 def test_a_different_book_with_the_same_title_gets_its_own_folder(
@@ -185,7 +188,8 @@ def test_a_different_book_with_the_same_title_gets_its_own_folder(
 
     assert result.returncode == 0, result.stderr
     folders = sorted(Path(b["book_dir"]) for b in json.loads(result.stdout)["books"])
-    assert folders[0] == out / "Dracula" and folders[1].name.startswith("Dracula (")
+    assert folders[0] == out / "Test Author" / "Dracula" and folders[1].name.startswith("Dracula (")
+    assert folders[1].parent == out / "Test Author"
     assert all(folder.is_dir() for folder in folders)
 
 
@@ -283,10 +287,11 @@ def test_wait_converts_the_inbox_and_leaves_an_audiobook_and_a_report_per_book(
     assert result.returncode == 0, (result.stdout, result.stderr, read_log(tmp_path / "worker.log")[-3000:])
     assert "summary: 2 submitted, 0 skipped, 0 unreadable; 2 done, 0 failed" in result.stdout
     assert "2/2 books finished (0 failed)" in result.stderr
-    for title, chapters in (("Night Reading", ["Only"]), ("Field Notes", ["Monday", "Tuesday"])):
-        audiobook = out / title / f"{title}.m4b"
+    for author, title, chapters in (("Test Author", "Night Reading", ["Only"]),
+                                    ("Unknown Author", "Field Notes", ["Monday", "Tuesday"])):
+        audiobook = out / author / title / f"{title}.m4b"
         assert audiobook.is_file(), sorted(out.rglob("*"))
-        report = json.loads((out / title / f"{title}.report.json").read_text())
+        report = json.loads((out / author / title / f"{title}.report.json").read_text())
         assert report["state"] == "done" and report["outputs"] == [str(audiobook)]
         assert [c["title"] for c in report["chapters"]] == chapters
         assert report["duration_seconds"] > 0 and report["sentences"]["done"] == report["sentences"]["total"]

@@ -33,7 +33,8 @@ def test_run_converts_a_book_on_the_embedded_default(tmp_path: Path, settings_fa
 
     assert result.returncode == 0, result.stderr
     output = Path(result.stdout.strip().splitlines()[-1])
-    assert output.is_file() and output.suffix == ".m4b" and output.parent == tmp_path / "out"
+    assert output.is_file() and output.suffix == ".m4b"
+    assert output.parent == tmp_path / "out" / "Test Author" / "A Small Book"  # OUT/<Author>/<Title>
     [status] = status_json(env)
     assert status["state"] == "done"
     assert status["sentences_done"] == status["sentences_total"] > 0
@@ -101,4 +102,39 @@ def test_submit_reports_each_bad_book_and_queues_the_good_ones(tmp_path: Path, s
 
 def test_status_of_an_unknown_job_is_a_clear_error(settings_factory) -> None:  # type: ignore[no-untyped-def]
     result = cli(["status", "42"], env_for(settings_factory()))
-    assert result.returncode == 1 and "no job 42" in result.stderr and "Traceback" not in result.stderr
+    assert result.returncode == 2 and "no job 42" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("notes, chapters_read, warned", [
+    ("end", 3, False), ("chapter", 2, False), ("skip", 2, True)])
+def test_inspect_and_run_take_the_reading_options(tmp_path: Path, settings_factory, notes: str,  # type: ignore[no-untyped-def]
+                                                  chapters_read: int, warned: bool) -> None:
+    """`--notes` reaches the reader the same way for `inspect` and for the job `run` records."""
+    import json
+
+    from tests.books import endnotes_epub
+
+    env = env_for(settings_factory())
+    book = endnotes_epub(tmp_path / "notes.epub")
+
+    inspected = cli(["inspect", str(book), "--json", "--sentences", "--notes", notes], env)
+
+    assert inspected.returncode == 0, inspected.stderr
+    report = json.loads(inspected.stdout)
+    assert len(report["chapters"]) == chapters_read
+    assert any("--notes" in w for w in report["warnings"]) == warned
+    spoken = cli(["run", str(book), "--out", str(tmp_path / "out"), "-f", "wav", "--notes", notes], env)
+    assert spoken.returncode == 0, spoken.stderr
+    [job] = status_json(env)
+    assert job["warnings"] == report["warnings"]  # the same count everywhere
+    assert job["sentences_total"] == sum(c["sentences"] for c in report["chapters"])
+
+
+def test_an_unknown_reading_option_is_refused_before_anything_runs(tmp_path: Path, settings_factory) -> None:  # type: ignore[no-untyped-def]
+    env = env_for(settings_factory())
+    book = write_epub(tmp_path / "book.epub", "A Small Book", CHAPTERS)
+    for command in (["run", str(book)], ["submit", str(book)], ["inspect", str(book)]):
+        result = cli([*command, "--notes", "margin"], env)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.strip() == "error: unknown --notes margin: use end, chapter, skip"
+    assert status_json(env) == []

@@ -2,12 +2,14 @@
 
 What an operator notices: Flower does not start open to the network; with credentials it shows
 the worker and every task of a job by name; without them it answers 401; read-only mode refuses
-control calls (the worker survives a shutdown request).
+control calls (the worker survives a shutdown request); the task list shows each task's job or
+batch, and a book that failed is listed under Failed tasks, never retried.
 """
 
 from __future__ import annotations
 
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -19,9 +21,10 @@ from typing import Any
 import pytest
 import requests
 
+from jobs.flower import FlowerOptions, flower_argv
 from tests.books import write_epub
 from tests.conftest import env_for
-from tests.e2e_helpers import cli, popen_worker, read_log, terminate, wait_for_final_state
+from tests.e2e_helpers import cli, popen_worker, read_log, status_json, terminate, wait_for_final_state
 
 ROOT = Path(__file__).resolve().parent.parent
 # The ops commands through the real console entry point (registered here until jobs/cli.py does it).
@@ -110,6 +113,13 @@ def test_local_mode_runs_without_a_password_on_loopback_only(tmp_path: Path,
     assert "NO password (local mode: reachable from this machine only)" in log, log
 
 
+def test_the_task_list_shows_arguments_unless_the_operator_chose_other_columns() -> None:
+    default = flower_argv(FlowerOptions(local=True), {})
+    assert "--tasks_columns=name,args,state,received,runtime,worker,exception,uuid" in default
+    chosen = flower_argv(FlowerOptions(local=True), {"FLOWER_TASKS_COLUMNS": "name,uuid"})
+    assert not [arg for arg in chosen if arg.startswith("--tasks_columns")]  # Flower reads the variable
+
+
 def listening_addresses(port: int) -> set[str]:
     """The local addresses with a listening TCP socket on ``port`` (Linux /proc/net)."""
     found = set()
@@ -175,6 +185,70 @@ def test_flower_shows_the_worker_and_the_jobs_tasks_behind_basic_auth(
     finally:
         terminate(worker)
 
+
+
+@pytest.mark.slow
+def test_failed_books_are_listed_under_failed_tasks_with_their_job_in_the_columns(
+        tmp_path: Path, flower_with_auth: tuple[str, dict[str, str]]) -> None:
+    base, env = flower_with_auth
+    unreadable = _submit(write_epub(tmp_path / "a.epub", "Torn Book", [("One", ["Soon unreadable."])]), env)
+    # The stored copy is what the worker reads: damaged after the submit checked it.
+    (Path(env["TTS_JOBS_DATA_DIR"]) / "jobs" / str(unreadable) / "source.epub").write_bytes(b"not a zip")
+    out_root = tmp_path / "audiobooks"
+    unwritable = _submit(write_epub(tmp_path / "b.epub", "Homeless Book", [("One", ["No place to go."])]), env,
+                         "--out", str(out_root))
+    shutil.rmtree(out_root)
+    out_root.write_text("a file where the output folder should be")  # assembly cannot create its folder
+    worker = popen_worker(env, tmp_path / "worker.log")
+    try:
+        for job in (unreadable, unwritable):
+            assert wait_for_final_state(env, job)["state"] == "failed", read_log(tmp_path / "worker.log")[-4000:]
+        columns = _task_list_columns(base)
+        rows = wait_until(lambda: _at_least(2, _task_rows(base, columns, "state:FAILURE")), 60,
+                          "Flower to list both failed tasks")
+        everything = _task_rows(base, columns, "")
+    finally:
+        terminate(worker)
+
+    assert {"name", "args", "state", "exception"} <= set(columns)
+    failed = sorted((row["name"], row["args"]) for row in rows)
+    assert failed == [("tts_jobs.assemble_job", f"job {unwritable}"), ("tts_jobs.ingest_job", f"job {unreadable}")]
+    errors = {row["args"]: row["exception"] for row in rows}
+    assert "not a readable ZIP archive" in errors[f"job {unreadable}"]
+    assert "cannot create the directory" in errors[f"job {unwritable}"]
+    assert status_json(env, unwritable)["error"] in errors[f"job {unwritable}"]
+    # Failed for good: no task was retried, and the unreadable book got no further than its ingest.
+    assert all(row["state"] != "RETRY" for row in everything)
+    assert [row["name"] for row in everything if row["args"] == f"job {unreadable}"] == ["tts_jobs.ingest_job"]
+    log = read_log(tmp_path / "worker.log")
+    assert "Traceback" not in log, log[-4000:]
+
+
+def _at_least(count: int, rows: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    return rows if len(rows) >= count else None
+
+
+def _submit(book: Path, env: dict[str, str], *options: str) -> int:
+    submitted = cli(["submit", str(book), *options], env)
+    assert submitted.returncode == 0, submitted.stderr
+    return int(submitted.stdout.strip())
+
+
+def _task_list_columns(base: str) -> list[str]:
+    """The columns of Flower's task list, as its page lays them out."""
+    page = requests.get(f"{base}/tasks", auth=CREDENTIALS, timeout=10)
+    page.raise_for_status()
+    return re.findall(r'<th data-column="(\w+)">', page.text)
+
+
+def _task_rows(base: str, columns: list[str], search: str) -> list[dict[str, Any]]:
+    """The rows of the task list as its page asks for them; ``state:FAILURE`` is the Failed tab."""
+    query = {"draw": "1", "start": "0", "length": "100", "search[value]": search,
+             "order[0][column]": str(columns.index("name")), "order[0][dir]": "asc"}
+    query.update({f"columns[{i}][data]": name for i, name in enumerate(columns)})
+    response = requests.get(f"{base}/tasks/datatable", params=query, auth=CREDENTIALS, timeout=10)
+    response.raise_for_status()
+    return [{name: row.get(name) for name in columns} for row in response.json()["data"]]
 
 
 def _alive_workers(base: str) -> set[str]:

@@ -16,10 +16,16 @@ from books import (
 )
 
 from pipeline.ingest import IngestOptions, read_book
+from pipeline.text import AnnouncedChapter
+from pipeline.types import Chapter
 
 
 def titles(path: Path, options: IngestOptions | None = None) -> list[str]:
     return [chapter.title for chapter in read_book(path, options).chapters]
+
+
+def announced(chapter: Chapter) -> str:
+    return chapter.announcement if isinstance(chapter, AnnouncedChapter) else ""
 
 
 def doc(body: str, title: str = "Untitled") -> str:
@@ -68,7 +74,7 @@ def test_a_chapter_spanning_several_files_is_one_chapter(tmp_path: Path):
     ]
 
 
-def test_nested_toc_is_flattened_with_the_parent_title_for_context(tmp_path: Path):
+def test_nested_toc_titles_are_the_chapters_own_and_parts_are_announced(tmp_path: Path):
     path = custom_epub(
         tmp_path / "b.epub",
         [
@@ -86,11 +92,13 @@ def test_nested_toc_is_flattened_with_the_parent_title_for_context(tmp_path: Pat
     )
     book = read_book(path)
     assert [(c.title, c.paragraphs) for c in book.chapters] == [
-        ("Part One — Chapter 1", ("Text one.",)),
-        ("Part One — Chapter 2", ("Text two.",)),
+        ("Chapter 1", ("Text one.",)),
+        ("Chapter 2", ("Text two.",)),
         ("Part Two", ("An introduction to the second part.",)),  # a part with text of its own is a chapter
-        ("Part Two — Chapter 3", ("Text three.",)),
+        ("Chapter 3", ("Text three.",)),
     ]
+    # the listener hears the part where the book enters it; Part Two announced itself
+    assert [announced(c) for c in book.chapters] == ["Part One. Chapter 1", "", "", ""]
 
 
 def test_parent_and_first_child_at_the_same_place_give_one_chapter(tmp_path: Path):
@@ -105,7 +113,8 @@ def test_parent_and_first_child_at_the_same_place_give_one_chapter(tmp_path: Pat
             '<li><a href="c2.xhtml">Chapter 2</a></li></ol></li></ol>'
         ),
     )
-    assert titles(path) == ["Book One — Chapter 1", "Book One — Chapter 2"]
+    assert titles(path) == ["Chapter 1", "Chapter 2"]
+    assert announced(read_book(path).chapters[0]) == "Book One. Chapter 1"
 
 
 def test_a_single_root_entry_named_after_the_book_is_not_a_prefix(tmp_path: Path):
@@ -132,9 +141,10 @@ def test_epub2_ncx_with_fragments_and_nesting(tmp_path: Path):
     path = custom_epub(tmp_path / "b.epub", [("text.xhtml", doc(body))], ncx=points, version=2)
     book = read_book(path)
     assert [(c.title, c.paragraphs) for c in book.chapters] == [
-        ("Part I — Alpha", ("Alpha text.",)),
-        ("Part I — Beta", ("Beta text.",)),
+        ("Alpha", ("Alpha text.",)),
+        ("Beta", ("Beta text.",)),
     ]
+    assert [announced(c) for c in book.chapters] == ["Part I. Alpha", ""]
 
 
 def test_page_list_and_landmarks_are_never_chapters(tmp_path: Path):
@@ -342,7 +352,9 @@ def test_scripts_styles_page_numbers_and_note_marks_are_dropped(tmp_path: Path):
         '<p>Ruby: <ruby>漢<rt>hàn</rt>字<rt>zì</rt></ruby>.</p><p hidden="hidden">Hidden.</p>'
     )
     assert chapter_of(tmp_path, body) == ("Before after.", "A claim and another.", "Ruby: 漢字.")
-    assert "The footnote." in chapter_of(tmp_path, body, IngestOptions(include_footnotes=True))
+    # the note is read after the chapter's text, opened by its reference's mark
+    read_after = chapter_of(tmp_path, body, IngestOptions(notes="chapter"))
+    assert read_after[-2:] == ("Notes", "Note 1. The footnote.")
 
 
 def test_html_entities_in_xhtml_are_read(tmp_path: Path):

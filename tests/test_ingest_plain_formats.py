@@ -69,22 +69,31 @@ def test_english_heading_styles(tmp_path: Path):
     ]
 
 
-def test_parts_prefix_their_chapters(tmp_path: Path):
-    text = "PART ONE\n\nChapter 1\n\nA.\n\nChapter 2\n\nB.\n\nPART TWO\n\nChapter 3\n\nC.\n"
-    assert [title for title, _ in outline(write(tmp_path, "b.txt", text))] == [
+def test_parts_are_announced_before_their_first_chapter(tmp_path: Path):
+    text = "PART ONE\n\nChapter 1\n\nA.\n\nChapter 2\n\nB.\n\nPART TWO\n\nChapter 1\n\nC.\n"
+    book = read_book(write(tmp_path, "b.txt", text))
+    # the player shows each chapter's own title, with its part only where two would look the same
+    assert [chapter.title for chapter in book.chapters] == [
         "PART ONE — Chapter 1",
-        "PART ONE — Chapter 2",
-        "PART TWO — Chapter 3",
+        "Chapter 2",
+        "PART TWO — Chapter 1",
+    ]
+    assert [getattr(chapter, "announcement", "") for chapter in book.chapters] == [
+        "PART ONE. Chapter 1",
+        "",
+        "PART TWO. Chapter 1",
     ]
 
 
 def test_chinese_volumes_and_chapters(tmp_path: Path):
     text = "第一卷 风起\n\n第1章 初见\n\n正文一。\n\n第2章 再见\n\n正文二。\n\n番外 后来\n\n番外正文。\n"
-    assert outline(write(tmp_path, "b.txt", text)) == [
-        ("第一卷 风起 — 第1章 初见", ("正文一。",)),
-        ("第一卷 风起 — 第2章 再见", ("正文二。",)),
-        ("第一卷 风起 — 番外 后来", ("番外正文。",)),
+    book = read_book(write(tmp_path, "b.txt", text))
+    assert [(chapter.title, chapter.paragraphs) for chapter in book.chapters] == [
+        ("第1章 初见", ("正文一。",)),
+        ("第2章 再见", ("正文二。",)),
+        ("番外 后来", ("番外正文。",)),
     ]
+    assert getattr(book.chapters[0], "announcement", "") == "第一卷 风起。第1章 初见"
 
 
 def test_bare_roman_numerals_are_headings_only_when_the_book_uses_them(tmp_path: Path):

@@ -18,7 +18,7 @@ from jobs.runtime import Runtime, open_runtime
 from jobs.speak import synthesize_batch
 from jobs.status import job_statuses
 from jobs.submit import submit_book
-from pipeline.errors import OutOfDeviceMemory
+from pipeline.errors import NoSuchJob, OutOfDeviceMemory, TtsJobsError
 from storage import repo
 from storage.models import BatchState, JobState, SentenceState
 from tests.books import write_epub
@@ -176,9 +176,9 @@ def test_gpu_workers_record_their_batches_while_a_book_is_read(rt, tmp_path: Pat
     real_read = ingest.read_book
     recorded = []
 
-    def read_while_a_batch_lands(path):  # type: ignore[no-untyped-def]
+    def read_while_a_batch_lands(path, options=None):  # type: ignore[no-untyped-def]
         recorded.append(synthesize_batch(rt, tiny_engine, batch_id, "gpu0"))
-        return real_read(path)
+        return real_read(path, options)
 
     monkeypatch.setattr(ingest, "read_book", read_while_a_batch_lands)
     assert ingest_job(rt, second)
@@ -226,8 +226,11 @@ def test_each_sentence_is_handed_to_the_wav_writer_as_the_engine_finishes_it(rt,
 def test_a_cancelled_job_is_not_planned_or_spoken(rt, tmp_path: Path, tiny_engine) -> None:  # type: ignore[no-untyped-def]
     job_id = _ingested_job(rt, tmp_path)
     [batch_id] = plan_pending(rt)
-    assert cancel_job(rt, job_id)
-    assert not cancel_job(rt, job_id)
+    cancel_job(rt, job_id)
+    with pytest.raises(TtsJobsError, match="cancelled already"):
+        cancel_job(rt, job_id)
+    with pytest.raises(NoSuchJob, match="no job 999: see `tts-jobs status`"):
+        cancel_job(rt, 999)
 
     assert synthesize_batch(rt, tiny_engine, batch_id, "gpu0") == []
     with rt.session() as s:
@@ -236,14 +239,23 @@ def test_a_cancelled_job_is_not_planned_or_spoken(rt, tmp_path: Path, tiny_engin
     assert job_statuses(rt, job_id)[0].state == "cancelled"
 
 
-def test_sentences_keep_their_seed_whatever_their_batch(rt, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """A retried or re-batched sentence sounds the same: its seed comes from job and position only."""
-    job_id = _ingested_job(rt, tmp_path)
+def test_sentences_keep_their_seed_whatever_their_batch_or_job(rt, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A retried, resumed or re-batched sentence sounds the same, and so does the same book in
+    another job: its seed comes from the book's content and the sentence's place only."""
+    def seeds_of(job_id: int) -> list[tuple[int, int, int]]:
+        with rt.session() as s:
+            return [(c.index, x.index, x.seed) for c in repo.job_chapters(s, job_id)
+                    for x in repo.chapter_sentences(s, c.id)]
+
+    first, again = _ingested_job(rt, tmp_path), _ingested_job(rt, tmp_path)
+    other = _ingested_job(rt, tmp_path, [("Other", ["A different book entirely."])], name="other")
     with rt.session() as s:
-        seeds = [(c.index, x.index, x.seed) for c in repo.job_chapters(s, job_id)
-                 for x in repo.chapter_sentences(s, c.id)]
-    assert all(seed == sentence_seed(job_id, c, i) for c, i, seed in seeds)
+        sha256 = repo.get_job(s, first).source_sha256
+    seeds = seeds_of(first)
+    assert all(seed == sentence_seed(sha256, c, i) for c, i, seed in seeds)
     assert len({seed for *_, seed in seeds}) == len(seeds)
+    assert seeds_of(again) == seeds
+    assert seeds_of(other)[0][2] != seeds[0][2]
 
 
 def test_batches_fit_the_smallest_live_worker_and_its_learned_limit(rt, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

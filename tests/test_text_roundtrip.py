@@ -6,12 +6,24 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from books import SAMPLE_CHAPTERS, SAMPLE_ZH_CHAPTERS, write_epub, write_html, write_markdown, write_txt
+from books import (
+    SAMPLE_CHAPTERS,
+    SAMPLE_ZH_CHAPTERS,
+    endnotes_epub,
+    math_epub,
+    nested_toc_epub,
+    poetry_epub,
+    running_heads_epub,
+    write_epub,
+    write_html,
+    write_markdown,
+    write_txt,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.ingest import read_book
-from pipeline.text import TextOptions, normalize_text, segment_chapter, split_sentences
+from pipeline.ingest import IngestOptions, read_book
+from pipeline.text import AnnouncedChapter, TextOptions, normalize_text, segment_chapter, split_sentences
 from pipeline.text.marks import ALLOWED
 from pipeline.text.sentences import cost
 from pipeline.types import Book, Chapter, Sentence
@@ -59,6 +71,26 @@ def test_every_fixture_book_round_trips(tmp_path: Path, options: TextOptions):
             for sentence in sentences:
                 assert ALLOWED.fullmatch(sentence.text), sentence
                 assert cost(sentence.text, options.cjk_weight) <= options.max_chars, sentence
+
+
+def test_books_with_notes_math_margins_and_running_heads_round_trip(tmp_path: Path):
+    """Every paragraph kept (text and notes alike) is read once, in order, after the announcement."""
+    books = [nested_toc_epub(tmp_path / "nested.epub")]
+    for language in ("en", "zh"):
+        books += [
+            builder(tmp_path / f"{builder.__name__}-{language}.epub", language=language)
+            for builder in (endnotes_epub, math_epub, poetry_epub, running_heads_epub)
+        ]
+    for path in books:
+        for notes in ("end", "chapter", "skip"):
+            for chapter in read_book(path, IngestOptions(notes=notes)).chapters:
+                sentences = split_sentences(chapter)
+                announced = chapter.announcement if isinstance(chapter, AnnouncedChapter) else chapter.title
+                assert_contract(announced, chapter.paragraphs, sentences, chapter.index)
+                sources = {-1: announced, **dict(enumerate(chapter.paragraphs))}
+                for index, source in sources.items():
+                    joined = "".join(s.text for s in sentences if s.paragraph_index == index)
+                    assert squeeze(joined) == squeeze(normalize_text(source)), (path, source)
 
 
 def assert_contract(

@@ -2,7 +2,8 @@
 
 * M4B: every chapter is encoded to AAC on its own (in parallel; see :mod:`pipeline.audio.aac`),
   then the frames are joined into one file with tags, QuickTime + Nero chapters, the cover as
-  attached picture, ``stik`` = audiobook and ``+faststart``.
+  attached picture, ``stik`` = audiobook, brand ``M4B ``, the book's language on the audio and
+  chapter tracks (:mod:`pipeline.audio.mp4lang`) and ``+faststart``.
 * MP3 / Ogg Opus / FLAC / WAV: one file per chapter, tagged afterwards with mutagen. A WAV that
   needs no limiter is written here (the gain applied in numpy, bit-identical to ffmpeg's
   ``volume`` filter and ~3.5x faster: no process, one pass); the rest goes through ffmpeg.
@@ -35,6 +36,8 @@ from pipeline.audio.aac import (
 from pipeline.audio.failures import os_error_fix, remove_quietly
 from pipeline.audio.ffmeta import ChapterMark, render_ffmetadata
 from pipeline.audio.ffmpeg import run_ffmpeg
+from pipeline.audio.languages import container_language
+from pipeline.audio.mp4lang import TEXT_HANDLER, Mp4StructureError, set_track_language
 from pipeline.audio.stitch import MeasuredChapter, StitchedChapter, chapter_pcm, is_silence
 from pipeline.audio.tags import GENRE, TrackTags, write_tags
 from pipeline.audio.wavio import canonical_samples_offset
@@ -44,6 +47,9 @@ from pipeline.types import SAMPLE_RATE
 log = logging.getLogger(__name__)
 
 PARTIAL_SUFFIX = ".partial"
+# The brand audiobook players (Apple Books among them) file a book under; ffmpeg's ipod muxer
+# writes "M4A " (music) otherwise.
+M4B_BRAND = "M4B "
 _BITEXACT = ["-fflags", "+bitexact", "-flags:a", "+bitexact"]
 _CODEC_ARGS = {
     "mp3": lambda bitrate: ["-c:a", "libmp3lame", "-b:a", bitrate, "-f", "mp3"],
@@ -187,8 +193,13 @@ def mux_m4b(
     args += ["-map", "0:a", "-c:a", "copy"]
     if cover_path is not None:
         args += ["-map", "2:v", "-c:v", "copy", "-disposition:v", "attached_pic"]
-    args += ["-map_metadata", "1", "-map_chapters", "1", "-movflags", "+faststart", *_BITEXACT, "-f", "ipod"]
-    return _encode(args, final_path.resolve(), "write the M4B", cwd=work_dir)
+    language = container_language(tags.language)
+    args += ["-map_metadata", "1", "-map_chapters", "1", "-metadata:s:a:0", f"language={language}"]
+    if final_path.suffix.lower() == ".m4b":
+        args += ["-brand", M4B_BRAND]
+    args += ["-movflags", "+faststart", *_BITEXACT, "-f", "ipod"]
+    return _encode(args, final_path.resolve(), "write the M4B", cwd=work_dir,
+                   finish=lambda partial: set_track_language(partial, TEXT_HANDLER, language))
 
 
 def m4b_marks(
@@ -222,9 +233,8 @@ def encode_chapter_file(
     args = ["-i", str(chapter.wav_path), "-map", "0:a", "-map_metadata", "-1"]
     args += ["-af", loudness.ffmpeg_filter(chapter.samples)]
     args += [*_CODEC_ARGS[audio_format](bitrate), *_BITEXACT]
-    return _encode(
-        args, final_path, f"encode chapter {tags.track} as {audio_format}", tag=(audio_format, tags)
-    )
+    return _encode(args, final_path, f"encode chapter {tags.track} as {audio_format}",
+                   finish=lambda partial: write_tags(partial, audio_format, tags))
 
 
 WAV_BLOCK_FRAMES = 1 << 20  # samples per pass: a chapter's copy is never all in memory at once
@@ -317,15 +327,16 @@ def _encode(
     args: list[str],
     final_path: Path,
     action: str,
-    tag: tuple[str, TrackTags] | None = None,
     cwd: Path | None = None,
+    finish: Callable[[Path], object] | None = None,
 ) -> Path:
+    """Run ffmpeg into the partial file, then ``finish`` it (tags), then give it its final name."""
     partial = partial_path(final_path)
     try:
         run_ffmpeg([*args, str(partial)], final_path, action, cwd=cwd)
-        if tag is not None:
-            write_tags(partial, *tag)
-    except (OSError, MutagenError) as exc:
+        if finish is not None:
+            finish(partial)
+    except (OSError, MutagenError, Mp4StructureError) as exc:
         remove_quietly(partial)
         cause = exc if isinstance(exc, OSError) else exc.__cause__ or exc.__context__
         if isinstance(cause, OSError):

@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mutagen.flac import FLAC, Picture
-from mutagen.id3 import APIC, COMM, ID3, TALB, TCOM, TCON, TDRC, TIT2, TPE1, TPE2, TRCK
+from mutagen.id3 import APIC, COMM, ID3, TALB, TCOM, TCON, TDRC, TIT2, TLAN, TPE1, TPE2, TRCK
 from mutagen.oggopus import OggOpus
 from mutagen.wave import WAVE
 
+from pipeline.audio.languages import iso639_2
 from pipeline.types import BookMetadata
 
 GENRE = "Audiobook"
@@ -33,7 +34,7 @@ class TrackTags:
     description: str
     track: int  # 1-based
     track_total: int
-    language: str = ""
+    language: str = ""  # the book's BCP-47 tag ("zh-CN"); ID3 gets its ISO 639-2 code
     cover: bytes | None = None
     cover_mime: str = ""
 
@@ -91,6 +92,8 @@ def _id3_frames(tags: TrackTags, with_cover: bool) -> list:
         frames.append(TCOM(encoding=3, text=tags.narrator))
     if tags.year:
         frames.append(TDRC(encoding=3, text=tags.year))
+    if iso639_2(tags.language):
+        frames.append(TLAN(encoding=3, text=iso639_2(tags.language)))
     if tags.description:
         frames.append(COMM(encoding=3, lang="eng", desc="", text=tags.description))
     if with_cover and tags.cover:
@@ -126,7 +129,7 @@ def _vorbis_comments(tags: TrackTags) -> dict[str, str]:
         "TRACKTOTAL": str(tags.track_total),
         "DATE": tags.year,
         "DESCRIPTION": tags.description,
-        "LANGUAGE": tags.language,
+        "LANGUAGE": tags.language,  # Vorbis comments have no code list: the book's BCP-47 tag
     }
     return {key: value for key, value in comments.items() if value}
 

@@ -17,10 +17,13 @@ from pipeline.errors import BookError
 from pipeline.ingest.chapters import RawBook, RawChapter
 from pipeline.ingest.epub import read_epub
 from pipeline.ingest.html import read_html
+from pipeline.ingest.language import with_language
 from pipeline.ingest.markdown import read_markdown
+from pipeline.ingest.notes import place_notes
 from pipeline.ingest.options import IngestOptions
 from pipeline.ingest.plaintext import read_txt
-from pipeline.text import speakability_warnings, unsupported_script_error
+from pipeline.ingest.titles import ChapterTitle, chapter_titles
+from pipeline.text import AnnouncedChapter, speakability_warnings, unsupported_script_error
 from pipeline.types import Book, Chapter
 
 __all__ = ["SUPPORTED_EXTENSIONS", "IngestOptions", "read_book"]
@@ -48,7 +51,9 @@ def read_book(path: Path, options: IngestOptions | None = None) -> Book:
         options: what to read and the safety limits; defaults suit bulk runs.
 
     Returns:
-        The book, with empty chapters dropped, chapters numbered from 0 and reader warnings.
+        The book, with its notes placed as ``options.notes`` says, empty chapters dropped, chapters
+        numbered from 0 and titled for a player (an ``AnnouncedChapter`` where the listener hears
+        more), and every warning about what was left out, once.
 
     Raises:
         BookError: the file is missing, unsupported, corrupt, hostile, DRM-protected or holds no text.
@@ -68,7 +73,7 @@ def read_book(path: Path, options: IngestOptions | None = None) -> Book:
         raise BookError(
             path,
             "needs more memory than is available to read",
-            "lower IngestOptions' size limits or split the book",
+            "split the book, or lower the limit with --max-book-mb",
         ) from None
     except Exception as exc:  # a bug of ours must fail this book, never the worker that reads it
         logger.exception("%s: %s", path, INTERNAL_ERROR_MARKER)
@@ -97,12 +102,15 @@ def _reader_for(path: Path) -> Callable[[Path, IngestOptions], RawBook]:
 
 
 def _finished_book(path: Path, raw: RawBook, options: IngestOptions) -> Book:
+    """The book as it is read: notes placed, empty chapters dropped, titles for the player and the
+    listener, and every warning once (logged here, and carried by the book for inspect and status)."""
+    placed, warnings = place_notes(raw, options.notes)
+    warnings = [*raw.warnings, *warnings, *_left_out_counts(raw)]
+    kept = [(candidate, paragraphs) for candidate in placed if (paragraphs := _paragraphs(candidate))]
     chapters: list[Chapter] = []
-    warnings = list(raw.warnings)
-    for candidate in raw.chapters:
-        chapter = _chapter(len(chapters), candidate)
-        if chapter is None:
-            continue
+    titles = chapter_titles([candidate for candidate, _ in kept])
+    for (_, paragraphs), title in zip(kept, titles, strict=True):
+        chapter = _chapter(len(chapters), title, paragraphs)
         chapters.append(chapter)
         warnings.extend(_speakability_warnings(path, chapter, options))
     if not chapters:
@@ -110,15 +118,33 @@ def _finished_book(path: Path, raw: RawBook, options: IngestOptions) -> Book:
             path, "holds no readable text", "check that the book is not empty or made only of images"
         )
     for warning in warnings:
-        logger.debug("%s: %s", path, warning)
-    return Book(str(path), raw.format, raw.metadata, tuple(chapters), tuple(warnings))
+        logger.warning("%s: %s", path, warning)
+    # The language the tags carry: the one the file states, else the one its text is written in.
+    metadata = with_language(raw.metadata, chapters)
+    return Book(str(path), raw.format, metadata, tuple(chapters), tuple(warnings))
 
 
-def _chapter(index: int, raw: RawChapter) -> Chapter | None:
-    paragraphs = tuple(text for text in (paragraph.strip() for paragraph in raw.paragraphs) if text)
-    if not paragraphs:
-        return None
-    return Chapter(index=index, title=" ".join(raw.title.split()), paragraphs=paragraphs)
+def _paragraphs(raw: RawChapter) -> tuple[str, ...]:
+    return tuple(text for text in (paragraph.strip() for paragraph in raw.paragraphs) if text)
+
+
+def _chapter(index: int, title: ChapterTitle, paragraphs: tuple[str, ...]) -> Chapter:
+    shown = " ".join(title.shown.split())
+    if title.announced:
+        return AnnouncedChapter(index, shown, paragraphs, announcement=" ".join(title.announced.split()))
+    return Chapter(index=index, title=shown, paragraphs=paragraphs)
+
+
+def _left_out_counts(raw: RawBook) -> list[str]:
+    """Warnings for what the readers counted as they left it out or stood in for it."""
+    counts = []
+    if raw.formulas:
+        counts.append(
+            f"{raw.formulas} formulas have no text alternative (alttext); each is read as 'formula'"
+        )
+    if raw.line_numbers:
+        counts.append(f"left out {raw.line_numbers} line and page numbers (margin numbers are not read)")
+    return counts
 
 
 def _speakability_warnings(path: Path, chapter: Chapter, options: IngestOptions) -> list[str]:

@@ -4,7 +4,8 @@ A reader turns its source into one list of blocks and a list of *starts*: places
 begins, each with the path of titles leading to it (``("Part One", "Chapter 1")``), from an EPUB table
 of contents or from headings. Each start's chapter runs to the next start. A start whose chapter holds
 no text of its own (a part title page, or a parent entry pointing where its first child points) yields
-no chapter, and its title lives on as the prefix of its children's titles.
+no chapter; its title lives on in its children's paths, which ``titles`` turns into the title a player
+shows and the announcement a listener hears.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 
-from pipeline.ingest.xhtml import Block
+from pipeline.ingest.xhtml import Block, Note, NoteRef
 from pipeline.types import BookMetadata
 
 TITLE_SEPARATOR = " — "
@@ -37,6 +38,9 @@ class RawChapter:
 
     title: str
     paragraphs: list[str]
+    path: tuple[str, ...] = ()  # the titles leading to it, outermost first, its own last; () if none
+    at: int = -1  # the index of its first block in the reader's block list (-1: not known)
+    anchors: dict[int, tuple[str, ...]] = field(default_factory=dict)  # paragraph -> element ids in it
 
 
 @dataclass
@@ -47,6 +51,11 @@ class RawBook:
     metadata: BookMetadata
     chapters: list[RawChapter]
     warnings: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)  # set aside from the text; ``at`` is a block index
+    note_refs: list[NoteRef] = field(default_factory=list)  # targets keyed as the notes' ids are
+    notes_title: str = ""  # what the book calls its notes section
+    formulas: int = 0  # formulas without text, read as 'formula'
+    line_numbers: int = 0  # line and page numbers left out
 
 
 @dataclass(frozen=True)
@@ -65,8 +74,10 @@ class Section:
     start: Start
     lo: int
     hi: int
-    title: str
+    title: str  # its whole path joined: 'Part One — Chapter 1'
     blocks: list[Block]
+    path: tuple[str, ...] = ()  # the titles of that path worth saying, its own last
+    positions: list[int] = field(default_factory=list)  # each block's index in the reader's list
 
 
 def title_key(text: str) -> str:
@@ -84,8 +95,8 @@ def is_front_matter_title(title: str) -> bool:
     return bool(plain) and bool(_FRONT_MATTER_TITLE.match(plain))
 
 
-def join_path(path: tuple[str, ...], book_title: str) -> str:
-    """'Part One — Chapter 1' from a title path, leaving out the book's own title and repeats."""
+def title_path(path: tuple[str, ...], book_title: str) -> tuple[str, ...]:
+    """The titles of a path worth saying: without the book's own title, empty ones and repeats."""
     book_key = title_key(book_title)
     kept: list[str] = []
     for label in path:
@@ -95,13 +106,14 @@ def join_path(path: tuple[str, ...], book_title: str) -> str:
             continue
         kept = [parent for parent in kept if title_key(parent) not in key]  # "Book 1" ⊂ "Book 1, Chapter 1"
         kept.append(label)
-    return TITLE_SEPARATOR.join(kept)
+    return tuple(kept)
 
 
 def sections(blocks: list[Block], starts: list[Start], book_title: str) -> list[Section]:
     """Cut ``blocks`` at ``starts`` (which must be sorted by position) into titled sections.
 
-    Blocks before the first start form an untitled-by-TOC section of their own.
+    Blocks before the first start form an untitled-by-TOC section of their own. Blocks left empty
+    (a running header taken out) are no part of any section.
     """
     bounds = list(starts)
     if not bounds or bounds[0].at > 0:
@@ -109,24 +121,27 @@ def sections(blocks: list[Block], starts: list[Start], book_title: str) -> list[
     result: list[Section] = []
     for number, start in enumerate(bounds):
         hi = bounds[number + 1].at if number + 1 < len(bounds) else len(blocks)
-        title, body = _title_and_body(start, blocks[start.at : hi], book_title)
-        result.append(Section(start, start.at, hi, title, body))
+        positions = [index for index in range(start.at, hi) if blocks[index].text]
+        path, first = _path_and_body(start, [blocks[index] for index in positions], book_title)
+        body = [blocks[index] for index in positions[first:]]
+        result.append(Section(start, start.at, hi, TITLE_SEPARATOR.join(path), body, path, positions[first:]))
     return result
 
 
-def _title_and_body(start: Start, blocks: list[Block], book_title: str) -> tuple[str, list[Block]]:
-    """The section's title, and its blocks without leading headings that only repeat the title."""
-    title = join_path(start.path, book_title)
+def _path_and_body(start: Start, blocks: list[Block], book_title: str) -> tuple[tuple[str, ...], int]:
+    """The section's title path, and where its body begins after leading headings that only repeat
+    its title."""
+    path = title_path(start.path, book_title)
     first = 0
-    if not title:
+    if not path:
         heading = _leading_heading(blocks)
         if heading is not None:
-            title = clean_title(blocks[heading].text)
+            path = title_path((blocks[heading].text,), "")
             first = heading + 1
-    key = title_key(title)
+    key = title_key(TITLE_SEPARATOR.join(path))
     while first < len(blocks) and blocks[first].level and key and title_key(blocks[first].text) in key:
         first += 1
-    return title, blocks[first:]
+    return path, first
 
 
 def _leading_heading(blocks: list[Block]) -> int | None:

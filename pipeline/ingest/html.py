@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from lxml import etree
@@ -41,23 +42,33 @@ def read_html(path: Path, options: IngestOptions) -> RawBook:
             f"is not readable HTML ({' '.join(str(exc).split())[:200]})",
             "check that the file is an HTML document",
         ) from None
-    extracted = extract_text(
-        root,
-        ExtractOptions(image_alt_text=options.image_alt_text, include_footnotes=options.include_footnotes),
-    )
+    language = root.get("lang") or root.get("{http://www.w3.org/XML/1998/namespace}lang") or ""
+    extracted = extract_text(root, ExtractOptions(image_alt_text=options.image_alt_text, language=language))
     meta = _meta_tags(root)
-    title, authors, chapters = chapters_from_text_blocks(
+    title, authors, chapters, furniture = chapters_from_text_blocks(
         extracted.blocks, clean_title(extracted.title), path.stem
     )
     metadata = BookMetadata(
         title=title,
         authors=tuple(filter(None, [meta.get("author", "")])) or authors,
-        language=root.get("lang") or root.get("{http://www.w3.org/XML/1998/namespace}lang") or "",
+        language=language,
         publisher=meta.get("publisher", ""),
         date=meta.get("date", "") or meta.get("dc.date", ""),
         description=meta.get("description", ""),
     )
-    return RawBook("html", metadata, chapters, warnings)
+    book = RawBook("html", metadata, chapters, warnings + furniture, notes_title=extracted.notes_title)
+    book.notes = [
+        replace(note, ids=tuple(f"#{element_id}" for element_id in note.ids)) for note in extracted.notes
+    ]
+    book.note_refs = [replace(ref, target=_fragment(ref.target)) for ref in extracted.note_refs]
+    book.formulas, book.line_numbers = extracted.formulas, extracted.line_numbers
+    return book
+
+
+def _fragment(href: str) -> str:
+    """'#n1' for a reference to an element of this document; '' for one elsewhere."""
+    target, _, fragment = href.partition("#")
+    return f"#{fragment}" if fragment and not target else ""
 
 
 _META_CHARSET = re.compile(

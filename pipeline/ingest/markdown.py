@@ -2,6 +2,8 @@
 
 Markup is removed, not read: emphasis marks, link targets, image sources, table rules. Code blocks are
 left out on purpose (reading code aloud helps no listener) and counted in the book's warnings.
+Footnotes (``text[^1]`` with ``[^1]: the note``) are notes: the reference is not read where it stands,
+the note is read where ``--notes`` says.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pathlib import Path
 from pipeline.ingest.chapters import RawBook
 from pipeline.ingest.options import IngestOptions
 from pipeline.ingest.plaintext import chapters_from_text_blocks, decode, read_text_file
-from pipeline.ingest.xhtml import Block
+from pipeline.ingest.xhtml import Block, Note, NoteRef
 from pipeline.types import BookMetadata
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
@@ -36,6 +38,9 @@ _HTML_TAG = re.compile(r"</?[A-Za-z][^>]{0,500}>")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 _EMPHASIS = re.compile(r"(\*{1,3}|_{1,3}|~~)(?=\S)(.+?)(?<=\S)\1")
 _ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|~>])")
+_FOOTNOTE_DEFINITION = re.compile(r"^ {0,3}\[\^([^\]\s]+)\]:[ \t]*(.*)$")
+_FOOTNOTE_CONTINUATION = re.compile(r"^(?: {4}|\t)(.*)$")
+_FOOTNOTE_REF = re.compile(r"\[\^([^\]\s]+)\]")
 
 
 def read_markdown(path: Path, options: IngestOptions) -> RawBook:
@@ -47,9 +52,14 @@ def read_markdown(path: Path, options: IngestOptions) -> RawBook:
     decoded = decode(read_text_file(path, options))
     text = decoded.text.replace("\r\n", "\n").replace("\r", "\n")
     fields, text = _front_matter(text)
-    blocks, code_blocks = markdown_blocks(text, image_alt_text=options.image_alt_text)
-    title, authors, chapters = chapters_from_text_blocks(blocks, fields.get("title", ""), path.stem)
+    text, definitions = _footnote_definitions(text)
+    refs: list[NoteRef] = []
+    blocks, code_blocks = markdown_blocks(text, image_alt_text=options.image_alt_text, refs=refs)
+    title, authors, chapters, furniture = chapters_from_text_blocks(
+        blocks, fields.get("title", ""), path.stem
+    )
     warnings = [decoded.warning] if decoded.warning else []
+    warnings.extend(furniture)
     if code_blocks:
         warnings.append(f"{code_blocks} code block(s) left out: code is not read aloud")
     author_field = fields.get("author") or fields.get("authors") or ""
@@ -61,7 +71,35 @@ def read_markdown(path: Path, options: IngestOptions) -> RawBook:
         date=fields.get("date", ""),
         description=fields.get("description", ""),
     )
-    return RawBook("md", metadata, chapters, warnings)
+    notes = [
+        Note((f"#{name}",), name if len(name) <= 3 else "", [inline_text(note)], len(blocks))
+        for name, note in definitions.items()
+        if inline_text(note)
+    ]
+    return RawBook("md", metadata, chapters, warnings, notes, refs)
+
+
+def _footnote_definitions(text: str) -> tuple[str, dict[str, str]]:
+    """The text without its footnote definitions, and the definitions' texts by name."""
+    if "[^" not in text:
+        return text, {}
+    kept: list[str] = []
+    definitions: dict[str, str] = {}
+    current = ""
+    for line in text.split("\n"):
+        definition = _FOOTNOTE_DEFINITION.match(line)
+        if definition:
+            current = definition.group(1)
+            definitions[current] = definition.group(2)
+            continue
+        continuation = _FOOTNOTE_CONTINUATION.match(line)
+        if current and continuation:
+            definitions[current] += " " + continuation.group(1).strip()
+            continue
+        if line.strip():
+            current = ""
+        kept.append(line)
+    return "\n".join(kept), definitions
 
 
 def _front_matter(text: str) -> tuple[dict[str, str], str]:
@@ -74,8 +112,13 @@ def _front_matter(text: str) -> tuple[dict[str, str], str]:
     return fields, text[match.end() :]
 
 
-def markdown_blocks(text: str, *, image_alt_text: bool = False) -> tuple[list[Block], int]:
-    """Headings and paragraphs of a Markdown text, and how many code blocks were left out."""
+def markdown_blocks(
+    text: str, *, image_alt_text: bool = False, refs: list[NoteRef] | None = None
+) -> tuple[list[Block], int]:
+    """Headings and paragraphs of a Markdown text, and how many code blocks were left out.
+
+    ``refs``: where given, footnote references are taken out of the text and added to it.
+    """
     blocks: list[Block] = []
     paragraph: list[str] = []
     code_blocks = 0
@@ -83,7 +126,10 @@ def markdown_blocks(text: str, *, image_alt_text: bool = False) -> tuple[list[Bl
 
     def flush() -> None:
         if paragraph:
-            text = inline_text(" ".join(paragraph), image_alt_text=image_alt_text)
+            joined = " ".join(paragraph)
+            if refs is not None and "[^" in joined:
+                joined = _take_refs(joined, len(blocks), refs)
+            text = inline_text(joined, image_alt_text=image_alt_text)
             if text:
                 blocks.append(Block(text))
             paragraph.clear()
@@ -135,6 +181,13 @@ def markdown_blocks(text: str, *, image_alt_text: bool = False) -> tuple[list[Bl
         paragraph.append(line.strip())
     flush()
     return blocks, code_blocks
+
+
+def _take_refs(text: str, at: int, refs: list[NoteRef]) -> str:
+    for match in _FOOTNOTE_REF.finditer(text):
+        name = match.group(1)
+        refs.append(NoteRef(f"#{name}", name if len(name) <= 3 else "", at))
+    return _FOOTNOTE_REF.sub("", text)
 
 
 def inline_text(text: str, *, image_alt_text: bool = False) -> str:

@@ -5,20 +5,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 MiB = 1024 * 1024
+NOTES_PLACES = ("end", "chapter", "skip")  # where notes are read: the book's end, their chapter's, nowhere
 
 
 @dataclass(frozen=True)
 class IngestOptions:
     """How a book file is read.
 
-    The defaults suit a nightly bulk run: front matter left out, hostile archives refused early.
-    The size limits bound time and memory for any input, however it was crafted.
+    The defaults suit a nightly bulk run: front matter left out, notes read at the end of the book,
+    hostile archives refused early. The size limits bound time and memory for any input, however it
+    was crafted; ``with_size_limit`` sets the byte limits from one figure (the ``--max-book-mb`` option).
     """
 
     include_nonlinear: bool = False  # EPUB spine items marked linear="no" (pop-up notes, answer keys)
     keep_front_matter: bool = False  # cover, title page, copyright, contents, index, colophon
     image_alt_text: bool = False  # read an image's alt text where the image sits
-    include_footnotes: bool = False  # EPUB 3 footnote/endnote asides (note reference marks are never read)
+    notes: str = "end"  # footnotes and endnotes: "end" of the book, end of their "chapter", or "skip"
     fail_on_unsupported_script: bool = False  # BookError instead of a warning for e.g. Cyrillic or kana
     max_file_bytes: int = 1024 * MiB  # the book file itself
     max_uncompressed_bytes: int = 512 * MiB  # all EPUB members read, counted as they decompress
@@ -37,3 +39,20 @@ class IngestOptions:
         for name in limits:
             if getattr(self, name) <= 0:
                 raise ValueError(f"IngestOptions.{name} must be positive")
+        if self.notes not in NOTES_PLACES:
+            raise ValueError(f"notes must be one of {', '.join(NOTES_PLACES)}, not {self.notes!r}")
+
+    @classmethod
+    def with_size_limit(cls, megabytes: int, **options: object) -> IngestOptions:
+        """Options whose byte limits follow one figure: the book file and all it decompresses to may
+        each be ``megabytes`` MiB, and one member of an EPUB a quarter of that, but at least 128 MiB
+        (all of it, when that is less)."""
+        if megabytes <= 0:
+            raise ValueError("the size limit must be a positive number of megabytes")
+        size = megabytes * MiB
+        return cls(
+            max_file_bytes=size,
+            max_uncompressed_bytes=size,
+            max_member_bytes=max(size // 4, min(size, 128 * MiB)),
+            **options,  # type: ignore[arg-type]
+        )

@@ -16,7 +16,9 @@ from pathlib import Path
 
 from pipeline.errors import BookError
 from pipeline.ingest.chapters import RawBook, RawChapter, clean_title, heading_starts, sections, title_key
+from pipeline.ingest.notes import plain_text_notes
 from pipeline.ingest.options import IngestOptions
+from pipeline.ingest.running_heads import leave_out_running_heads
 from pipeline.ingest.xhtml import Block
 from pipeline.types import BookMetadata
 
@@ -89,7 +91,7 @@ def read_text_file(path: Path, options: IngestOptions) -> bytes:
             raise BookError(
                 path,
                 f"is {size:,} bytes, over the {options.max_file_bytes:,}-byte limit",
-                "split the book, or raise IngestOptions.max_file_bytes",
+                "split the book, or raise the limit with --max-book-mb",
             )
         return path.read_bytes()
     except OSError as exc:
@@ -184,16 +186,17 @@ def read_txt(path: Path, options: IngestOptions) -> RawBook:
     text = decoded.text.replace("\r\n", "\n").replace("\r", "\n")
     fields = {name.lower(): value.strip() for name, value in _GUTENBERG_FIELD.findall(text[:20_000])}
     text = _without_gutenberg_licence(text)
-    blocks = text_blocks(text)
-    title, authors, chapters = chapters_from_text_blocks(
+    blocks, notes, refs = plain_text_notes(text_blocks(text))
+    title, authors, chapters, furniture = chapters_from_text_blocks(
         blocks, fields.get("title", ""), path.stem, title_from_top_heading=False
     )
+    warnings.extend(furniture)
     metadata = BookMetadata(
         title=title,
         authors=tuple(filter(None, [fields.get("author", "")])) or authors,
         language=_language_code(fields.get("language", "")),
     )
-    return RawBook("txt", metadata, chapters, warnings)
+    return RawBook("txt", metadata, chapters, warnings, notes, refs)
 
 
 def _without_gutenberg_licence(text: str) -> str:
@@ -267,8 +270,9 @@ def _join_lines(lines: list[str]) -> str:
 
 def chapters_from_text_blocks(
     blocks: list[Block], title_hint: str, fallback_title: str, *, title_from_top_heading: bool = True
-) -> tuple[str, tuple[str, ...], list[RawChapter]]:
-    """The book's title and authors, and its chapters, from paragraphs and heading blocks.
+) -> tuple[str, tuple[str, ...], list[RawChapter], list[str]]:
+    """The book's title and authors, its chapters, from paragraphs and heading blocks, and the
+    warnings about running headers and footers left out of them.
 
     Args:
         blocks: paragraphs and headings in reading order.
@@ -280,19 +284,18 @@ def chapters_from_text_blocks(
     starts, heading_title = heading_starts(blocks, title_from_top_heading=title_from_top_heading)
     if not starts:  # no headings: one chapter, named after the book
         title = clean_title(title_hint or heading_title or fallback_title)
-        return title, (), [RawChapter(title, [block.text for block in blocks if not _is_title(block, title)])]
+        paragraphs = [block.text for block in blocks if not _is_title(block, title)]
+        return title, (), [RawChapter(title, paragraphs, at=0)], []
     preamble_title, authors, preamble_is_title_page = _title_page(blocks[: starts[0].at])
     title = clean_title(title_hint or heading_title or preamble_title or fallback_title)
     chapters: list[RawChapter] = []
     for section in sections(blocks, starts, title):
         if section.lo == 0 and section.hi == starts[0].at and preamble_is_title_page:
             continue
-        chapters.append(
-            RawChapter(
-                section.title or (title if section.lo == 0 else ""), [block.text for block in section.blocks]
-            )
-        )
-    return title, authors, chapters
+        paragraphs = [block.text for block in section.blocks]
+        chapter_title = section.title or (title if section.lo == 0 else "")
+        chapters.append(RawChapter(chapter_title, paragraphs, section.path, section.lo))
+    return title, authors, chapters, leave_out_running_heads(chapters)
 
 
 def _title_page(preamble: list[Block]) -> tuple[str, tuple[str, ...], bool]:

@@ -137,7 +137,7 @@ class SafeZip:
             self.path,
             f"member '{info.filename}' decompresses to more than {cap:,} bytes "
             f"(compressed {info.compress_size:,}): a zip bomb or a book too large to read",
-            "refuse this file; if it is a genuine book, raise IngestOptions' size limits",
+            "refuse this file; if it is a genuine book, raise the limit with --max-book-mb",
         )
 
 

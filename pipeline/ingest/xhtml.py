@@ -3,6 +3,10 @@
 A content document becomes a list of blocks (paragraphs, headings, list items, table rows, quotes),
 each one string. Element ids are mapped to the block they open, so a table of contents that points
 at ``chapter.xhtml#part2`` can start a chapter in the middle of a file.
+
+What is not prose (``semantics``) is kept out of the blocks: notes are set aside with the references
+that point to them, for ``notes`` to place; line and page numbers are counted and left out; math is
+read from its ``alttext``, or as the word "formula" (counted) where it has none.
 """
 
 from __future__ import annotations
@@ -12,121 +16,76 @@ from dataclasses import dataclass, field
 
 from lxml import etree
 
+from pipeline.ingest.semantics import (
+    BACKLINK,
+    EPUB_TYPE,
+    HIDDEN,
+    LINE_NUMBER,
+    MATH,
+    NOTE,
+    NOTE_MARK,
+    NOTE_REF,
+    NOTES,
+    kind,
+    math_text,
+    note_label,
+    text_of,
+    tokens,
+)
 from pipeline.ingest.xmlsafe import local_name
 
-EPUB_TYPE = "{http://www.idpf.org/2007/ops}type"
+__all__ = ["EPUB_TYPE", "Block", "ExtractOptions", "Note", "NoteRef", "XhtmlText", "extract_text"]
 
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _BLOCKS = frozenset(
-    [
-        "p",
-        "div",
-        "section",
-        "article",
-        "aside",
-        "header",
-        "footer",
-        "main",
-        "nav",
-        "figure",
-        "figcaption",
-        "blockquote",
-        "pre",
-        "li",
-        "ul",
-        "ol",
-        "dl",
-        "dt",
-        "dd",
-        "table",
-        "thead",
-        "tbody",
-        "tfoot",
-        "tr",
-        "caption",
-        "hr",
-        "address",
-        "center",
-        "body",
-        "html",
-        "details",
-        "summary",
-        "fieldset",
-        "legend",
-        "hgroup",
-        "h1",
-        "h2",
-        "h3",
-        "h4",
-        "h5",
-        "h6",
-        "dialog",
-        "search",
-    ]
+    "p div section article aside header footer main nav figure figcaption blockquote pre li ul ol dl dt "
+    "dd table thead tbody tfoot tr caption hr address center body html details summary fieldset legend "
+    "hgroup h1 h2 h3 h4 h5 h6 dialog search".split()
 )
 # Never read: code, styling, ruby annotations (pinyin/furigana would double the text), embedded media,
 # form controls. <title> is read separately as a hint, never as body text.
 _SKIPPED = frozenset(
-    [
-        "script",
-        "style",
-        "head",
-        "title",
-        "template",
-        "noscript",
-        "rt",
-        "rp",
-        "object",
-        "embed",
-        "iframe",
-        "audio",
-        "video",
-        "canvas",
-        "svg",
-        "math",
-        "button",
-        "input",
-        "select",
-        "textarea",
-        "map",
-        "area",
-        "link",
-        "meta",
-        "base",
-    ]
+    "script style head title template noscript rt rp object embed iframe audio video canvas svg button "
+    "input select textarea map area link meta base".split()
 )
 _CELLS = frozenset(("td", "th"))
-# Semantics (epub:type / ARIA role) of elements that are not part of the read text.
-_NOT_READ = frozenset(("pagebreak", "doc-pagebreak", "noteref", "doc-noteref", "doc-backlink", "backlink"))
-_NOTES = frozenset(
-    (
-        "footnote",
-        "endnote",
-        "rearnote",
-        "note",
-        "footnotes",
-        "endnotes",
-        "rearnotes",
-        "doc-footnote",
-        "doc-endnote",
-        "doc-endnotes",
-        "doc-footnotes",
-    )
-)
-_NOTE_MARK = re.compile(r"^[\[(]?(?:\d{1,3}|[*†‡§¶]+|[a-z])[\])]?$")
 _MAX_DEPTH = 150  # elements nested deeper are read as plain text, keeping Python's recursion bounded
 _XML_SPACE = re.compile(r"[ \t\n\r\f]+")
 _SPACE_AROUND_NEWLINE = re.compile(r" *\n[ \n]*")
 _MULTIPLE_SPACES = re.compile(r" {2,}")
-_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
+_FORMULA = "\ue000"  # stands for a formula without text until its block's language is known
+_CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 @dataclass(frozen=True)
 class Block:
-    """One paragraph-like piece of text; ``level`` is 1-6 for headings, 0 otherwise."""
+    """One paragraph-like piece of text; ``level`` is 1-6 for headings, 0 otherwise; ``links``: all of
+    its text is link text; ``frame``: for a block that holds links, its text outside them (a
+    navigation bar 'Previous: <link> | Next: <link>' has the same frame in every chapter)."""
 
     text: str
     level: int = 0
+    links: bool = False
+    frame: str = ""
+
+
+@dataclass
+class Note:
+    """A footnote or endnote, set aside from the text."""
+
+    ids: tuple[str, ...]  # the element ids inside it, by which references find it
+    label: str  # the mark it is known by ('1', '*'), '' when it shows none
+    paragraphs: list[str]
+    at: int  # the index of the block it stood before
+
+
+@dataclass(frozen=True)
+class NoteRef:
+    """Where the text points to a note."""
+
+    target: str  # the reference's href, as written
+    label: str
+    at: int  # the index of the block it stands in
 
 
 @dataclass
@@ -140,12 +99,17 @@ class XhtmlText:
     link_chars: int = 0  # characters of text inside <a href>, to recognise a contents page
     text_chars: int = 0
     images: int = 0
+    notes: list[Note] = field(default_factory=list)
+    note_refs: list[NoteRef] = field(default_factory=list)
+    notes_title: str = ""  # the heading of a notes section ('Notes', '注释'), if it has one
+    line_numbers: int = 0  # line and page numbers left out
+    formulas: int = 0  # formulas without text, read as 'formula'
 
 
 @dataclass(frozen=True)
 class ExtractOptions:
     image_alt_text: bool = False
-    include_footnotes: bool = False
+    language: str = ""  # the book's language, for words the reader supplies ('formula' or '公式')
 
 
 def extract_text(root: etree._Element, options: ExtractOptions = ExtractOptions()) -> XhtmlText:
@@ -153,17 +117,18 @@ def extract_text(root: etree._Element, options: ExtractOptions = ExtractOptions(
 
     Args:
         root: the document's root element (``<html>``), parsed by ``xmlsafe``.
-        options: whether image alt text and footnotes are read.
+        options: whether image alt text is read, and the book's language.
 
     Returns:
-        The blocks, the position of every element id, and hints about the document's role.
+        The blocks, the position of every element id, the notes set aside, and hints about the
+        document's role.
     """
     result = XhtmlText()
     result.title = _head_title(root)
     result.semantics = _document_semantics(root)
-    body = _find_body(root)
-    walker = _Walker(result, options)
-    walker.walk(body)
+    language = root.get("lang") or root.get("{http://www.w3.org/XML/1998/namespace}lang") or options.language
+    walker = _Walker(result, options, language=language)
+    walker.walk(_find_body(root))
     walker.flush()
     result.text_chars = sum(len(block.text) for block in result.blocks)
     return result
@@ -172,12 +137,19 @@ def extract_text(root: etree._Element, options: ExtractOptions = ExtractOptions(
 class _Walker:
     """Depth-first walk that accumulates inline text and cuts it into blocks at block elements."""
 
-    def __init__(self, result: XhtmlText, options: ExtractOptions) -> None:
+    def __init__(
+        self, result: XhtmlText, options: ExtractOptions, *, language: str = "", in_note: bool = False
+    ) -> None:
         self.result = result
         self.options = options
+        self.language = language
+        self.in_note = in_note
+        self.first_mark = ""  # in a note: its own mark, which links back to the reference
         self.parts: list[str] = []
+        self.unlinked: list[str] = []  # the parts outside links, while the block holds any link
         self.level = 0
         self.in_link = False
+        self.block_link_chars = 0
         self.preformatted = False
         self.depth = 0
 
@@ -185,9 +157,15 @@ class _Walker:
         if not self.parts:
             return
         text = _tidy("".join(self.parts))
-        self.parts = []
+        frame = _tidy("".join(self.unlinked)) if self.block_link_chars else ""
+        self.parts, self.unlinked = [], []
+        linked, self.block_link_chars = self.block_link_chars, 0
+        if _FORMULA in text:
+            word = "公式" if _CJK.search(text) or self.language.lower().startswith("zh") else "formula"
+            text = _tidy(text.replace(_FORMULA, f" {word} "))
         if text:
-            self.result.blocks.append(Block(text, self.level))
+            links = linked >= len(text.replace(" ", "")) > 0
+            self.result.blocks.append(Block(text, self.level, links, frame))
 
     def text(self, text: str | None) -> None:
         if not text:
@@ -197,12 +175,20 @@ class _Walker:
         ):
             text = _XML_SPACE.sub(" ", text)
         if self.in_link:
-            self.result.link_chars += len(text.strip())
+            chars = len(text.replace(" ", ""))
+            self.result.link_chars += chars
+            self.block_link_chars += chars
+        else:
+            self.unlinked.append(text)
         self.parts.append(text)
 
     def walk(self, element: etree._Element) -> None:
         name = local_name(element)
-        if not name or name in _SKIPPED or self._not_read(element, name):
+        if not name or name in _SKIPPED:
+            return
+        what = kind(element, name, self.in_note)
+        if what:
+            self._set_aside(element, name, what)
             return
         element_id = element.get("id") or (element.get("name") if name == "a" else None)
         if element_id:
@@ -219,6 +205,70 @@ class _Walker:
         else:
             self._walk_inline(element, name)
         self.depth -= 1
+
+    def _set_aside(self, element: etree._Element, name: str, what: str) -> None:
+        """An element that is not read where it stands (see ``semantics``)."""
+        if what == LINE_NUMBER:
+            self.result.line_numbers += 1
+        elif what == BACKLINK and not self.first_mark and NOTE_MARK.match(text_of(element).strip()):
+            self.first_mark = text_of(element)  # the note's own number, linking back: '[1]' 
+        elif what == NOTE_REF:
+            link = element if name == "a" else next((c for c in element if local_name(c) == "a"), element)
+            label = note_label(text_of(element))
+            self.result.note_refs.append(NoteRef(link.get("href", ""), label, len(self.result.blocks)))
+        elif what == NOTE:
+            self._note(element)
+        elif what == NOTES:
+            self._notes_section(element)
+        elif what == MATH:
+            self._math(element)
+
+    def _note(self, element: etree._Element) -> None:
+        inner = XhtmlText()
+        walker = _Walker(inner, self.options, language=self.language, in_note=True)
+        walker.depth = self.depth + 1
+        walker._walk_children(element)
+        walker.flush()
+        at = len(self.result.blocks)
+        ids = tuple(dict.fromkeys(filter(None, [element.get("id"), *inner.anchors])))
+        if inner.blocks:
+            label = note_label(walker.first_mark) if walker.first_mark else ""
+            self.result.notes.append(Note(ids, label, [block.text for block in inner.blocks], at))
+        for nested in inner.notes:  # a note inside a note is a note of its own
+            self.result.notes.append(Note(nested.ids, nested.label, nested.paragraphs, at))
+        self.result.note_refs.extend(NoteRef(ref.target, ref.label, at) for ref in inner.note_refs)
+        self.result.line_numbers += inner.line_numbers
+        self.result.formulas += inner.formulas
+
+    def _notes_section(self, element: etree._Element) -> None:
+        """A section of notes: each of its items is a note; its heading names it."""
+        self.flush()
+        for child in element:
+            name = local_name(child)
+            if not name or name in _SKIPPED:
+                continue
+            what = kind(child, name, in_note=False)
+            if what in (HIDDEN, LINE_NUMBER, BACKLINK, NOTE_REF):
+                continue
+            if name in _HEADINGS:
+                self.result.notes_title = self.result.notes_title or " ".join(text_of(child).split())
+            elif what == NOTES or (name in ("ol", "ul", "div", "section") and not child.get("id")):
+                self._notes_section(child)
+            else:
+                self._note(child)
+
+    def _math(self, element: etree._Element) -> None:
+        spoken = math_text(element)
+        block = element.get("display") == "block"
+        if block:
+            self.flush()
+        if spoken:
+            self.text(f" {spoken} ")
+        else:
+            self.result.formulas += 1
+            self.parts.append(_FORMULA)
+        if block:
+            self.flush()
 
     def _plain_paragraph(self, text: str | None) -> None:
         self.flush()
@@ -266,49 +316,14 @@ class _Walker:
             if alt:
                 self.parts.append(f" {alt} ")
 
-    def _not_read(self, element: etree._Element, name: str) -> bool:
-        if element.get("hidden") is not None or element.get("aria-hidden") == "true":
-            return True
-        style = element.get("style")
-        if style and _HIDDEN_STYLE.search(style):
-            return True
-        semantics = _tokens(element)
-        if semantics & _NOT_READ:
-            return True
-        if semantics & _NOTES and not self.options.include_footnotes:
-            return True
-        return _looks_like_note_mark(element, name)
-
-
-def _looks_like_note_mark(element: etree._Element, name: str) -> bool:
-    """A footnote reference without semantics: <sup><a href="#fn1">1</a></sup> or <a href="#n2">[2]</a>."""
-    if name == "sup":
-        links = [child for child in element if local_name(child) == "a"]
-        if len(links) != 1 or (element.text or "").strip():
-            return False
-        element = links[0]
-        name = "a"
-    if name != "a" or "#" not in (element.get("href") or ""):
-        return False
-    text = "".join(element.itertext()).strip()
-    return bool(_NOTE_MARK.match(text))
-
-
-def _tokens(element: etree._Element) -> frozenset[str]:
-    value = element.get(EPUB_TYPE)
-    role = element.get("role")
-    if value is None and role is None:
-        return frozenset()
-    return frozenset(f"{value or ''} {role or ''}".lower().split())
-
 
 def _document_semantics(root: etree._Element) -> frozenset[str]:
-    found = set(_tokens(root))
+    found = set(tokens(root))
     body = _find_body(root)
-    found |= _tokens(body)
+    found |= tokens(body)
     for child in body:
         if local_name(child) in ("section", "div", "article", "nav", "header"):
-            found |= _tokens(child)
+            found |= tokens(child)
     return frozenset(found)
 
 

@@ -10,6 +10,7 @@ read becomes words, pauses or nothing) and cut into sentences (``sentences``).
 from __future__ import annotations
 
 from pipeline.text.chapters import (
+    AnnouncedChapter,
     ChapterText,
     segment_chapter,
     speakability_warnings,
@@ -21,6 +22,7 @@ from pipeline.text.normalize import normalize_text
 from pipeline.text.options import TextOptions
 
 __all__ = [
+    "AnnouncedChapter",
     "ChapterText",
     "Drops",
     "TextOptions",

@@ -1,8 +1,14 @@
-"""Abbreviations: which are read as words (Mr. → Mister), and which never end a sentence."""
+"""Abbreviations: which are read as words (Mr. → Mister), and which never end a sentence.
+
+An abbreviation followed by a lower-case word or a number is inside its sentence: it is read as its
+words, and no period is left for the voice to pause at ("approx. 5 oz. of flour" → "approximately five
+ounces of flour"; the units are read by the number rules).
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from pipeline.text.marks import SEPARATOR
 
@@ -18,6 +24,7 @@ _EXPANSIONS = {  # abbreviation -> the words read for it
     "etc.": "et cetera",
     "vs.": "versus",
     "approx.": "approximately",
+    "Approx.": "Approximately",
     "Jr.": "Junior",
     "Sr.": "Senior",
     "St.": "Saint",
@@ -29,7 +36,23 @@ _EXPANSIONS = {  # abbreviation -> the words read for it
     "Rev.": "Reverend",
     "Hon.": "Honourable",
     "Fr.": "Father",
+    "Ave.": "Avenue",
+    "Blvd.": "Boulevard",
+    "Rd.": "Road",
+    "Dept.": "Department",
+    "Corp.": "Corporation",
+    "Ltd.": "Limited",
+    "Bros.": "Brothers",
+    "Gov.": "Governor",
+    "Sen.": "Senator",
+    "Rep.": "Representative",
+    "Pres.": "President",
+    "cf.": "compare",
+    "viz.": "namely",
 }
+# After a capitalised word and before no name, these name a street, not a person: "Baker St. and".
+_STREET_WORDS = {"St.": "Street", "Dr.": "Drive"}
+_STREET_TYPES = frozenset(("Ave.", "Blvd.", "Rd."))  # read out only after a name: "Abbey Rd."
 _TITLES = frozenset(  # expanded only before a name
     (
         "Mr.",
@@ -47,18 +70,26 @@ _TITLES = frozenset(  # expanded only before a name
         "Hon.",
         "Fr.",
         "St.",
+        "Gov.",
+        "Sen.",
+        "Rep.",
+        "Pres.",
     )
 )
+
+
+def lookbehinds(words: Iterable[str], template: str, joiner: str = "|") -> str:
+    """Fixed-width lookbehinds for ``words``, one per length (Python allows no other): ``template``
+    holds each length's alternation of words at ``{}``; the lookbehinds are joined by ``joiner``."""
+    by_length: dict[int, list[str]] = {}
+    for word in words:
+        by_length.setdefault(len(word), []).append(re.escape(word))
+    return joiner.join(template.format("|".join(group)) for _, group in sorted(by_length.items()))
+
+
 # One pass led by the literal "." (a literal prefix is what makes a regex scan fast): the abbreviation
 # before it is matched by fixed-width lookbehinds, one per length.
-_EXPANDABLE = re.compile(
-    r"\.(?:"
-    + "|".join(
-        rf"(?<=({'|'.join(re.escape(short[:-1]) for short in _EXPANSIONS if len(short) == size)})\.)"
-        for size in sorted({len(short) for short in _EXPANSIONS})
-    )
-    + ")"
-)
+_EXPANDABLE = re.compile(r"\.(?:" + lookbehinds((short[:-1] for short in _EXPANSIONS), r"(?<=({})\.)") + ")")
 
 # Lower case and without their period: words after which a period does not end the sentence.
 NOT_SENTENCE_ENDS = frozenset(
@@ -141,12 +172,30 @@ NOT_SENTENCE_ENDS = frozenset(
         "ave",
         "blvd",
         "rd",
+        "oz",
+        "lb",
+        "lbs",
+        "yd",
+        "qt",
+        "gal",
+        "tsp",
+        "tbsp",
+        "hr",
+        "hrs",
+        "ca",
+        "cf",
+        "viz",
     ]
 )
 
+_KEPT_AS_WRITTEN = sorted(word for word in NOT_SENTENCE_ENDS if f"{word}." not in _EXPANSIONS)
+# The period of an abbreviation read as written, where a lower-case word or a number follows it.
+_INNER_PERIOD = re.compile(r"\.(?= [a-z0-9])(?:" + lookbehinds(_KEPT_AS_WRITTEN, r"(?<=\b(?i:{})\.)") + ")")
+
 
 def expand_abbreviations(text: str) -> str:
-    """Mr. → Mister, e.g. → for example: read as words, and so not mistaken for sentence ends."""
+    """Mr. → Mister, e.g. → for example: read as words, and so not mistaken for sentence ends; the
+    period of an abbreviation kept as written ('Inc.', 'et al.') goes where the sentence goes on."""
     if "." not in text:
         return text
     pieces: list[str] = []
@@ -160,7 +209,8 @@ def expand_abbreviations(text: str) -> str:
             pieces.append(spoken)
             done = match.end()
     pieces.append(text[done:])
-    return "".join(pieces)
+    text = "".join(pieces)
+    return _INNER_PERIOD.sub("", text) if ". " in text else text
 
 
 def _expansion(text: str, start: int, end: int, short: str) -> str | None:
@@ -170,10 +220,26 @@ def _expansion(text: str, start: int, end: int, short: str) -> str | None:
         return None  # part of a longer word: "HMr." or "U.S."
     following = text[end : end + 3]
     next_letter = following.lstrip(" ")[:1]
-    if short in _TITLES and not (following[:1] == " " and next_letter.isupper()):
+    goes_on = following[:1] == " " and (next_letter.islower() or next_letter.isdigit())
+    if short in _STREET_WORDS and _after_a_name(text, start) and not next_letter.isupper():
+        return _STREET_WORDS[short] + ("" if goes_on else ".")  # "Baker St. and", "on Elm Dr."
+    if short in _STREET_TYPES and not _after_a_name(text, start):
+        return None
+    if short in _TITLES and not (following[:1] == " " and (next_letter.isupper() or goes_on)):
         return None  # a title only before a name: "Dr. Watson", not "the road ends at St."
     ends_sentence = (
         not following or following[0] == SEPARATOR or following[:1] == " " and next_letter.isupper()
     )
     # "and so on, etc." ends a sentence: its period stays; "etc. and" goes on
     return _EXPANSIONS[short] + ("." if ends_sentence and short not in _TITLES else "")
+
+
+def _after_a_name(text: str, start: int) -> bool:
+    """Whether the word before text[start] is capitalised and not the first of its sentence."""
+    word_end = start - 1
+    if word_end <= 0 or text[word_end] != " ":
+        return False
+    word_start = text.rfind(" ", 0, word_end) + 1
+    word = text[word_start:word_end]
+    before_word = text[max(0, word_start - 2) : word_start].strip()
+    return word[:1].isupper() and word.isalpha() and before_word not in ("", ".", "!", "?", SEPARATOR)

@@ -1,6 +1,7 @@
 """A chapter → its speakable sentences, and the warnings about what reading it leaves out.
 
-The chapter's title (when it has one) is spoken first, as sentences with ``paragraph_index == -1``;
+The chapter's announcement (its title, or for an ``AnnouncedChapter`` the fuller announcement it
+carries) is spoken first, as sentences with ``paragraph_index == -1``;
 then each paragraph's sentences, with ``paragraph_index`` its position in ``chapter.paragraphs``.
 ``index`` counts all of them from 0. Each paragraph is normalised (``normalize``) and then only *cut*
 (``sentences``), never changed, so joining a paragraph's sentences gives back its normalised text.
@@ -25,6 +26,21 @@ TITLE_PARAGRAPH = -1
 
 
 @dataclass(frozen=True)
+class AnnouncedChapter(Chapter):
+    """A chapter whose spoken announcement says more than the title a player shows: entering a new
+    part of a book, the listener hears 'Part Two. Chapter 1', while the chapter list shows 'Chapter 1'."""
+
+    announcement: str = ""
+
+
+def spoken_title(chapter: Chapter) -> str:
+    """What is said first: the chapter's announcement where it has one, else its title."""
+    if isinstance(chapter, AnnouncedChapter) and chapter.announcement.strip():
+        return chapter.announcement
+    return chapter.title
+
+
+@dataclass(frozen=True)
 class ChapterText:
     """A chapter's sentences and what its normalisation had to leave out."""
 
@@ -40,7 +56,8 @@ def segment_chapter(chapter: Chapter, options: TextOptions | None = None) -> Cha
     """
     options = options or TextOptions()
     drops = Drops()
-    sources = [(TITLE_PARAGRAPH, chapter.title)] if chapter.title.strip() else []
+    title = spoken_title(chapter)
+    sources = [(TITLE_PARAGRAPH, title)] if title.strip() else []
     sources += list(enumerate(chapter.paragraphs))
     normalized = normalize_paragraphs([source for _, source in sources], options, drops)
     pieces = split_paragraphs(normalized, options.max_chars, options.min_chars, options.cjk_weight)
@@ -56,8 +73,8 @@ def segment_chapter(chapter: Chapter, options: TextOptions | None = None) -> Cha
     warnings = tuple(_warnings(chapter, drops))
     if drops.scripts and options.fail_on_unsupported_script:
         raise unsupported_script_error(chapter, drops)
-    for warning in warnings:
-        logger.warning("%s", warning)
+    for warning in warnings:  # the book's warnings, which read_book logs, already count these
+        logger.debug("%s", warning)
     return ChapterText(tuple(sentences), warnings)
 
 
@@ -69,8 +86,8 @@ def split_sentences(chapter: Chapter, options: TextOptions | None = None) -> lis
         options: sentence length limits, language forcing, link reading, strictness.
 
     Returns:
-        Sentences with ``index`` running from 0 over the whole chapter. Dropped characters are logged
-        as warnings (``segment_chapter`` returns them).
+        Sentences with ``index`` running from 0 over the whole chapter. What normalisation dropped is
+        counted in the book's warnings (``segment_chapter`` returns this chapter's count too).
 
     Raises:
         BookError: ``options.fail_on_unsupported_script`` and the chapter holds such letters.
@@ -85,7 +102,7 @@ def speakability_warnings(chapter: Chapter) -> tuple[list[str], Drops]:
     symbol that only later steps drop (a lone '$') is counted by ``segment_chapter`` alone.
     """
     drops = Drops()
-    scan_drops(chapter.title + SEPARATOR + SEPARATOR.join(chapter.paragraphs), drops)
+    scan_drops(spoken_title(chapter) + SEPARATOR + SEPARATOR.join(chapter.paragraphs), drops)
     return _warnings(chapter, drops), drops
 
 
@@ -95,7 +112,7 @@ def unsupported_script_error(chapter: Chapter, drops: Drops) -> BookError:
     return BookError(
         f"chapter {chapter.index + 1} '{chapter.title}'",
         f"holds letters the voice cannot read: {scripts}",
-        "translate or remove them, or allow them to be dropped (fail_on_unsupported_script=False)",
+        "translate or remove them, or run without --fail-on-unsupported-script to drop them with a warning",
     )
 
 

@@ -11,7 +11,16 @@ import unicodedata
 from functools import lru_cache
 
 from pipeline.text.drops import Drops, classify
-from pipeline.text.marks import CJK_PUNCTUATION, CJK_RANGE, CUBED, DASH_MARK, ELLIPSIS, SEPARATOR, SQUARED
+from pipeline.text.marks import (
+    BREAK_MARK,
+    CJK_PUNCTUATION,
+    CJK_RANGE,
+    CUBED,
+    DASH_MARK,
+    ELLIPSIS,
+    SEPARATOR,
+    SQUARED,
+)
 
 # Characters needing no attention in the first pass: printable ASCII except quotes and brackets,
 # CJK ideographs and the CJK punctuation the voice reads.
@@ -46,16 +55,17 @@ _INVISIBLE = frozenset(
 )
 _PUNCTUATION = {
     "\t": " ",
-    "\n": f" {DASH_MARK} ",
-    "\r": f" {DASH_MARK} ",
-    "\u2028": f" {DASH_MARK} ",
-    "\u2029": f" {DASH_MARK} ",
+    "\n": f" {BREAK_MARK} ",
+    "\r": f" {BREAK_MARK} ",
+    "\u2028": f" {BREAK_MARK} ",
+    "\u2029": f" {BREAK_MARK} ",
     # quotation marks and title marks: not words
     **dict.fromkeys('"“”„‟«»‹›〝〞〟「」『』《》〈〉＂', ""),
     # single quotes become apostrophes; lone ones are removed by ``punctuation.tidy``
     **dict.fromkeys("‘’‚‛′`´＇", "'"),
-    # brackets and dashes: pauses
-    **dict.fromkeys("()[]{}（）【】〔〕〖〗［］｛｝—―‒–⸺⸻", f" {DASH_MARK} "),
+    # brackets and dashes: pauses; only a dash can join the two ends of a range
+    **dict.fromkeys("()[]{}（）【】〔〕〖〗［］｛｝", f" {BREAK_MARK} "),
+    **dict.fromkeys("—―‒–⸺⸻", f" {DASH_MARK} "),
     "…": f" {ELLIPSIS} ",
     "⋯": f" {ELLIPSIS} ",
     "²": SQUARED,

@@ -10,7 +10,10 @@ from pipeline.text.marks import SEPARATOR
 _URL = re.compile(
     rf"\b(?:(?:https?|ftp)://|www\.)[^\s<>\"'，。！？、；：）」』】{SEPARATOR}]+", re.IGNORECASE
 )
-_EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+\b")
+# Not \b: a Chinese character counts as a word character, and '邮箱是a@b.com' holds an address.
+_EMAIL = re.compile(
+    r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+(?![A-Za-z0-9-])"
+)
 
 
 def read_links(text: str, read_urls: str, drops: Drops) -> str:

@@ -15,7 +15,9 @@ ALLOWED = re.compile(rf"[A-Za-z{CJK_RANGE} ，。！？、；：,.!?;:']*")
 
 SQUARED, CUBED = "\x02", "\x03"
 ELLIPSIS = "\x05"  # resolved to '.' or ',' by what follows
-DASH_MARK = "\x06"  # a dash, bracket or line break: a pause, resolved to ',' or '，'
+DASH_MARK = "\x06"  # a dash: a pause, resolved to ',' or '，'; between two numbers, a range
+BREAK_MARK = "\x07"  # a bracket or line break: a pause as a dash is, but never a range
+PAUSE_MARKS = DASH_MARK + BREAK_MARK
 # Between paragraphs normalised together; no rule reads across it. Not \x1c-\x1f: Python counts those
 # as whitespace, so \s in a pattern would step over them into the next paragraph.
 SEPARATOR = "\x1a"

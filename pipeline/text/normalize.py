@@ -4,7 +4,9 @@ The output alphabet is ``marks.ALLOWED``: CJK unified ideographs U+4E00-U+9FFF, 
 ``，。！？、；：,.!?;:'``. Everything else is, on purpose, one of:
 
 - **spoken**: numbers, dates, times, money, percentages, units, ordinals, Roman chapter numbers, the
-  symbols ``& + = @ % ° × ÷ § ± ~`` and e-mail addresses become words in the language around them;
+  symbols ``& + = @ % ° × ÷ § ± ~`` and e-mail addresses become words in the language of the
+  sentence around them (``只有8G内存`` → ``只有八G内存``); digit strings that are no quantity (phone
+  numbers, ISBNs, postcodes, serial numbers) are read digit by digit;
   a link is read as its site (``example dot com``) or, with ``read_urls="drop"``, left out and counted;
 - **a pause**: brackets, dashes, line breaks and ellipses become commas or full stops;
 - **folded**: full-width letters and digits become ASCII (NFKC), accented Latin letters lose their
@@ -32,9 +34,9 @@ from collections.abc import Sequence
 from pipeline.text.abbreviations import expand_abbreviations
 from pipeline.text.characters import SPOKEN_SYMBOLS, basic_forms
 from pipeline.text.drops import Drops, classify
-from pipeline.text.language import ParagraphLanguages, paragraph_language
+from pipeline.text.language import Languages
 from pipeline.text.links import read_links
-from pipeline.text.marks import CJK_RANGE, CUBED, DASH_MARK, ELLIPSIS, SEPARATOR, SQUARED
+from pipeline.text.marks import CJK_RANGE, CUBED, DASH_MARK, ELLIPSIS, PAUSE_MARKS, SEPARATOR, SQUARED
 from pipeline.text.number_rules import spell_numbers
 from pipeline.text.options import TextOptions
 from pipeline.text.punctuation import LEADING_MARKS, tidy
@@ -42,7 +44,7 @@ from pipeline.text.roman_numerals import spell_roman_numerals
 from pipeline.text.symbols import SYMBOL_CHARACTERS, spell_symbols
 
 _COMMON_ASCII = str.maketrans("", "", "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ ,.!?;:")
-_LEFTOVER = re.compile(rf"[^A-Za-z{CJK_RANGE} ，。！？、；：,.!?;:'{ELLIPSIS}{DASH_MARK}{SEPARATOR}]+")
+_LEFTOVER = re.compile(rf"[^A-Za-z{CJK_RANGE} ，。！？、；：,.!?;:'{ELLIPSIS}{PAUSE_MARKS}{SEPARATOR}]+")
 # What may be left after the readers: the first pass mapped every other character.
 _POSSIBLE_LEFTOVERS = frozenset('"#$%&()*+-/<=>@[\\]^_`{|}~' + SQUARED + CUBED) | frozenset(
     ch for ch in SPOKEN_SYMBOLS if not ch.isascii()
@@ -80,10 +82,7 @@ def normalize_paragraphs(
         return []
     text = basic_forms(_joined(paragraphs), drops)
     # Languages are judged after the first pass, when quotes and unreadable letters are gone.
-    forced = options.language
-    languages = ParagraphLanguages(
-        [forced] if forced else [paragraph_language(paragraph) for paragraph in text.split(SEPARATOR)]
-    )
+    languages = Languages(text.split(SEPARATOR), options.language)
     # Every later step is skipped unless a character it needs is present. Each test of a whole chapter
     # costs a scan, so the unusual characters are collected once, here; no later step adds any.
     present = present_characters(text)
@@ -94,14 +93,14 @@ def normalize_paragraphs(
     if "@" in present or ("/" in present and "://" in text) or "www." in text:
         text = read_links(text, options.read_urls, drops)
     if not present.isdisjoint(string.digits):
-        text = spell_numbers(text, languages.at, forced)
+        text = spell_numbers(text, languages)
     if not present.isdisjoint(SYMBOL_CHARACTERS):
-        text = spell_symbols(text, languages.at, forced)
+        text = spell_symbols(text, languages)
     text = _drop_leftovers(text, drops, present)
     # Abbreviations and Roman numerals last: whether "Mr." is a title or "V" a number depends on the
     # words and punctuation the listener will hear next to them.
     tidied = expand_abbreviations(tidy(text))
-    text = spell_roman_numerals(tidied, languages.at, forced)
+    text = spell_roman_numerals(tidied, languages)
     if text is not tidied and not text.isascii():
         text = tidy(text)  # a numeral read in Chinese: the marks beside it become full-width
     return [part.strip().lstrip(LEADING_MARKS) for part in text.split(SEPARATOR)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from pipeline.text.codes import in_code_context, is_code, spoken_code
 from pipeline.text.numbers import (
     amount,
     cardinal,
@@ -32,7 +33,20 @@ _REFERENCE_WORDS = {
     "chap": ("chapter", "章"),
     "sec": ("section", "节"),
     "eq": ("equation", "公式"),
+    "c": ("circa", "约"),
+    "ca": ("circa", "约"),
 }
+# Words after which a minus sign only repeats what they say: '下降-3%' is read '下降百分之三'.
+_ZH_FALLING = re.compile(r"(?:下降|降低|减少|下跌|下滑|缩减|减小|跌幅|降幅|回落|亏损)了?\s?$")
+# Words before a number of 1000-1099 that make it a year ('in 1087'); and words that may follow one.
+_YEAR_BEFORE = re.compile(
+    r"(?i:\b(?:in|since|by|from|until|till|before|after|around|circa|c\.|ca\.|year|of|during|between|and|to"
+    r"|early|late|mid|summer|winter|spring|autumn|fall|AD|A\.D\.)) $"
+)
+_ERA = re.compile(r" ?(?:AD|BC|BCE|CE|A\.D\.|B\.C\.)(?![A-Za-z])")
+_YEAR_AFTER = re.compile(r"(?: [A-Za-z]+| ?$| ?[^\sA-Za-z])")
+_NOT_YEAR_NEXT_WORDS = re.compile(r" (?:[a-z]+s|people|men|women|times|feet|miles|years|days|copies)\b")
+_MODEL_NAME = re.compile(r"(?<![A-Za-z])[A-Z]{2,}[a-z]* $")  # 'RTX ', 'GTX ', 'iPhone' is no model line
 _ZH_MEASURE_WORDS = frozenset(
     "个只位条本张件次天年人种名头匹辆把块份句双对岁周层座家项门杯瓶碗倍首枚间所台部封群片"
 )
@@ -41,7 +55,7 @@ _ZH_MEASURE_WORDS = frozenset(
 def percent(match: re.Match[str], language: str) -> str:
     sign, digits, mark = match.group(1), match.group(2), match.group(3)
     if language == "zh":
-        return ("负" if sign else "") + ("千分之" if mark == "‰" else "百分之") + amount(digits, "zh")
+        return zh_minus(match, sign) + ("千分之" if mark == "‰" else "百分之") + amount(digits, "zh")
     return ("minus " if sign else "") + amount(digits, "en") + (" per mille" if mark == "‰" else " percent")
 
 
@@ -59,7 +73,7 @@ def decade(match: re.Match[str], language: str) -> str:
 
 def fraction(match: re.Match[str], language: str) -> str:
     numerator, denominator = int(match.group(1)), int(match.group(2))
-    if denominator == 0:
+    if denominator == 0 or 1 < denominator <= numerator:  # 24/7, 50/50: two numbers, not a fraction
         return f"{cardinal(numerator, language)} {cardinal(denominator, language)}"
     if language == "zh":
         return f"{zh_cardinal(denominator)}分之{zh_cardinal(numerator)}"
@@ -72,22 +86,40 @@ def fraction(match: re.Match[str], language: str) -> str:
 
 
 def number_range(match: re.Match[str], language: str) -> str:
-    """The low end of '10–20 kg' and 'to'; the high end, with its unit, is read by the later rules."""
+    """The low end of '10–20 kg' and 'to'; the high end, with its unit, is read by the later rules.
+
+    Numbers around a dash that are no range (a code, '3–2') are left to the later rules.
+    """
     low, high = match.group(1), match.group(2)
+    if in_code_context(match.string, match.start()) or not _rising(low, high):
+        return match.group(0)
     if language == "zh":
         high_end = match.end(2)
         years = len(low) == 4 and match.string[high_end : high_end + 1] == "年"  # 1990-2000年: digit by digit
         return f"{zh_digits(low) if years else amount(low, 'zh')}至"
-    if len(low) == 4 and len(high) == 4 and "." not in low + high and 1100 <= _int(low) < 2100:
-        return f"{en_year(_int(low))} to"
+    if len(low) == 4 and len(high) in (2, 4) and "." not in low + high and 1100 <= _int(low) < 2100:
+        return f"{en_year(_int(low))} to"  # 1990–2000, 1990–91
     return f"{amount(low, 'en')} to"
+
+
+def _rising(low: str, high: str) -> bool:
+    """Whether 'low–high' goes up, as a range does; '1990–91' abbreviates its high end."""
+    try:
+        low_value, high_value = float(low.replace(",", "")), float(high.replace(",", ""))
+    except ValueError:
+        return False
+    if len(low) == 4 and len(high) == 2 and low.isdigit() and high.isdigit():
+        return int(high) > int(low) % 100
+    return low_value < high_value
 
 
 def hyphen_range(match: re.Match[str], language: str) -> str:
     low, high = match.group(1), match.group(2)
-    if int(low) < int(high) and len(high) <= len(low):  # 1990-2000, pages 12-15
+    code = in_code_context(match.string, match.start()) or low.startswith("0")
+    if not code and int(low) < int(high) and len(high) <= len(low):  # 1990-2000, pages 12-15
         return number_range(match, language)
-    return digit_by_digit(low, language)  # 12-3: a code; each part is read on its own
+    # '12-3', '3-2': no range; the low part, a pause, and the high part is read next
+    return spoken_code([low], language) + ("，" if language == "zh" else ", ")
 
 
 def reference_word(match: re.Match[str], language: str) -> str:
@@ -97,9 +129,8 @@ def reference_word(match: re.Match[str], language: str) -> str:
 
 
 def digit_groups(match: re.Match[str], language: str) -> str:
-    """Phone numbers and codes: 555-123-4567, digit by digit."""
-    groups = re.findall(r"\d+", match.group(0))
-    return (" " if language == "en" else "，").join(digit_by_digit(group, language) for group in groups)
+    """Phone numbers, ISBNs and other codes: 555-123-4567, digit by digit, group by group."""
+    return spoken_code(re.findall(r"\d+", match.group(0)), language)
 
 
 def dotted(match: re.Match[str], language: str) -> str:
@@ -114,25 +145,70 @@ def dotted(match: re.Match[str], language: str) -> str:
     )
 
 
+def scientific(match: re.Match[str], language: str) -> str:
+    """'3e-4' → 'three times ten to the minus four' (or '三乘十的负四次方')."""
+    mantissa, exponent = match.group(1), int(match.group(2))
+    if language == "zh":
+        return f"{amount(mantissa, 'zh')}乘十的{zh_cardinal(exponent)}次方"
+    return f"{amount(mantissa, 'en')} times ten to the {en_cardinal(exponent)}"
+
+
 def negative(match: re.Match[str], language: str) -> str:
-    return ("负" if language == "zh" else "minus ") + amount(match.group(1), language)
+    if language == "zh":
+        return zh_minus(match, "-") + amount(match.group(1), "zh")
+    return "minus " + amount(match.group(1), language)
+
+
+def zh_minus(match: re.Match[str], sign: str) -> str:
+    """'负' for a minus sign, unless the words before it already say that the number falls."""
+    if not sign:
+        return ""
+    text = match.string
+    return "" if _ZH_FALLING.search(text, max(0, match.start() - 4), match.start()) else "负"
 
 
 def number_sign(match: re.Match[str], language: str) -> str:
-    """'#4' and 'No. 5': 'number four' (or '四号')."""
+    """'#4' and 'No. 5': 'number four' (or '四号'); 'Serial No. 4417': 'number four four one seven'."""
     value = match.group(1)
+    if value.isdigit() and in_code_context(match.string, match.start()):
+        return ("编号" if language == "zh" else "number ") + spoken_code([value], language)
     return f"{amount(value, 'zh')}号" if language == "zh" else f"number {amount(value, 'en')}"
 
 
 def number(match: re.Match[str], language: str) -> str:
-    """A bare number; in English a four-digit one in 1100-2099 is read as a year."""
+    """A bare number; in English a four-digit one in 1100-2099 is read as a year, and one in
+    1000-1099 too where the words around it make it one ('in 1087'). A code is read digit by digit."""
     digits = match.group(0)
     plain = digits.replace(",", "")
-    if language == "en" and len(digits) == 4 and digits.isdigit() and 1100 <= int(digits) < 2100:
+    if digits.isdigit() and is_code(match.string, match.start(), digits):
+        return spoken_code([digits], language)
+    if len(digits) == 4 and digits.isdigit() and _after_model_name(match):
+        # 'RTX 4090': forty ninety, as a model is named (a code, digit by digit, in Chinese)
+        return en_year(int(digits)) if language == "en" else spoken_code([digits], language)
+    if language == "en" and len(digits) == 4 and digits.isdigit() and _year(match, int(digits)):
         return en_year(int(digits))
     if language == "zh" and plain == "2" and _zh_measure_follows(match):
         return "两"
     return amount(digits, language)
+
+
+def _after_model_name(match: re.Match[str]) -> bool:
+    return bool(_MODEL_NAME.search(match.string, max(0, match.start() - 12), match.start()))
+
+
+def _year(match: re.Match[str], value: int) -> bool:
+    if 1100 <= value < 2100:
+        return True
+    if not 1000 <= value < 1100:
+        return False
+    text, start, end = match.string, match.start(), match.end()
+    if _ERA.match(text, end):
+        return True  # 1066 AD
+    return bool(
+        _YEAR_BEFORE.search(text, max(0, start - 8), start)
+        and _YEAR_AFTER.match(text, end)
+        and not _NOT_YEAR_NEXT_WORDS.match(text, end)
+    )
 
 
 def _zh_measure_follows(match: re.Match[str]) -> bool:

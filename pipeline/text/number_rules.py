@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from pipeline.text.codes import international_phone
 from pipeline.text.dates import (
     MONTH_BY_PREFIX,
     MONTH_NAME,
@@ -22,7 +23,7 @@ from pipeline.text.dates import (
     zh_decade,
     zh_year,
 )
-from pipeline.text.language import DefaultLanguage
+from pipeline.text.language import Languages
 from pipeline.text.marks import CUBED, DASH_MARK, SEPARATOR, SQUARED
 from pipeline.text.money import CURRENCY_SIGNS, money, money_code
 from pipeline.text.number_forms import (
@@ -38,10 +39,12 @@ from pipeline.text.number_forms import (
     ordinal,
     percent,
     reference_word,
+    scientific,
 )
+from pipeline.text.number_lists import number_list, ratio
 from pipeline.text.reading import Reader, read_match
 from pipeline.text.times import clock_time, hour_with_meridiem
-from pipeline.text.units import UNITS, unit
+from pipeline.text.units import UNITS, per_second, unit
 
 _NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 _NOT_IN_WORD = r"(?<![A-Za-z0-9_.])"  # not \b: a Chinese character counts as a word character
@@ -63,8 +66,25 @@ _REFERENCES = (
     "sec",
     "Eq",
     "eq",
+    "c",
+    "ca",
 )
 _UNIT_NAMES = "|".join(sorted((re.escape(name) for name in UNITS), key=len, reverse=True))
+# A dash or tilde after a measure, before the next one: '60%~80%', '10℃–20℃', '$5–$10'.
+_RANGE_TAIL = rf"(?P<to>\s*(?:~|{DASH_MARK})\s*(?=[-+]?[{CURRENCY_SIGNS}]?\d))?"
+
+
+def _ranged(reader: Reader) -> Reader:
+    """``reader``, followed by 'to' (or '至') where its match ends at the dash of a range."""
+
+    def read(match: re.Match[str], language: str) -> str:
+        spoken = reader(match, language)
+        if spoken == match.group(0) or not match.group("to"):
+            return spoken
+        return spoken + ("至" if language == "zh" else " to ")
+
+    return read
+
 # (name, pattern, reader), most specific first: at one position the first rule that matches reads it.
 _NUMBER_RULES: tuple[tuple[str, str, Reader], ...] = (
     ("iso_date", r"(?<![\d.])(\d{4})-(\d{1,2})-(\d{1,2})(?!\.?\d)", iso_date),
@@ -72,8 +92,10 @@ _NUMBER_RULES: tuple[tuple[str, str, Reader], ...] = (
     ("slash_date", r"(?<![\d./])(\d{1,2})/(\d{1,2})/(\d{4}|\d{2})(?![\d/])(?!\.\d)", slash_date),
     ("zh_decade", r"(?<![\d.])(\d0|\d{3}0)\s?年代", zh_decade),
     ("zh_year", r"(?<![\d.])(\d{2}|\d{4})\s?年", zh_year),
+    ("number_list", r"(?<![\d.,])\d+(?:\.\d+)?(?:,\d+(?:\.\d+)?)+(?!\d)", number_list),
     ("month_day", rf"\b({MONTH_NAME})\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?![:\d])", month_day),
     ("day_month", rf"(?<![\d.])(\d{{1,2}})(st|nd|rd|th)?\s+(?:of\s+)?({MONTH_NAME})\b", day_month),
+    ("ratio", r"(?<![\d:.])(\d{1,3}):(\d{1,3})(?::(\d{1,3}))?(?![\d:])", ratio),
     (
         "time",
         r"(?<![\d:.])([01]?\d|2[0-4]):([0-5]\d)(?::([0-5]\d))?(?![\d:])(\s?[AaPp]\.?[Mm]\.?(?![A-Za-z]))?",
@@ -84,26 +106,38 @@ _NUMBER_RULES: tuple[tuple[str, str, Reader], ...] = (
         "money",
         (
             rf"(US|HK)?([{CURRENCY_SIGNS}])\s?({_NUM})"
-            rf"(?:\s?(thousand|million|billion|trillion|bn|[kKmMbB]|万|亿)(?![A-Za-z]))?"
+            rf"(?:\s?(thousand|million|billion|trillion|bn|[kKmMbB]|万|亿)(?![A-Za-z]))?{_RANGE_TAIL}"
         ),
-        money,
+        _ranged(money),
     ),
     ("money_code", rf"({_NUM})\s?(USD|EUR|GBP|CNY|RMB|JPY)\b", money_code),
-    ("percent", rf"{_NOT_IN_WORD}(-?)({_NUM})\s?(%|‰)", percent),
+    ("percent", rf"{_NOT_IN_WORD}(-?)({_NUM})\s?(%|‰){_RANGE_TAIL}", _ranged(percent)),
+    ("scientific", r"(?<![\d.])(\d+(?:\.\d+)?)[eE]([-+]?\d{1,3})(?![A-Za-z0-9])", scientific),
+    ("phone", r"\+\d{1,3}(?:[ -]\d{1,4}){2,}(?![\d])", international_phone),
     ("ordinal", r"\b(\d+)(?i:st|nd|rd|th)\b", ordinal),
     ("decade", r"(?<![\d.])'?(\d0|\d{3}0)'?s\b", decade),
-    ("range", rf"(?<![\d.])({_NUM})\s*(?:{DASH_MARK}|~)\s*(?=({_NUM})(?!\.?\d))", number_range),
+    (
+        "range",
+        rf"(?<![\d.])((?:{_NOT_IN_WORD}-)?(?:{_NUM}))\s*(?:{DASH_MARK}|~)\s*(?=({_NUM})(?!\.?\d))",
+        number_range,
+    ),
     (
         "digit_groups",
-        r"(?<![\d-])\d{2,4}(?:-\d{2,4}){2,}(?![\d-])|(?<![\d-])\d{3}-\d{4}(?![\d-])",
+        (
+            r"(?<![\d-])(?:(?:0\d{1,4}|\d{3})-\d{3,4} \d{4}|\d{1,6}(?:-\d{1,6}){2,}|\d{3}-\d{4}"
+            r"|0\d{1,4}-\d{3,}|\d{1,6}-\d{5,}|\d{5,}-\d{1,6})(?![\d-])"
+        ),
         digit_groups,
     ),
     ("hyphen_range", r"(?<![\d-])(\d{1,4})-(?=(\d{1,4})(?![\d-]))", hyphen_range),
     (
         "unit",
-        rf"{_NOT_IN_WORD}(-?)({_NUM})\s?({_UNIT_NAMES})([{SQUARED}{CUBED}])?(?![A-Za-z0-9])",
-        unit,
+        # an abbreviation's period goes with it where the sentence goes on: '5 oz. of flour'
+        rf"{_NOT_IN_WORD}(-?)({_NUM})\s?({_UNIT_NAMES})([{SQUARED}{CUBED}])?(?![A-Za-z0-9])"
+        rf"(?:\.(?=[,;:]| ?[a-z0-9]))?{_RANGE_TAIL}",
+        _ranged(unit),
     ),
+    ("per_second", rf"{_NOT_IN_WORD}({_NUM})\s?([A-Za-z]+)/s(?![A-Za-z0-9])", per_second),
     ("fraction", r"(?<![\d/.])(\d{1,3})/(\d{1,3})(?![\d/])", fraction),
     ("dotted", r"(?<![\d.])\d+(?:\.\d+){2,}(?!\.?\d)", dotted),
     ("negative", rf"{_NOT_IN_WORD}-({_NUM})", negative),
@@ -112,7 +146,7 @@ _NUMBER_RULES: tuple[tuple[str, str, Reader], ...] = (
     ("number", _NUM, number),
 )
 _DIGIT_RUN = re.compile(r"[0-9]+")
-_PREFIX_SIGNS = frozenset(CURRENCY_SIGNS + "#-'")
+_PREFIX_SIGNS = frozenset(CURRENCY_SIGNS + "#-'+")
 _WORDS_BEFORE_NUMBERS = frozenset(("No", "Nos", *_REFERENCES))
 
 
@@ -128,6 +162,8 @@ _FIRST_CHARACTERS = {  # rules that may begin before the digits, and with what (
     "month_day": "JFMASOND",
     "money": "UH" + CURRENCY_SIGNS,
     "percent": "-0",
+    "phone": "+",
+    "range": "-0",
     "decade": "'0",
     "unit": "-0",
     "negative": "-",
@@ -144,11 +180,14 @@ _FOLLOWING_CHARACTERS: dict[str, str] = {
     "slash_date": "/",
     "zh_decade": "年",
     "zh_year": "年",
+    "number_list": ",.",
     "day_month": "sndrto" + "JFMASOND",
     "time": ":",
+    "ratio": ":",
     "hour": "aApP",
     "money_code": ",.UEGCRJ",
     "percent": ",.%‰",
+    "scientific": "eE",
     "ordinal": "sndrtSNDRT",
     "decade": "s'",
     "range": ",.~" + DASH_MARK,
@@ -168,21 +207,19 @@ _RULES_BY_FIRST_CHARACTER: dict[str, tuple[_Rule, ...]] = {
 }
 
 
-def spell_numbers(text: str, default: DefaultLanguage, forced: str = "") -> str:
-    """Every number of ``text`` as words, each in the language around it.
+def spell_numbers(text: str, languages: Languages) -> str:
+    """Every number of ``text`` as words, each in the language of the sentence around it.
 
     Args:
         text: text after the first pass of normalisation (``characters.basic_forms``): NFKC forms,
             dashes and brackets as pause marks; possibly several paragraphs joined by ``SEPARATOR``.
-        default: the paragraph's language at a position, used where the neighbours of a number say
-            nothing.
-        forced: 'zh' or 'en' to read everything in one language.
+        languages: the language of the sentence around each number.
     """
     pieces: list[str] = []
     done = 0
     for digits in _DIGIT_RUN.finditer(text):
         while digits.start() >= done:  # not yet read as part of an earlier number (a date, a range...)
-            found = _first_reading(text, digits.start(), digits.end(), done, default, forced)
+            found = _first_reading(text, digits.start(), digits.end(), done, languages)
             if found is None:
                 break
             start, end, spoken = found
@@ -194,7 +231,7 @@ def spell_numbers(text: str, default: DefaultLanguage, forced: str = "") -> str:
 
 
 def _first_reading(
-    text: str, digit: int, digits_end: int, done: int, default: DefaultLanguage, forced: str
+    text: str, digit: int, digits_end: int, done: int, languages: Languages
 ) -> tuple[int, int, str] | None:
     """(start, end, words) of the first rule that reads the number whose digits start at ``digit``."""
     for start in _candidate_starts(text, digit, done):
@@ -207,7 +244,7 @@ def _first_reading(
             match = rule.pattern.match(text, start)
             if match is None or match.end() <= digit and rule.name != "reference":
                 continue
-            spoken = read_match(match, rule.read, default, forced)
+            spoken = read_match(match, rule.read, languages)
             if spoken != match.group(0):
                 return start, match.end(), spoken
     return None

@@ -8,16 +8,25 @@ from __future__ import annotations
 
 import re
 
-from pipeline.text.marks import CJK_PUNCTUATION, CJK_RANGE, DASH_MARK, ELLIPSIS, SEPARATOR
+from pipeline.text.marks import (
+    BREAK_MARK,
+    CJK_PUNCTUATION,
+    CJK_RANGE,
+    DASH_MARK,
+    ELLIPSIS,
+    PAUSE_MARKS,
+    SEPARATOR,
+)
 
-_MARKS = f"，。！？、；：,.!?;:{ELLIPSIS}{DASH_MARK}"
+_MARKS = f"，。！？、；：,.!?;:{ELLIPSIS}{PAUSE_MARKS}"
 _RUN_CHARACTERS = frozenset(_MARKS + " ")
 _MARK_TROUBLE = re.compile(rf"[ {_MARKS}] ?[{_MARKS}]")
-_MARK_RUN = re.compile(rf" [{_MARKS}](?: ?[{_MARKS}])*|[{_MARKS}](?: ?[{_MARKS}])+|[{ELLIPSIS}{DASH_MARK}]")
+_MARK_RUN = re.compile(rf" [{_MARKS}](?: ?[{_MARKS}])*|[{_MARKS}](?: ?[{_MARKS}])+|[{ELLIPSIS}{PAUSE_MARKS}]")
 _LONE_APOSTROPHE = re.compile(r"'(?<![A-Za-z]')|'(?![A-Za-z])")
 _SPACES = re.compile(r"  +")
 _SPACE_BETWEEN_CJK = re.compile(rf" (?<=[{CJK_RANGE}{CJK_PUNCTUATION}] )(?=[{CJK_RANGE}{CJK_PUNCTUATION}])")
 _HALF_WIDTH_AFTER_CJK = re.compile(rf"[,.!?;:](?<=[{CJK_RANGE}{CJK_PUNCTUATION}].)")
+_HALF_WIDTH_BEFORE_CJK = re.compile(rf"[,.!?;:] ?(?=[{CJK_RANGE}])")  # 'Python, 我们' → 'Python，我们' 
 _STRENGTH = {
     "?": 6,
     "？": 6,
@@ -33,6 +42,7 @@ _STRENGTH = {
     "，": 1,
     "、": 1,
     DASH_MARK: 0,
+    BREAK_MARK: 0,
 }
 _FULL_WIDTH = {",": "，", ".": "。", "!": "！", "?": "？", ";": "；", ":": "："}
 _HALF_WIDTH = {value: key for key, value in _FULL_WIDTH.items()}
@@ -43,7 +53,7 @@ def tidy(text: str) -> str:
     """One mark per pause (the strongest), in the width of the text around it; single spaces."""
     if "'" in text:
         text = _LONE_APOSTROPHE.sub(" ", text)
-    if ELLIPSIS in text or DASH_MARK in text:
+    if ELLIPSIS in text or DASH_MARK in text or BREAK_MARK in text:
         text = _resolve_pauses(text)
     if "  " in text:
         text = _SPACES.sub(" ", text)
@@ -53,6 +63,7 @@ def tidy(text: str) -> str:
             text = _SPACES.sub(" ", text)
     if not text.isascii():  # Chinese somewhere: its marks, then its spacing
         text = _HALF_WIDTH_AFTER_CJK.sub(lambda m: _FULL_WIDTH[m.group(0)], text)
+        text = _HALF_WIDTH_BEFORE_CJK.sub(lambda m: _FULL_WIDTH[m.group(0)[0]], text)
         if " " in text:
             text = _SPACE_BETWEEN_CJK.sub("", text)
     return text
@@ -65,7 +76,7 @@ def _resolve_pauses(text: str) -> str:
     """
     pieces: list[str] = []
     done = 0
-    upcoming = {mark: text.find(mark) for mark in (ELLIPSIS, DASH_MARK)}
+    upcoming = {mark: text.find(mark) for mark in (ELLIPSIS, DASH_MARK, BREAK_MARK)}
     while True:
         found = [position for position in upcoming.values() if position >= 0]
         if not found:
@@ -121,6 +132,6 @@ def _strongest(marks: str, after: str) -> str:
         strength = _STRENGTH.get(mark, 0)
         if strength > best_strength:
             best, best_strength = mark, strength
-    if best == DASH_MARK:
+    if best in PAUSE_MARKS:
         return "," if after else ""  # a pause at the very end of a paragraph is nothing
     return best

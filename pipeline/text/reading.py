@@ -5,14 +5,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from pipeline.text.language import DefaultLanguage, neighbour_language
+from pipeline.text.language import Languages
 
 Reader = Callable[[re.Match[str], str], str]  # (match, language) -> its words; the match itself if none
 
 
-def read_match(match: re.Match[str], reader: Reader, default: DefaultLanguage, forced: str) -> str:
-    """The words ``reader`` gives for ``match`` in its language, spaced from the letters beside it."""
-    language = forced or neighbour_language(match.string, match.start(), match.end(), default)
+def read_match(match: re.Match[str], reader: Reader, languages: Languages) -> str:
+    """The words ``reader`` gives for ``match`` in its sentence's language, spaced from the letters
+    beside it."""
+    language = languages.around(match.string, match.start(), match.end())
     spoken = reader(match, language)
     if spoken == match.group(0):
         return spoken
@@ -20,11 +21,14 @@ def read_match(match: re.Match[str], reader: Reader, default: DefaultLanguage, f
 
 
 def padded(spoken: str, text: str, start: int, end: int) -> str:
-    """Spaces around spoken words only where a letter or digit would otherwise touch them."""
+    """Spaces around spoken English words where a letter or digit would otherwise touch them.
+
+    Chinese words need none, next to Chinese or Latin letters alike ('八G', '一百二十八个token').
+    """
     before = text[start - 1] if start else ""
     after = text[end] if end < len(text) else ""
-    if before.isalnum() and (before.isascii() or spoken[:1].isascii()):
+    if before.isalnum() and spoken[:1].isascii():
         spoken = " " + spoken
-    if after.isalnum() and (after.isascii() or spoken[-1:].isascii()):
+    if after.isalnum() and spoken[-1:].isascii():
         spoken += " "
     return spoken

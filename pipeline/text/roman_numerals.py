@@ -1,16 +1,19 @@
 """Roman numerals as words, where they are surely numbers.
 
-That is after a chapter word ("Chapter IV", "Part ii"), after a regnal name ("Henry VIII" → "Henry
-the eighth") and alone at the head of a paragraph ("XII. The Storm"). The pronoun "I" is never one,
-except right after a chapter word.
+That is after a chapter word ("Chapter IV", "Part ii", "Type II"), after a regnal name ("Henry VIII" →
+"Henry the eighth"), after "World War" and alone at the head of a paragraph ("XII. The Storm"). A lone
+capital is a letter where a letter is likelier: ``L``, ``C``, ``D`` and ``M`` always ("Appendix D",
+"Type C"), ``I`` unless a chapter word or "World War" stands before it, or a regnal name that no verb
+of the pronoun follows ("Charles I was beheaded", but "told Charles I would"). Other capitals after
+other words ("Plan B") are never numerals.
 """
 
 from __future__ import annotations
 
 import re
 
-from pipeline.text.language import DefaultLanguage
-from pipeline.text.marks import DASH_MARK, ELLIPSIS, SEPARATOR
+from pipeline.text.language import Languages
+from pipeline.text.marks import ELLIPSIS, PAUSE_MARKS, SEPARATOR
 from pipeline.text.numbers import cardinal, en_ordinal
 from pipeline.text.reading import padded
 
@@ -38,7 +41,30 @@ _CHAPTER_WORDS = frozenset(
         "LETTER",
         "Appendix",
         "APPENDIX",
+        "Episode",
+        "Psalm",
+        "Article",
+        "Title",
+        "Phase",
+        "Stage",
+        "Level",
+        "Type",
+        "Class",
+        "Grade",
+        "Category",
+        "Annex",
+        "Schedule",
+        "Plate",
+        "Vatican",
     ]
+)
+# Lone capitals after a chapter word that are letters, not numerals: "Appendix D", "Section C".
+_LETTERS_NOT_NUMERALS = frozenset("LCDMlcdm")
+# Words that follow the pronoun "I" and hardly a king's numeral: "told Charles I would".
+_PRONOUN_VERBS = frozenset(
+    "am think know have had will would can could should shall may might must do did said say saw see "
+    "believe suppose guess hope feel felt told went got need love like want wanted mean meant wonder "
+    "remember heard thought found came asked replied answered beg wish fear".split()
 )
 _REGNAL_NAMES = frozenset(
     [
@@ -78,23 +104,26 @@ _REGNAL_NAMES = frozenset(
         "Ferdinand",
     ]
 )
-_NUMERAL_END = r"(?![A-Za-z0-9'’])"
+_NUMERAL_END = r"(?=['’]s\b|[^A-Za-z0-9'’]|$)"  # a possessive may follow: "Henry VIII's"
 # A numeral after a space, found in one pass led by the literal space; the word before it decides.
 _SPACED_NUMERAL = re.compile(rf" ([IVXLCDM]{{1,8}}|[ivxlcdm]{{1,8}}){_NUMERAL_END}")
-_OPENING_PUNCTUATION = " ,.!?;:，。！？、；：" + DASH_MARK + ELLIPSIS
+_OPENING_PUNCTUATION = " ,.!?;:，。！？、；：" + PAUSE_MARKS + ELLIPSIS
 _PARAGRAPH_OPENING_NUMERAL = re.compile(
     rf"{SEPARATOR}[{_OPENING_PUNCTUATION}]*([IVXLC]{{1,7}}){_NUMERAL_END}"
 )
 _TEXT_OPENING_NUMERAL = re.compile(rf"[{_OPENING_PUNCTUATION}]*([IVXLC]{{1,7}}){_NUMERAL_END}")
+_HEADING_AFTER = re.compile(r"[.:] (?![A-Z]\.)[A-Z]")  # a title follows, not an initial: 'I. M. Pei' 
+# A numeral opening a sentence as a heading's number does: 'The Clover. II. The Rose'.
+_SENTENCE_OPENING_NUMERAL = re.compile(r"(?<=[.!?] )([IVXLC]{1,7})(?=[.:] (?![A-Z]\.)[A-Z])")
 
 
-def spell_roman_numerals(text: str, default: DefaultLanguage, forced: str = "") -> str:
+def spell_roman_numerals(text: str, languages: Languages) -> str:
     """Roman numerals that are surely numbers, as words; run after everything unspeakable is gone, so
     that what follows a numeral is what the listener will hear follow it."""
     pieces: list[str] = []
     done = 0
     for match in _SPACED_NUMERAL.finditer(text):
-        spoken = _numeral_after_word(match, default, forced)
+        spoken = _numeral_after_word(match, languages)
         if spoken:
             pieces.append(text[done : match.start(1)])
             pieces.append(spoken)
@@ -103,27 +132,32 @@ def spell_roman_numerals(text: str, default: DefaultLanguage, forced: str = "") 
         pieces.append(text[done:])
         text = "".join(pieces)
     if SEPARATOR in text:  # a literal-led pattern: one fast scan
-        text = _PARAGRAPH_OPENING_NUMERAL.sub(lambda m: _opening_numeral(m, default, forced), text)
+        text = _PARAGRAPH_OPENING_NUMERAL.sub(lambda m: _opening_numeral(m, languages), text)
+    if ". " in text:
+        text = _SENTENCE_OPENING_NUMERAL.sub(lambda m: _opening_numeral(m, languages), text)
     opening = _TEXT_OPENING_NUMERAL.match(text)
     if opening:
-        text = _opening_numeral(opening, default, forced) + text[opening.end() :]
+        text = _opening_numeral(opening, languages) + text[opening.end() :]
     return text
 
 
-def _numeral_after_word(match: re.Match[str], default: DefaultLanguage, forced: str) -> str:
+def _numeral_after_word(match: re.Match[str], languages: Languages) -> str:
     """'Chapter IV' → 'four', 'Part ii' → 'two', 'Henry VIII' → 'the eighth'; '' when not a number."""
     text, space = match.string, match.start()
     numeral = match.group(1)
-    previous = text[text.rfind(" ", max(0, space - 12), space) + 1 : space].rpartition(SEPARATOR)[2]
+    look_back = max(0, space - 12)
+    previous = text[max(text.rfind(" ", look_back, space) + 1, look_back) : space].rpartition(SEPARATOR)[2]
     previous = previous.rstrip(".")
-    chapter = previous in _CHAPTER_WORDS
-    regnal = previous in _REGNAL_NAMES and numeral.isupper() and (len(numeral) > 1 or numeral in "VX")
+    chapter = previous in _CHAPTER_WORDS or text.endswith(("World War", "WORLD WAR"), 0, space)
+    if len(numeral) == 1 and numeral in _LETTERS_NOT_NUMERALS:
+        return ""
+    regnal = previous in _REGNAL_NAMES and numeral.isupper() and _regnal_numeral(text, numeral, match.end())
     if not chapter and not regnal:
         return ""
     value = roman_value(numeral)
     if value is None:
         return ""
-    language = forced or default(text, space)
+    language = languages.around(text, match.start(1), match.end())
     if chapter:
         spoken = cardinal(value, language)
     elif language == "en":
@@ -133,16 +167,27 @@ def _numeral_after_word(match: re.Match[str], default: DefaultLanguage, forced: 
     return padded(spoken, text, match.start(1), match.end())
 
 
-def _opening_numeral(match: re.Match[str], default: DefaultLanguage, forced: str) -> str:
+def _regnal_numeral(text: str, numeral: str, end: int) -> bool:
+    """Whether a numeral after a regnal name is one: 'I' only where no verb of the pronoun follows."""
+    if numeral != "I":
+        return True
+    following = text[end : end + 12].lstrip(" ").split(" ", 1)[0]
+    return following not in _PRONOUN_VERBS and not following.startswith(("'", "’"))
+
+
+def _opening_numeral(match: re.Match[str], languages: Languages) -> str:
     """'XII. The Storm' → 'twelve. The Storm'; a paragraph that is only 'IV' → 'four'."""
     text, numeral_start, end = match.string, match.start(1), match.end(1)
     value = roman_value(match.group(1))
-    rest = text[end : end + 8].lstrip(" " + DASH_MARK + ELLIPSIS)  # trailing pauses vanish later
+    rest = text[end : end + 8].lstrip(" " + PAUSE_MARKS + ELLIPSIS)  # trailing pauses vanish later
     closes = not rest or rest[0] in (".", ":", SEPARATOR)
-    single_letter = end - numeral_start == 1 and text[numeral_start] not in "VX"  # "C" alone: likely a letter
+    # "C" alone is likely a letter, "I" too unless it numbers a heading: "I. The Beginning"
+    single_letter = end - numeral_start == 1 and (
+        text[numeral_start] not in "VXI" or text[numeral_start] == "I" and not _HEADING_AFTER.match(text, end)
+    )
     if value is None or not closes or single_letter or (value == 1 and rest[:1] not in (".", ":")):
         return match.group(0)
-    spoken = cardinal(value, forced or default(text, numeral_start))
+    spoken = cardinal(value, languages.around(text, numeral_start, end))
     return text[match.start() : numeral_start] + padded(spoken, text, numeral_start, end)
 
 

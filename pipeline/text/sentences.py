@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 
-from pipeline.text.abbreviations import NOT_SENTENCE_ENDS
+from pipeline.text.abbreviations import NOT_SENTENCE_ENDS, lookbehinds
 from pipeline.text.marks import CJK_RANGE, SEPARATOR
 
 _CJK_CHAR = re.compile(f"[{CJK_RANGE}]")
@@ -27,10 +27,7 @@ _CLAUSE_END = re.compile(r"[，、：；,;:]+|[。！？.!?]+")
 # written as lookbehinds after the period so the regex engine decides it without calling back here.
 # Python needs fixed-width lookbehinds: one per word length, each an alternation of that length's words.
 _NOT_AFTER_ABBREVIATION = (
-    "".join(
-        rf"(?<!(?i:\b(?:{'|'.join(sorted(word for word in NOT_SENTENCE_ENDS if len(word) == size))}))\.)"
-        for size in sorted({len(word) for word in NOT_SENTENCE_ENDS})
-    )
+    lookbehinds(sorted(NOT_SENTENCE_ENDS), r"(?<!(?i:\b(?:{}))\.)", joiner="")
     + r"(?<!\b[A-Z]\.)(?<!\.[A-Za-z]\.)"
 )
 # What follows a Latin sentence end: a space and a capital or Chinese, Chinese, or the paragraph's end.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from pipeline.text.language import DefaultLanguage
+from pipeline.text.language import Languages
 from pipeline.text.marks import CUBED, SEPARATOR, SQUARED
 from pipeline.text.reading import read_match
 
@@ -35,13 +35,13 @@ _SYMBOL = re.compile(f"[{re.escape(''.join(_SYMBOL_WORDS))}]")
 SYMBOL_CHARACTERS = frozenset(_SYMBOL_WORDS)
 
 
-def spell_symbols(text: str, default: DefaultLanguage, forced: str = "") -> str:
-    """Every symbol of ``text`` that stands for a word, as that word in the language around it.
+def spell_symbols(text: str, languages: Languages) -> str:
+    """Every symbol of ``text`` that stands for a word, as that word in its sentence's language.
 
     Run after the numbers are read, so that a symbol that is part of a number ('50%', '5 m²') is
     read with it.
     """
-    return _SYMBOL.sub(lambda match: read_match(match, _symbol, default, forced), text)
+    return _SYMBOL.sub(lambda match: read_match(match, _symbol, languages), text)
 
 
 def _symbol(match: re.Match[str], language: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from pipeline.text.marks import CUBED, SQUARED
+from pipeline.text.number_forms import zh_minus
 from pipeline.text.numbers import amount
 
 UNITS = {  # unit -> (English singular, plural, Chinese)
@@ -42,6 +43,16 @@ UNITS = {  # unit -> (English singular, plural, Chinese)
     "V": ("volt", "volts", "伏"),
     "mAh": ("milliamp hour", "milliamp hours", "毫安时"),
     "ms": ("millisecond", "milliseconds", "毫秒"),
+    "s": ("second", "seconds", "秒"),
+    "sec": ("second", "seconds", "秒"),
+    "secs": ("second", "seconds", "秒"),
+    "µs": ("microsecond", "microseconds", "微秒"),
+    "μs": ("microsecond", "microseconds", "微秒"),
+    "ns": ("nanosecond", "nanoseconds", "纳秒"),
+    "GB/s": ("gigabyte per second", "gigabytes per second", "吉字节每秒"),
+    "MB/s": ("megabyte per second", "megabytes per second", "兆字节每秒"),
+    "Gbps": ("gigabit per second", "gigabits per second", "吉比特每秒"),
+    "Mbps": ("megabit per second", "megabits per second", "兆比特每秒"),
     "min": ("minute", "minutes", "分钟"),
     "h": ("hour", "hours", "小时"),
     "hr": ("hour", "hours", "小时"),
@@ -55,12 +66,20 @@ UNITS = {  # unit -> (English singular, plural, Chinese)
 }
 
 
+def per_second(match: re.Match[str], language: str) -> str:
+    """'3200 tokens/s' → 'three thousand two hundred tokens per second' (or '三千二百tokens每秒')."""
+    digits, word = match.group(1), match.group(2)
+    if language == "zh":
+        return f"{amount(digits, 'zh')}{word}每秒"
+    return f"{amount(digits, 'en')} {word} per second"
+
+
 def unit(match: re.Match[str], language: str) -> str:
     """A sign, the number, the unit, and a power (squared or cubed) after it."""
     sign, digits, name, power = match.group(1), match.group(2), match.group(3), match.group(4) or ""
     singular, plural, chinese = UNITS[name]
     if language == "zh":
         prefix = {SQUARED: "平方", CUBED: "立方"}.get(power, "")
-        return f"{'负' if sign else ''}{amount(digits, 'zh')}{prefix}{chinese}"
+        return f"{zh_minus(match, sign)}{amount(digits, 'zh')}{prefix}{chinese}"
     prefix = {SQUARED: "square ", CUBED: "cubic "}.get(power, "")
     return f"{'minus ' if sign else ''}{amount(digits, 'en')} {prefix}{singular if digits == '1' else plural}"

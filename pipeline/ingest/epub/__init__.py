@@ -21,6 +21,7 @@ from pipeline.ingest.epub.container import check_mimetype, package_document_memb
 from pipeline.ingest.epub.drm import refuse_drm
 from pipeline.ingest.epub.metadata import read_metadata
 from pipeline.ingest.epub.navigation import read_table_of_contents
+from pipeline.ingest.epub.notes import collect_notes
 from pipeline.ingest.epub.package import read_package
 from pipeline.ingest.epub.reading import Reading
 from pipeline.ingest.epub.spine import spine_documents
@@ -43,6 +44,10 @@ def read_epub(path: Path, options: IngestOptions) -> RawBook:
         package = read_package(archive, path, package_document_member(archive, path), reading)
         metadata = read_metadata(archive, package, path, reading)
         toc, front_members = read_table_of_contents(archive, package, reading)
-        docs = spine_documents(archive, package, options, reading)
+        docs = spine_documents(archive, package, options, reading, metadata.language)
     chapters = epub_chapters(docs, toc, front_members, metadata.title, options, reading)
-    return RawBook("epub", metadata, chapters, reading.warnings)
+    notes, refs, notes_title = collect_notes(docs)
+    book = RawBook("epub", metadata, chapters, reading.warnings, notes, refs, notes_title)
+    book.formulas = sum(doc.text.formulas for doc in docs)
+    book.line_numbers = sum(doc.text.line_numbers for doc in docs)
+    return book

@@ -21,6 +21,7 @@ from pipeline.ingest.epub.navigation import FrontMembers, TocEntry
 from pipeline.ingest.epub.reading import Reading
 from pipeline.ingest.epub.spine import SpineDocument
 from pipeline.ingest.options import IngestOptions
+from pipeline.ingest.running_heads import line_key, running_heads, running_heads_warning
 from pipeline.ingest.xhtml import Block
 
 logger = logging.getLogger(__name__)
@@ -37,6 +38,7 @@ def epub_chapters(
     reading: Reading,
 ) -> list[RawChapter]:
     """The chapters to read, in spine order."""
+    _leave_out_running_heads(docs, toc, reading)
     blocks: list[Block] = [block for doc in docs for block in doc.text.blocks]
     for doc in docs:
         doc.front_reason = document_front_reason(doc, front_members)
@@ -51,6 +53,18 @@ def epub_chapters(
         starts = _with_untitled_documents(docs, starts)
     found = sections(blocks, starts, book_title)
     return _keep_readable(found, docs, book_title, options, reading)
+
+
+def _leave_out_running_heads(docs: list[SpineDocument], toc: list[TocEntry], reading: Reading) -> None:
+    """Empty the running headers and footers of the book's documents (their positions stay)."""
+    keep = frozenset(line_key(label) for entry in toc for label in entry.path)
+    found = running_heads([doc.text.blocks for doc in docs], keep)
+    texts = []
+    for number, index in sorted(found):
+        texts.append(docs[number].text.blocks[index].text)
+        docs[number].text.blocks[index] = Block("")
+    if texts:
+        reading.warnings.append(running_heads_warning(texts))
 
 
 def _toc_starts(docs: list[SpineDocument], toc: list[TocEntry]) -> list[Start]:
@@ -122,6 +136,7 @@ def _keep_readable(
 ) -> list[RawChapter]:
     chapters: list[RawChapter] = []
     left_out: list[str] = []
+    ids_at = _ids_by_block(docs)
     for section in found:
         if not section.blocks:
             continue
@@ -131,7 +146,14 @@ def _keep_readable(
         if reason and not options.keep_front_matter:
             left_out.append(title or reason)
             continue
-        chapters.append(RawChapter(title, [block.text for block in section.blocks]))
+        anchors = {
+            number: ids_at[position]
+            for number, position in enumerate(section.positions)
+            if position in ids_at
+        }
+        path = section.path or ((title,) if title else ())
+        paragraphs = [block.text for block in section.blocks]
+        chapters.append(RawChapter(title, paragraphs, path, section.lo, anchors))
     if left_out:
         reading.warnings.append(_left_out_warning(left_out))  # the default at work: listed, not logged
     return chapters
@@ -142,8 +164,17 @@ def _left_out_warning(left_out: list[str]) -> str:
         "left out front and back matter: "
         + ", ".join(f"'{name}'" for name in left_out[:_LEFT_OUT_NAMED])
         + (f" and {len(left_out) - _LEFT_OUT_NAMED} more" if len(left_out) > _LEFT_OUT_NAMED else "")
-        + " (IngestOptions(keep_front_matter=True) keeps them)"
+        + " (--keep-front-matter keeps them)"
     )
+
+
+def _ids_by_block(docs: list[SpineDocument]) -> dict[int, tuple[str, ...]]:
+    """The element ids (as 'member#id') that open each block of the book, by the block's index."""
+    found: dict[int, list[str]] = {}
+    for doc in docs:
+        for element_id, block in doc.text.anchors.items():
+            found.setdefault(doc.offset + block, []).append(f"{doc.member}#{element_id}")
+    return {position: tuple(ids) for position, ids in found.items()}
 
 
 def _document_title(doc: SpineDocument, book_title: str) -> str:

@@ -22,6 +22,7 @@ class ManifestItem:
     member: str  # archive path ('' when the href leaves the archive)
     media_type: str
     properties: frozenset[str]
+    href: str = ""  # as the manifest writes it
 
 
 @dataclass
@@ -49,11 +50,7 @@ def read_package(archive: SafeZip, path: Path, opf_member: str, reading: Reading
     spine_element = sections.get("spine")
     spine = _spine(spine_element, manifest)
     if not spine:
-        raise BookError(
-            path,
-            f"the package document '{opf_member}' has an empty spine (no reading order)",
-            "the EPUB is damaged or empty; re-export it with an EPUB editor such as Sigil or Calibre",
-        )
+        raise _no_reading_order(path, opf_member, spine_element, manifest)
     return Package(
         opf_member=opf_member,
         version=root.get("version", ""),
@@ -63,6 +60,30 @@ def read_package(archive: SafeZip, path: Path, opf_member: str, reading: Reading
         ncx_id=spine_element.get("toc", "") if spine_element is not None else "",
         guide=_guide(sections.get("guide"), opf_member),
     )
+
+
+def _no_reading_order(
+    path: Path, opf_member: str, spine: etree._Element | None, manifest: dict[str, ManifestItem]
+) -> BookError:
+    """The error for a spine that leads to nothing in the book, saying why: empty, pointing outside
+    the book, or naming items the manifest does not have."""
+    fix = "the EPUB is damaged or incomplete; re-export it with an EPUB editor such as Sigil or Calibre"
+    itemrefs = [] if spine is None else [item for item in spine if local_name(item) == "itemref"]
+    idrefs = [itemref.get("idref", "") for itemref in itemrefs]
+    outside = [manifest[idref].href for idref in idrefs if idref in manifest and not manifest[idref].member]
+    if outside:
+        named = ", ".join(f"'{href[:80]}'" for href in outside[:3]) + (" ..." if len(outside) > 3 else "")
+        return BookError(
+            path,
+            f"its reading order (the spine of '{opf_member}') only points outside the book ({named}), "
+            "so the file holds nothing to read",
+            "get a copy of the book with its chapters inside the EPUB file",
+        )
+    if idrefs:
+        return BookError(
+            path, f"the spine of '{opf_member}' names {len(idrefs)} item(s) the manifest does not list", fix
+        )
+    return BookError(path, f"the package document '{opf_member}' has an empty spine (no reading order)", fix)
 
 
 def href_target(base_member: str, href: str) -> str:
@@ -93,6 +114,7 @@ def _manifest(element: etree._Element | None, opf_member: str, reading: Reading)
             member,
             item.get("media-type", "").lower(),
             frozenset(item.get("properties", "").split()),
+            href,
         )
     return items
 

@@ -17,7 +17,7 @@ class Reading:
     warnings: list[str] = field(default_factory=list)
 
     def warn(self, message: str) -> None:
-        logger.warning("%s: %s", self.path, message)
+        logger.debug("%s: %s", self.path, message)  # read_book logs the book's warnings, once each
         self.warnings.append(message)
 
 

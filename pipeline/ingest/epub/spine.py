@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pipeline.ingest.epub.members import parse_optional_xhtml
 from pipeline.ingest.epub.package import Package
@@ -25,17 +25,16 @@ class SpineDocument:
 
 
 def spine_documents(
-    archive: SafeZip, package: Package, options: IngestOptions, reading: Reading
+    archive: SafeZip, package: Package, options: IngestOptions, reading: Reading, language: str = ""
 ) -> list[SpineDocument]:
-    """Every readable spine document once, in spine order (non-linear ones only when asked for)."""
-    extract = ExtractOptions(
-        image_alt_text=options.image_alt_text, include_footnotes=options.include_footnotes
-    )
+    """Every readable spine document once, in spine order. A non-linear one (a pop-up note, an
+    answer key) is read only when asked for, except for the notes it holds: those are always kept."""
+    extract = ExtractOptions(image_alt_text=options.image_alt_text, language=language)
     docs: list[SpineDocument] = []
     seen: set[str] = set()
     offset = 0
     for item, linear in package.spine:
-        if (not linear and not options.include_nonlinear) or item.member in seen:
+        if item.member in seen:
             continue
         seen.add(item.member)
         if item.media_type and item.media_type not in _CONTENT_TYPES:
@@ -46,6 +45,11 @@ def spine_documents(
         text = _document_text(archive, item.member, extract, reading)
         if text is None:
             continue
+        if not linear and not options.include_nonlinear:
+            if not text.notes:
+                continue
+            notes = [replace(note, at=0) for note in text.notes]
+            text = replace(text, blocks=[], anchors={}, notes=notes)  # its notes only
         docs.append(SpineDocument(item.member, text, offset))
         offset += len(text.blocks)
     return docs

@@ -1,0 +1,169 @@
+"""Footnotes and endnotes: read where ``--notes`` says, never silently dropped.
+
+The readers set notes aside from the text with the references that point to them (``xhtml``,
+``markdown``, ``plain_text_notes`` for Project Gutenberg's ``[Footnote 1: ...]``), and a section
+titled as notes ("Notes", "Endnotes", "注释"...) is made of notes too.
+Each note belongs to the chapter of its first reference, or, unreferenced, to the chapter it stands in.
+
+- ``end`` (the default): one chapter of notes after the last chapter, in reading order, each note
+  under its chapter's title when the notes come from more than one chapter;
+- ``chapter``: each chapter's notes after its text;
+- ``skip``: left out, and counted in a warning.
+
+Each note is read with its mark: "Note 1. …" (or "注1：…").
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from dataclasses import dataclass
+
+from pipeline.ingest.chapters import RawBook, RawChapter
+from pipeline.ingest.xhtml import Block, Note, NoteRef
+from pipeline.text.language import paragraph_language
+
+_NOTES_TITLE = re.compile(
+    r"^(?:(?:end|foot|chapter |author'?s? |translator'?s? |editor'?s? )?notes?|endnotes|footnotes|annotations"
+    r"|notes? (?:and references|to the text)|注|注释|注釋|註釋|尾注|脚注|腳註|注解|註解|附注|附註)$",
+    re.IGNORECASE,
+)
+_NOTE_MARK_OPENING = re.compile(r"^\s*[\[(]?(\d{1,3}|[*†‡§¶]+)[\]).:]?\s+(?=\S)")
+# Project Gutenberg's plain-text notes: '[Footnote 1: The note.]' or '[1] The note.', and '[1]' in the text.
+_TEXT_NOTE = re.compile(r"^\[(?:Footnote\s+)?(\d{1,3}|[A-Z]|\*+)(?::\s*|\]\s+)(.+?)\]?$", re.DOTALL)
+_TEXT_REF = re.compile(r"(?<=\S)\[(\d{1,3}|[A-Z]|\*+)\]")
+
+
+@dataclass
+class _Placed:
+    note: Note
+    label: str
+    position: int  # where it is referenced, else where it stands
+    owner: int  # the index of the chapter it belongs to
+
+
+def place_notes(raw: RawBook, place: str) -> tuple[list[RawChapter], list[str]]:
+    """The book's chapters with its notes placed as ``place`` ('end', 'chapter' or 'skip') says, and
+    the warnings that says so."""
+    chapters, from_sections, section_title = _without_notes_sections(raw.chapters)
+    notes = [*raw.notes, *from_sections]
+    if not notes:
+        return chapters, []
+    if place == "skip":
+        return chapters, [f"left out {len(notes)} notes (--notes end or --notes chapter reads them)"]
+    if not chapters:
+        chapters = [RawChapter("", [], at=0)]
+    placed = _placed(notes, raw, chapters)
+    chinese = _chinese([paragraph for note in notes for paragraph in note.paragraphs])
+    if place == "chapter":
+        for index, chapter in enumerate(chapters):
+            own = [item for item in placed if item.owner == index]
+            if own:
+                chapter.paragraphs = [*chapter.paragraphs, "注释" if chinese else "Notes", *_read(own, chinese)]
+        return chapters, []
+    title = section_title or raw.notes_title or ("注释" if chinese else "Notes")
+    paragraphs: list[str] = []
+    grouped = len({item.owner for item in placed}) > 1
+    for index, chapter in enumerate(chapters):
+        own = [item for item in placed if item.owner == index]
+        if own and grouped and (chapter.path or chapter.title):
+            paragraphs.append(chapter.path[-1] if chapter.path else chapter.title)
+        paragraphs.extend(_read(own, chinese))
+    end = max((chapter.at for chapter in chapters), default=0) + 1
+    return [*chapters, RawChapter(title, paragraphs, (title,), end)], []
+
+
+def plain_text_notes(blocks: list[Block]) -> tuple[list[Block], list[Note], list[NoteRef]]:
+    """The blocks of a plain text without its footnotes, the notes, and the references ('[1]') taken
+    out of the text; the blocks unchanged where the text has no footnotes."""
+    notes: list[Note] = []
+    kept: list[Block] = []
+    for block in blocks:
+        note = _TEXT_NOTE.match(block.text) if not block.level and block.text.startswith("[") else None
+        # '[1] ...' is a note only where a reference to it stands shortly before; else a numbered line
+        referenced = note and _TEXT_REF.search(" ".join(earlier.text for earlier in kept[-40:]))
+        if note and (block.text.startswith("[Footnote") or referenced):
+            notes.append(Note((f"#{note.group(1)}",), note.group(1), [note.group(2).strip()], len(kept)))
+        else:
+            kept.append(block)
+    if not notes:
+        return blocks, [], []
+    labels = {note.label for note in notes}
+    refs: list[NoteRef] = []
+    for index, block in enumerate(kept):
+        if "[" in block.text:
+            for match in _TEXT_REF.finditer(block.text):
+                if match.group(1) in labels:
+                    refs.append(NoteRef(f"#{match.group(1)}", match.group(1), index))
+            text = _TEXT_REF.sub(lambda m: "" if m.group(1) in labels else m.group(0), block.text)
+            kept[index] = Block(text, block.level)
+    return kept, notes, refs
+
+
+def is_notes_title(title: str) -> bool:
+    return bool(_NOTES_TITLE.match(" ".join(title.split()).strip(" .:：")))
+
+
+def _without_notes_sections(chapters: list[RawChapter]) -> tuple[list[RawChapter], list[Note], str]:
+    """The chapters that are text, and the notes of those titled as notes (one per anchored run of
+    paragraphs, or per paragraph where none is anchored)."""
+    kept: list[RawChapter] = []
+    notes: list[Note] = []
+    title = ""
+    for chapter in chapters:
+        own_title = chapter.path[-1] if chapter.path else ""  # a title the book gives, not a file name
+        if len(chapters) < 2 or not is_notes_title(own_title):
+            kept.append(chapter)
+            continue
+        title = title or own_title
+        anchored = bool(chapter.anchors)
+        for number, paragraph in enumerate(chapter.paragraphs):
+            ids = chapter.anchors.get(number, ())
+            if notes and anchored and not ids and notes[-1].at >= chapter.at:
+                notes[-1].paragraphs.append(paragraph)  # a note of several paragraphs
+                continue
+            label, text = _opening_mark(paragraph)
+            notes.append(Note(ids, label, [text], chapter.at + number))
+    return kept, notes, title
+
+
+def _opening_mark(paragraph: str) -> tuple[str, str]:
+    """'12. The note.' → ('12', 'The note.')."""
+    match = _NOTE_MARK_OPENING.match(paragraph)
+    return (match.group(1), paragraph[match.end() :]) if match else ("", paragraph)
+
+
+def _placed(notes: list[Note], raw: RawBook, chapters: list[RawChapter]) -> list[_Placed]:
+    first_ref = {}
+    for ref in sorted(raw.note_refs, key=lambda ref: ref.at):
+        if ref.target:
+            first_ref.setdefault(ref.target, ref)
+    starts = [chapter.at for chapter in chapters]
+    placed: list[_Placed] = []
+    for note in notes:
+        ref = next((first_ref[key] for key in note.ids if key in first_ref), None)
+        position = ref.at if ref is not None else note.at
+        label = note.label or (ref.label if ref is not None else "")
+        owner = max(bisect_right(starts, position) - 1, 0)
+        placed.append(_Placed(note, label, position, owner))
+    placed.sort(key=lambda item: item.position)
+    return placed
+
+
+def _read(placed: list[_Placed], chinese: bool) -> list[str]:
+    """Each note's paragraphs, the first opened by its mark."""
+    paragraphs: list[str] = []
+    for item in placed:
+        label = item.label
+        if chinese:
+            opening = f"注{label}：" if label and label[0].isalnum() else "注："
+        else:
+            opening = f"Note {label}. " if label and label[0].isalnum() else "Note. "
+        first, *rest = item.note.paragraphs
+        paragraphs.extend([opening + first, *rest])
+    return paragraphs
+
+
+def _chinese(paragraphs: list[str]) -> bool:
+    found = [paragraph_language(paragraph) for paragraph in paragraphs[:50]]
+    return found.count("zh") > len([language for language in found if language]) / 2

@@ -1,0 +1,272 @@
+"""Never lose work on the embedded path: a `tts-jobs run` stopped by Ctrl-C, SIGTERM or SIGKILL is
+resumed by the same command, speaking only what was not recorded, into the same audiobook.
+
+Real processes: the `tts-jobs run` command in a subprocess, the tiny ChatTTS weights on CPU, the
+SQLite default, real ffmpeg.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.books import write_epub
+from tests.conftest import env_for
+from tests.e2e_helpers import TTS_JOBS, cli, ffprobe_chapters, ffprobe_seconds, status_json
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = [(f"Chapter {c}", [f"In chapter {c}, paragraph line {i} is read aloud by the narrator, slowly."
+                              for i in range(16)]) for c in ("One", "Two", "Three", "Four")]
+SPOKEN_BEFORE_THE_SIGNAL = 16  # one CPU batch recorded: work that must never be redone
+
+
+def _spoken(database: Path) -> dict[int, float]:
+    """Recorded sentences: id -> the modification time of their WAV."""
+    with sqlite3.connect(database) as db:
+        rows = db.execute("SELECT id, audio_path FROM sentences WHERE state = 'done'").fetchall()
+    data_dir = database.parent
+    return {sentence: (data_dir / path).stat().st_mtime_ns for sentence, path in rows}
+
+
+def _wait_until_spoken(database: Path, count: int, process: subprocess.Popen, timeout: float = 240) -> None:  # type: ignore[type-arg]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "the run ended before it could be stopped"
+        if database.exists():
+            try:
+                if len(_spoken(database)) >= count:
+                    return
+            except sqlite3.OperationalError:  # schema being made, or the writer holds the lock
+                pass
+        time.sleep(0.2)
+    raise AssertionError(f"fewer than {count} sentences spoken after {timeout} s")
+
+
+def _sentences_spoken_in(log: str) -> int:
+    """The sentences a run synthesized, from its "batch=N: K sentences" lines."""
+    return sum(int(n) for n in re.findall(r"batch=\d+: (\d+) sentences", log))
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path) -> dict:  # type: ignore[type-arg]
+    """The same book run once without interruption, in a data directory of its own."""
+    from jobs.settings import Settings
+
+    folder = tmp_path_factory.mktemp("uninterrupted")
+    settings = Settings.from_env({"TTS_JOBS_DATA_DIR": str(folder / "data"), "TTS_JOBS_MODEL_DIR": str(tiny_model_dir),
+                                  "TTS_JOBS_DEVICE": "cpu", "TTS_JOBS_PRECISION": "fp32"})
+    env = env_for(settings)
+    book = write_epub(folder / "long.epub", "The Long Night", CHAPTERS)
+    result = cli(["run", str(book), "--out", str(folder / "out")], env)
+    assert result.returncode == 0, result.stderr
+    output = Path(result.stdout.strip().splitlines()[-1])
+    return {"book": book, "output": output, "chapters": ffprobe_chapters(output), "seconds": ffprobe_seconds(output)}
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
+def test_a_stopped_run_resumes_without_speaking_anything_twice(tmp_path: Path, settings_factory, reference,  # type: ignore[no-untyped-def]
+                                                               stop: signal.Signals) -> None:
+    settings = settings_factory()
+    env = env_for(settings)
+    env.pop("TTS_JOBS_BROKER_URL")  # the embedded path needs no broker
+    database = settings.data_dir / "tts-jobs.db"
+    command = TTS_JOBS + ["run", str(reference["book"]), "--out", str(tmp_path / "out")]
+    process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_until_spoken(database, SPOKEN_BEFORE_THE_SIGNAL, process)
+
+    process.send_signal(stop)
+    began = time.monotonic()
+    _, first_log = process.communicate(timeout=30)
+    stopped_after = time.monotonic() - began
+
+    assert stopped_after < 10
+    assert "Traceback" not in first_log
+    if stop != signal.SIGKILL:
+        assert process.returncode == 130
+        assert "resume it with the same command, or `tts-jobs retry 1`" in first_log
+    [job] = status_json(env)  # a killed run is recognised by the next look
+    assert job["state"] == "interrupted", job
+    assert job["x_realtime"] is None and job["eta_seconds"] is None
+    assert job["resume"] == "tts-jobs retry 1"
+    kept = _spoken(database)
+    assert SPOKEN_BEFORE_THE_SIGNAL <= len(kept) < job["sentences_total"]
+
+    resumed = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming at plan" in resumed.stderr
+    assert _sentences_spoken_in(resumed.stderr) == job["sentences_total"] - len(kept)
+    after = _spoken(database)
+    assert {s: after[s] for s in kept} == kept  # not one recorded sentence was written again
+    [done] = status_json(env)
+    assert done["id"] == 1 and done["state"] == "done"
+    output = Path(resumed.stdout.strip().splitlines()[-1])
+    assert [c["tags"]["title"] for c in ffprobe_chapters(output)] == \
+        [c["tags"]["title"] for c in reference["chapters"]]
+    tolerance = 0.005 * reference["seconds"]  # the same sentences, seeds and pauses
+    starts = [float(c["start_time"]) for c in ffprobe_chapters(output)]
+    assert all(abs(a - float(b["start_time"])) <= tolerance for a, b in zip(starts, reference["chapters"]))
+    assert abs(ffprobe_seconds(output) - reference["seconds"]) <= tolerance
+
+
+def test_retry_resumes_an_interrupted_run_here_and_never_asks_a_broker(tmp_path: Path, settings_factory) -> None:  # type: ignore[no-untyped-def]
+    settings = settings_factory()
+    env = {**env_for(settings), "TTS_JOBS_BROKER_URL": "redis://127.0.0.1:1/0"}  # nothing listens there
+    book = write_epub(tmp_path / "book.epub", "A Short Night", CHAPTERS[:2])
+    process = subprocess.Popen(TTS_JOBS + ["run", str(book), "--out", str(tmp_path / "out")], env=env, cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_until_spoken(settings.data_dir / "tts-jobs.db", SPOKEN_BEFORE_THE_SIGNAL, process)
+    process.send_signal(signal.SIGINT)
+    process.communicate(timeout=30)
+
+    retried = cli(["retry", "1"], env)
+
+    assert retried.returncode == 0, retried.stderr
+    assert "broker" not in retried.stderr
+    [job] = status_json(env)
+    assert job["state"] == "done" and Path(retried.stdout.strip().splitlines()[-1]).is_file()
+
+
+def test_fresh_starts_over_and_the_old_run_is_not_resumed(tmp_path: Path, settings_factory) -> None:  # type: ignore[no-untyped-def]
+    env = env_for(settings_factory())
+    book = write_epub(tmp_path / "book.epub", "Brief", [("Only", ["One sentence.", "Two sentences."])])
+    first = cli(["run", str(book), "--out", str(tmp_path / "out"), "-f", "wav"], env)
+    again = cli(["run", str(book), "--out", str(tmp_path / "out"), "-f", "wav", "--fresh"], env)
+
+    assert first.returncode == again.returncode == 0, again.stderr
+    assert [j["id"] for j in status_json(env)] == [2, 1]  # a done book is run again as a new job
+    assert first.stdout == again.stdout  # into its own folder, replacing its own files
+
+
+def test_bad_options_are_refused_before_the_model_loads(tmp_path: Path, settings_factory) -> None:  # type: ignore[no-untyped-def]
+    env = env_for(settings_factory())
+    book = write_epub(tmp_path / "book.epub", "Brief", [("Only", ["One sentence."])])
+    for options, problem in ((["-f", "xyz"], "unknown output format xyz"), (["--voice", "nobody"], "unknown voice")):
+        began = time.monotonic()
+        result = cli(["run", str(book), *options], env)
+        elapsed = time.monotonic() - began
+
+        assert result.returncode == 2, result.stderr
+        assert elapsed < 2.0, elapsed
+        errors = [line for line in result.stderr.splitlines() if line.strip()]
+        assert errors == [next(e for e in errors if e.startswith("error:"))] and problem in errors[0]
+    assert status_json(env) == []  # nothing recorded
+
+
+@pytest.mark.parametrize("command", [["status", "99999"], ["cancel", "99999"], ["retry", "99999"]])
+def test_a_job_that_does_not_exist_reads_the_same_everywhere(settings_factory, command: list[str]) -> None:  # type: ignore[no-untyped-def]
+    result = cli(command, env_for(settings_factory()))
+    assert result.returncode == 2
+    assert result.stderr.strip() == "error: no job 99999: see `tts-jobs status` for the list"
+
+
+def test_books_never_share_a_folder(tmp_path: Path, settings_factory) -> None:  # type: ignore[no-untyped-def]
+    """Two books with one title and different authors, and two with identical metadata but other
+    content, run into one --out: four folders, and no book's files overwritten by another."""
+    env = env_for(settings_factory())
+    out = tmp_path / "out"
+    books = [
+        write_epub(tmp_path / "a.epub", "Twins", [("One", ["Told by the first author."])], author="Ann Able"),
+        write_epub(tmp_path / "b.epub", "Twins", [("One", ["Told by the second author."])], author="Ben Bold"),
+        write_epub(tmp_path / "c.epub", "Same", [("One", ["The first edition's words."])], author="Cy Cole"),
+        write_epub(tmp_path / "d.epub", "Same", [("One", ["The second edition, revised."])], author="Cy Cole"),
+    ]
+    outputs = []
+    for book in books:
+        result = cli(["run", str(book), "--out", str(out), "-f", "mp3"], env)
+        assert result.returncode == 0, result.stderr
+        outputs.append(Path(result.stdout.strip()))
+        if len(outputs) == 1:
+            first_bytes = outputs[0].read_bytes()
+
+    folders = [o.parent for o in outputs]
+    assert len(set(folders)) == 4
+    assert folders[0] == out / "Ann Able" / "Twins" and folders[1] == out / "Ben Bold" / "Twins"
+    assert folders[2] == out / "Cy Cole" / "Same" and folders[3].parent == out / "Cy Cole"
+    assert folders[3].name.startswith("Same (")
+    assert outputs[0].read_bytes() == first_bytes
+    assert all(o.is_file() for o in outputs)
+    statuses = {s["id"]: s for s in status_json(env)}
+    assert [statuses[i + 1]["outputs"] for i in range(4)] == [[str(o)] for o in outputs]
+
+
+def test_a_book_run_again_replaces_only_its_own_files(tmp_path: Path, settings_factory) -> None:  # type: ignore[no-untyped-def]
+    env = env_for(settings_factory())
+    out = tmp_path / "out"
+    book = write_epub(tmp_path / "a.epub", "Again", [("One", ["Read twice."])], author="Ann Able")
+    other = write_epub(tmp_path / "b.epub", "Other", [("One", ["Read once."])], author="Ann Able")
+    first = cli(["run", str(book), "--out", str(out), "-f", "wav"], env)
+    kept = cli(["run", str(other), "--out", str(out), "-f", "wav"], env)
+    kept_bytes = Path(kept.stdout.strip()).read_bytes()
+    again = cli(["run", str(book), "--out", str(out), "-f", "wav", "--fresh"], env)
+
+    assert first.stdout == again.stdout and again.returncode == 0
+    assert Path(kept.stdout.strip()).read_bytes() == kept_bytes
+    assert sorted(p.name for p in Path(first.stdout.strip()).parent.iterdir() if not p.name.startswith(".")) == \
+        [Path(first.stdout.strip()).name]
+
+
+def _one_error_line(result: subprocess.CompletedProcess) -> str:  # type: ignore[type-arg]
+    assert "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def test_submit_with_the_broker_down_leaves_nothing_behind(tmp_path: Path, settings_factory, database_url: str) -> None:  # type: ignore[no-untyped-def]
+    env = {**env_for(settings_factory(database_url)), "TTS_JOBS_BROKER_URL": "redis://:secret@127.0.0.1:1/0"}
+    books = [write_epub(tmp_path / f"{n}.epub", n, [("One", ["A sentence."])]) for n in ("First", "Second")]
+
+    result = cli(["submit", *map(str, books)], env)
+
+    assert result.returncode == 2
+    line = _one_error_line(result)
+    assert line == ("error: cannot reach the broker at redis://:**@127.0.0.1:1/0: connection refused "
+                    "(start Redis, or set TTS_JOBS_BROKER_URL)")
+    assert status_json(env) == []
+    assert not (tmp_path / "out").exists()
+
+
+def test_retry_with_the_broker_down_leaves_the_job_as_it_was(tmp_path: Path, settings_factory,  # type: ignore[no-untyped-def]
+                                                            database_url: str) -> None:
+    from jobs.lifecycle import fail_job
+    from jobs.options import JobOptions
+    from jobs.runtime import open_runtime
+    from jobs.submit import submit_book
+
+    settings = settings_factory(database_url)
+    rt = open_runtime(settings, upgrade_schema=False)
+    job_id = submit_book(rt, write_epub(tmp_path / "b.epub", "Failed", [("One", ["A sentence."])]), JobOptions())
+    fail_job(rt, job_id, "disk full")
+    env = {**env_for(settings), "TTS_JOBS_BROKER_URL": "redis://127.0.0.1:1/0"}
+
+    result = cli(["retry", str(job_id)], env)
+
+    assert result.returncode == 2
+    assert _one_error_line(result).startswith("error: cannot reach the broker at redis://127.0.0.1:1/0")
+    [job] = status_json(env)
+    assert job["state"] == "failed" and job["error"] == "disk full"
+
+
+def test_a_run_on_another_live_runs_book_is_refused(tmp_path: Path, settings_factory) -> None:  # type: ignore[no-untyped-def]
+    """Two `run`s of one book at once would speak it twice: the second says who is reading it."""
+    settings = settings_factory()
+    env = env_for(settings)
+    book = write_epub(tmp_path / "book.epub", "A Short Night", CHAPTERS[:2])
+    command = TTS_JOBS + ["run", str(book), "--out", str(tmp_path / "out")]
+    first = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_until_spoken(settings.data_dir / "tts-jobs.db", 1, first)
+        second = cli(command[len(TTS_JOBS):], env)
+        assert second.returncode == 1
+        assert f"job 1 is reading this book right now (process {os.uname().nodename}:{first.pid})" in second.stderr
+    finally:
+        first.send_signal(signal.SIGINT)
+        first.communicate(timeout=30)
