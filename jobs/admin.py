@@ -5,6 +5,7 @@ and the synthesis benchmark. (The database schema is ``runtime.upgrade_database`
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 
 def synthetic_weights_warning() -> str:
@@ -29,8 +30,10 @@ def download_model(target: Path | None = None) -> Path:
     return download_weights(target)
 
 
-def run_benchmark(argv: list[str]) -> None:
-    """The synthesis benchmark against upstream ChatTTS in the same run (its own options)."""
-    from pipeline.bench.engine_bench import main
+def run_benchmark(options: Any) -> None:
+    """The synthesis benchmark against upstream ChatTTS in the same run: prints its table, writes
+    its JSON. ``options`` carries the benchmark's options by their long names (``model_dir``,
+    ``synthetic``, ``precision``, ..., ``json``), as `tts-jobs bench` parses them."""
+    from pipeline.bench.engine_bench import options_from, report_bench
 
-    main(argv)
+    report_bench(*options_from(options))

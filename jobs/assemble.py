@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,7 +20,9 @@ from sqlalchemy.orm import Session
 
 from jobs.book_folders import claim_book_folder, default_out_root
 from jobs.lifecycle import fail_job
+from jobs.readalong import RecordedBook, recorded_book, write_readalong_outputs
 from jobs.runtime import Runtime
+from jobs.status import OnStage, StageProgress
 from pipeline.errors import AssemblyError
 from pipeline.types import BookMetadata
 from storage import repo
@@ -27,12 +30,15 @@ from storage.models import Job, JobState
 
 if TYPE_CHECKING:
     from pipeline.audio import AssemblyOptions, AssemblyReport, ChapterAudio
+    from pipeline.audio.assembly_types import OnStep
+    from pipeline.readalong import ReadAlong
 
 log = logging.getLogger(__name__)
 
 
-def assemble_job(rt: Runtime, job_id: int) -> list[Path]:
-    """Stitch job ``job_id``'s audio into its audiobook files; returns their paths."""
+def assemble_job(rt: Runtime, job_id: int, on_stage: OnStage | None = None) -> list[Path]:
+    """Stitch job ``job_id``'s audio into its audiobook files; returns their paths. ``on_stage``
+    hears how far assembly is (``assembling``, ``encoding`` k/n), for a progress display."""
     from pipeline.audio import AssemblyOptions, start_helpers, stitch_helpers_wanted
 
     began = time.monotonic()
@@ -46,13 +52,15 @@ def assemble_job(rt: Runtime, job_id: int) -> list[Path]:
         # stitch helpers missing from this process start now (imports: ~1 s) while the sentences are read
         start_helpers(stitch_helpers_wanted(options, repo.chapter_count(session, job_id)))
         chapters = _chapters_to_assemble(rt, session, job_id)
+        book = recorded_book(rt, session, job)
         metadata = _book_metadata(rt, job)
         out_dir = _book_folder(rt, job)
         session.commit()
     log.info("job=%s: read %d sentences of %d chapters in %.2f s", job_id,
              sum(len(c.sentences) for c in chapters), len(chapters), time.monotonic() - began)
-    report = _assemble_in_work_dir(rt, job_id, chapters, metadata, out_dir, options)
-    if not _record_done(rt, job_id, report):
+    report, read_along = _assemble_in_work_dir(rt, job_id, chapters, metadata, out_dir, options,
+                                               _told(on_stage), book)
+    if not _record_done(rt, job_id, report, read_along):
         log.warning("job=%s: no longer assembling (cancelled meanwhile?); its files stay in %s",
                     job_id, out_dir)
         return list(report.outputs)
@@ -61,7 +69,7 @@ def assemble_job(rt: Runtime, job_id: int) -> list[Path]:
     return list(report.outputs)
 
 
-def _record_done(rt: Runtime, job_id: int, report: AssemblyReport) -> bool:
+def _record_done(rt: Runtime, job_id: int, report: AssemblyReport, read_along: ReadAlong) -> bool:
     """The job done with its outputs and report; False when it is no longer assembling."""
     with rt.session() as session:
         job = repo.get_job(session, job_id)
@@ -73,7 +81,8 @@ def _record_done(rt: Runtime, job_id: int, report: AssemblyReport) -> bool:
                       "sentence_seconds": round(report.sentence_seconds, 3),
                       "pause_seconds": round(report.pause_seconds, 3),
                       "chapters": [{"title": c.title, "start_seconds": round(c.start_seconds, 3),
-                                    "seconds": round(c.seconds, 3)} for c in report.chapters]}
+                                    "seconds": round(c.seconds, 3)} for c in report.chapters],
+                      "timings": {"sentences": read_along.sentences, "path": str(read_along.timings)}}
         session.commit()
         return True
 
@@ -93,17 +102,27 @@ def _chapters_to_assemble(rt: Runtime, session: Session, job_id: int) -> list[Ch
     return chapters
 
 
+def _told(on_stage: OnStage | None) -> OnStep | None:
+    """Assembly's ``(stage, done, total)`` steps as the stage events of a run."""
+    if on_stage is None:
+        return None
+    return lambda stage, done, total: on_stage(StageProgress(stage, done, total))
+
+
 def _assemble_in_work_dir(rt: Runtime, job_id: int, chapters: list[ChapterAudio], metadata: BookMetadata,
-                          out_dir: Path, options: AssemblyOptions) -> AssemblyReport:
-    """assemble_audiobook in the job's emptied work directory (removed after); fails the job
-    with the assembly's message."""
+                          out_dir: Path, options: AssemblyOptions, on_step: OnStep | None,
+                          book: RecordedBook) -> tuple[AssemblyReport, ReadAlong]:
+    """assemble_audiobook, then the read-along outputs (which use its work files), in the job's
+    emptied work directory (removed after); fails the job with the assembly's message."""
     from pipeline.audio import assemble_audiobook
 
     work_dir = rt.artifacts.work_dir(job_id)
     shutil.rmtree(work_dir, ignore_errors=True)
     work_dir.mkdir(parents=True, exist_ok=True)
     try:
-        return assemble_audiobook(chapters, metadata, out_dir, work_dir, options)
+        report = assemble_audiobook(chapters, metadata, out_dir, work_dir, options, on_step)
+        read_along = write_readalong_outputs(job_id, book, report, options, out_dir)
+        return replace(report, outputs=report.outputs + read_along.outputs), read_along
     except AssemblyError as exc:
         fail_job(rt, job_id, str(exc))
         raise

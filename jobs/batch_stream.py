@@ -69,14 +69,29 @@ def synthesize_stream(rt: Runtime, engine: Engine, batch_id: int, worker: str, j
                       batch_returned: BatchReturned, learned_by: str | None = None) -> None:
     """Speak batch ``batch_id`` and the queued batches after it as one stream (see the module).
     ``learned_by`` names the device's worker for an out-of-memory limit (None: not recorded)."""
-    claimed, ready = claim_batch(rt, batch_id, worker, take_over_dead=True)
+    claimed, ready = _claim_first(rt, batch_id, worker)
     jobs_ready(ready)
     if claimed is None:
         return
-    if claimed.refines:
+    if claimed.refines or claimed.suspect:
         jobs_ready(speak_claimed_batch(rt, engine, claimed, worker, learned_by))
         return
     _Stream(rt, engine, claimed, worker, jobs_ready, batch_returned, learned_by).run()
+
+
+def _claim_first(rt: Runtime, batch_id: int, worker: str) -> tuple[ClaimedBatch | None, list[int]]:
+    """The stream's first batch: the queue's first in its order (messages wake workers; the
+    database decides what runs next, so a batch given back by a killed worker keeps its place),
+    else the message's own batch (taken over from a dead holder on this host if need be)."""
+    with rt.read_session() as session:
+        first = repo.next_queued_batch(session, suspects=True)
+    ready_first: list[int] = []
+    if first is not None and first != batch_id:
+        claimed, ready_first = claim_batch(rt, first, worker)
+        if claimed is not None:
+            return claimed, ready_first
+    claimed, ready = claim_batch(rt, batch_id, worker, take_over_dead=True)
+    return claimed, ready_first + ready
 
 
 @dataclass

@@ -41,8 +41,9 @@ class ClaimedBatch:
     """A batch this worker holds the lease of, and the sentences it has left to speak."""
 
     batch_id: int
-    attempts: int
+    attempts: int  # this one included: the errors it raised before, plus one
     work: list[SentenceWork]
+    suspect: bool = False  # a worker holding it died: it runs alone, never in a stream
 
     @property
     def refines(self) -> bool:

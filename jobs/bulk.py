@@ -49,7 +49,7 @@ DEFAULT_MIN_AGE_SECONDS = 60.0
 FINAL_STATES = tuple(s.value for s in JobState if s.is_final)
 
 Enqueue = Callable[[int], None]
-"""Sends the message that starts a recorded job (``tasks.send_ingest`` in production)."""
+"""Sends the message that starts a recorded job (``messages.send_ingest`` in production)."""
 
 
 class Outcome(str, enum.Enum):

@@ -17,6 +17,7 @@ ALL_QUEUES = (CPU_QUEUE, SYNTH_QUEUE)
 # Set by `tts-jobs worker` so the child process knows whether to load the model after the fork.
 WORKER_QUEUES_ENV = "TTS_JOBS_WORKER_QUEUES"
 WORKER_NAME_ENV = "TTS_JOBS_WORKER_NAME"
+REDIS_TRANSPORT = "jobs.redis_transport:Transport"
 
 
 def make_celery(settings: Settings) -> Celery:
@@ -24,6 +25,8 @@ def make_celery(settings: Settings) -> Celery:
     transport = {"visibility_timeout": settings.visibility_timeout}
     app.conf.update(
         broker_url=settings.broker_url,
+        # kombu's Redis transport, made to log and drop a malformed queue entry instead of stopping
+        broker_transport=REDIS_TRANSPORT if settings.broker_url.startswith(("redis://", "rediss://")) else None,
         # JSON only: a pickle- or yaml-typed message is refused, never executed.
         task_serializer="json",
         result_serializer="json",

@@ -1,8 +1,9 @@
 """Claim: take a queued batch's lease for this worker, with the sentences it has left to speak.
 
 A batch held by a live lease elsewhere (a duplicate delivery) is left alone; a batch whose holder
-died on this host is taken over; a batch whose every earlier attempt killed its worker fails for
-good instead of killing the next one.
+died on this host is taken over; a batch that killed every worker that ran it alone fails for good
+instead of killing the next one (deaths of a worker that held several batches only make each a
+suspect, run alone from then on: an unrelated kill is not held against a batch).
 """
 
 from __future__ import annotations
@@ -32,12 +33,12 @@ def claim_batch(rt: Runtime, batch_id: int, worker: str, take_over_dead: bool = 
             session.commit()
             log.info("batch=%s: finished or leased elsewhere; nothing to do", batch_id)
             return None, []
-        if batch.attempts > settings.max_attempts:  # every earlier attempt died with its worker
-            fail_batch_for_good(session, batch_id, f"its worker process died {batch.attempts - 1} times "
-                                "while speaking it (out of memory? try a smaller TTS_JOBS_MAX_BATCH)")
+        if batch.solo_deaths >= settings.max_attempts:  # it killed every worker that ran it alone
+            fail_batch_for_good(session, batch_id, f"its worker process died {batch.solo_deaths} times "
+                                "while speaking it alone (out of memory? try a smaller TTS_JOBS_MAX_BATCH)")
             session.commit()
             return None, []
-        attempts = batch.attempts
+        failures, suspect = batch.failures, batch.holder_deaths > 0
         session.commit()
     with rt.read_session() as session:  # leased now: read without holding the write lock
         sentences = repo.batch_pending_sentences(session, batch_id)
@@ -45,4 +46,4 @@ def claim_batch(rt: Runtime, batch_id: int, worker: str, take_over_dead: bool = 
         work = [SentenceWork.from_row(s, jobs[s.job_id]) for s in sentences]
     if not work:
         return None, finish_batch(rt, batch_id)
-    return ClaimedBatch(batch_id=batch_id, attempts=attempts, work=work), []
+    return ClaimedBatch(batch_id=batch_id, attempts=failures + 1, work=work, suspect=suspect), []

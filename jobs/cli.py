@@ -8,17 +8,21 @@ starts instantly.
 
 from __future__ import annotations
 
-import logging
-import os
-import sys
+from collections.abc import Callable
+from importlib import metadata
+from typing import Annotated, Any
 
 import typer
 
 from jobs import cli_books, cli_jobs, cli_ops
-from jobs.cli_books import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, fail
+from jobs.cli_books import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, QuietOpt, VerboseOpt, fail
+from jobs.cli_progress import configure_logging, set_loudness
 from pipeline.errors import BookError, BrokerUnreachable, InputError, TtsJobsError
 
+PROG = "tts-jobs"
+
 app = typer.Typer(help="Batch audiobook factory: books in, ChatTTS-read audiobooks out.",
+                  epilog=f"Example: {PROG} run book.epub --out ~/Audiobooks   (then `{PROG} COMMAND --help`)",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 model_app = typer.Typer(help="ChatTTS weights.", no_args_is_help=True)
@@ -27,32 +31,55 @@ app.add_typer(db_app, name="db")
 app.add_typer(model_app, name="model")
 app.add_typer(voice_app, name="voice")
 
+
+def _register(group: typer.Typer, name: str, function: Callable[..., Any], example: str) -> None:
+    group.command(name, epilog=f"Example: {PROG} {example}")(function)
+
+
 # books
-app.command("run")(cli_books.run)
-app.command("submit")(cli_books.submit)
-app.command("bulk")(cli_books.bulk_command)
-app.command("inspect")(cli_books.inspect)
+_register(app, "run", cli_books.run, "run book.epub --out ~/Audiobooks -f m4b,mp3")
+_register(app, "submit", cli_books.submit, "submit book1.epub book2.epub --priority 5")
+_register(app, "bulk", cli_books.bulk_command, "bulk /srv/books/inbox --out /srv/books/audiobooks --wait")
+_register(app, "inspect", cli_books.inspect, "inspect book.epub --sentences")
 # recorded jobs
-app.command("status")(cli_jobs.status)
-app.command("cancel")(cli_jobs.cancel)
-app.command("retry")(cli_jobs.retry)
+_register(app, "status", cli_jobs.status, "status 7   (one job in detail; `status --json` for scripts)")
+_register(app, "cancel", cli_jobs.cancel, "cancel 7")
+_register(app, "retry", cli_jobs.retry, "retry 7")
 # operations
-app.command("worker")(cli_ops.worker)
-app.command("flower")(cli_ops.flower)
-app.command("bench", context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
-            add_help_option=False)(cli_ops.bench)
-db_app.command("upgrade")(cli_ops.db_upgrade)
-model_app.command("synthetic")(cli_ops.model_synthetic)
-model_app.command("download")(cli_ops.model_download)
-voice_app.command("new")(cli_ops.voice_new)
-voice_app.command("list")(cli_ops.voice_list)
+_register(app, "worker", cli_ops.worker, "worker --gpus all   (and `worker --cpu` once per host)")
+_register(app, "flower", cli_ops.flower, "flower --port 5555   (with FLOWER_BASIC_AUTH=ops:PASSWORD)")
+_register(app, "bench", cli_ops.bench, "bench --synthetic full --device cuda --json bench.json")
+_register(db_app, "upgrade", cli_ops.db_upgrade, "db upgrade")
+_register(model_app, "synthetic", cli_ops.model_synthetic, "model synthetic ./tiny-weights --size tiny")
+_register(model_app, "download", cli_ops.model_download, "model download --dir /srv/models")
+_register(voice_app, "new", cli_ops.voice_new, "voice new narrator --seed 42")
+_register(voice_app, "list", cli_ops.voice_list, "voice list")
+
+
+def _version(show: bool) -> None:
+    if show:
+        typer.echo(f"{PROG} {metadata.version('tts-jobs')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def everywhere(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Batch audiobook factory: books in, ChatTTS-read audiobooks out."""
+    set_loudness(quiet, verbose)
 
 
 def main() -> None:
     """Console entry point: one-line errors, no tracebacks for problems the user can fix."""
-    _configure_logging()
+    configure_logging()
+    command = typer.main.get_command(app)
+    readable_help(command)
     try:
-        app()
+        command(prog_name=PROG)
     except (BookError, InputError, BrokerUnreachable) as exc:
         fail(str(exc), EXIT_BAD_INPUT)
     except TtsJobsError as exc:
@@ -61,12 +88,37 @@ def main() -> None:
         fail("interrupted", EXIT_INTERRUPTED)
 
 
-def _configure_logging() -> None:
-    level = os.environ.get("TTS_JOBS_LOG_LEVEL", "INFO").upper()
-    logging.basicConfig(level=getattr(logging, level, logging.INFO), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for noisy in ("ChatTTS", "httpx", "numba", "urllib3", "transformers", "alembic"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+def readable_help(command: Any) -> None:
+    """Type labels a person reads, on every command of ``command`` (a typer group or command):
+    none on a flag, a word on the rest.
+
+    Typer's rich help asks each parameter for its type label, flags included, and labels them
+    by annotation (`--refine <bool>`, `-f <list[str]>`), where click's help shows a flag bare.
+    Each parameter answers with its own metavar, else one word for its type (PATH, TEXT, N...),
+    and a flag with none. The help option is made on first use and kept: it is made here."""
+    for param in [*command.params, command.get_help_option(typer.Context(command))]:
+        if param is not None:
+            label = _type_label(param)
+            param.display_type_rich = lambda ctx, label=label: label
+            if param.param_type_name == "argument" and not param.metavar:
+                param.metavar = param.name.upper()  # the usage line's BOOK, not {book}
+    for sub in getattr(command, "commands", {}).values():
+        readable_help(sub)
+
+
+_TYPE_WORDS = {"str": "TEXT", "int": "N", "float": "NUMBER", "Path": "PATH"}
+
+
+def _type_label(param: Any) -> str | None:
+    if getattr(param, "is_flag", False) or getattr(param, "count", False):
+        return None
+    if param.metavar:
+        word = param.metavar
+    else:  # typer's parameters know their annotation ("list[str]"), click's their type
+        bare = param.bare_type() if hasattr(param, "bare_type") else param.type.name
+        element = bare.removeprefix("list[").removesuffix("]")
+        word = _TYPE_WORDS.get(element, element.upper())
+    return f"{word}..." if param.nargs == -1 else word
 
 
 if __name__ == "__main__":

@@ -3,7 +3,6 @@ of jobs/ and reports; `jobs/cli.py` registers them."""
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Annotated, Optional
@@ -12,14 +11,15 @@ import typer
 
 from jobs import bulk
 from jobs.book_folders import default_out_root
-from jobs.cli_output import Progress, duration, print_inspection
 from jobs.broker import check_broker, queue_or_withdraw
+from jobs.cli_output import duration, print_inspection, print_json
+from jobs.cli_progress import Finished, ProgressDisplay, set_loudness, silence_dependency_bars
 from jobs.embedded import RunStopped, plan_run, run_book
 from jobs.inspect_book import inspect_book
-from jobs.options import JobOptions, parse_formats
+from jobs.options import FORMATS, JobOptions, parse_formats
 from jobs.runtime import Runtime, open_engine, open_runtime
 from jobs.settings import Settings
-from jobs.status import JobStatus, job_statuses
+from jobs.status import JobStatus, StageProgress, job_statuses, jobs_progress
 from jobs.submit import check_options, submit_book, withdraw_job
 from jobs.voices import DEFAULT_VOICE
 from pipeline.errors import BookError
@@ -31,23 +31,32 @@ EXIT_BAD_INPUT = 2  # a book, an option or a job id could not be used; or the br
 EXIT_INTERRUPTED = 130  # Ctrl-C, SIGTERM or SIGHUP stopped an embedded run (resumable)
 
 BookArg = Annotated[Path, typer.Argument(help="The book: .epub, .txt, .md or .html.")]
-FormatOpt = Annotated[Optional[list[str]], typer.Option(
-    "--format", "-f", help="Output format(s): m4b, mp3, ogg, flac, wav (repeat or comma-separate).")]
-VoiceOpt = Annotated[str, typer.Option("--voice", help="Voice name (see `tts-jobs voice list`).")]
+FormatOpt = Annotated[list[str], typer.Option(
+    "--format", "-f", metavar="FMT",
+    help=f"Output format(s): {', '.join(FORMATS)} (repeat or comma-separate).")]
+DEFAULT_FORMAT = ("m4b",)  # shown in the help as the default (jobs/options.py has the same default)
+VoiceOpt = Annotated[str, typer.Option(
+    "--voice", metavar="NAME", help="Voice name (see `tts-jobs voice list`).")]
 OutOpt = Annotated[Optional[Path], typer.Option(
-    "--out", help="Audiobooks land in OUT/<Author>/<Title>/ (default: $TTS_JOBS_DATA_DIR/audiobooks).")]
+    "--out", metavar="DIR",
+    help="Audiobooks land in DIR/<Author>/<Title>/ (default: $TTS_JOBS_DATA_DIR/audiobooks).")]
 ModelDirOpt = Annotated[Optional[Path], typer.Option(
-    "--model-dir", help="ChatTTS weights (upstream layout); default TTS_JOBS_MODEL_DIR, else the HF cache.")]
+    "--model-dir", metavar="DIR",
+    help="ChatTTS weights (upstream layout); default TTS_JOBS_MODEL_DIR, else the HF cache.")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Errors and the final output paths only.")]
+VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Debug logs.")]
 RefineOpt = Annotated[bool, typer.Option("--refine", help="ChatTTS's refine pass: pauses, breaths.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 NotesOpt = Annotated[str, typer.Option(
-    "--notes", help="Where footnotes and endnotes are read: end (a Notes chapter after the last "
-                    "chapter), chapter (after each chapter's text) or skip (left out, counted in the warnings).")]
+    "--notes", metavar="PLACE",
+    help="Where footnotes and endnotes are read: end (a Notes chapter after the last chapter), chapter "
+         "(after each chapter's text) or skip (left out, counted in the warnings).")]
 KeepFrontOpt = Annotated[bool, typer.Option(
     "--keep-front-matter", help="Also read the cover, title page, copyright page, contents, index and "
                                 "colophon, left out by default.")]
 MaxBookOpt = Annotated[Optional[int], typer.Option(
-    "--max-book-mb", help="Largest book to read, in MiB, on disk and unpacked (default 1024 / 512); "
+    "--max-book-mb", metavar="MIB",
+    help="Largest book to read, in MiB, on disk and unpacked (default 1024 / 512); "
                           "raise it for a genuine book refused as too large.")]
 StrictScriptOpt = Annotated[bool, typer.Option(
     "--fail-on-unsupported-script", help="Fail a book holding letters the voice cannot read (Cyrillic, "
@@ -75,11 +84,14 @@ def fail(message: str, code: int) -> None:
 def run(
     book: BookArg,
     out: OutOpt = None,
-    fmt: FormatOpt = None,
+    fmt: FormatOpt = DEFAULT_FORMAT,
     model_dir: ModelDirOpt = None,
     voice: VoiceOpt = DEFAULT_VOICE,
-    device: Annotated[Optional[str], typer.Option(help="auto, cpu, cuda, cuda:N")] = None,
-    precision: Annotated[Optional[str], typer.Option(help="auto, fp32, fp16, bf16, int8")] = None,
+    device: Annotated[Optional[str], typer.Option(
+        metavar="DEVICE", show_default="TTS_JOBS_DEVICE, else auto", help="auto, cpu, cuda, cuda:N")] = None,
+    precision: Annotated[Optional[str], typer.Option(
+        metavar="PRECISION", show_default="TTS_JOBS_PRECISION, else auto",
+        help="auto, fp32, fp16, bf16, int8")] = None,
     refine: RefineOpt = False,
     fresh: Annotated[bool, typer.Option(
         "--fresh", help="Start over instead of resuming this book's unfinished run.")] = False,
@@ -87,27 +99,35 @@ def run(
     keep_front_matter: KeepFrontOpt = False,
     max_book_mb: MaxBookOpt = None,
     fail_on_unsupported_script: StrictScriptOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Convert one book here and now (embedded default: SQLite, no servers). Prints the output path.
 
     An interrupted run of the same book with the same options is resumed: what was spoken is kept."""
+    set_loudness(quiet, verbose)
     settings = Settings.from_env().with_overrides(model_dir=model_dir, device=device, precision=precision)
     rt = open_runtime(settings)
     options = job_options(fmt, out, voice, 0, refine, notes, keep_front_matter, max_book_mb,
                           fail_on_unsupported_script)
     plan = plan_run(rt, book, options, fresh=fresh)  # bad input ends here, before the model loads
-    engine = open_engine(settings)
-    label = f"{'Resuming' if plan.resume_job else 'Reading'} {book.name}"
-    with stopped_with_a_word(), Progress(label) as on_progress:
-        job_id = run_book(rt, plan, engine, on_progress)
-    print_finished(rt, job_id)
+    with stopped_with_a_word(), ProgressDisplay(book.name) as display:
+        display(StageProgress("resuming" if plan.resume_job else "loading the model"))
+        silence_dependency_bars()
+        engine = open_engine(settings)
+        job_id = run_book(rt, plan, engine, display)
+    print_finished(rt, job_id, display)
 
 
-def print_finished(rt: Runtime, job_id: int) -> None:
-    """The job's files, one per line; or why it did not finish (exit 1)."""
+def print_finished(rt: Runtime, job_id: int, display: ProgressDisplay | None = None) -> None:
+    """The closing summary, then the job's files on stdout, one per line; or why it did not
+    finish (exit 1)."""
     status = job_statuses(rt, job_id)[0]
     if status.state != "done":
         fail(f"job {job_id} {status.state}: {status.error}", EXIT_FAILED)
+    if display is not None:
+        folder = status.out_dir or (str(Path(status.outputs[0]).parent) if status.outputs else "")
+        display.finish(Finished(status.title, status.shown_audio_seconds, folder))
     for path in status.outputs:
         typer.echo(path)
 
@@ -128,8 +148,8 @@ class stopped_with_a_word:
 
 def submit(
     books: Annotated[list[Path], typer.Argument(help="One or more books.")],
-    priority: Annotated[int, typer.Option(help="Higher runs first.")] = 0,
-    fmt: FormatOpt = None,
+    priority: Annotated[int, typer.Option(metavar="N", help="Higher runs first.")] = 0,
+    fmt: FormatOpt = DEFAULT_FORMAT,
     voice: VoiceOpt = DEFAULT_VOICE,
     out: OutOpt = None,
     refine: RefineOpt = False,
@@ -139,7 +159,7 @@ def submit(
     fail_on_unsupported_script: StrictScriptOpt = False,
 ) -> None:
     """Record books as jobs and queue them for the workers. Prints one job id per book."""
-    from jobs import tasks
+    from jobs import faults, messages
 
     rt = open_runtime(Settings.from_env())
     options = job_options(fmt, out, voice, priority, refine, notes, keep_front_matter, max_book_mb,
@@ -154,7 +174,8 @@ def submit(
             typer.echo(f"error: {exc}", err=True)
             failed = True
             continue
-        queue_or_withdraw(job_id, tasks.send_ingest, lambda job: withdraw_job(rt, job))
+        faults.after_commit("submit")
+        queue_or_withdraw(job_id, lambda job: messages.send_ingest(rt, job), lambda job: withdraw_job(rt, job))
         typer.echo(job_id)
     if failed:
         raise typer.Exit(EXIT_BAD_INPUT)
@@ -177,7 +198,7 @@ def inspect(
                           fail_on_unsupported_script=fail_on_unsupported_script)
     report = inspect_book(book, options, with_sentences=sentences)
     if as_json:
-        typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
+        print_json(report)
         return
     print_inspection(report, sentences)
 
@@ -188,31 +209,38 @@ def inspect(
 def bulk_command(
     inbox: Annotated[Path, typer.Argument(help="Folder of books (.epub, .txt, .md, .html).")],
     out: Annotated[Optional[Path], typer.Option(
-        "--out", help="Audiobooks land in OUT/<Author>/<Title>/ (default: $TTS_JOBS_DATA_DIR/audiobooks); "
-                      "workers must see the same path.")] = None,
-    fmt: FormatOpt = None,
+        "--out", metavar="DIR",
+        help="Audiobooks land in DIR/<Author>/<Title>/ (default: $TTS_JOBS_DATA_DIR/audiobooks); "
+             "workers must see the same path.")] = None,
+    fmt: FormatOpt = DEFAULT_FORMAT,
     voice: VoiceOpt = DEFAULT_VOICE,
-    priority: Annotated[int, typer.Option(help="Higher runs first; a negative value lets interactive "
+    priority: Annotated[int, typer.Option(
+        metavar="N", help="Higher runs first; a negative value lets interactive "
                                                "submissions overtake the night's books.")] = 0,
     recursive: Annotated[bool, typer.Option("--recursive", help="Also read sub-folders.")] = False,
     min_age: Annotated[float, typer.Option(
+        metavar="SECONDS",
         help="Leave files changed less than this many seconds ago (still being copied) for the next run."
     )] = bulk.DEFAULT_MIN_AGE_SECONDS,
     wait: Annotated[bool, typer.Option(
         "--wait", help="Wait until every submitted book is finished; exit 1 if any failed.")] = False,
-    poll: Annotated[float, typer.Option(help="Seconds between progress checks with --wait.")] = 10.0,
+    poll: Annotated[float, typer.Option(
+        metavar="SECONDS", help="Seconds between progress checks with --wait.")] = 10.0,
     as_json: JsonOpt = False,
     notes: NotesOpt = "end",
     keep_front_matter: KeepFrontOpt = False,
     max_book_mb: MaxBookOpt = None,
     fail_on_unsupported_script: StrictScriptOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Submit every book in INBOX not submitted before (known by content, so renamed copies are skipped).
 
     Exit code: 1 if a book failed (with --wait), else 2 if a file could not be read, else 0.
     """
-    from jobs import tasks
+    from jobs import messages
 
+    set_loudness(quiet, verbose)
     settings = Settings.from_env()
     rt = open_runtime(settings)
     out_dir = out.absolute() if out else default_out_root(settings.data_dir)
@@ -223,21 +251,28 @@ def bulk_command(
         log.info("bulk: wrote report %s", report)
     check_options(rt, options.job)
     check_broker()  # before any book is recorded: each one either runs or is left for the next run
-    outcomes = bulk.submit_inbox(rt, inbox, options, enqueue=tasks.send_ingest)
+    outcomes = bulk.submit_inbox(rt, inbox, options, enqueue=lambda job: messages.send_ingest(rt, job))
     if not as_json:
         _print_outcomes(outcomes)
     submitted = [o.job_id for o in outcomes if o.outcome == bulk.Outcome.SUBMITTED and o.job_id is not None]
-    results = []
-    if wait and submitted:
-        results = bulk.wait_for_jobs(rt, submitted, on_progress=lambda p: log.info("bulk: %s", p.line()),
-                                     on_final=lambda s: bulk.write_report(rt, s.id), poll_seconds=poll)
+    results = _wait_for_books(rt, submitted, poll) if wait and submitted else []
     if as_json:
-        payload = {"inbox": str(inbox), "out": str(out_dir), "books": [o.to_json() for o in outcomes],
-                   "results": [bulk.book_report(s) for s in results]}
-        typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
+        print_json({"inbox": str(inbox), "out": str(out_dir), "books": [o.to_json() for o in outcomes],
+                    "results": [bulk.book_report(s) for s in results]})
     elif wait:
         _print_summary(outcomes, results)
     raise typer.Exit(_bulk_exit_code(outcomes, results))
+
+
+def _wait_for_books(rt: Runtime, job_ids: list[int], poll: float) -> list[JobStatus]:
+    """Wait for the books, with the progress display: sentences and audio of them all, their
+    speed and ETA, and how many books finished."""
+    def progress(p: bulk.Progress) -> None:
+        display(jobs_progress(rt, job_ids, f"{p.finished}/{p.books} books finished ({p.failed} failed)"))
+
+    with ProgressDisplay("bulk") as display:
+        return bulk.wait_for_jobs(rt, job_ids, on_progress=progress,
+                                  on_final=lambda s: bulk.write_report(rt, s.id), poll_seconds=poll)
 
 
 def _print_outcomes(outcomes: list[bulk.BookOutcome]) -> None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Annotated, Optional
 
 import typer
 
 from jobs import admin, voices, workers
 from jobs.cli_books import EXIT_BAD_INPUT, ModelDirOpt
+from jobs.cli_progress import silence_dependency_bars
 from jobs.flower import DEFAULT_PORT, LOOPBACK, FlowerConfigError, FlowerOptions, run_flower
 from jobs.runtime import open_runtime, upgrade_database
 from jobs.settings import Settings
@@ -19,30 +21,37 @@ from jobs.settings import Settings
 
 
 def worker(
-    queues: Annotated[Optional[str], typer.Option(help="Comma-separated: cpu, synth (default: both).")] = None,
+    queues: Annotated[Optional[str], typer.Option(
+        metavar="QUEUES", help="Comma-separated: cpu, synth (default: both).")] = None,
     concurrency: Annotated[int, typer.Option(help="Processes (keep 1 for a GPU worker).")] = 1,
     gpu: Annotated[Optional[int], typer.Option(help="Pin to GPU N: synthesis only, named gpuN@host.")] = None,
-    gpus: Annotated[Optional[str], typer.Option(help="'all' or a list like 0,1: one pinned worker per GPU.")] = None,
+    gpus: Annotated[Optional[str], typer.Option(
+        metavar="all|0,1", help="'all' or a list like 0,1: one pinned worker per GPU.")] = None,
     cpu: Annotated[bool, typer.Option("--cpu", help="Ingestion, planning and assembly only.")] = False,
-    name: Annotated[Optional[str], typer.Option(help="Worker name (default tts@HOST).")] = None,
-    loglevel: Annotated[str, typer.Option(help="Celery log level.")] = "INFO",
+    name: Annotated[Optional[str], typer.Option(
+        metavar="NAME", help="Worker name (default tts@HOST).")] = None,
+    loglevel: Annotated[str, typer.Option(metavar="LEVEL", help="Celery log level.")] = "INFO",
 ) -> None:
     """Start a Celery worker for this app. With no options it serves every queue."""
+    silence_dependency_bars()  # a log file is no place for "Loading weights" bars
     if gpus is not None:
         raise SystemExit(workers.supervise_gpu_workers(workers.parse_gpu_list(gpus), loglevel))
     spec = workers.worker_spec(queues=queues, concurrency=concurrency, gpu=gpu, cpu=cpu, name=name)
-    workers.run_worker(spec, loglevel)
+    raise SystemExit(workers.run_worker(spec, loglevel))
 
 
 def flower(
     port: Annotated[int, typer.Option(help="Port of the web UI and API.")] = DEFAULT_PORT,
-    address: Annotated[str, typer.Option(help="Interface to bind (0.0.0.0 inside a container).")] = LOOPBACK,
+    address: Annotated[str, typer.Option(
+        metavar="ADDRESS", help="Interface to bind (0.0.0.0 inside a container).")] = LOOPBACK,
     local: Annotated[bool, typer.Option(
         "--local", help="Run without FLOWER_BASIC_AUTH, reachable from this machine only (127.0.0.1).")] = False,
     allow_control: Annotated[bool, typer.Option(
         "--allow-control", help="Let the UI/API shut down workers and revoke tasks (default: read-only).")] = False,
-    state_file: Annotated[Optional[Path], typer.Option(help="Keep Flower's task history in this file.")] = None,
-    url_prefix: Annotated[Optional[str], typer.Option(help="Serve under /PREFIX/ behind a reverse proxy.")] = None,
+    state_file: Annotated[Optional[Path], typer.Option(
+        metavar="FILE", help="Keep Flower's task history in this file.")] = None,
+    url_prefix: Annotated[Optional[str], typer.Option(
+        metavar="PREFIX", help="Serve under /PREFIX/ behind a reverse proxy.")] = None,
 ) -> None:
     """Monitor the workers in a browser (Celery Flower). Needs FLOWER_BASIC_AUTH=user:password."""
     options = FlowerOptions(port=port, address=address, local=local, allow_control=allow_control,
@@ -66,10 +75,12 @@ def db_upgrade(revision: Annotated[str, typer.Argument(help="Target revision.")]
 
 def model_synthetic(
     target: Annotated[Path, typer.Argument(help="Folder to write the weights into.")],
-    size: Annotated[str, typer.Option(help="tiny (CPU tests) or full (upstream widths).")] = "tiny",
+    size: Annotated[str, typer.Option(
+        metavar="tiny|full", help="tiny (CPU tests) or full (upstream widths).")] = "tiny",
     seed: Annotated[int, typer.Option(help="Random seed: the same seed gives the same weights.")] = 0,
 ) -> None:
     """Write ChatTTS weights with RANDOM values (they produce noise, never speech)."""
+    silence_dependency_bars()
     root = admin.write_synthetic_model(target, size=size, seed=seed)
     typer.secho(f"!!! {admin.synthetic_weights_warning()}", fg=typer.colors.RED, bold=True, err=True)
     typer.echo(root)
@@ -85,10 +96,12 @@ def model_download(
 def voice_new(
     name: Annotated[str, typer.Argument(help="Voice name.")],
     seed: Annotated[Optional[int], typer.Option(help="Sample the speaker from this seed.")] = None,
-    from_audio: Annotated[Optional[Path], typer.Option(help="A reference recording (WAV).")] = None,
+    from_audio: Annotated[Optional[Path], typer.Option(
+        metavar="FILE", help="A reference recording (WAV).")] = None,
     model_dir: ModelDirOpt = None,
 ) -> None:
     """Create a named voice from a seed (default: random) or a reference recording."""
+    silence_dependency_bars()
     rt = open_runtime(Settings.from_env().with_overrides(model_dir=model_dir))
     voice = voices.create_voice(rt, name, seed=seed, from_audio=from_audio)
     typer.echo(f"voice {voice.name}: {voice.source}")
@@ -100,6 +113,47 @@ def voice_list() -> None:
         typer.echo(f"{voice.name}\t{voice.source}")
 
 
-def bench(ctx: typer.Context) -> None:
-    """Measure synthesis speed against upstream ChatTTS in the same run (`tts-jobs bench --help`)."""
-    admin.run_benchmark(list(ctx.args))
+def bench(
+    model_dir: Annotated[Optional[Path], typer.Option(
+        metavar="DIR", help="Real ChatTTS weights (upstream layout). This or --synthetic.")] = None,
+    synthetic: Annotated[Optional[str], typer.Option(
+        metavar="tiny|full",
+        help="Random weights of that size instead (noise: for speed, not sound).")] = None,
+    device: Annotated[str, typer.Option(metavar="DEVICE", help="auto, cpu, cuda, cuda:N.")] = "auto",
+    precision: Annotated[list[str], typer.Option(
+        metavar="PRECISION", show_default="fp32,fp16,bf16,int8 on CUDA; fp32,int8 on CPU",
+        help="fp32, fp16, bf16, int8 (CUDA: weight-only), int8-dyn (CUDA: W8A8); a suffix -kvint8 / "
+             "-kvmodel sets the KV cache; repeat or comma-separate.")] = (),
+    sentences: Annotated[Optional[int], typer.Option(
+        metavar="N", show_default="1024 on CUDA, 48 on CPU", help="Sentences in the workload.")] = None,
+    seed: Annotated[int, typer.Option(metavar="N", help="Seed of the workload and the voice.")] = 0,
+    batch: Annotated[int, typer.Option(
+        metavar="N", help="Most sentences in one planned batch (the pool the slots draw from).")] = 256,
+    slots: Annotated[Optional[int], typer.Option(
+        metavar="N", show_default="the batch",
+        help="Sentences decoded at once (continuous batching).")] = None,
+    upstream_batch: Annotated[list[int], typer.Option(
+        metavar="N", show_default="4,64,256,512 on CUDA; 4,16 on CPU",
+        help="Batch sizes of the upstream rows; repeat.")] = (),
+    scaling_batch: Annotated[list[str], typer.Option(
+        metavar="N[:S]", show_default="512 on CUDA, none on CPU",
+        help="Extra tts-jobs rows (first reduced precision) at batch N, or a pool of N through S slots; "
+             "0 = none; repeat.")] = (),
+    upstream_seconds: Annotated[float, typer.Option(
+        metavar="SECONDS", help="Stop an upstream row after the batch that passes this.")] = 75.0,
+    no_upstream: Annotated[bool, typer.Option("--no-upstream", help="Leave out the upstream rows.")] = False,
+    json_path: Annotated[Optional[Path], typer.Option(
+        "--json", metavar="FILE", help="Also write the report as JSON.")] = None,
+) -> None:
+    """Measure synthesis speed against upstream ChatTTS, both in this run (docs/benchmarks.md).
+
+    Also runs as `python -m pipeline.bench` with the same options."""
+    if (model_dir is None) == (synthetic is None) or synthetic not in (None, "tiny", "full"):
+        typer.echo("error: give either --model-dir DIR or --synthetic tiny|full", err=True)
+        raise typer.Exit(EXIT_BAD_INPUT)
+    silence_dependency_bars()
+    admin.run_benchmark(SimpleNamespace(
+        model_dir=model_dir, synthetic=synthetic, device=device, precision=list(precision),
+        sentences=sentences, seed=seed, batch=batch, slots=slots, upstream_batch=list(upstream_batch),
+        scaling_batch=list(scaling_batch), upstream_seconds=upstream_seconds, no_upstream=no_upstream,
+        json=json_path))

@@ -1,57 +1,173 @@
-"""How the CLI shows things: durations, the status table, the inspection, a progress bar."""
+"""How the CLI shows things: durations, JSON, the status of jobs, the inspection of a book.
+
+`status` reads everywhere: on a terminal a table that fits its width (titles and notes shortened
+with an ellipsis; `status JOB` has every value in full); piped, tab-separated lines with full
+values under a header line, for `cut`, `awk` and spreadsheets.
+"""
 
 from __future__ import annotations
 
-import logging
+import json
 import sys
 from typing import Any
 
 from jobs.status import JobStatus
 
-log = logging.getLogger("tts_jobs")
+NO_JOBS = ("no jobs yet: start one with `tts-jobs run BOOK` (here, now) "
+           "or `tts-jobs submit BOOK` (for the workers)")
+_FIXED = ("id", "state", "done", "audio", "speed", "elapsed", "ETA")
+_GAP = 2  # the table's padding between two columns
+_MIN_TITLE = 8
+_MIN_NOTE = 12
 
 
-def duration(seconds: float) -> str:
-    """``H:MM:SS``."""
+def duration(seconds: float | None) -> str:
+    """``H:MM:SS`` (empty for None)."""
+    if seconds is None:
+        return ""
     minutes, secs = divmod(int(round(seconds)), 60)
     hours, minutes = divmod(minutes, 60)
     return f"{hours}:{minutes:02d}:{secs:02d}"
 
 
-def status_table(statuses: list[JobStatus]) -> Any:
-    from rich.progress_bar import ProgressBar
-    from rich.table import Table
+def print_json(payload: Any) -> None:
+    """JSON on stdout in UTF-8, whatever the locale: titles stay readable (``ensure_ascii=False``)."""
+    text = json.dumps(payload, ensure_ascii=False, indent=2) + "\n"
+    sys.stdout.flush()
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:  # a text-only stream (a test harness): it takes text
+        sys.stdout.write(text)
+    else:
+        buffer.write(text.encode("utf-8"))
+    sys.stdout.flush()
 
-    table = Table("id", "title", "state", "progress", "sentences", "audio", "speed", "ETA", "output / error")
-    for s in statuses:
-        bar = ProgressBar(total=max(s.sentences_total, 1), completed=s.sentences_done, width=20)
-        speed = f"{s.x_realtime:.1f}× real time" if s.x_realtime else ""
-        eta = duration(s.eta_seconds) if s.eta_seconds is not None else ""
-        note = s.error if s.error else ", ".join(s.outputs)
-        if s.state == "interrupted" and s.resume:
-            note = f"{note}; resume: {s.resume}"
-        table.add_row(str(s.id), s.title, s.state, bar, f"{s.sentences_done}/{s.sentences_total}",
-                      duration(s.audio_seconds), speed, eta, note)
-    return table
+
+# ---------------------------------------------------------------- status
 
 
 def print_status(statuses: list[JobStatus], detail: bool) -> None:
+    """A table on a terminal, tab-separated lines when piped; one job in full with ``detail``."""
     from rich.console import Console
 
     console = Console()
-    console.print(status_table(statuses))
-    if detail and statuses and statuses[0].chapters:
-        console.print(chapter_table(statuses[0]))
+    on_terminal = sys.stdout.isatty()  # not rich's guess, which FORCE_COLOR turns on when piped
+    if not statuses:
+        print(NO_JOBS, file=sys.stdout if on_terminal else sys.stderr)
+    elif detail:
+        _print_detail(statuses[0], console if on_terminal else None)
+    elif on_terminal:
+        console.print(status_table(statuses, console.width))
+    else:
+        _print_lines([_row(s) for s in statuses])
+
+
+def status_view(statuses: list[JobStatus], width: int) -> Any:
+    """What `status --watch` shows: the table, or how to start a job."""
+    from rich.text import Text
+
+    return status_table(statuses, width) if statuses else Text(NO_JOBS)
+
+
+def status_table(statuses: list[JobStatus], width: int) -> Any:
+    """The jobs as a table ``width`` columns wide at most: the fixed columns whole, the title
+    and the note (outputs or error) sharing the rest, shortened with an ellipsis."""
+    from rich.cells import cell_len
+    from rich.table import Table
+
+    rows = [_row(s) for s in statuses]
+    natural = {name: max([cell_len(name)] + [cell_len(r[name]) for r in rows]) for name in rows[0]}
+    room = width - sum(natural[name] for name in _FIXED) - _GAP * len(_FIXED)
+    title = max(_MIN_TITLE, min(natural["title"], room if room < 2 * _MIN_NOTE + _GAP else room * 3 // 5))
+    note = room - title - _GAP
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for name in ("id", "title", "state", "done", "audio", "speed", "elapsed", "ETA", "note"):
+        if name == "note" and note < _MIN_NOTE:
+            continue
+        fitted = {"title": title, "note": note}.get(name)
+        table.add_column("output / error" if name == "note" else name, no_wrap=True, overflow="ellipsis",
+                         width=fitted if fitted is not None and natural[name] > fitted else None,
+                         justify="right" if name in ("id", "done") else "left")
+    for r in rows:
+        table.add_row(*(r[name] for name in ("id", "title", "state", "done", "audio", "speed", "elapsed",
+                                              "ETA", "note")[:len(table.columns)]))
+    return table
+
+
+def _row(s: JobStatus) -> dict[str, str]:
+    percent = f"{100 * s.sentences_done // s.sentences_total}%" if s.sentences_total else ""
+    return {"id": str(s.id), "title": s.title, "state": s.state, "done": percent,
+            "audio": duration(s.shown_audio_seconds), "speed": f"{s.x_realtime:.1f}×" if s.x_realtime else "",
+            "elapsed": duration(s.elapsed_seconds), "ETA": duration(s.eta_seconds), "note": _note(s),
+            "sentences": f"{s.sentences_done}/{s.sentences_total}"}
+
+
+def _note(s: JobStatus) -> str:
+    note = s.error if s.error else ", ".join(s.outputs)
+    if s.resume and s.state == "interrupted":
+        note = f"{note}; resume: {s.resume}"
+    return note
+
+
+_LINE_COLUMNS = ("id", "title", "state", "sentences", "audio", "speed", "elapsed", "ETA", "note")
+
+
+def _print_lines(rows: list[dict[str, str]]) -> None:
+    print("\t".join("output/error" if name == "note" else name.lower() for name in _LINE_COLUMNS))
+    for r in rows:
+        print("\t".join(_cell(r[name].removesuffix("×")) for name in _LINE_COLUMNS))
+
+
+def _cell(value: str) -> str:
+    return " ".join(value.split("\t")).replace("\n", " ")
+
+
+def _detail_fields(s: JobStatus) -> list[tuple[str, str]]:
+    fields = [
+        ("job", str(s.id)), ("title", s.title), ("state", s.state), ("source", s.source), ("voice", s.voice),
+        ("sentences", f"{s.sentences_done}/{s.sentences_total} ({s.sentences_failed} failed, "
+                      f"{s.sentences_hit_limit} cut at the length limit)"),
+        ("audio", duration(s.shown_audio_seconds) + (f" (speech {duration(s.audio_seconds)})"
+                                                     if s.length_seconds is not None else "")),
+        ("speed", f"{s.x_realtime:.1f}× real time" if s.x_realtime else ""),
+        ("elapsed", duration(s.elapsed_seconds)), ("ETA", duration(s.eta_seconds)),
+        ("folder", s.out_dir or ""), *[("output", path) for path in s.outputs],
+        ("error", s.error or ""), ("resume", s.resume or ""), *[("warning", w) for w in s.warnings]]
+    return [(key, value) for key, value in fields if value]
+
+
+def _print_detail(s: JobStatus, console: Any | None) -> None:
+    """Every value in full: wrapped on a terminal (``console``), tab-separated when piped (None)."""
+    from rich.table import Table
+
+    if console is None:
+        for key, value in _detail_fields(s):
+            print(f"{key}\t{_cell(value)}")
+        print("\nchapter\ttitle\tsentences\taudio")
+        for c in s.chapters or []:
+            print(f"{c['index'] + 1}\t{_cell(c['title'])}\t{c['sentences_done']}/{c['sentences']}\t"
+                  f"{duration(c['audio_seconds'])}")
+        return
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column(overflow="fold")
+    for key, value in _detail_fields(s):
+        grid.add_row(key, value)
+    console.print(grid)
+    if s.chapters:
+        console.print(chapter_table(s))
 
 
 def chapter_table(s: JobStatus) -> Any:
     from rich.table import Table
 
-    table = Table("#", "chapter", "sentences", "audio")
+    table = Table("#", "chapter", "sentences", "audio", box=None, pad_edge=False, header_style="bold")
     for c in s.chapters or []:
         table.add_row(str(c["index"] + 1), c["title"], f"{c['sentences_done']}/{c['sentences']}",
                       duration(c["audio_seconds"]))
     return table
+
+
+# ---------------------------------------------------------------- inspect
 
 
 def print_inspection(report: dict[str, Any], sentences: bool) -> None:
@@ -75,37 +191,3 @@ def print_inspection(report: dict[str, Any], sentences: bool) -> None:
             console.print(f"\n[bold]{i}. {c['title']}[/bold]")
             for text in c["sentence_texts"]:
                 console.print(f"  {text}")
-
-
-class Progress:
-    """A progress bar on a terminal; plain log lines otherwise. Use as a context manager; it
-    gives the ``update(done, total)`` callback."""
-
-    def __init__(self, label: str) -> None:
-        self.label = label
-        self._bar: Any = None
-        self._task: Any = None
-        self._last_logged = -1
-
-    def __enter__(self):  # type: ignore[no-untyped-def]
-        if sys.stderr.isatty():
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-            self._bar = Progress("{task.description}", BarColumn(), MofNCompleteColumn(),
-                                 TimeRemainingColumn(), transient=True)
-            self._bar.start()
-            self._task = self._bar.add_task(self.label, total=None)
-        return self.update
-
-    def update(self, done: int, total: int) -> None:
-        if self._bar is not None:
-            self._bar.update(self._task, completed=done, total=total)
-            return
-        percent = int(100 * done / total) if total else 100
-        if percent // 10 != self._last_logged // 10:
-            self._last_logged = percent
-            log.info("%s: %d/%d sentences (%d%%)", self.label, done, total, percent)
-
-    def __exit__(self, *exc: object) -> None:
-        if self._bar is not None:
-            self._bar.stop()

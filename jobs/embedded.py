@@ -16,7 +16,7 @@ import logging
 import signal
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,10 +26,11 @@ from jobs.ingest import ingest_job
 from jobs.lifecycle import RETRYABLE_BY_RUN, fail_job, interrupt_job_in, retry_job
 from jobs.options import JobOptions, recorded_options
 from jobs.plan import device_memory_bytes, plan_pending, register_synthesis_worker
-from jobs.runners import Heartbeat, recognise_interrupted, this_process
+from jobs.leases import this_process
+from jobs.runners import recognise_interrupted, run_heartbeat
 from jobs.runtime import Runtime
 from jobs.speak import synthesize_batch
-from jobs.status import job_statuses
+from jobs.status import OnStage, StageProgress, job_statuses, speaking_progress
 from jobs.submit import check_options, submit_book, validate_book
 from pipeline.errors import AssemblyError, TtsJobsError
 from pipeline.files import file_sha256
@@ -40,9 +41,6 @@ if TYPE_CHECKING:
     from pipeline.engine import Engine
 
 log = logging.getLogger(__name__)
-
-OnProgress = Callable[[int, int], None]  # (sentences done, sentences in all)
-
 
 class Interrupted(BaseException):
     """SIGTERM or SIGHUP reached `tts-jobs run` (Ctrl-C arrives as KeyboardInterrupt)."""
@@ -90,7 +88,7 @@ def plan_run(rt: Runtime, book: Path, options: JobOptions, fresh: bool = False) 
     return RunPlan(book=book, options=options, resume_job=unfinished.id if unfinished else None)
 
 
-def run_book(rt: Runtime, plan: RunPlan, engine: Engine, on_progress: OnProgress | None = None) -> int:
+def run_book(rt: Runtime, plan: RunPlan, engine: Engine, on_stage: OnStage | None = None) -> int:
     """The whole job in this process (a new one, or ``plan.resume_job`` continued). Returns its id.
 
     The job ends done, failed or, stopped by a signal (RunStopped), interrupted."""
@@ -98,7 +96,7 @@ def run_book(rt: Runtime, plan: RunPlan, engine: Engine, on_progress: OnProgress
         job_id = resume(rt, plan.resume_job)
     else:
         job_id = submit_book(rt, plan.book, plan.options, mode=JobMode.EMBEDDED, runner=this_process())
-    run_job(rt, job_id, engine, on_progress)
+    run_job(rt, job_id, engine, on_stage)
     return job_id
 
 
@@ -112,12 +110,13 @@ def resume(rt: Runtime, job_id: int) -> int:
     return job_id
 
 
-def run_job(rt: Runtime, job_id: int, engine: Engine, on_progress: OnProgress | None = None) -> None:
-    """Every stage of one embedded job, in this process, under its heartbeat and the stop signals."""
+def run_job(rt: Runtime, job_id: int, engine: Engine, on_stage: OnStage | None = None) -> None:
+    """Every stage of one embedded job, in this process, under its heartbeat and the stop signals;
+    ``on_stage`` hears each stage as it starts and how far it is (reading, speaking, assembling...)."""
     runner = this_process()
-    with Heartbeat(rt, job_id, runner), stop_on_signals():
+    with run_heartbeat(rt, job_id, runner), stop_on_signals():
         try:
-            _stages(rt, job_id, engine, runner, on_progress)
+            _stages(rt, job_id, engine, runner, on_stage or _unheard)
         except AssemblyError:
             pass  # already recorded on the job
         except STOPPED as exc:
@@ -129,21 +128,25 @@ def run_job(rt: Runtime, job_id: int, engine: Engine, on_progress: OnProgress | 
             raise
 
 
-def _stages(rt: Runtime, job_id: int, engine: Engine, runner: str, on_progress: OnProgress | None) -> None:
+def _stages(rt: Runtime, job_id: int, engine: Engine, runner: str, on_stage: OnStage) -> None:
     worker = f"embedded@{socket.gethostname()}"
     register_synthesis_worker(rt, engine, worker, device_memory_bytes(engine))
+    on_stage(StageProgress("reading"))
     if not ingest_job(rt, job_id):
         return
     _give_back(rt, job_id)  # a killed run's batches: this run speaks them again
     plan_pending(rt, [job_id])
     with rt.read_session() as session:
         batches = repo.job_batches(session, job_id, [BatchState.QUEUED])
+    on_stage(speaking_progress(job_statuses(rt, job_id)[0]))
     for batch_id in batches:
         synthesize_batch(rt, engine, batch_id, worker=runner, learned_by=worker)
-        if on_progress:
-            status = job_statuses(rt, job_id)[0]
-            on_progress(status.sentences_done, status.sentences_total)
-    assemble_job(rt, job_id)
+        on_stage(speaking_progress(job_statuses(rt, job_id)[0]))
+    assemble_job(rt, job_id, on_stage)
+
+
+def _unheard(progress: StageProgress) -> None:
+    return None
 
 
 def _give_back(rt: Runtime, job_id: int, interrupted_by: str | None = None) -> None:

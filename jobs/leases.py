@@ -1,45 +1,100 @@
-"""Leases on running batches: who holds a batch, renewed while it works, taken over when its
-holder died.
+"""Leases: which process holds a piece of work, renewed while it works, taken over when it is gone.
 
-A worker that claims a batch records ``leased_by`` (host:pid) and renews ``heartbeat_at``
-(``LeaseKeeper``). Every live worker sweeps batches whose lease ran out back to the queue
-(``requeue_stale_batches``). A redelivered batch whose holder was a process on this host that no
-longer exists is taken over at once (``take_over_from_dead_local_worker``) instead of after the
-lease: waiting would idle the GPU for minutes.
+Every stage has one. A synthesis batch is leased on its row (``leased_by`` = host:pid,
+``heartbeat_at``, ``LeaseKeeper``); a job's ingest or assembly — and an embedded job's whole run —
+on the job row (``runner``, ``heartbeat_at``, ``JobHeartbeat``). A second delivery of the same
+work sees a live holder and leaves it alone. A holder is gone when it is a process on this host
+that no longer exists, or when its heartbeat is older than the lease: then the work is taken over
+(a redelivered message, ``claim_job_stage``) or sent out again by the sweeper (jobs/reconcile.py).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import socket
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session
 
 from jobs.runtime import Runtime
 from storage import repo
-from storage.models import Batch, BatchState
+from storage.models import Batch, BatchState, utcnow
 
 log = logging.getLogger(__name__)
 
 
-class LeaseKeeper:
-    """Renews the leases of ``batch_ids`` from a background thread while the GPU works (a stream
-    adds and removes ids as it goes: the set is read under ``lock``)."""
+def this_process() -> str:
+    """host:pid, as leases name a process."""
+    return f"{socket.gethostname()}:{os.getpid()}"
 
-    def __init__(self, rt: Runtime, batch_ids: set[int], worker: str) -> None:
-        self._rt, self.batch_ids, self._worker = rt, batch_ids, worker
-        self.lock = threading.Lock()
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this host (one of another user's counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def holder_gone(holder: str | None, heartbeat: datetime | None, lease_seconds: float) -> bool:
+    """Whether the process that holds some work no longer does: no holder, a dead pid on this
+    host, or no heartbeat for ``lease_seconds`` (a holder on another host is judged by that alone)."""
+    if not holder:
+        return True
+    if heartbeat is not None and heartbeat.tzinfo is None:  # SQLite returns naive UTC datetimes
+        heartbeat = heartbeat.replace(tzinfo=utcnow().tzinfo)
+    if heartbeat is None or utcnow() - heartbeat > timedelta(seconds=lease_seconds):
+        return True
+    host, _, pid = holder.rpartition(":")
+    return host == socket.gethostname() and pid.isdigit() and not process_alive(int(pid))
+
+
+# ---------------------------------------------------------------- batches
+
+
+class Renewing:
+    """A background thread that renews something every ``interval`` seconds while the block runs
+    (a database blip is logged; the next beat retries, well inside the lease)."""
+
+    def __init__(self, name: str, interval: float) -> None:
+        self._interval = interval
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"lease-{min(batch_ids)}", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
-    def __enter__(self) -> LeaseKeeper:
+    def __enter__(self) -> Renewing:
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join(timeout=10)
+
+    def renew(self) -> None:
+        raise NotImplementedError
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                self.renew()
+            except Exception:  # the work must not die of a blip
+                log.warning("%s: renewal failed", self._thread.name, exc_info=True)
+
+
+class LeaseKeeper(Renewing):
+    """Renews the leases of ``batch_ids`` while the GPU works (a stream adds and removes ids as
+    it goes: the set is read under ``lock``)."""
+
+    def __init__(self, rt: Runtime, batch_ids: set[int], worker: str) -> None:
+        super().__init__(f"lease-{min(batch_ids)}", max(1.0, rt.settings.lease_seconds / 5))
+        self._rt, self.batch_ids, self._worker = rt, batch_ids, worker
+        self.lock = threading.Lock()
 
     def add(self, batch_id: int) -> None:
         with self.lock:
@@ -49,26 +104,13 @@ class LeaseKeeper:
         with self.lock:
             self.batch_ids.discard(batch_id)
 
-    def _run(self) -> None:
-        interval = max(1.0, self._rt.settings.lease_seconds / 5)
-        while not self._stop.wait(interval):
-            with self.lock:
-                batch_ids = sorted(self.batch_ids)
-            try:
-                with self._rt.session() as session:
-                    for batch_id in batch_ids:
-                        repo.renew_lease(session, batch_id, self._worker)
-                    session.commit()
-            except Exception:  # a database blip must not kill the batch; the next beat retries
-                log.warning("batches %s: lease renewal failed", batch_ids, exc_info=True)
-
-
-def requeue_stale_batches(rt: Runtime) -> list[int]:
-    """Batches whose worker went silent (host crash, OOM kill): sent out again by live workers."""
-    with rt.session() as session:
-        stale = repo.stale_batches(session, rt.settings.lease_seconds)
-        session.commit()
-    return stale
+    def renew(self) -> None:
+        with self.lock:
+            batch_ids = sorted(self.batch_ids)
+        with self._rt.session() as session:
+            for batch_id in batch_ids:
+                repo.renew_lease(session, batch_id, self._worker)
+            session.commit()
 
 
 def take_over_from_dead_local_worker(session: Session, batch_id: int, worker: str) -> Batch | None:
@@ -87,12 +129,79 @@ def take_over_from_dead_local_worker(session: Session, batch_id: int, worker: st
     return repo.take_over_batch(session, batch_id, worker, batch.leased_by)
 
 
-def process_alive(pid: int) -> bool:
-    """Whether process ``pid`` exists on this host (one of another user's counts as alive)."""
+def return_batches_of_gone_holders(rt: Runtime) -> list[int]:
+    """Running batches whose holder is gone (a dead pid on this host at once; elsewhere once the
+    lease ran out) back to the queue, the death counted against each. Returns them: the caller
+    sends each one's message, once."""
+    with rt.read_session() as session:
+        held = repo.running_holders(session)
+    gone = [holder for holder, (_, beat) in held.items()
+            if holder_gone(holder, beat, rt.settings.lease_seconds)]
+    returned: list[int] = []
+    for holder in gone:
+        with rt.session() as session:
+            batch_ids = repo.return_dead_holders_batches(session, holder)
+            session.commit()
+        if batch_ids:
+            log.warning("batches %s: their worker %s went silent; sending them out again", batch_ids, holder)
+        returned += batch_ids
+    return returned
+
+
+# ---------------------------------------------------------------- job stages
+
+
+def claim_job_stage(rt: Runtime, job_id: int, holder: str) -> str | None:
+    """Take job ``job_id``'s current stage (its ingest or assembly) for ``holder``. Returns None
+    when taken (or when there is no such job: the stage itself says so), else the live holder."""
+    for _ in range(3):  # the holder may change between the read and the update (a sweeper freed it)
+        with rt.session() as session:
+            job = repo.get_job(session, job_id)
+            if job is None or job.runner == holder:
+                session.commit()
+                return None
+            previous = job.runner
+            if previous and not holder_gone(previous, job.heartbeat_at, rt.settings.lease_seconds):
+                session.commit()
+                return previous
+            taken = repo.take_job_stage(session, job_id, holder, previous)
+            session.commit()
+        if taken:
+            if previous:
+                log.warning("job=%s: its worker %s is gone; taking its stage over", job_id, previous)
+            return None
+    return "another worker"
+
+
+def release_job_stage(rt: Runtime, job_id: int, holder: str) -> None:
+    with rt.session() as session:
+        repo.release_job_stage(session, job_id, holder)
+        session.commit()
+
+
+@contextmanager
+def job_stage(rt: Runtime, job_id: int, holder: str) -> Iterator[str | None]:
+    """Hold job ``job_id``'s stage while the block runs (heartbeat renewed, released after).
+    Yields None when held, else the live holder that has it (then do nothing)."""
+    other = claim_job_stage(rt, job_id, holder)
+    if other is not None:
+        yield other
+        return
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+        with JobHeartbeat(rt, job_id, holder, interval=max(1.0, rt.settings.lease_seconds / 5)):
+            yield None
+    finally:
+        release_job_stage(rt, job_id, holder)
+
+
+class JobHeartbeat(Renewing):
+    """Renews a job's heartbeat while ``holder`` works on it."""
+
+    def __init__(self, rt: Runtime, job_id: int, holder: str, interval: float) -> None:
+        super().__init__(f"heartbeat-{job_id}", interval)
+        self._rt, self._job_id, self._holder = rt, job_id, holder
+
+    def renew(self) -> None:
+        with self._rt.session() as session:
+            repo.beat(session, self._job_id, self._holder)
+            session.commit()

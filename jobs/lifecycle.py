@@ -12,10 +12,11 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
+from jobs.leases import holder_gone
 from jobs.runtime import Runtime
 from pipeline.errors import NoSuchJob, TtsJobsError
 from storage import repo
-from storage.models import Job, JobState
+from storage.models import BatchState, Job, JobState
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +82,8 @@ def retry_job(rt: Runtime, job_id: int, only_from: tuple[JobState, ...] = RESTAR
     ``runner``: the process that runs an embedded job from now on (recorded in the same step)."""
     with rt.session() as session:
         job = require_job(session, job_id, for_update=True)
-        _check_restartable(job, only_from)
+        if not (only_from == RESTARTABLE and _stuck(rt, session, job)):
+            _check_restartable(job, only_from)
         plan = reopen_in(session, job)
         if runner is not None:
             repo.set_runner(session, job_id, runner)
@@ -95,14 +97,28 @@ def resumes_in_process(rt: Runtime, job_id: int) -> bool:
     anything is changed or any model loads."""
     with rt.read_session() as session:
         job = require_job(session, job_id)
-        _check_restartable(job, RESTARTABLE)
+        if not _stuck(rt, session, job):
+            _check_restartable(job, RESTARTABLE)
         return job.embedded
+
+
+def _stuck(rt: Runtime, session: Session, job: Job) -> bool:
+    """A cluster job in a running state that nothing moves: no live process holds its stage, and
+    none of its batches is being spoken. (The sweeper resends such work by itself; `retry` does
+    it now.)"""
+    if job.embedded or job.job_state not in JobState.active():
+        return False
+    if not holder_gone(job.runner, job.heartbeat_at, rt.settings.lease_seconds):
+        return False
+    running = repo.job_batches(session, job.id, [BatchState.RUNNING])
+    return not running
 
 
 def _check_restartable(job: Job, only_from: tuple[JobState, ...]) -> None:
     if job.job_state not in only_from:
         allowed = ", ".join(s.value for s in only_from)
-        raise TtsJobsError(f"job {job.id} is {job.state}; only {allowed} jobs can be started again")
+        raise TtsJobsError(f"job {job.id} is {job.state}, and a live worker is on it; only {allowed} "
+                           "jobs, or jobs that nothing moves, can be started again")
 
 
 def reopen_in(session: Session, job: Job) -> RetryPlan:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from sqlalchemy.orm import Session
 
 from jobs.batch_work import SentenceOutcome
+from jobs.cleanup import remove_audio, unrecorded_audio
 from jobs.lifecycle import fail_job_in
 from jobs.runtime import Runtime
 from storage import repo
@@ -53,14 +54,19 @@ def finish_batch(rt: Runtime, batch_id: int) -> list[int]:
 
 
 def give_back_or_fail(rt: Runtime, batch_id: int, worker: str, attempts: int, exc: Exception) -> None:
-    """A batch that failed goes back to the queue; after ``max_attempts`` it fails its jobs."""
+    """A batch that failed goes back to the queue; after ``max_attempts`` it fails its jobs. The
+    WAVs it wrote and did not record go (a full disk keeps nothing it cannot use)."""
     reason = f"{type(exc).__name__}: {exc}"
+    written = unrecorded_audio(rt, batch_id)
     with rt.session() as session:
-        if attempts >= rt.settings.max_attempts:
+        held = repo.holds_lease(session, batch_id, worker)
+        if held and attempts >= rt.settings.max_attempts:
             fail_batch_for_good(session, batch_id, f"synthesis failed {attempts} times: {reason}")
-        else:
+        elif held:
             repo.release_batch(session, batch_id, worker, reason)
         session.commit()
+    if held:  # else another worker took it over and writes those files now
+        remove_audio(written)
 
 
 def fail_batch_for_good(session: Session, batch_id: int, reason: str) -> None:

@@ -1,49 +1,27 @@
-"""The process behind an embedded job: named, heart-beating, and recognised when it is gone.
+"""The process behind an embedded job: recorded on the job, heart-beating, recognised when gone.
 
 A `tts-jobs run` process records itself on its job (``runner`` = host:pid) and renews the job's
-heartbeat while it works. Whoever looks at the job table next (`status`, another `run`) moves an
-embedded job whose process is gone — a dead pid on this host, or a heartbeat older than
-``RUNNER_LEASE_SECONDS`` — to ``interrupted``: a killed run never looks as if it still ran.
+heartbeat every ``HEARTBEAT_SECONDS`` while it works (leases.JobHeartbeat). Whoever looks at the
+job table next (`status`, another `run`) moves an embedded job whose process is gone — a dead pid
+on this host, or a heartbeat older than ``RUNNER_LEASE_SECONDS`` — to ``interrupted``: a killed
+run never looks as if it still ran.
 """
 
 from __future__ import annotations
 
-import logging
-import os
-import socket
-import threading
-from datetime import timedelta
-
-from jobs.leases import process_alive
+from jobs.leases import JobHeartbeat, holder_gone
 from jobs.lifecycle import interrupt_job_in
 from jobs.runtime import Runtime
 from storage import repo
-from storage.models import BatchState, Job, JobState, utcnow
-
-log = logging.getLogger(__name__)
+from storage.models import BatchState, Job, JobState
 
 HEARTBEAT_SECONDS = 10.0
 RUNNER_LEASE_SECONDS = 60.0  # six missed heartbeats: the process is gone (or its host is)
 
 
-def this_process() -> str:
-    """host:pid, as batch leases name a process."""
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
 def runner_alive(job: Job) -> bool:
     """Whether the process recorded on an embedded job still runs it."""
-    if not job.runner:
-        return False
-    beat = job.heartbeat_at
-    if beat is not None and beat.tzinfo is None:  # SQLite returns naive UTC datetimes
-        beat = beat.replace(tzinfo=utcnow().tzinfo)
-    if beat is None or utcnow() - beat > timedelta(seconds=RUNNER_LEASE_SECONDS):
-        return False
-    host, _, pid = job.runner.rpartition(":")
-    if host == socket.gethostname() and pid.isdigit():
-        return process_alive(int(pid))
-    return True
+    return not holder_gone(job.runner, job.heartbeat_at, RUNNER_LEASE_SECONDS)
 
 
 def recognise_interrupted(rt: Runtime) -> list[int]:
@@ -61,30 +39,9 @@ def recognise_interrupted(rt: Runtime) -> list[int]:
     return moved
 
 
-class Heartbeat:
-    """Renews an embedded job's heartbeat from a background thread while this process runs it."""
-
-    def __init__(self, rt: Runtime, job_id: int, runner: str) -> None:
-        self._rt, self._job_id, self._runner = rt, job_id, runner
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"heartbeat-{job_id}", daemon=True)
-
-    def __enter__(self) -> Heartbeat:
-        with self._rt.session() as session:
-            repo.set_runner(session, self._job_id, self._runner)
-            session.commit()
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-
-    def _run(self) -> None:
-        while not self._stop.wait(HEARTBEAT_SECONDS):
-            try:
-                with self._rt.session() as session:
-                    repo.beat(session, self._job_id, self._runner)
-                    session.commit()
-            except Exception:  # a database blip: the next beat retries, well inside the lease
-                log.warning("job=%s: heartbeat failed", self._job_id, exc_info=True)
+def run_heartbeat(rt: Runtime, job_id: int, runner: str) -> JobHeartbeat:
+    """This process runs embedded job ``job_id``: recorded now, heart-beating while in the block."""
+    with rt.session() as session:
+        repo.set_runner(session, job_id, runner)
+        session.commit()
+    return JobHeartbeat(rt, job_id, runner, interval=HEARTBEAT_SECONDS)

@@ -52,8 +52,10 @@ def worker_spec(queues: str | None, concurrency: int, gpu: int | None, cpu: bool
     return WorkerSpec(queues=chosen, concurrency=concurrency, name=name or f"tts@{host}")
 
 
-def run_worker(spec: WorkerSpec, loglevel: str) -> None:
-    """Become a Celery worker (does not return until shutdown)."""
+def run_worker(spec: WorkerSpec, loglevel: str) -> int:
+    """Become a Celery worker until shutdown. Returns its exit code: 0 after a shutdown asked for
+    (SIGTERM, SIGINT), non-zero when the worker stopped on an error, so that a supervisor
+    (systemd's Restart=, compose's restart:) starts it again."""
     if spec.gpu is not None:
         # Before anything imports torch: the child then sees exactly one device, as cuda:0.
         os.environ["CUDA_VISIBLE_DEVICES"] = str(spec.gpu)
@@ -66,11 +68,16 @@ def run_worker(spec: WorkerSpec, loglevel: str) -> None:
     report_liveness(alive_file(os.environ[WORKER_NAME_ENV]))
     log.info("worker %s: queues %s, %d process(es)%s", spec.name, ",".join(spec.queues), spec.concurrency,
              f", GPU {spec.gpu}" if spec.gpu is not None else "")
-    app.worker_main([
+    # app.start, not app.worker_main, which drops the worker's exit code (Celery's EX_FAILURE
+    # after an "Unrecoverable error" would otherwise end `tts-jobs worker` with status 0)
+    code = app.start([
         "worker", "--pool", "prefork", "--concurrency", str(spec.concurrency),
         "--queues", ",".join(spec.queues), "--hostname", spec.name, "--loglevel", loglevel,
         "--without-gossip", "--without-mingle",
     ])
+    if code:
+        log.error("worker %s stopped with exit code %s", spec.name, code)
+    return int(code or 0)
 
 
 def alive_file(worker_name: str) -> Path:

@@ -29,12 +29,40 @@ class BookMetadata:
 
 
 @dataclass(frozen=True)
+class TextPlace:
+    """A stretch of an EPUB content document's text, as the reader extracts it (``pipeline.ingest.xhtml``)."""
+
+    document: str  # the content document's path in the EPUB
+    block: int  # which of its blocks: numbered in reading order from 0, the blocks of its notes included
+    start: int = 0  # character offsets in that block's text
+    end: int | None = None  # None: to the block's end
+
+
+@dataclass(frozen=True)
+class ParagraphSource:
+    """Where a paragraph (or heading) comes from: its text from ``prefix`` on is ``place``'s text."""
+
+    place: TextPlace
+    prefix: int = 0  # leading characters that the reader put before the book's words ('Note 1. ')
+
+
+@dataclass(frozen=True)
+class ChapterSource:
+    """Where a chapter's words stand in the book file (EPUB inputs), for a read-along edition."""
+
+    paragraphs: tuple[ParagraphSource | None, ...]  # one per paragraph; None: words the reader supplies
+    heading: str = ""  # the heading its title is announced from, as the book writes it ('' when none)
+    heading_source: ParagraphSource | None = None
+
+
+@dataclass(frozen=True)
 class Chapter:
     """One chapter as the author laid it out: a title and its paragraphs of plain text."""
 
     index: int  # 0-based position in reading order
     title: str
     paragraphs: tuple[str, ...]  # paragraph boundaries become longer pauses
+    source: ChapterSource | None = None  # None: the format has no places to point at (TXT, Markdown, HTML)
 
     @property
     def text(self) -> str:
@@ -53,6 +81,16 @@ class Book:
 
 
 @dataclass(frozen=True)
+class WrittenSpan:
+    """A spoken sentence as the book writes it ('1998', where the voice says 'nineteen ninety-eight')."""
+
+    text: str
+    start: int  # offsets of ``text`` in its paragraph (for the title: in the chapter's written title)
+    end: int
+    place: TextPlace | None = None  # where ``text`` stands in the book file (EPUB inputs)
+
+
+@dataclass(frozen=True)
 class Sentence:
     """One speakable unit. ``text`` is already normalised for ChatTTS."""
 
@@ -60,6 +98,7 @@ class Sentence:
     index: int  # 0-based position within the chapter
     paragraph_index: int  # which paragraph of the chapter it came from
     text: str
+    written: WrittenSpan | None = None  # found on request (TextOptions.written); None: the reader's own words
 
 
 @dataclass(frozen=True)

@@ -116,10 +116,15 @@ class Job(Base):
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     mode: Mapped[str] = mapped_column(String(16), default=JobMode.CLUSTER.value,
                                       server_default=JobMode.CLUSTER.value)
-    # an embedded job's process (host:pid) and its heartbeat: a dead pid on this host or a stale
-    # heartbeat means the job was interrupted without a word (SIGKILL, power loss)
+    # the process (host:pid) working on the job now — an embedded job's `run`, or the worker that
+    # holds its ingest or assembly — and its heartbeat: a dead pid on this host or a stale heartbeat
+    # means the process is gone (SIGKILL, power loss) and the work is taken over
     runner: Mapped[str | None] = mapped_column(String(255), nullable=True)
     heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # the last message sent for the job's current stage, and how many: the reconciler resends a
+    # stage nothing will move, throttled by these (jobs/reconcile.py)
+    sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    sends: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
     chapters: Mapped[list[Chapter]] = relationship(
         back_populates="job", cascade="all, delete-orphan", order_by="Chapter.index"
@@ -191,7 +196,13 @@ class Batch(Base):
     # the order a streaming worker takes queued batches in (storage/repo.next_queued_batch)
     priority: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     longest_positions: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
-    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)  # claims
+    failures: Mapped[int] = mapped_column(Integer, default=0, server_default="0")  # errors raised speaking it
+    # deaths of the process holding it: any (the batch then runs alone, never in a stream), and
+    # while it was the only batch its holder ran — the ones that count against it as a poison batch
+    holder_deaths: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    solo_deaths: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)  # its last message
     leased_by: Mapped[str | None] = mapped_column(String(255), nullable=True)
     leased_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

@@ -9,9 +9,10 @@ Every book is read by the real ChatTTS code on TINY SYNTHETIC weights (random va
 noise, never speech). Two `tts-jobs worker` processes share the real PostgreSQL job table and Redis
 broker. The "victim" worker (parent and pool child: its whole process group) is SIGKILLed at random
 moments and started again; the "steady" worker is never touched, so the run always makes progress.
-Work the victim held comes back through the batch lease (a running batch whose heartbeat stops is
-sent out again by the surviving worker's sweeper after TTS_JOBS_LEASE_SECONDS) and, for messages
-of other stages, through Redis's visibility timeout (TTS_JOBS_VISIBILITY_TIMEOUT).
+Every setting but the batch size is the default (lease, visibility timeout, attempts cap). Work the
+victim held comes back through the sweeper of whichever worker looks first (jobs/reconcile.py): the
+victim's batches, ingest or assembly are held by a pid that is dead on this host, so they go back
+to the queue at once, and a commit whose message the kill cut off is sent again after 30 s.
 
 At the end every book is checked as a user would: state done, every sentence done exactly once
 (one WAV per sentence), the audiobook's chapters and duration, no temporary files left anywhere,
@@ -278,17 +279,12 @@ def book_chapters(number: int, chapters: int, rng: random.Random) -> list[tuple[
     return out
 
 
-def soak_env(env: dict[str, str], lease_seconds: float, visibility_timeout: int) -> dict[str, str]:
-    """The worker settings a soak runs with: short lease and visibility timeout, small batches.
-
-    Small batches (4 sentences) make many units of work, so kills land on work in flight; the short
-    lease and visibility timeout make killed work come back within the run instead of hours later.
-    The kills here come from outside, not from the batch: a batch may be hit more often than
-    TTS_JOBS_MAX_ATTEMPTS allows for a batch that kills its own worker, so the cap is raised.
-    """
-    return {**env, "TTS_JOBS_LEASE_SECONDS": str(lease_seconds),
-            "TTS_JOBS_VISIBILITY_TIMEOUT": str(visibility_timeout), "TTS_JOBS_MAX_BATCH": "4",
-            "TTS_JOBS_MAX_ATTEMPTS": "50"}
+def soak_env(env: dict[str, str]) -> dict[str, str]:
+    """The worker settings a soak runs with: the defaults, but small batches (4 sentences), which
+    make many units of work, so that kills land on work in flight."""
+    return {**{k: v for k, v in env.items() if k not in ("TTS_JOBS_LEASE_SECONDS",
+                                                         "TTS_JOBS_VISIBILITY_TIMEOUT", "TTS_JOBS_MAX_ATTEMPTS")},
+            "TTS_JOBS_MAX_BATCH": "4"}
 
 
 def run_soak(env: dict[str, str], work_dir: Path, config: SoakConfig,
@@ -366,10 +362,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--books", type=int, default=20)
     parser.add_argument("--minutes", type=float, default=20.0, help="hard bound on the whole run")
     parser.add_argument("--seed", type=int, default=int(time.time()) % 10_000)
-    parser.add_argument("--lease-seconds", type=float, default=15.0,
-                        help="TTS_JOBS_LEASE_SECONDS: how soon a killed worker's batch comes back")
-    parser.add_argument("--visibility-timeout", type=int, default=90,
-                        help="TTS_JOBS_VISIBILITY_TIMEOUT: how soon a killed worker's other messages come back")
     parser.add_argument("--kill-after", type=float, nargs=2, default=(5.0, 40.0), metavar=("MIN", "MAX"),
                         help="seconds the victim worker works (after loading its model) before a kill (uniform)")
     parser.add_argument("--pg-admin", default=os.environ.get("TTS_JOBS_TEST_PG_ADMIN",
@@ -411,7 +403,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "TTS_JOBS_DATABASE_URL": f"{args.pg_admin.rsplit('/', 1)[0]}/{database}",
             "TTS_JOBS_BROKER_URL": redis_url, "TTS_JOBS_MODEL_DIR": str(model),
             "TTS_JOBS_DEVICE": "cpu", "TTS_JOBS_PRECISION": "fp32"})
-        env = soak_env(conftest.env_for(settings), args.lease_seconds, args.visibility_timeout)
+        env = soak_env(conftest.env_for(settings))
         upgraded = cli(["db", "upgrade"], env, timeout=300)
         if upgraded.returncode != 0:
             print(upgraded.stderr, file=sys.stderr)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from sqlalchemy import select
 from jobs import batch_stream
 from jobs.ingest import ingest_job
 from jobs.options import JobOptions
@@ -19,7 +20,7 @@ from jobs.status import job_statuses
 from jobs.submit import submit_book
 from pipeline.errors import OutOfDeviceMemory
 from storage import repo
-from storage.models import BatchState, JobState, SentenceState
+from storage.models import Batch, BatchState, JobState, Sentence, SentenceState
 from tests.books import write_epub
 
 SENTENCES = [f"Sentence number {i}, which the stream reads in its turn." for i in range(11)]
@@ -48,7 +49,7 @@ def _planned_book(rt: Runtime, tmp_path: Path, name: str = "book", refine: bool 
 
 def _batch_states(rt: Runtime, batch_ids: list[int]) -> list[str]:
     with rt.session() as s:
-        return [s.get(repo.Batch, b).state for b in batch_ids]
+        return [s.get(Batch, b).state for b in batch_ids]
 
 
 def test_one_task_speaks_the_queued_batches_after_its_own_and_their_messages_find_nothing(
@@ -65,7 +66,7 @@ def test_one_task_speaks_the_queued_batches_after_its_own_and_their_messages_fin
     status = job_statuses(rt, job_id)[0]
     assert status.state == JobState.ASSEMBLING.value and status.sentences_done == status.sentences_total
     with rt.session() as s:
-        spoken = s.scalars(repo.select(repo.Sentence).where(repo.Sentence.job_id == job_id)).all()
+        spoken = s.scalars(select(Sentence).where(Sentence.job_id == job_id)).all()
         assert all(x.state == SentenceState.DONE.value and x.gpt_steps > 0 for x in spoken)
         assert all((rt.artifacts.root / x.audio_path).is_file() for x in spoken)
     # the messages of the batches the stream took arrive later, at any worker: nothing to do
@@ -91,7 +92,7 @@ def test_each_batch_is_measured_for_assembly_while_the_stream_goes_on(
 
     with rt.session() as s:
         paths = [rt.artifacts.root / x.audio_path for x in
-                 s.scalars(repo.select(repo.Sentence).where(repo.Sentence.job_id == job_id)).all()]
+                 s.scalars(select(Sentence).where(Sentence.job_id == job_id)).all()]
     assert measurer.measured == len(paths) >= len(SENTENCES)  # and the chapter titles
     for path in paths:
         kept = measure_path(path).read_bytes()
@@ -114,7 +115,7 @@ def test_a_book_is_ready_for_assembly_only_once_its_last_batches_are_measured(
     def ready(jobs: list[int]) -> None:
         for job in jobs:
             with rt.session() as s:
-                sentences = s.scalars(repo.select(repo.Sentence).where(repo.Sentence.job_id == job)).all()
+                sentences = s.scalars(select(Sentence).where(Sentence.job_id == job)).all()
                 missing_when_ready[job] = [x.audio_path for x in sentences
                                            if not measure_path(rt.artifacts.root / x.audio_path).is_file()]
 
@@ -172,7 +173,7 @@ def test_a_batch_that_needs_the_refine_pass_ends_the_stream_before_it(
     batch_stream.synthesize_stream(rt, tiny_engine, plain[0], "host:1", lambda jobs: None, lambda batch: None)
 
     with rt.session() as s:
-        longest = {b: s.get(repo.Batch, b).longest_positions for b in plain + refined}
+        longest = {b: s.get(Batch, b).longest_positions for b in plain + refined}
     before_refine = [b for b in plain if longest[b] > max(longest[r] for r in refined)]
     assert len(before_refine) >= 2
     assert _batch_states(rt, before_refine) == [BatchState.DONE.value] * len(before_refine)
@@ -261,5 +262,5 @@ def test_out_of_memory_in_a_stream_speaks_the_tasks_batch_alone(rt, tmp_path: Pa
     assert _batch_states(rt, batch_ids) == [BatchState.DONE.value] + [BatchState.QUEUED.value] * (len(batch_ids) - 1)
     assert returned == []  # it had taken no other batch
     with rt.session() as s:
-        first_size = s.get(repo.Batch, batch_ids[0]).size
+        first_size = s.get(Batch, batch_ids[0]).size
     assert job_statuses(rt, job_id)[0].sentences_done == first_size > 0

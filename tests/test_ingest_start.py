@@ -1,7 +1,7 @@
 """From a submitted book to its first batch: the ingest task plans in place, on SQLite and PostgreSQL.
 
 The Celery tasks run in this process with the real database; what they would send to the broker is
-recorded at the send boundary (jobs/tasks.py send_batch and the plan_pending message).
+recorded at the send boundary (jobs/messages.py).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 
-from jobs import plan, tasks
+from jobs import messages, plan, tasks, worker_process
 from jobs.ingest import ingest_job
 from jobs.options import JobOptions
 from jobs.runtime import Runtime, open_runtime
@@ -43,13 +43,12 @@ class Broker:
     def __init__(self, monkeypatch: pytest.MonkeyPatch, rt: Runtime) -> None:
         self.sent: list[int | str] = []
         self._lock = threading.Lock()
-        monkeypatch.setattr(tasks, "_runtime", rt)
-        monkeypatch.setattr(tasks, "send_batch", self._send)
-        monkeypatch.setattr(tasks, "plan_pending", PlanTask(PLAN_TASK, self._send))
+        monkeypatch.setattr(worker_process, "_runtime", rt)
+        monkeypatch.setattr(messages, "_send", self._send)
 
-    def _send(self, message: int | str) -> None:
+    def _send(self, task: str, args: tuple[int, ...], argsrepr: str, continuation: bool) -> None:
         with self._lock:
-            self.sent.append(message)
+            self.sent.append(args[0] if task == messages.SYNTHESIZE else f"plan {argsrepr}")
 
     @property
     def batches(self) -> list[int]:
@@ -58,19 +57,6 @@ class Broker:
     @property
     def plan_messages(self) -> list[str]:
         return [m for m in self.sent if isinstance(m, str)]
-
-
-class PlanTask:
-    """The plan_pending task: its messages recorded, its delivery (a call) the real task."""
-
-    def __init__(self, task, send) -> None:  # type: ignore[no-untyped-def]
-        self._task, self._send = task, send
-
-    def apply_async(self, *args, argsrepr: str = "", **kwargs) -> None:  # type: ignore[no-untyped-def]
-        self._send(f"plan {argsrepr}")
-
-    def __call__(self) -> None:
-        self._task()
 
 
 @pytest.fixture()
@@ -200,7 +186,7 @@ def test_a_cpu_worker_loads_the_book_readers_and_connects_before_its_first_book(
     """What the CPU worker's start-up hook does ahead of the first ingest (a fresh process, as a
     worker child is), and that a database that is down does not keep the worker from starting."""
     probe = ("import json, sys\n"
-             "from jobs import tasks\n"
+             "from jobs import worker_process as tasks\n"
              "wanted = ('pipeline.ingest', 'pipeline.text')\n"
              "before = [m in sys.modules for m in wanted]\n"
              "tasks.prepare_ingest()\n"

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from sqlalchemy import select
 from jobs import batch_stream
 from jobs.ingest import ingest_job
 from jobs.options import JobOptions
@@ -22,7 +23,7 @@ from jobs.runtime import Runtime, open_runtime
 from jobs.speak import synthesize_batch
 from pipeline.errors import OutOfDeviceMemory
 from storage import repo
-from storage.models import BatchState, SentenceState
+from storage.models import Batch, BatchState, Sentence, SentenceState, Worker
 from jobs.submit import submit_book
 from tests.books import write_epub
 
@@ -119,9 +120,9 @@ def _speak_as_streams(rt: Runtime, engine: Any, batch_ids: list[int]) -> None:
 
 def _outcome(rt: Runtime) -> dict[str, Any]:
     with rt.session() as s:
-        sentences = s.scalars(repo.select(repo.Sentence).order_by(repo.Sentence.id)).all()
-        batches = s.scalars(repo.select(repo.Batch)).all()
-        worker = s.scalars(repo.select(repo.Worker).where(repo.Worker.name == WORKER)).one()
+        sentences = s.scalars(select(Sentence).order_by(Sentence.id)).all()
+        batches = s.scalars(select(Batch)).all()
+        worker = s.scalars(select(Worker).where(Worker.name == WORKER)).one()
         return {
             "states": {x.text: x.state for x in sentences},
             "errors": {x.text: x.error for x in sentences if x.error},

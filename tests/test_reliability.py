@@ -23,7 +23,7 @@ from jobs.speak import synthesize_batch
 from jobs.status import job_statuses
 from jobs.submit import submit_book
 from storage import repo
-from storage.models import BatchState
+from storage.models import Batch, BatchState
 from tests.books import write_epub
 from tests.conftest import cluster_env, wipe_tables
 from tests.e2e_helpers import (
@@ -68,7 +68,7 @@ def _running_batch(rt: Runtime, timeout: float = 180) -> tuple[int, str]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with rt.session() as s:
-            batch = s.query(repo.Batch).filter_by(state=BatchState.RUNNING.value).first()
+            batch = s.query(Batch).filter_by(state=BatchState.RUNNING.value).first()
             if batch is not None and batch.leased_by:
                 return batch.id, batch.leased_by
         time.sleep(0.2)
@@ -101,10 +101,11 @@ def test_a_worker_child_killed_mid_batch_loses_no_sentence(tmp_path: Path, clust
     finally:
         terminate(worker)
     log = read_log(tmp_path / "worker.log")
-    assert "taking it over" in log, log[-3000:]
+    # the replacement child's first sweep returns the batch, or the redelivery takes it over
+    assert holder in log and ("sending them out again" in log or "taking it over" in log), log[-3000:]
     _assert_complete_and_clean(settings, status)
     with rt.session() as s:
-        assert s.get(repo.Batch, batch_id).attempts == 2
+        assert s.get(Batch, batch_id).attempts == 2
 
 
 def test_a_whole_worker_killed_hands_its_batch_to_another_worker(tmp_path: Path, cluster) -> None:  # type: ignore[no-untyped-def]
@@ -135,7 +136,7 @@ def test_warm_shutdown_finishes_and_records_the_running_batch(tmp_path: Path, cl
     worker.send_signal(signal.SIGTERM)
     worker.wait(timeout=300)
     with rt.session() as s:
-        assert s.get(repo.Batch, batch_id).state == BatchState.DONE.value, read_log(tmp_path / "worker.log")[-3000:]
+        assert s.get(Batch, batch_id).state == BatchState.DONE.value, read_log(tmp_path / "worker.log")[-3000:]
     restarted = popen_worker(env, tmp_path / "worker2.log")
     try:
         status = wait_for_final_state(env, job, timeout=400)
@@ -220,4 +221,4 @@ def test_a_full_disk_fails_the_batch_cleanly_and_keeps_what_was_recorded(setting
     assert status.sentences_done == recorded > 0
     assert list(rt.settings.data_dir.rglob("*.part")) == []
     with rt.session() as s:
-        assert s.get(repo.Batch, rest[0]).state == BatchState.FAILED.value
+        assert s.get(Batch, rest[0]).state == BatchState.FAILED.value

@@ -5,12 +5,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from pipeline.types import Batch as PlannedBatch
 from storage import repo
 from storage.db import make_engine, make_session_factory
-from storage.models import BatchState, Job, JobState, SentenceState, utcnow
+from storage.models import Batch, BatchState, Chapter, Job, JobState, Sentence, SentenceState, utcnow
 
 
 @pytest.fixture()
@@ -83,8 +84,8 @@ def test_only_synthesizing_jobs_are_planned(sessions) -> None:  # type: ignore[n
 def test_progress_counts_done_failed_and_audio(sessions) -> None:  # type: ignore[no-untyped-def]
     with sessions() as s:
         job = _job_with_sentences(s, 3)
-        rows = list(s.scalars(repo.select(repo.Sentence).where(repo.Sentence.job_id == job.id)
-                              .order_by(repo.Sentence.id)))
+        rows = list(s.scalars(select(Sentence).where(Sentence.job_id == job.id)
+                              .order_by(Sentence.id)))
         repo.record_spoken_sentences(s, [repo.SpokenSentence(rows[0].id, "a.wav", 1.5, 70, hit_limit=True)])
         repo.fail_sentence(s, rows[1], "boom")
         s.commit()
@@ -184,16 +185,16 @@ TRICKY_TEXTS = ["Plain.", "It's 100% \"quoted\", %s and %(x)s; back\\slash.", "ç
 
 def test_recorded_sentences_are_the_rows_sqlalchemy_would_write(sessions) -> None:  # type: ignore[no-untyped-def]
     """The driver-level executemany writes the same rows as SQLAlchemy's own insert (defaults too)."""
-    columns = [c for c in repo.Sentence.__table__.c if c.key not in ("id", "chapter_id")]
+    columns = [c for c in Sentence.__table__.c if c.key not in ("id", "chapter_id")]
     rows = [repo.NewSentence(index=i, paragraph_index=i - 1, text=text, seed=2**31 - 1 - i,
                              min_new_tokens=i, max_new_tokens=100 + i) for i, text in enumerate(TRICKY_TEXTS)]
     with sessions() as s:
         job = _job_with_sentences(s, 0)
         first, second = repo.add_chapters(s, job.id, [(1, "First", rows), (2, "Second", rows[:2])])
-        reference = repo.Chapter(job_id=job.id, index=3, title="Reference")
+        reference = Chapter(job_id=job.id, index=3, title="Reference")
         s.add(reference)
         s.flush()
-        s.execute(repo.insert(repo.Sentence), [
+        s.execute(insert(Sentence), [
             {"job_id": job.id, "chapter_id": reference.id, "index": r.index, "paragraph_index": r.paragraph_index,
              "text": r.text, "seed": r.seed, "min_new_tokens": r.min_new_tokens, "max_new_tokens": r.max_new_tokens}
             for r in rows])
@@ -202,12 +203,12 @@ def test_recorded_sentences_are_the_rows_sqlalchemy_would_write(sessions) -> Non
             (0, "One"), (1, "First"), (2, "Second"), (3, "Reference")]
 
         def stored(chapter_id: int) -> list[tuple]:
-            return [tuple(r) for r in s.execute(repo.select(*columns).where(repo.Sentence.chapter_id == chapter_id)
-                                                .order_by(repo.Sentence.index))]
+            return [tuple(r) for r in s.execute(select(*columns).where(Sentence.chapter_id == chapter_id)
+                                                .order_by(Sentence.index))]
 
         assert stored(first.id) == stored(reference.id)
         assert stored(second.id) == stored(reference.id)[:2]
-        assert stored(first.id)[1][columns.index(repo.Sentence.__table__.c.text)] == TRICKY_TEXTS[1]
+        assert stored(first.id)[1][columns.index(Sentence.__table__.c.text)] == TRICKY_TEXTS[1]
         [sentence] = [x for x in repo.chapter_sentences(s, first.id) if x.index == 0]
         assert (sentence.state, sentence.hit_limit, sentence.attempts, sentence.batch_id) == (
             SentenceState.PENDING.value, False, 0, None)
@@ -227,13 +228,13 @@ def test_batches_are_recorded_in_plan_order_holding_exactly_their_sentences(sess
         batches = repo.create_batches(s, plan)
         s.commit()
         assert [b.id for b in batches] == sorted(b.id for b in batches)
-        stored = {b.id: b for b in s.scalars(repo.select(repo.Batch))}
+        stored = {b.id: b for b in s.scalars(select(Batch))}
         for batch, planned in zip(batches, plan):
             row = stored[batch.id]
             assert (row.size, row.estimated_bytes, row.priority, row.longest_positions, row.state, row.attempts) == (
                 len(planned.sentence_ids), planned.estimated_bytes, planned.priority, planned.longest_positions,
                 BatchState.QUEUED.value, 0)
-            held = s.scalars(repo.select(repo.Sentence.id).where(repo.Sentence.batch_id == batch.id))
+            held = s.scalars(select(Sentence.id).where(Sentence.batch_id == batch.id))
             assert sorted(held) == sorted(planned.sentence_ids)
         assert [x.id for x in repo.unplanned_sentences(s)] == sorted(scrambled[start:])
 
@@ -244,5 +245,5 @@ def test_a_planned_sentence_is_never_moved_to_another_batch(sessions) -> None:  
         a, b, c = (x.id for x in repo.unplanned_sentences(s))
         first, second = repo.create_batches(s, [PlannedBatch((a, b), 1), PlannedBatch((b, c), 1)])
         s.commit()
-        held = dict(s.execute(repo.select(repo.Sentence.id, repo.Sentence.batch_id)).all())
+        held = dict(s.execute(select(Sentence.id, Sentence.batch_id)).all())
         assert held == {a: first.id, b: first.id, c: second.id}

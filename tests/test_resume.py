@@ -203,14 +203,16 @@ def test_a_book_run_again_replaces_only_its_own_files(tmp_path: Path, settings_f
     book = write_epub(tmp_path / "a.epub", "Again", [("One", ["Read twice."])], author="Ann Able")
     other = write_epub(tmp_path / "b.epub", "Other", [("One", ["Read once."])], author="Ann Able")
     first = cli(["run", str(book), "--out", str(out), "-f", "wav"], env)
+    folder = Path(first.stdout.strip()).parent
+    files_after_first = sorted(p.name for p in folder.iterdir())
     kept = cli(["run", str(other), "--out", str(out), "-f", "wav"], env)
     kept_bytes = Path(kept.stdout.strip()).read_bytes()
     again = cli(["run", str(book), "--out", str(out), "-f", "wav", "--fresh"], env)
 
     assert first.stdout == again.stdout and again.returncode == 0
     assert Path(kept.stdout.strip()).read_bytes() == kept_bytes
-    assert sorted(p.name for p in Path(first.stdout.strip()).parent.iterdir() if not p.name.startswith(".")) == \
-        [Path(first.stdout.strip()).name]
+    assert Path(kept.stdout.strip()).parent != folder
+    assert sorted(p.name for p in folder.iterdir()) == files_after_first  # replaced, nothing left over
 
 
 def _one_error_line(result: subprocess.CompletedProcess) -> str:  # type: ignore[type-arg]

@@ -20,7 +20,7 @@ from jobs.status import job_statuses
 from jobs.submit import submit_book
 from pipeline.errors import NoSuchJob, OutOfDeviceMemory, TtsJobsError
 from storage import repo
-from storage.models import BatchState, JobState, SentenceState
+from storage.models import Batch, BatchState, JobState, SentenceState
 from tests.books import write_epub
 
 CHAPTERS = [("One", ["The first sentence.", "The second sentence, a little longer than the first."]),
@@ -112,7 +112,7 @@ def test_a_batch_that_always_fails_is_given_up_after_max_attempts(rt, tmp_path: 
     status = job_statuses(rt, job_id)[0]
     assert status.state == "failed" and "model exploded" in status.error
     with rt.session() as s:
-        assert s.get(repo.Batch, batch_id).state == BatchState.FAILED.value
+        assert s.get(Batch, batch_id).state == BatchState.FAILED.value
 
 
 def test_retry_redoes_only_what_is_missing(rt, tmp_path: Path, tiny_engine) -> None:  # type: ignore[no-untyped-def]
@@ -274,7 +274,7 @@ def test_batches_fit_the_smallest_live_worker_and_its_learned_limit(rt, tmp_path
     batch_ids = plan_pending(rt)
 
     with rt.session() as s:
-        sizes = [s.get(repo.Batch, b).size for b in batch_ids]
+        sizes = [s.get(Batch, b).size for b in batch_ids]
     assert sum(sizes) == 31 and max(sizes) == 8  # the learned OOM limit wins over the larger cap
 
 
@@ -295,7 +295,7 @@ def test_with_two_workers_only_the_queues_last_batches_are_halved(settings_facto
 
     def sizes(batch_ids: list[int]) -> list[int]:
         with rt.session() as s:
-            return [s.get(repo.Batch, b).size for b in batch_ids]
+            return [s.get(Batch, b).size for b in batch_ids]
 
     assert sizes(plan_pending(rt)) == [256, 256, 89]  # the second book is not read yet
     assert ingest_job(rt, later)
@@ -337,7 +337,7 @@ def test_a_batch_that_kills_its_worker_every_time_is_given_up(rt, tmp_path: Path
                               capture_output=True, text=True, check=True).stdout.strip()
         with rt.session() as s:
             assert repo.claim_batch(s, batch_id, f"{host}:{dead}", rt.settings.lease_seconds) or \
-                repo.take_over_batch(s, batch_id, f"{host}:{dead}", s.get(repo.Batch, batch_id).leased_by)
+                repo.take_over_batch(s, batch_id, f"{host}:{dead}", s.get(Batch, batch_id).leased_by)
             s.commit()
 
     assert synthesize_batch(rt, tiny_engine, batch_id, f"{host}:1") == []
@@ -345,7 +345,7 @@ def test_a_batch_that_kills_its_worker_every_time_is_given_up(rt, tmp_path: Path
     status = job_statuses(rt, job_id)[0]
     assert status.state == "failed" and "died" in status.error
     with rt.session() as s:
-        assert s.get(repo.Batch, batch_id).state == BatchState.FAILED.value
+        assert s.get(Batch, batch_id).state == BatchState.FAILED.value
 
 
 def test_status_shows_recent_throughput_and_an_eta_while_a_job_runs(rt, tmp_path: Path, tiny_engine) -> None:  # type: ignore[no-untyped-def]

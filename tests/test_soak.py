@@ -19,7 +19,7 @@ from tests.soak import SoakConfig, run_soak, soak_env
 def test_books_submitted_at_once_all_finish_while_a_worker_is_killed_at_random(
         tmp_path: Path, pg_database: str, redis_url: str, settings_factory) -> None:  # type: ignore[no-untyped-def]
     settings = settings_factory(pg_database, broker_url=redis_url)
-    env = soak_env(cluster_env(settings), lease_seconds=10, visibility_timeout=30)
+    env = soak_env(cluster_env(settings))  # every reliability setting at its default
     wipe_tables(pg_database)  # the session's database is shared: start from an empty job table
     try:
         report = run_soak(env, tmp_path / "soak",

@@ -14,22 +14,38 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
 from pipeline.audio.aac import AacChapterPlan, AacPiece, cut_into_pieces, plan_chapters
-from pipeline.audio.export import Loudness, encode_chapter_file, encode_m4b_piece, mux_m4b, write_chapter_wav
+from pipeline.audio.export import (
+    Loudness,
+    encode_chapter_file,
+    encode_m4b_piece,
+    encode_readalong_audio,
+    mux_m4b,
+    write_chapter_wav,
+)
 from pipeline.audio.failures import os_error_fix, remove_quietly
 from pipeline.audio.ffmpeg import image_decodes
 from pipeline.audio.loudness import integrated_lufs
-from pipeline.audio.assembly_types import AssemblyOptions, AssemblyReport, ChapterAudio, ChapterReport
+from pipeline.audio.assembly_types import (
+    AssemblyOptions,
+    AssemblyReport,
+    ChapterAudio,
+    ChapterReport,
+    M4bStretch,
+    OnStep,
+)
 from pipeline.audio.names import numbered_names, safe_stem
 from pipeline.audio.parallel import bind, run_longest_first, worker_count
 from pipeline.audio.stitch import MeasuredChapter, StitchedChapter, measure_chapter, stitch_chapter
 from pipeline.audio.stitch_helpers import run_per_chapter
+from pipeline.audio.timeline import chapter_timelines, m4b_stretches
 from pipeline.audio.tags import TrackTags, cover_mime, track_tags
 from pipeline.errors import AssemblyError
 from pipeline.types import SAMPLE_RATE, BookMetadata
@@ -48,6 +64,7 @@ def assemble_audiobook(
     out_dir: Path,
     work_dir: Path,
     options: AssemblyOptions = AssemblyOptions(),  # noqa: B008 (frozen: safe to share)
+    on_step: OnStep | None = None,
 ) -> AssemblyReport:
     """Turn chapters of sentence WAVs into finished audiobook files.
 
@@ -58,6 +75,7 @@ def assemble_audiobook(
         work_dir: scratch space for chapter WAVs and encoder inputs, about the size of the book as
             16-bit PCM (created if needed). The big intermediates are deleted once assembly succeeds.
         options: pauses, loudness, formats, bitrate, split, narrator.
+        on_step: told how far assembly is, for a progress display (see ``OnStep``).
 
     Returns:
         The files written (in a stable order) and where every chapter starts.
@@ -78,6 +96,8 @@ def assemble_audiobook(
         )
     _make_dirs(out_dir, work_dir)
     began = time.monotonic()
+    step = on_step or _no_step
+    step("assembling", 0, len(chapters))
     measured_chapters = measure_book(chapters, options)
     loudness, measured = choose_loudness(measured_chapters, options)
     log.info(
@@ -90,16 +110,24 @@ def assemble_audiobook(
         loudness.gain_db,
         ", limiter on" if loudness.limit_dbfs is not None else "",
     )
+    stretches: list[M4bStretch] = []  # where the chapters play in the M4B(s), when one is written
+    readalong_audio: list[Path] = []  # the chapters' audio for a read-along EPUB, when one is asked for
     if writes_from_sentences(options, loudness):
+        step("encoding", 0, len(chapters))
         outputs = write_wav_chapters(measured_chapters, metadata, out_dir, options, loudness)
+        step("encoding", len(chapters), len(chapters))
     else:
         stitched = stitch_book(measured_chapters, work_dir, options)
         log.info("%r: stitched in %.1f s", metadata.title, time.monotonic() - began)
-        outputs = encode_outputs(stitched, metadata, out_dir, work_dir, options, loudness)
+        step("assembling", len(chapters), len(chapters))
+        outputs, stretches, readalong_audio = encode_outputs(stitched, metadata, out_dir, work_dir, options,
+                                                             loudness, on_step)
         for chapter in stitched:  # on failure they stay, for a look; the next run overwrites them
             remove_quietly(chapter.wav_path)
     log.info("%r: wrote %d file(s) in %.1f s", metadata.title, len(outputs), time.monotonic() - began)
-    return _report(measured_chapters, outputs, loudness, measured)
+    return replace(_report(measured_chapters, outputs, loudness, measured),
+                   timeline=chapter_timelines(measured_chapters), m4b_stretches=tuple(stretches),
+                   readalong_audio=tuple(readalong_audio))
 
 
 def measure_book(chapters: Sequence[ChapterAudio], options: AssemblyOptions) -> list[MeasuredChapter]:
@@ -131,7 +159,7 @@ def stitch_book(
 def writes_from_sentences(options: AssemblyOptions, loudness: Loudness) -> bool:
     """Whether every output is a WAV chapter without a limiter, written straight from the
     sentences (``export.write_chapter_wav``): then no chapter is stitched to the work directory."""
-    return options.formats == ("wav",) and loudness.limit_dbfs is None
+    return (set(options.formats) - {"srt", "vtt"} == {"wav"}) and loudness.limit_dbfs is None
 
 
 def write_wav_chapters(
@@ -172,8 +200,11 @@ def encode_outputs(
     work_dir: Path,
     options: AssemblyOptions,
     loudness: Loudness,
-) -> list[Path]:
-    """Write every requested format; returns the final paths (M4B parts first, then per format)."""
+    on_step: OnStep | None = None,
+) -> tuple[list[Path], list[M4bStretch], list[Path]]:
+    """Write every requested format; returns the final paths (M4B parts first, then per format),
+    where the chapters play in the M4B(s), and the chapters' audio for a read-along EPUB (in
+    ``work_dir``). ``on_step`` hears ``encoding`` k/n as each encode ends."""
     m4b_parts = (
         plan_m4b_parts(stitched, metadata, out_dir, work_dir, options) if "m4b" in options.formats else []
     )
@@ -191,17 +222,24 @@ def encode_outputs(
         )
         for chapter, audio_format, tags, final_path in chapter_files
     ]
+    readalong_audio = readalong_audio_paths(stitched, work_dir) if options.readalong_audio else []
+    file_encodes += [
+        (chapter.samples, bind(encode_readalong_audio, chapter, path, loudness, options.bitrate))
+        for chapter, path in zip(stitched, readalong_audio)
+    ]
     # Every encode is independent of the others: one pool for all of them.
-    results = run_longest_first([*aac_encodes, *file_encodes], options.threads)
+    results = run_longest_first(counted([*aac_encodes, *file_encodes], "encoding", on_step or _no_step),
+                                options.threads)
     frame_counts = iter(results[: len(aac_encodes)])
-    outputs = []
+    outputs, stretches = [], []
     for part in m4b_parts:
         frames = [next(frame_counts) for _ in part.pieces]
         outputs.append(mux_m4b(part.chapters, part.pieces, part.aac_paths, frames, part.tags, part.final_path,
                                part.cover_path))
+        stretches += m4b_stretches(part.chapters, part.pieces, frames, part.final_path)
         for aac_path in part.aac_paths:
             remove_quietly(aac_path)
-    return outputs + [final_path for _, _, _, final_path in chapter_files]
+    return outputs + [final_path for _, _, _, final_path in chapter_files], stretches, readalong_audio
 
 
 @dataclass(frozen=True)
@@ -270,12 +308,18 @@ def plan_chapter_files(
     """(chapter, format, tags, final path) for every per-chapter file, in format then chapter order."""
     titles = [chapter.title for chapter in stitched]
     files = []
-    for audio_format in (f for f in options.formats if f != "m4b"):
+    for audio_format in options.chapter_formats:
         names = numbered_names(titles, audio_format)
         for number, (chapter, name) in enumerate(zip(stitched, names, strict=True), start=1):
             tags = track_tags(metadata, options.narrator, chapter.title, number, len(stitched))
             files.append((chapter, audio_format, tags, out_dir / name))
     return files
+
+
+def readalong_audio_paths(stitched: Sequence[StitchedChapter], work_dir: Path) -> list[Path]:
+    """Where each chapter's audio for a read-along EPUB is encoded (in ``work_dir``)."""
+    (work_dir / "readalong").mkdir(parents=True, exist_ok=True)
+    return [work_dir / "readalong" / f"chapter_{number:04d}.m4a" for number in range(1, len(stitched) + 1)]
 
 
 def split_into_parts(
@@ -331,6 +375,31 @@ def _report(
         measured_lufs=measured,
         limiter=loudness.limit_dbfs is not None,
     )
+
+
+_Job = TypeVar("_Job")
+
+
+def counted(jobs: Sequence[tuple[int, Callable[[], _Job]]], stage: str,
+            on_step: OnStep) -> list[tuple[int, Callable[[], _Job]]]:
+    """The same ``(weight, job)`` pairs, each telling ``on_step`` ``stage`` k/n as it ends (0/n now)."""
+    lock, finished = threading.Lock(), [0]
+    on_step(stage, 0, len(jobs))
+
+    def telling(job: Callable[[], _Job]) -> Callable[[], _Job]:
+        def run() -> _Job:
+            result = job()
+            with lock:  # jobs end on several threads; each count is told once, in order
+                finished[0] += 1
+                on_step(stage, finished[0], len(jobs))
+            return result
+        return run
+
+    return [(weight, telling(job)) for weight, job in jobs]
+
+
+def _no_step(stage: str, done: int, total: int) -> None:
+    return None
 
 
 def _make_dirs(*directories: Path) -> None:

@@ -7,12 +7,22 @@ formats or the options (the command line's option checks) depends on nothing els
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.errors import AssemblyError
 
-SUPPORTED_FORMATS = ("m4b", "mp3", "ogg", "flac", "wav")
+CHAPTER_FORMATS = ("mp3", "ogg", "flac", "wav")  # audio written as one file per chapter
+# Read-along outputs, made from the same run: an EPUB 3 whose text is highlighted as it is read
+# (pipeline/readalong), and subtitles for the audio files
+READALONG_FORMATS = ("epub", "srt", "vtt")
+SUPPORTED_FORMATS = ("m4b", *CHAPTER_FORMATS, *READALONG_FORMATS)
+
+OnStep = Callable[[str, int, int], None]
+"""Assembly's progress for a display, as ``(stage, done, total)``: ``assembling`` 0/n chapters as
+measuring starts and n/n once they are stitched, then ``encoding`` k/n as each encode (an M4B
+piece or a chapter's file) ends. Called from the encoding threads: it must be thread-safe."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +78,16 @@ class AssemblyOptions:
         if self.split_hours is not None and self.split_hours <= 0:
             raise AssemblyError(f"split_hours={self.split_hours} (must be positive, or None for one file)")
 
+    @property
+    def chapter_formats(self) -> tuple[str, ...]:
+        """The per-chapter audio formats asked for."""
+        return tuple(f for f in self.formats if f in CHAPTER_FORMATS)
+
+    @property
+    def readalong_audio(self) -> bool:
+        """Whether a read-along EPUB is asked for: its chapters' audio is encoded too (AAC in MP4)."""
+        return "epub" in self.formats
+
 
 @dataclass(frozen=True)
 class ChapterReport:
@@ -90,3 +110,37 @@ class AssemblyReport:
     gain_db: float = 0.0  # the one gain applied to the whole book for loudness
     measured_lufs: float = float("-inf")  # the book's integrated loudness before that gain
     limiter: bool = False  # whether a peak limiter was needed to respect the true-peak ceiling
+    timeline: tuple[ChapterTimeline, ...] = ()  # where every sentence's speech lies
+    m4b_stretches: tuple[M4bStretch, ...] = ()  # where each stretch of a chapter plays in the M4B(s)
+    readalong_audio: tuple[Path, ...] = ()  # per chapter, for a read-along EPUB (in the work directory)
+
+
+@dataclass(frozen=True)
+class SpokenSpan:
+    """One sentence's speech in its chapter's audio: samples ``start:end``."""
+
+    path: str  # the sentence WAV it was cut from (which tells the sentence)
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class ChapterTimeline:
+    """A chapter's audio as every per-chapter file holds it: its sentences' speech, in order."""
+
+    index: int
+    start: int  # its first sample with the chapters back to back (the report's chapter starts)
+    samples: int  # its length, the pause after it included
+    spans: tuple[SpokenSpan, ...]  # sentences without speech are left out
+
+
+@dataclass(frozen=True)
+class M4bStretch:
+    """Where samples ``start:`` of a chapter play in an M4B: from ``at`` on, to the next stretch.
+    A chapter encoded whole is one stretch; one cut into pieces (``aac.cut_into_pieces``), one per
+    piece. ``at`` counts the AAC frames really written, as the M4B's chapter marks do."""
+
+    path: Path  # the M4B (a part of the book, with ``split_hours``)
+    chapter: int  # the chapter's index in the book
+    start: int
+    at: int

@@ -237,6 +237,19 @@ def encode_chapter_file(
                    finish=lambda partial: write_tags(partial, audio_format, tags))
 
 
+def encode_readalong_audio(
+    chapter: StitchedChapter, final_path: Path, loudness: Loudness, bitrate: str
+) -> Path:
+    """Encode one chapter as AAC in MP4 (an audio type every EPUB 3 reader plays) for a read-along
+    EPUB. The MP4's edit list hides the encoder's priming, so the file plays exactly the chapter's
+    samples from its first: the timings of its sentences hold in it unchanged."""
+    args = ["-i", str(chapter.wav_path), "-map", "0:a", "-map_metadata", "-1"]
+    args += ["-af", loudness.ffmpeg_filter(chapter.samples)]
+    args += ["-c:a", "aac", "-aac_coder", "fast", "-b:a", bitrate, *_BITEXACT, "-movflags", "+faststart",
+             "-f", "mp4"]
+    return _encode(args, final_path, f"encode chapter {chapter.index + 1} for the read-along EPUB")
+
+
 WAV_BLOCK_FRAMES = 1 << 20  # samples per pass: a chapter's copy is never all in memory at once
 
 

@@ -60,7 +60,7 @@ _niceness = 0
 
 def set_helper_niceness(increment: int) -> None:
     """Helpers started from now on lower their priority by ``increment`` (a GPU worker's measure
-    helpers must not take the cores from the threads that feed its GPU; docs/operations.md)."""
+    helpers must not take the cores from the threads that feed its GPU; docs/cluster.md)."""
     global _niceness
     _niceness = increment
 

@@ -98,27 +98,33 @@ class _BenchRun:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """``tts-jobs bench`` and ``python -m pipeline.bench``: run, print the table, write the JSON."""
+    """``python -m pipeline.bench``: run, print the table, write the JSON (`tts-jobs bench` takes
+    the same options through its own command line and calls :func:`report_bench`)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("ChatTTS", "transformers", "httpx"):
         logging.getLogger(noisy).setLevel(logging.ERROR)
-    opts, json_path = _parse(argv)
+    report_bench(*options_from(_parser().parse_args(argv)))
+
+
+def report_bench(opts: BenchOptions, json_path: Path | None) -> None:
+    """Run the benchmark, write its JSON to ``json_path`` (if any) and print its table."""
     report = run_bench(opts, progress=lambda m: log.info("%s", m))
     if json_path:
         json_path.write_text(report.to_json())
     print(format_table(report))
 
 
-def _parse(argv: Sequence[str] | None) -> tuple[BenchOptions, Path | None]:
-    args = _parser().parse_args(argv)
+def options_from(args: Any) -> tuple[BenchOptions, Path | None]:
+    """BenchOptions and the JSON path from parsed options named as the parser below names them
+    (``--scaling-batch`` values as ``N``, ``N:S`` or already split)."""
     precisions = tuple(p for item in args.precision or [] for p in item.split(",") if p)
+    scaling = [_batch_and_slots(b) if isinstance(b, str) else b for b in args.scaling_batch or []]
     opts = BenchOptions(model_dir=args.model_dir, synthetic=args.synthetic, device=args.device,
                         precisions=precisions, sentences=args.sentences, seed=args.seed,
                         batch=args.batch, slots=args.slots,
                         upstream_batches=tuple(args.upstream_batch) if args.upstream_batch else None,
                         upstream=not args.no_upstream, upstream_seconds=args.upstream_seconds,
-                        scaling_batches=(tuple(b for b in args.scaling_batch if b != 0)
-                                         if args.scaling_batch else None))
+                        scaling_batches=tuple(b for b in scaling if b != 0) if scaling else None)
     return opts, args.json
 
 

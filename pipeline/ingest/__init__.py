@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from pipeline.errors import BookError
@@ -24,7 +25,7 @@ from pipeline.ingest.options import IngestOptions
 from pipeline.ingest.plaintext import read_txt
 from pipeline.ingest.titles import ChapterTitle, chapter_titles
 from pipeline.text import AnnouncedChapter, speakability_warnings, unsupported_script_error
-from pipeline.types import Book, Chapter
+from pipeline.types import Book, Chapter, ChapterSource, ParagraphSource
 
 __all__ = ["SUPPORTED_EXTENSIONS", "IngestOptions", "read_book"]
 
@@ -106,11 +107,11 @@ def _finished_book(path: Path, raw: RawBook, options: IngestOptions) -> Book:
     listener, and every warning once (logged here, and carried by the book for inspect and status)."""
     placed, warnings = place_notes(raw, options.notes)
     warnings = [*raw.warnings, *warnings, *_left_out_counts(raw)]
-    kept = [(candidate, paragraphs) for candidate in placed if (paragraphs := _paragraphs(candidate))]
+    kept = [(candidate, read) for candidate in placed if (read := _paragraphs(candidate))[0]]
     chapters: list[Chapter] = []
     titles = chapter_titles([candidate for candidate, _ in kept])
-    for (_, paragraphs), title in zip(kept, titles, strict=True):
-        chapter = _chapter(len(chapters), title, paragraphs)
+    for (_, (paragraphs, source)), title in zip(kept, titles, strict=True):
+        chapter = _chapter(len(chapters), title, paragraphs, source)
         chapters.append(chapter)
         warnings.extend(_speakability_warnings(path, chapter, options))
     if not chapters:
@@ -124,15 +125,38 @@ def _finished_book(path: Path, raw: RawBook, options: IngestOptions) -> Book:
     return Book(str(path), raw.format, metadata, tuple(chapters), tuple(warnings))
 
 
-def _paragraphs(raw: RawChapter) -> tuple[str, ...]:
-    return tuple(text for text in (paragraph.strip() for paragraph in raw.paragraphs) if text)
+def _paragraphs(raw: RawChapter) -> tuple[tuple[str, ...], ChapterSource | None]:
+    """The chapter's paragraphs, trimmed, without the empty ones; and where they stand in the book."""
+    known = len(raw.sources) == len(raw.paragraphs) and any(raw.sources)
+    paragraphs: list[str] = []
+    sources: list[ParagraphSource | None] = []
+    for number, paragraph in enumerate(raw.paragraphs):
+        text = paragraph.strip()
+        if text:
+            paragraphs.append(text)
+            lead = len(paragraph) - len(paragraph.lstrip())
+            sources.append(_trimmed(raw.sources[number], lead) if known else None)
+    if not known and raw.heading_source is None:
+        return tuple(paragraphs), None
+    return tuple(paragraphs), ChapterSource(tuple(sources), raw.heading, raw.heading_source)
 
 
-def _chapter(index: int, title: ChapterTitle, paragraphs: tuple[str, ...]) -> Chapter:
+def _trimmed(source: ParagraphSource | None, lead: int) -> ParagraphSource | None:
+    """``source`` for its paragraph less ``lead`` leading spaces."""
+    if source is None or not lead:
+        return source
+    start = source.place.start + max(lead - source.prefix, 0)
+    return ParagraphSource(replace(source.place, start=start), max(source.prefix - lead, 0))
+
+
+def _chapter(
+    index: int, title: ChapterTitle, paragraphs: tuple[str, ...], source: ChapterSource | None
+) -> Chapter:
     shown = " ".join(title.shown.split())
     if title.announced:
-        return AnnouncedChapter(index, shown, paragraphs, announcement=" ".join(title.announced.split()))
-    return Chapter(index=index, title=shown, paragraphs=paragraphs)
+        announcement = " ".join(title.announced.split())
+        return AnnouncedChapter(index, shown, paragraphs, source, announcement=announcement)
+    return Chapter(index=index, title=shown, paragraphs=paragraphs, source=source)
 
 
 def _left_out_counts(raw: RawBook) -> list[str]:

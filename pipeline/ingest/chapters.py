@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from pipeline.ingest.xhtml import Block, Note, NoteRef
-from pipeline.types import BookMetadata
+from pipeline.types import BookMetadata, ParagraphSource
 
 TITLE_SEPARATOR = " — "
 _MAX_TITLE_CHARS = 200
@@ -41,6 +41,10 @@ class RawChapter:
     path: tuple[str, ...] = ()  # the titles leading to it, outermost first, its own last; () if none
     at: int = -1  # the index of its first block in the reader's block list (-1: not known)
     anchors: dict[int, tuple[str, ...]] = field(default_factory=dict)  # paragraph -> element ids in it
+    # where each paragraph stands in the book file ([] for formats without places: TXT, Markdown, HTML)
+    sources: list[ParagraphSource | None] = field(default_factory=list)
+    heading: str = ""  # the heading that only repeats its title, as written ('' when none)
+    heading_source: ParagraphSource | None = None
 
 
 @dataclass
@@ -78,6 +82,7 @@ class Section:
     blocks: list[Block]
     path: tuple[str, ...] = ()  # the titles of that path worth saying, its own last
     positions: list[int] = field(default_factory=list)  # each block's index in the reader's list
+    skipped: list[int] = field(default_factory=list)  # the leading blocks that only repeat its title
 
 
 def title_key(text: str) -> str:
@@ -124,7 +129,8 @@ def sections(blocks: list[Block], starts: list[Start], book_title: str) -> list[
         positions = [index for index in range(start.at, hi) if blocks[index].text]
         path, first = _path_and_body(start, [blocks[index] for index in positions], book_title)
         body = [blocks[index] for index in positions[first:]]
-        result.append(Section(start, start.at, hi, TITLE_SEPARATOR.join(path), body, path, positions[first:]))
+        result.append(Section(start, start.at, hi, TITLE_SEPARATOR.join(path), body, path, positions[first:],
+                              positions[:first]))
     return result
 
 

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pipeline.ingest.chapters import RawBook, RawChapter
 from pipeline.ingest.xhtml import Block, Note, NoteRef
 from pipeline.text.language import paragraph_language
+from pipeline.types import ParagraphSource
 
 _NOTES_TITLE = re.compile(
     r"^(?:(?:end|foot|chapter |author'?s? |translator'?s? |editor'?s? )?notes?|endnotes|footnotes|annotations"
@@ -59,18 +60,20 @@ def place_notes(raw: RawBook, place: str) -> tuple[list[RawChapter], list[str]]:
         for index, chapter in enumerate(chapters):
             own = [item for item in placed if item.owner == index]
             if own:
-                chapter.paragraphs = [*chapter.paragraphs, "注释" if chinese else "Notes", *_read(own, chinese)]
+                read, sources = _read(own, chinese)
+                _extend(chapter, ["注释" if chinese else "Notes", *read], [None, *sources])
         return chapters, []
     title = section_title or raw.notes_title or ("注释" if chinese else "Notes")
-    paragraphs: list[str] = []
+    notes_chapter = RawChapter(title, [], (title,), max((chapter.at for chapter in chapters), default=0) + 1)
     grouped = len({item.owner for item in placed}) > 1
     for index, chapter in enumerate(chapters):
         own = [item for item in placed if item.owner == index]
         if own and grouped and (chapter.path or chapter.title):
-            paragraphs.append(chapter.path[-1] if chapter.path else chapter.title)
-        paragraphs.extend(_read(own, chinese))
-    end = max((chapter.at for chapter in chapters), default=0) + 1
-    return [*chapters, RawChapter(title, paragraphs, (title,), end)], []
+            _extend(notes_chapter, [chapter.path[-1] if chapter.path else chapter.title], [None])
+        _extend(notes_chapter, *_read(own, chinese))
+    if not any(notes_chapter.sources):
+        notes_chapter.sources = []
+    return [*chapters, notes_chapter], []
 
 
 def plain_text_notes(blocks: list[Block]) -> tuple[list[Block], list[Note], list[NoteRef]]:
@@ -100,6 +103,13 @@ def plain_text_notes(blocks: list[Block]) -> tuple[list[Block], list[Note], list
     return kept, notes, refs
 
 
+def _extend(chapter: RawChapter, paragraphs: list[str], sources: list[ParagraphSource | None]) -> None:
+    """Add paragraphs to ``chapter``, and their sources where its paragraphs' are known."""
+    if len(chapter.sources) == len(chapter.paragraphs):
+        chapter.sources = [*chapter.sources, *sources]
+    chapter.paragraphs = [*chapter.paragraphs, *paragraphs]
+
+
 def is_notes_title(title: str) -> bool:
     return bool(_NOTES_TITLE.match(" ".join(title.split()).strip(" .:：")))
 
@@ -119,18 +129,22 @@ def _without_notes_sections(chapters: list[RawChapter]) -> tuple[list[RawChapter
         anchored = bool(chapter.anchors)
         for number, paragraph in enumerate(chapter.paragraphs):
             ids = chapter.anchors.get(number, ())
+            source = chapter.sources[number] if number < len(chapter.sources) else None
             if notes and anchored and not ids and notes[-1].at >= chapter.at:
                 notes[-1].paragraphs.append(paragraph)  # a note of several paragraphs
+                notes[-1].sources.append(source)
                 continue
-            label, text = _opening_mark(paragraph)
-            notes.append(Note(ids, label, [text], chapter.at + number))
+            label, skip = _opening_mark(paragraph)
+            if source is not None and skip:
+                source = replace(source, place=replace(source.place, start=source.place.start + skip))
+            notes.append(Note(ids, label, [paragraph[skip:]], chapter.at + number, [source]))
     return kept, notes, title
 
 
-def _opening_mark(paragraph: str) -> tuple[str, str]:
-    """'12. The note.' → ('12', 'The note.')."""
+def _opening_mark(paragraph: str) -> tuple[str, int]:
+    """'12. The note.' → ('12', 4): its mark, and where the note's words begin."""
     match = _NOTE_MARK_OPENING.match(paragraph)
-    return (match.group(1), paragraph[match.end() :]) if match else ("", paragraph)
+    return (match.group(1), match.end()) if match else ("", 0)
 
 
 def _placed(notes: list[Note], raw: RawBook, chapters: list[RawChapter]) -> list[_Placed]:
@@ -150,9 +164,10 @@ def _placed(notes: list[Note], raw: RawBook, chapters: list[RawChapter]) -> list
     return placed
 
 
-def _read(placed: list[_Placed], chinese: bool) -> list[str]:
-    """Each note's paragraphs, the first opened by its mark."""
+def _read(placed: list[_Placed], chinese: bool) -> tuple[list[str], list[ParagraphSource | None]]:
+    """Each note's paragraphs, the first opened by its mark; and where they stand in the book."""
     paragraphs: list[str] = []
+    sources: list[ParagraphSource | None] = []
     for item in placed:
         label = item.label
         if chinese:
@@ -161,7 +176,12 @@ def _read(placed: list[_Placed], chinese: bool) -> list[str]:
             opening = f"Note {label}. " if label and label[0].isalnum() else "Note. "
         first, *rest = item.note.paragraphs
         paragraphs.extend([opening + first, *rest])
-    return paragraphs
+        own = item.note.sources if len(item.note.sources) == len(item.note.paragraphs) else []
+        own = own or [None] * len(item.note.paragraphs)
+        if own[0] is not None:
+            own = [replace(own[0], prefix=len(opening)), *own[1:]]
+        sources.extend(own)
+    return paragraphs, sources
 
 
 def _chinese(paragraphs: list[str]) -> bool:

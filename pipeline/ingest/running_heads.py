@@ -65,6 +65,8 @@ def leave_out_running_heads(chapters: list[RawChapter]) -> list[str]:
         if len(kept) < len(chapter.paragraphs):
             anchors = chapter.anchors
             chapter.anchors = {new: anchors[old] for new, old in enumerate(kept) if old in anchors}
+            if len(chapter.sources) == len(chapter.paragraphs):
+                chapter.sources = [chapter.sources[index] for index in kept]
             chapter.paragraphs = [chapter.paragraphs[index] for index in kept]
     return [running_heads_warning(texts)]
 

@@ -83,6 +83,10 @@ class SafeZip:
     def has(self, name: str) -> bool:
         return name in self._infos
 
+    def names(self) -> list[str]:
+        """The members' names, in the archive's order."""
+        return list(self._infos)
+
     def read(self, name: str, max_bytes: int | None = None) -> bytes:
         """The member's bytes, decompressed and counted chunk by chunk.
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from lxml import etree
 
+from pipeline.ingest.origins import Origin, Part, block_origins
 from pipeline.ingest.semantics import (
     BACKLINK,
     EPUB_TYPE,
@@ -33,6 +34,7 @@ from pipeline.ingest.semantics import (
     tokens,
 )
 from pipeline.ingest.xmlsafe import local_name
+from pipeline.types import ParagraphSource, TextPlace
 
 __all__ = ["EPUB_TYPE", "Block", "ExtractOptions", "Note", "NoteRef", "XhtmlText", "extract_text"]
 
@@ -67,6 +69,7 @@ class Block:
     level: int = 0
     links: bool = False
     frame: str = ""
+    number: int = -1  # its place among its document's blocks, those of notes included (-1: none)
 
 
 @dataclass
@@ -77,6 +80,7 @@ class Note:
     label: str  # the mark it is known by ('1', '*'), '' when it shows none
     paragraphs: list[str]
     at: int  # the index of the block it stood before
+    sources: list[ParagraphSource | None] = field(default_factory=list)  # per paragraph; [] where unknown
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,9 @@ class XhtmlText:
     notes_title: str = ""  # the heading of a notes section ('Notes', '注释'), if it has one
     line_numbers: int = 0  # line and page numbers left out
     formulas: int = 0  # formulas without text, read as 'formula'
+    # with extract_text(track=True): each block's characters, by block number, to the text they came
+    # from (None: words the reader supplies, such as a cell separator)
+    origins: dict[int, list[Origin | None]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -112,12 +119,16 @@ class ExtractOptions:
     language: str = ""  # the book's language, for words the reader supplies ('formula' or '公式')
 
 
-def extract_text(root: etree._Element, options: ExtractOptions = ExtractOptions()) -> XhtmlText:
+def extract_text(
+    root: etree._Element, options: ExtractOptions = ExtractOptions(), *, track: bool = False
+) -> XhtmlText:
     """Read a parsed (X)HTML document into blocks of text.
 
     Args:
         root: the document's root element (``<html>``), parsed by ``xmlsafe``.
         options: whether image alt text is read, and the book's language.
+        track: also record where each character of each block comes from (``XhtmlText.origins``),
+            for a read-along edition that marks sentences in the document.
 
     Returns:
         The blocks, the position of every element id, the notes set aside, and hints about the
@@ -127,7 +138,7 @@ def extract_text(root: etree._Element, options: ExtractOptions = ExtractOptions(
     result.title = _head_title(root)
     result.semantics = _document_semantics(root)
     language = root.get("lang") or root.get("{http://www.w3.org/XML/1998/namespace}lang") or options.language
-    walker = _Walker(result, options, language=language)
+    walker = _Walker(result, options, language=language, track=track)
     walker.walk(_find_body(root))
     walker.flush()
     result.text_chars = sum(len(block.text) for block in result.blocks)
@@ -138,12 +149,24 @@ class _Walker:
     """Depth-first walk that accumulates inline text and cuts it into blocks at block elements."""
 
     def __init__(
-        self, result: XhtmlText, options: ExtractOptions, *, language: str = "", in_note: bool = False
+        self,
+        result: XhtmlText,
+        options: ExtractOptions,
+        *,
+        language: str = "",
+        in_note: bool = False,
+        track: bool = False,
+        counter: list[int] | None = None,
+        origins: dict[int, list[Origin | None]] | None = None,
     ) -> None:
         self.result = result
         self.options = options
         self.language = language
         self.in_note = in_note
+        self.track = track
+        self.counter = counter if counter is not None else [0]  # blocks numbered so far, notes' included
+        self.origins = origins if origins is not None else result.origins
+        self.sources: list[Part | None] = []  # while tracking: where each of ``parts`` comes from
         self.first_mark = ""  # in a note: its own mark, which links back to the reference
         self.parts: list[str] = []
         self.unlinked: list[str] = []  # the parts outside links, while the block holds any link
@@ -158,18 +181,27 @@ class _Walker:
             return
         text = _tidy("".join(self.parts))
         frame = _tidy("".join(self.unlinked)) if self.block_link_chars else ""
-        self.parts, self.unlinked = [], []
+        parts, sources = self.parts, self.sources
+        self.parts, self.unlinked, self.sources = [], [], []
         linked, self.block_link_chars = self.block_link_chars, 0
+        word = ""
         if _FORMULA in text:
             word = "公式" if _CJK.search(text) or self.language.lower().startswith("zh") else "formula"
             text = _tidy(text.replace(_FORMULA, f" {word} "))
         if text:
             links = linked >= len(text.replace(" ", "")) > 0
-            self.result.blocks.append(Block(text, self.level, links, frame))
+            number = self.counter[0]
+            self.counter[0] += 1
+            self.result.blocks.append(Block(text, self.level, links, frame, number))
+            if self.track:
+                self.origins[number] = block_origins(parts, sources, text, _FORMULA, word)
 
-    def text(self, text: str | None) -> None:
+    def text(self, text: str | None, element: etree._Element | None = None, tail: bool = False) -> None:
+        """Add ``text``: ``element``'s text (or with ``tail``, its tail); None: the reader's own."""
         if not text:
             return
+        if self.track:
+            self.sources.append((element, tail, text) if element is not None else None)
         if not self.preformatted and (
             "\n" in text or "\t" in text or "\r" in text or "  " in text or "\f" in text
         ):
@@ -181,6 +213,12 @@ class _Walker:
         else:
             self.unlinked.append(text)
         self.parts.append(text)
+
+    def _supplied(self, text: str) -> None:
+        """Add words or marks that the reader supplies (kept as they are: no space is folded)."""
+        self.parts.append(text)
+        if self.track:
+            self.sources.append(None)
 
     def walk(self, element: etree._Element) -> None:
         name = local_name(element)
@@ -197,7 +235,7 @@ class _Walker:
             self.text("".join(element.itertext()))
             return
         if name == "p" and not len(element) and not self.preformatted:
-            self._plain_paragraph(element.text)  # most of a book: a <p> holding only text
+            self._plain_paragraph(element)  # most of a book: a <p> holding only text
             return
         self.depth += 1
         if name in _BLOCKS:
@@ -225,7 +263,8 @@ class _Walker:
 
     def _note(self, element: etree._Element) -> None:
         inner = XhtmlText()
-        walker = _Walker(inner, self.options, language=self.language, in_note=True)
+        walker = _Walker(inner, self.options, language=self.language, in_note=True, track=self.track,
+                         counter=self.counter, origins=self.origins)
         walker.depth = self.depth + 1
         walker._walk_children(element)
         walker.flush()
@@ -233,9 +272,12 @@ class _Walker:
         ids = tuple(dict.fromkeys(filter(None, [element.get("id"), *inner.anchors])))
         if inner.blocks:
             label = note_label(walker.first_mark) if walker.first_mark else ""
-            self.result.notes.append(Note(ids, label, [block.text for block in inner.blocks], at))
+            sources: list[ParagraphSource | None] = [
+                ParagraphSource(TextPlace("", block.number)) for block in inner.blocks
+            ]
+            self.result.notes.append(Note(ids, label, [block.text for block in inner.blocks], at, sources))
         for nested in inner.notes:  # a note inside a note is a note of its own
-            self.result.notes.append(Note(nested.ids, nested.label, nested.paragraphs, at))
+            self.result.notes.append(Note(nested.ids, nested.label, nested.paragraphs, at, nested.sources))
         self.result.note_refs.extend(NoteRef(ref.target, ref.label, at) for ref in inner.note_refs)
         self.result.line_numbers += inner.line_numbers
         self.result.formulas += inner.formulas
@@ -266,14 +308,14 @@ class _Walker:
             self.text(f" {spoken} ")
         else:
             self.result.formulas += 1
-            self.parts.append(_FORMULA)
+            self._supplied(_FORMULA)
         if block:
             self.flush()
 
-    def _plain_paragraph(self, text: str | None) -> None:
+    def _plain_paragraph(self, element: etree._Element) -> None:
         self.flush()
-        if text:
-            self.text(text)
+        if element.text:
+            self.text(element.text, element)
             self.flush()
 
     def _walk_block(self, element: etree._Element, name: str) -> None:
@@ -290,13 +332,13 @@ class _Walker:
 
     def _walk_inline(self, element: etree._Element, name: str) -> None:
         if name == "br":
-            self.parts.append("\n")
+            self._supplied("\n")
             return
         if name in ("img", "image"):
             self._image(element)
             return
         if name in _CELLS and "".join(self.parts).strip():
-            self.parts.append(", ")  # cells of one row are read as one line, with a pause between them
+            self._supplied(", ")  # cells of one row are read as one line, with a pause between them
         outer_link = self.in_link
         if name == "a" and element.get("href") is not None:
             self.in_link = True
@@ -304,17 +346,17 @@ class _Walker:
         self.in_link = outer_link
 
     def _walk_children(self, element: etree._Element) -> None:
-        self.text(element.text)
+        self.text(element.text, element)
         for child in element:
             self.walk(child)
-            self.text(child.tail)
+            self.text(child.tail, child, tail=True)
 
     def _image(self, element: etree._Element) -> None:
         self.result.images += 1
         if self.options.image_alt_text:
             alt = (element.get("alt") or "").strip()
             if alt:
-                self.parts.append(f" {alt} ")
+                self._supplied(f" {alt} ")
 
 
 def _document_semantics(root: etree._Element) -> frozenset[str]:

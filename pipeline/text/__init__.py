@@ -4,7 +4,9 @@
     sentences = split_sentences(chapter)
 
 A chapter (``chapters``) is normalised paragraph by paragraph (``normalize``: what the voice cannot
-read becomes words, pauses or nothing) and cut into sentences (``sentences``).
+read becomes words, pauses or nothing) and cut into sentences (``sentences``). On request
+(``TextOptions.written``) each sentence also gets its words as the book writes them and their place
+in the book file (``sources``, ``written``), for read-along editions.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from pipeline.text.marks import SEPARATOR
 from pipeline.text.normalize import normalize_paragraphs
 from pipeline.text.options import TextOptions
 from pipeline.text.sentences import split_paragraphs
+from pipeline.text.sources import with_written_spans
 from pipeline.types import Chapter, Sentence
 
 logger = logging.getLogger(__name__)
@@ -70,6 +71,8 @@ def segment_chapter(chapter: Chapter, options: TextOptions | None = None) -> Cha
         Sentence(chapter.index, number, paragraph_index, piece)
         for number, (paragraph_index, piece) in enumerate(numbered)
     ]
+    if options.written:
+        sentences = with_written_spans(chapter, title, sentences)
     warnings = tuple(_warnings(chapter, drops))
     if drops.scripts and options.fail_on_unsupported_script:
         raise unsupported_script_error(chapter, drops)

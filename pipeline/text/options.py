@@ -20,6 +20,7 @@ class TextOptions:
     language: str = ""  # "zh" or "en" to force how numbers and symbols are read; "" decides per sentence
     read_urls: str = "domain"  # "domain": a link is read as its site ("example dot com"); "drop": left out
     fail_on_unsupported_script: bool = False  # BookError instead of a warning for e.g. Cyrillic or kana
+    written: bool = False  # find each sentence's words as the book writes them (Sentence.written)
 
     def __post_init__(self) -> None:
         if self.max_chars < 20 or self.max_cjk_chars < 10:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import re
+from bisect import bisect_right
 
 from pipeline.ingest.chapters import (
     RawChapter,
@@ -23,6 +24,7 @@ from pipeline.ingest.epub.spine import SpineDocument
 from pipeline.ingest.options import IngestOptions
 from pipeline.ingest.running_heads import line_key, running_heads, running_heads_warning
 from pipeline.ingest.xhtml import Block
+from pipeline.types import ParagraphSource, TextPlace
 
 logger = logging.getLogger(__name__)
 
@@ -153,10 +155,29 @@ def _keep_readable(
         }
         path = section.path or ((title,) if title else ())
         paragraphs = [block.text for block in section.blocks]
-        chapters.append(RawChapter(title, paragraphs, path, section.lo, anchors))
+        chapter = RawChapter(title, paragraphs, path, section.lo, anchors)
+        _add_sources(chapter, section, docs)
+        chapters.append(chapter)
     if left_out:
         reading.warnings.append(_left_out_warning(left_out))  # the default at work: listed, not logged
     return chapters
+
+
+def _add_sources(chapter: RawChapter, section: Section, docs: list[SpineDocument]) -> None:
+    """Where the chapter's paragraphs and the heading that repeats its title stand in the book."""
+    offsets = [doc.offset for doc in docs]
+
+    def source(position: int) -> tuple[Block, ParagraphSource]:
+        doc = docs[max(bisect_right(offsets, position) - 1, 0)]
+        block = doc.text.blocks[position - doc.offset]
+        return block, ParagraphSource(TextPlace(doc.member, block.number))
+
+    chapter.sources = [source(position)[1] for position in section.positions]
+    for position in section.skipped:
+        block, heading = source(position)
+        if block.level:
+            chapter.heading, chapter.heading_source = block.text, heading
+            return
 
 
 def _left_out_warning(left_out: list[str]) -> str:

@@ -3,6 +3,8 @@ ids ('member#id'), so that a reference in one file finds its note in another."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pipeline.ingest.epub.package import href_target
 from pipeline.ingest.epub.spine import SpineDocument
 from pipeline.ingest.xhtml import Note, NoteRef
@@ -18,7 +20,11 @@ def collect_notes(docs: list[SpineDocument]) -> tuple[list[Note], list[NoteRef],
         title = title or text.notes_title
         for note in text.notes:
             ids = tuple(f"{doc.member}#{element_id}" for element_id in note.ids)
-            notes.append(Note(ids, note.label, note.paragraphs, doc.offset + note.at))
+            sources = [
+                replace(source, place=replace(source.place, document=doc.member)) if source else None
+                for source in note.sources
+            ]
+            notes.append(Note(ids, note.label, note.paragraphs, doc.offset + note.at, sources))
         for ref in text.note_refs:
             target = href_target(doc.member, ref.target) if ref.target else ""
             refs.append(NoteRef(target, ref.label, doc.offset + ref.at))

@@ -1,0 +1,132 @@
+"""Read-along at assembly: every sentence's timings (always), and the subtitles and read-along EPUB
+a job asks for, written beside its audio (``pipeline.readalong``).
+
+The sentences' words as the book writes them, and their places in it, are not stored: the job's
+stored book is read again as ingestion read it (same options), which takes a second or two for a
+long novel, and each sentence found is checked against the one recorded. A book that reads
+differently now (tts-jobs was upgraded while the job ran) fails here, saying so, rather than
+marking the wrong words.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sqlalchemy.orm import Session
+
+from jobs.options import recorded_options
+from jobs.runtime import Runtime
+from pipeline.errors import AssemblyError, BookError
+from storage import repo
+from storage.models import Job
+
+if TYPE_CHECKING:
+    from pipeline.audio import AssemblyOptions, AssemblyReport
+    from pipeline.ingest.options import IngestOptions
+    from pipeline.readalong import ReadAlong
+    from pipeline.types import Chapter, Sentence
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RecordedBook:
+    """What the read-along needs of a job, read with the rest of what assembly needs."""
+
+    source: Path  # the stored copy of the book
+    reading: IngestOptions
+    identifier: str
+    # (chapter, sentence) -> (text, audio path), for the sentences with audio
+    recorded: dict[tuple[int, int], tuple[str, str]]
+
+
+def recorded_book(rt: Runtime, session: Session, job: Job) -> RecordedBook:
+    recorded = {}
+    for chapter in repo.job_chapters(session, job.id):
+        for sentence in repo.chapter_sentences(session, chapter.id):
+            if sentence.audio_path:
+                recorded[chapter.index, sentence.index] = (sentence.text, sentence.audio_path)
+    paths = rt.artifacts.resolve_many([path for _, path in recorded.values()])
+    recorded = {
+        key: (text, str(path)) for (key, (text, _)), path in zip(recorded.items(), paths, strict=True)
+    }
+    return RecordedBook(
+        rt.artifacts.resolve(job.source_path),
+        recorded_options(job).reading(),
+        f"urn:sha256:{job.source_sha256}",
+        recorded,
+    )
+
+
+def write_readalong_outputs(
+    job_id: int, book: RecordedBook, report: AssemblyReport, options: AssemblyOptions, out_dir: Path
+) -> ReadAlong:
+    """The timings file, and the subtitles and EPUB that ``options`` ask for, beside the audio.
+
+    Raises:
+        AssemblyError: the book cannot be read again as it was, or a file cannot be written.
+    """
+    from pipeline.ingest import read_book
+    from pipeline.readalong import write_readalong
+
+    try:
+        with _ingest_warnings_unsaid():
+            read = read_book(book.source, book.reading)
+    except BookError as exc:
+        raise AssemblyError(
+            f"{book.source}: cannot read the book again for its timings: {exc.problem}"
+        ) from exc
+    sentences = _sentences_by_audio(read.chapters, book)
+    try:
+        read_along = write_readalong(
+            read, sentences, report, options, out_dir, reading=book.reading, identifier=book.identifier
+        )
+    except BookError as exc:  # the stored EPUB, read again for its documents
+        raise AssemblyError(
+            f"{book.source}: cannot read the book again for its read-along EPUB: {exc.problem}"
+        ) from exc
+    log.info("job=%s: timings of %d sentences in %s", job_id, read_along.sentences, read_along.timings)
+    return read_along
+
+
+@contextmanager
+def _ingest_warnings_unsaid() -> Iterator[None]:
+    """The book's warnings are the job's already (logged when it was ingested): not again, from this
+    thread (another thread may be ingesting a book whose warnings are news)."""
+    reader = threading.get_ident()
+
+    def other_threads(record: logging.LogRecord) -> bool:
+        return record.thread != reader
+
+    ingest = logging.getLogger("pipeline.ingest")
+    ingest.addFilter(other_threads)
+    try:
+        yield
+    finally:
+        ingest.removeFilter(other_threads)
+
+
+def _sentences_by_audio(chapters: Sequence[Chapter], book: RecordedBook) -> dict[str, Sentence]:
+    """Each recorded sentence, found again with its written words, by its audio's path."""
+    from pipeline.text import TextOptions, split_sentences
+
+    found: dict[str, Sentence] = {}
+    for chapter in chapters:
+        for sentence in split_sentences(chapter, TextOptions(written=True)):
+            text, path = book.recorded.get((chapter.index, sentence.index), (None, ""))
+            if text is None:
+                continue
+            if text != sentence.text:
+                raise AssemblyError(
+                    f"chapter {chapter.index + 1}, sentence {sentence.index + 1}: the book now reads "
+                    f"{sentence.text[:60]!r} where {text[:60]!r} was spoken (tts-jobs changed while the job "
+                    "ran?); run the book again with --fresh for its read-along outputs and timings"
+                )
+            found[path] = sentence
+    return found

@@ -1,0 +1,75 @@
+"""Help a person can use: every command's help without value labels on flags, with readable
+types, its defaults and an example; `--version`; `bench` in the same style as the rest."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from tests.e2e_helpers import TTS_JOBS
+
+ROOT = Path(__file__).resolve().parent.parent
+COMMANDS = ["run", "submit", "bulk", "inspect", "status", "cancel", "retry", "worker", "flower", "bench",
+            "db upgrade", "model synthetic", "model download", "voice new", "voice list"]
+TYPER_LABEL = re.compile(r"<(bool|str|int|float|path|list\[[^\]]*\])>")
+
+
+def tts_jobs(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "120", "TERM": "dumb"}
+    return subprocess.run([*TTS_JOBS, *args], capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
+
+
+@pytest.mark.parametrize("command", ["", *COMMANDS])
+def test_each_help_has_readable_types_no_label_on_flags_and_an_example(command: str) -> None:
+    result = tts_jobs(*command.split(), "--help")
+
+    assert result.returncode == 0, result.stderr
+    assert not TYPER_LABEL.search(result.stdout), TYPER_LABEL.findall(result.stdout)
+    assert f"Usage: tts-jobs {command}".rstrip() in result.stdout
+    assert re.search(r"Example: tts-jobs \S", result.stdout)
+    assert "BOOL" not in result.stdout  # a flag takes no value, so it shows none
+
+
+def test_run_help_shows_its_defaults() -> None:
+    out = " ".join(tts_jobs("run", "--help").stdout.split())
+    assert re.search(r"--format -f FMT .*\[default: m4b\]", out)
+    assert re.search(r"--device DEVICE .*default: \(TTS_JOBS_DEVICE, else auto\)", out)
+    assert re.search(r"--precision PRECISION .*default: \(TTS_JOBS_PRECISION, else auto\)", out)
+    assert "--voice NAME" in out and "[default: default]" in out
+
+
+def test_version_comes_from_the_package() -> None:
+    result = tts_jobs("--version")
+    assert result.returncode == 0 and result.stdout.strip() == f"tts-jobs {metadata.version('tts-jobs')}"
+
+
+def test_bench_help_is_the_commands_own_and_python_dash_m_still_runs() -> None:
+    help_text = tts_jobs("bench", "--help").stdout
+
+    assert "usage:" not in help_text and "pipeline.engine.bench" not in help_text  # not argparse's
+    assert "Usage: tts-jobs bench [OPTIONS]" in help_text
+    assert re.search(r"--synthetic\s+tiny\|full", help_text)
+    assert re.search(r"--scaling-batch\s+N\[:S\]", help_text)
+    refused = tts_jobs("bench", "--device", "cpu")
+    assert refused.returncode == 2 and refused.stderr.strip() == (
+        "error: give either --model-dir DIR or --synthetic tiny|full")
+    module = subprocess.run([*TTS_JOBS[:1], "-m", "pipeline.bench", "--help"], capture_output=True, text=True,
+                            timeout=120, cwd=ROOT)
+    assert module.returncode == 0 and "--synthetic" in module.stdout
+
+
+def test_bench_options_reach_the_benchmark(tmp_path: Path) -> None:
+    report = tmp_path / "bench.json"
+    result = tts_jobs("bench", "--synthetic", "tiny", "--device", "cpu", "--sentences", "1", "--precision",
+                      "fp32", "--batch", "3", "--no-upstream", "--scaling-batch", "0", "--json", str(report))
+
+    assert result.returncode == 0, result.stderr
+    [row] = json.loads(report.read_text())["rows"]
+    assert (row["system"], row["precision"], row["batch"], row["sentences"]) == ("tts-jobs", "fp32", 3, 1)
+    assert "| tts-jobs | fp32 | 3 |" in result.stdout
