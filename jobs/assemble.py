@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from jobs.book_folders import claim_book_folder, default_out_root
 from jobs.lifecycle import fail_job
+from jobs.options import recorded_options
 from jobs.readalong import RecordedBook, recorded_book, write_readalong_outputs
 from jobs.runtime import Runtime
 from jobs.status import OnStage, StageProgress
@@ -48,7 +49,8 @@ def assemble_job(rt: Runtime, job_id: int, on_stage: OnStage | None = None) -> l
             outputs = [Path(p) for p in job.outputs] if job is not None else []
             session.commit()
             return outputs
-        options = AssemblyOptions(formats=tuple(job.options.get("formats", ["m4b"])), narrator=job.voice_name)
+        options = AssemblyOptions(formats=tuple(job.options.get("formats", ["m4b"])),
+                                  narrator=recorded_options(job).narrator_tag())
         # stitch helpers missing from this process start now (imports: ~1 s) while the sentences are read
         start_helpers(stitch_helpers_wanted(options, repo.chapter_count(session, job_id)))
         chapters = _chapters_to_assemble(rt, session, job_id)

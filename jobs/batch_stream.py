@@ -34,7 +34,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from jobs.batch_work import ClaimedBatch, SentenceWork
+from jobs.batch_work import ClaimedBatch, SentenceWork, log_requests
 from jobs.claim import claim_batch
 from jobs.leases import LeaseKeeper
 from jobs.record import give_back_or_fail, log_batch_done, record_batch_results
@@ -154,6 +154,7 @@ class _Stream:
             self.in_flight[claimed.batch_id] = _InFlight(claimed, time.monotonic())
             self.sentences += [(claimed.batch_id, w) for w in claimed.work]
         self.leases.add(claimed.batch_id)
+        log_requests(claimed.batch_id, claimed.work)
         return [with_voice(self.engine, w.request) for w in claimed.work]
 
     def _more(self) -> list[SynthesisRequest] | None:

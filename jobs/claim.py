@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 
 from jobs.batch_work import ClaimedBatch, SentenceWork
+from jobs.delivery import Delivery
 from jobs.leases import take_over_from_dead_local_worker
 from jobs.record import fail_batch_for_good, finish_batch
 from jobs.runtime import Runtime
@@ -43,7 +44,8 @@ def claim_batch(rt: Runtime, batch_id: int, worker: str, take_over_dead: bool = 
     with rt.read_session() as session:  # leased now: read without holding the write lock
         sentences = repo.batch_pending_sentences(session, batch_id)
         jobs = {s.job_id: repo.get_job(session, s.job_id) for s in sentences}
-        work = [SentenceWork.from_row(s, jobs[s.job_id]) for s in sentences]
+        deliveries = {job_id: Delivery.of_job(job) for job_id, job in jobs.items()}
+        work = [SentenceWork.from_row(s, jobs[s.job_id], deliveries[s.job_id]) for s in sentences]
     if not work:
         return None, finish_batch(rt, batch_id)
     return ClaimedBatch(batch_id=batch_id, attempts=failures + 1, work=work, suspect=suspect), []

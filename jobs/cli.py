@@ -37,10 +37,11 @@ def _register(group: typer.Typer, name: str, function: Callable[..., Any], examp
 
 
 # books
-_register(app, "run", cli_books.run, "run book.epub --out ~/Audiobooks -f m4b,mp3")
+_register(app, "run", cli_books.run, "run book.epub --out ~/Audiobooks -f m4b,mp3 --chapters 1-3 --speed 4")
 _register(app, "submit", cli_books.submit, "submit book1.epub book2.epub --priority 5")
 _register(app, "bulk", cli_books.bulk_command, "bulk /srv/books/inbox --out /srv/books/audiobooks --wait")
-_register(app, "inspect", cli_books.inspect, "inspect book.epub --sentences")
+_register(app, "inspect", cli_books.inspect, "inspect book.epub --sentences --chapters 1-2 --lexicon names.txt")
+_register(app, "preview", cli_books.preview, "preview book.epub --chapter 3 --speed 4 -o sample.mp3")
 # recorded jobs
 _register(app, "status", cli_jobs.status, "status 7   (one job in detail; `status --json` for scripts)")
 _register(app, "cancel", cli_jobs.cancel, "cancel 7")
@@ -52,7 +53,7 @@ _register(app, "bench", cli_ops.bench, "bench --synthetic full --device cuda --j
 _register(db_app, "upgrade", cli_ops.db_upgrade, "db upgrade")
 _register(model_app, "synthetic", cli_ops.model_synthetic, "model synthetic ./tiny-weights --size tiny")
 _register(model_app, "download", cli_ops.model_download, "model download --dir /srv/models")
-_register(voice_app, "new", cli_ops.voice_new, "voice new narrator --seed 42")
+_register(voice_app, "new", cli_ops.voice_new, "voice new narrator --seed 42 --sample narrator.wav")
 _register(voice_app, "list", cli_ops.voice_list, "voice list")
 
 

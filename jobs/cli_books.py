@@ -1,5 +1,6 @@
-"""Commands that take books: `run`, `submit`, `bulk`, `inspect`. Each parses, calls a use case
-of jobs/ and reports; `jobs/cli.py` registers them."""
+"""Commands that take books: `run`, `submit`, `bulk`, `inspect`, `preview`. Each parses, calls a
+use case of jobs/ and reports; `jobs/cli.py` registers them. The options they share are declared
+in `cli_options.py`."""
 
 from __future__ import annotations
 
@@ -12,11 +13,24 @@ import typer
 from jobs import bulk
 from jobs.book_folders import default_out_root
 from jobs.broker import check_broker, queue_or_withdraw
+from jobs.cli_options import (
+    DEFAULT_FORMAT,
+    BookArg,
+    Choices,
+    FormatOpt,
+    NarratorOpt,
+    OutOpt,
+    VoiceOpt,
+    job_options,
+    reading_choices,
+    style_choices,
+    takes,
+)
 from jobs.cli_output import duration, print_inspection, print_json
 from jobs.cli_progress import Finished, ProgressDisplay, set_loudness, silence_dependency_bars
 from jobs.embedded import RunStopped, plan_run, run_book
 from jobs.inspect_book import inspect_book
-from jobs.options import FORMATS, JobOptions, parse_formats
+from jobs.preview import DEFAULT_SENTENCES, plan_preview, speak_preview
 from jobs.runtime import Runtime, open_engine, open_runtime
 from jobs.settings import Settings
 from jobs.status import JobStatus, StageProgress, job_statuses, jobs_progress
@@ -30,46 +44,16 @@ EXIT_FAILED = 1  # a book failed or was cancelled
 EXIT_BAD_INPUT = 2  # a book, an option or a job id could not be used; or the broker is down
 EXIT_INTERRUPTED = 130  # Ctrl-C, SIGTERM or SIGHUP stopped an embedded run (resumable)
 
-BookArg = Annotated[Path, typer.Argument(help="The book: .epub, .txt, .md or .html.")]
-FormatOpt = Annotated[list[str], typer.Option(
-    "--format", "-f", metavar="FMT",
-    help=f"Output format(s): {', '.join(FORMATS)} (repeat or comma-separate).")]
-DEFAULT_FORMAT = ("m4b",)  # shown in the help as the default (jobs/options.py has the same default)
-VoiceOpt = Annotated[str, typer.Option(
-    "--voice", metavar="NAME", help="Voice name (see `tts-jobs voice list`).")]
-OutOpt = Annotated[Optional[Path], typer.Option(
-    "--out", metavar="DIR",
-    help="Audiobooks land in DIR/<Author>/<Title>/ (default: $TTS_JOBS_DATA_DIR/audiobooks).")]
 ModelDirOpt = Annotated[Optional[Path], typer.Option(
     "--model-dir", metavar="DIR",
     help="ChatTTS weights (upstream layout); default TTS_JOBS_MODEL_DIR, else the HF cache.")]
+DeviceOpt = Annotated[Optional[str], typer.Option(
+    metavar="DEVICE", show_default="TTS_JOBS_DEVICE, else auto", help="auto, cpu, cuda, cuda:N")]
+PrecisionOpt = Annotated[Optional[str], typer.Option(
+    metavar="PRECISION", show_default="TTS_JOBS_PRECISION, else auto", help="auto, fp32, fp16, bf16, int8")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Errors and the final output paths only.")]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Debug logs.")]
-RefineOpt = Annotated[bool, typer.Option("--refine", help="ChatTTS's refine pass: pauses, breaths.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
-NotesOpt = Annotated[str, typer.Option(
-    "--notes", metavar="PLACE",
-    help="Where footnotes and endnotes are read: end (a Notes chapter after the last chapter), chapter "
-         "(after each chapter's text) or skip (left out, counted in the warnings).")]
-KeepFrontOpt = Annotated[bool, typer.Option(
-    "--keep-front-matter", help="Also read the cover, title page, copyright page, contents, index and "
-                                "colophon, left out by default.")]
-MaxBookOpt = Annotated[Optional[int], typer.Option(
-    "--max-book-mb", metavar="MIB",
-    help="Largest book to read, in MiB, on disk and unpacked (default 1024 / 512); "
-                          "raise it for a genuine book refused as too large.")]
-StrictScriptOpt = Annotated[bool, typer.Option(
-    "--fail-on-unsupported-script", help="Fail a book holding letters the voice cannot read (Cyrillic, "
-                                         "kana, Hangul...) instead of dropping them with a warning.")]
-
-
-def job_options(fmt: list[str] | None = None, out: Path | None = None, voice: str = DEFAULT_VOICE,
-                priority: int = 0, refine: bool = False, notes: str = "end", keep_front_matter: bool = False,
-                max_book_mb: int | None = None, fail_on_unsupported_script: bool = False) -> JobOptions:
-    """The options of a command line, as a job records them (checked by the use case)."""
-    return JobOptions(formats=parse_formats(fmt), out_dir=out.resolve() if out else None, voice=voice,
-                      priority=priority, refine=refine, notes=notes, keep_front_matter=keep_front_matter,
-                      max_book_mb=max_book_mb, fail_on_unsupported_script=fail_on_unsupported_script)
 
 
 def fail(message: str, code: int) -> None:
@@ -81,24 +65,20 @@ def fail(message: str, code: int) -> None:
 # ---------------------------------------------------------------- run / submit
 
 
+@takes(reading=reading_choices, style=style_choices)
 def run(
     book: BookArg,
+    reading: Choices,
+    style: Choices,
     out: OutOpt = None,
     fmt: FormatOpt = DEFAULT_FORMAT,
     model_dir: ModelDirOpt = None,
     voice: VoiceOpt = DEFAULT_VOICE,
-    device: Annotated[Optional[str], typer.Option(
-        metavar="DEVICE", show_default="TTS_JOBS_DEVICE, else auto", help="auto, cpu, cuda, cuda:N")] = None,
-    precision: Annotated[Optional[str], typer.Option(
-        metavar="PRECISION", show_default="TTS_JOBS_PRECISION, else auto",
-        help="auto, fp32, fp16, bf16, int8")] = None,
-    refine: RefineOpt = False,
+    narrator: NarratorOpt = None,
+    device: DeviceOpt = None,
+    precision: PrecisionOpt = None,
     fresh: Annotated[bool, typer.Option(
         "--fresh", help="Start over instead of resuming this book's unfinished run.")] = False,
-    notes: NotesOpt = "end",
-    keep_front_matter: KeepFrontOpt = False,
-    max_book_mb: MaxBookOpt = None,
-    fail_on_unsupported_script: StrictScriptOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -108,8 +88,7 @@ def run(
     set_loudness(quiet, verbose)
     settings = Settings.from_env().with_overrides(model_dir=model_dir, device=device, precision=precision)
     rt = open_runtime(settings)
-    options = job_options(fmt, out, voice, 0, refine, notes, keep_front_matter, max_book_mb,
-                          fail_on_unsupported_script)
+    options = job_options({**reading, **style}, settings.data_dir, fmt, out, voice, 0, narrator)
     plan = plan_run(rt, book, options, fresh=fresh)  # bad input ends here, before the model loads
     with stopped_with_a_word(), ProgressDisplay(book.name) as display:
         display(StageProgress("resuming" if plan.resume_job else "loading the model"))
@@ -146,24 +125,23 @@ class stopped_with_a_word:
         raise SystemExit(EXIT_INTERRUPTED)
 
 
+@takes(reading=reading_choices, style=style_choices)
 def submit(
     books: Annotated[list[Path], typer.Argument(help="One or more books.")],
+    reading: Choices,
+    style: Choices,
     priority: Annotated[int, typer.Option(metavar="N", help="Higher runs first.")] = 0,
     fmt: FormatOpt = DEFAULT_FORMAT,
     voice: VoiceOpt = DEFAULT_VOICE,
+    narrator: NarratorOpt = None,
     out: OutOpt = None,
-    refine: RefineOpt = False,
-    notes: NotesOpt = "end",
-    keep_front_matter: KeepFrontOpt = False,
-    max_book_mb: MaxBookOpt = None,
-    fail_on_unsupported_script: StrictScriptOpt = False,
 ) -> None:
     """Record books as jobs and queue them for the workers. Prints one job id per book."""
     from jobs import faults, messages
 
-    rt = open_runtime(Settings.from_env())
-    options = job_options(fmt, out, voice, priority, refine, notes, keep_front_matter, max_book_mb,
-                          fail_on_unsupported_script)
+    settings = Settings.from_env()
+    rt = open_runtime(settings)
+    options = job_options({**reading, **style}, settings.data_dir, fmt, out, voice, priority, narrator)
     check_options(rt, options)
     check_broker()  # before anything is recorded: a job either runs or is not there
     failed = False
@@ -184,36 +162,74 @@ def submit(
 # ---------------------------------------------------------------- inspect
 
 
+@takes(reading=reading_choices)
 def inspect(
     book: Annotated[Path, typer.Argument(help="The book to read.")],
+    reading: Choices,
     as_json: JsonOpt = False,
     sentences: Annotated[bool, typer.Option("--sentences", help="List each chapter's sentences.")] = False,
-    notes: NotesOpt = "end",
-    keep_front_matter: KeepFrontOpt = False,
-    max_book_mb: MaxBookOpt = None,
-    fail_on_unsupported_script: StrictScriptOpt = False,
 ) -> None:
-    """Show what would be read: metadata, chapters, sentences, estimated duration, warnings."""
-    options = job_options(notes=notes, keep_front_matter=keep_front_matter, max_book_mb=max_book_mb,
-                          fail_on_unsupported_script=fail_on_unsupported_script)
-    report = inspect_book(book, options, with_sentences=sentences)
+    """Show what would be read: metadata, chapters, sentences, estimated duration, warnings.
+
+    With the options of a run (--chapters, --lexicon, --speed, --dialogue-voice...) it shows what
+    that run would read: `--sentences` lists the text the voice is given."""
+    report = inspect_book(book, job_options(reading, Settings.from_env().data_dir), with_sentences=sentences)
     if as_json:
         print_json(report)
         return
     print_inspection(report, sentences)
 
 
+# ---------------------------------------------------------------- preview
+
+
+@takes(reading=reading_choices, style=style_choices)
+def preview(
+    book: BookArg,
+    reading: Choices,
+    style: Choices,
+    chapter: Annotated[Optional[int], typer.Option(
+        "--chapter", metavar="N", show_default="the first chapter read",
+        help="The chapter to sample, numbered as `inspect` lists them.")] = None,
+    sentences: Annotated[int, typer.Option(
+        "--sentences", metavar="K", help="How many of its first sentences to speak.")] = DEFAULT_SENTENCES,
+    voice: VoiceOpt = DEFAULT_VOICE,
+    output: Annotated[Optional[Path], typer.Option(
+        "--output", "-o", metavar="FILE", show_default="BOOK.preview.wav here",
+        help="The sample: .wav, .mp3, .ogg or .flac.")] = None,
+    model_dir: ModelDirOpt = None,
+    device: DeviceOpt = None,
+    precision: PrecisionOpt = None,
+) -> None:
+    """Hear a few sentences as the job would speak them (same options, same seeds), in seconds.
+    Records no job. Prints the file's path."""
+    settings = Settings.from_env().with_overrides(model_dir=model_dir, device=device, precision=precision)
+    rt = open_runtime(settings)
+    options = job_options({**reading, **style}, settings.data_dir, voice=voice)
+    path = output or Path(f"{book.stem}.preview.wav")
+    plan = plan_preview(rt, book, options, path, chapter, sentences)  # bad input ends here
+    log.info("previewing chapter %d %r: %d sentences", plan.chapter, plan.title, len(plan.work))
+    silence_dependency_bars()
+    made = speak_preview(plan, open_engine(settings))
+    log.info("%s: %s of audio", made.path, duration(made.seconds))
+    typer.echo(made.path)
+
+
 # ---------------------------------------------------------------- bulk
 
 
+@takes(reading=reading_choices, style=style_choices)
 def bulk_command(
     inbox: Annotated[Path, typer.Argument(help="Folder of books (.epub, .txt, .md, .html).")],
+    reading: Choices,
+    style: Choices,
     out: Annotated[Optional[Path], typer.Option(
         "--out", metavar="DIR",
         help="Audiobooks land in DIR/<Author>/<Title>/ (default: $TTS_JOBS_DATA_DIR/audiobooks); "
              "workers must see the same path.")] = None,
     fmt: FormatOpt = DEFAULT_FORMAT,
     voice: VoiceOpt = DEFAULT_VOICE,
+    narrator: NarratorOpt = None,
     priority: Annotated[int, typer.Option(
         metavar="N", help="Higher runs first; a negative value lets interactive "
                                                "submissions overtake the night's books.")] = 0,
@@ -227,10 +243,6 @@ def bulk_command(
     poll: Annotated[float, typer.Option(
         metavar="SECONDS", help="Seconds between progress checks with --wait.")] = 10.0,
     as_json: JsonOpt = False,
-    notes: NotesOpt = "end",
-    keep_front_matter: KeepFrontOpt = False,
-    max_book_mb: MaxBookOpt = None,
-    fail_on_unsupported_script: StrictScriptOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -245,8 +257,8 @@ def bulk_command(
     rt = open_runtime(settings)
     out_dir = out.absolute() if out else default_out_root(settings.data_dir)
     options = bulk.BulkOptions(out_dir=out_dir, recursive=recursive, min_age_seconds=min_age,
-                               job=job_options(fmt, None, voice, priority, False, notes, keep_front_matter,
-                                               max_book_mb, fail_on_unsupported_script))
+                               job=job_options({**reading, **style}, settings.data_dir, fmt, None, voice,
+                                               priority, narrator))
     for report in bulk.write_pending_reports(rt, out_dir):
         log.info("bulk: wrote report %s", report)
     check_options(rt, options.job)

@@ -14,7 +14,8 @@ from jobs import admin, voices, workers
 from jobs.cli_books import EXIT_BAD_INPUT, ModelDirOpt
 from jobs.cli_progress import silence_dependency_bars
 from jobs.flower import DEFAULT_PORT, LOOPBACK, FlowerConfigError, FlowerOptions, run_flower
-from jobs.runtime import open_runtime, upgrade_database
+from jobs.preview import voice_sample
+from jobs.runtime import open_engine, open_runtime, upgrade_database
 from jobs.settings import Settings
 
 # ---------------------------------------------------------------- worker / flower
@@ -98,13 +99,24 @@ def voice_new(
     seed: Annotated[Optional[int], typer.Option(help="Sample the speaker from this seed.")] = None,
     from_audio: Annotated[Optional[Path], typer.Option(
         metavar="FILE", help="A reference recording (WAV).")] = None,
+    sample: Annotated[Optional[Path], typer.Option(
+        "--sample", metavar="FILE",
+        help="Also write a few sentences in the new voice: .wav, .mp3, .ogg or .flac.")] = None,
     model_dir: ModelDirOpt = None,
 ) -> None:
     """Create a named voice from a seed (default: random) or a reference recording."""
+    from pipeline.audio.preview import preview_format
+
     silence_dependency_bars()
-    rt = open_runtime(Settings.from_env().with_overrides(model_dir=model_dir))
-    voice = voices.create_voice(rt, name, seed=seed, from_audio=from_audio)
+    settings = Settings.from_env().with_overrides(model_dir=model_dir)
+    rt = open_runtime(settings)
+    if sample is not None:
+        preview_format(sample)  # a name no sample can take is refused before the voice is made
+    engine = open_engine(settings) if sample is not None else None
+    voice = voices.create_voice(rt, name, seed=seed, from_audio=from_audio, engine=engine)
     typer.echo(f"voice {voice.name}: {voice.source}")
+    if engine is not None and sample is not None:
+        typer.echo(voice_sample(rt, engine, voice.name, sample).path)
 
 
 def voice_list() -> None:

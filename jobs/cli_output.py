@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from jobs.status import JobStatus
+from pipeline.delivery import DEFAULT_SPEED
 
 NO_JOBS = ("no jobs yet: start one with `tts-jobs run BOOK` (here, now) "
            "or `tts-jobs submit BOOK` (for the workers)")
@@ -124,6 +126,7 @@ def _cell(value: str) -> str:
 def _detail_fields(s: JobStatus) -> list[tuple[str, str]]:
     fields = [
         ("job", str(s.id)), ("title", s.title), ("state", s.state), ("source", s.source), ("voice", s.voice),
+        ("options", describe_options(s.options)),
         ("sentences", f"{s.sentences_done}/{s.sentences_total} ({s.sentences_failed} failed, "
                       f"{s.sentences_hit_limit} cut at the length limit)"),
         ("audio", duration(s.shown_audio_seconds) + (f" (speech {duration(s.audio_seconds)})"
@@ -133,6 +136,31 @@ def _detail_fields(s: JobStatus) -> list[tuple[str, str]]:
         ("folder", s.out_dir or ""), *[("output", path) for path in s.outputs],
         ("error", s.error or ""), ("resume", s.resume or ""), *[("warning", w) for w in s.warnings]]
     return [(key, value) for key, value in fields if value]
+
+
+def describe_options(shown: dict[str, Any]) -> str:
+    """The choices that make this audiobook differ from the defaults, and its narrator tag, on one
+    line: ``chapters 1-3, speed 4, dialogue voice anna, lexicon 12 entries (names.txt), refine
+    (oral 2), narrator tag Jim Dale``."""
+    parts = []
+    if shown.get("chapters"):
+        parts.append(f"chapters {' '.join(shown['chapters'])}")
+    if shown.get("speed", DEFAULT_SPEED) != DEFAULT_SPEED:
+        parts.append(f"speed {shown['speed']}")
+    if shown.get("dialogue_voice"):
+        parts.append(f"dialogue voice {shown['dialogue_voice']}")
+    lexicon = shown.get("lexicon") or {}
+    if lexicon.get("entries"):
+        files = ", ".join(Path(f).name for f in lexicon.get("files", []))
+        parts.append(f"lexicon {lexicon['entries']} entries" + (f" ({files})" if files else ""))
+    if shown.get("refine"):
+        style = ", ".join(f"{level} {value}" for level, value in (shown.get("style") or {}).items())
+        parts.append(f"refine ({style})" if style else "refine")
+    if shown.get("narrator"):
+        parts.append(f"narrator tag {shown['narrator']}")
+    parts += [f"notes {shown['notes']}"] if shown.get("notes", "end") != "end" else []
+    parts += ["front matter kept"] if shown.get("keep_front_matter") else []
+    return ", ".join(parts)
 
 
 def _print_detail(s: JobStatus, console: Any | None) -> None:
@@ -172,22 +200,36 @@ def chapter_table(s: JobStatus) -> Any:
 
 def print_inspection(report: dict[str, Any], sentences: bool) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = Console()
     console.print(f"[bold]{report['title']}[/bold] — {', '.join(report['authors']) or 'unknown author'}"
                   f" ({report['language'] or 'language unknown'})")
     table = Table("#", "chapter", "sentences", "characters", "est. duration")
-    for i, c in enumerate(report["chapters"], 1):
-        table.add_row(str(i), c["title"], str(c["sentences"]), str(c["characters"]),
+    for c in report["chapters"]:
+        table.add_row(str(c["number"]), escape(c["title"]), str(c["sentences"]), str(c["characters"]),
                       duration(c["estimated_seconds"]))
     console.print(table)
     total = sum(c["estimated_seconds"] for c in report["chapters"])
     console.print(f"estimated audio: {duration(total)}")
+    lexicon = report["lexicon"]
+    if lexicon["book"] or lexicon["yours"]:
+        console.print(f"pronunciations: {lexicon['book']} from the book, {lexicon['yours']} of yours")
     for warning in report["warnings"]:
-        console.print(f"[yellow]warning:[/yellow] {warning}")
+        console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
     if sentences:
-        for i, c in enumerate(report["chapters"], 1):
-            console.print(f"\n[bold]{i}. {c['title']}[/bold]")
-            for text in c["sentence_texts"]:
-                console.print(f"  {text}")
+        _print_sentences(console, report["chapters"])
+
+
+def _print_sentences(console: Any, chapters: list[dict[str, Any]]) -> None:
+    """Each chapter's sentences as the voice is given them; ``»`` marks the dialogue voice's."""
+    from rich.markup import escape
+
+    if any(c.get("dialogue_sentences") for c in chapters):
+        console.print("\n» read by the dialogue voice")
+    for c in chapters:
+        console.print(f"\n[bold]{c['number']}. {escape(c['title'])}[/bold]")
+        dialogue = set(c.get("dialogue_sentences", ()))
+        for number, text in enumerate(c["sentence_texts"]):
+            console.print(f"{'» ' if number in dialogue else '  '}{escape(text)}", highlight=False)

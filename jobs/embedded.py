@@ -78,7 +78,7 @@ def plan_run(rt: Runtime, book: Path, options: JobOptions, fresh: bool = False) 
     check_options(rt, options)
     validate_book(book, options.reading())
     recognise_interrupted(rt)
-    unfinished = _unfinished_job(rt, file_sha256(book), options)
+    unfinished = _unfinished_job(rt, book, file_sha256(book), options)
     if unfinished is not None and unfinished.job_state in JobState.active():
         raise TtsJobsError(f"{book}: job {unfinished.id} is reading this book right now "
                            f"(process {unfinished.runner}); wait for it, or stop it first")
@@ -159,13 +159,19 @@ def _give_back(rt: Runtime, job_id: int, interrupted_by: str | None = None) -> N
         session.commit()
 
 
-def _unfinished_job(rt: Runtime, sha256: str, options: JobOptions) -> Job | None:
-    """The newest embedded job of this book with these options that did not finish (or None)."""
+def _unfinished_job(rt: Runtime, book: Path, sha256: str, options: JobOptions) -> Job | None:
+    """The newest embedded job of this book with these options that did not finish (or None).
+    One made with other options (another speed, voice, lexicon...) is left as it is, and said so:
+    its sentences were cut and spoken for those options."""
     with rt.read_session() as session:
-        jobs = [j for j in repo.find_jobs_by_sha256(session, sha256)
-                if j.embedded and j.job_state not in (JobState.DONE, JobState.CANCELLED)
-                and options.same_run_as(recorded_options(j))]
-    return jobs[-1] if jobs else None
+        unfinished = [j for j in repo.find_jobs_by_sha256(session, sha256)
+                      if j.embedded and j.job_state not in (JobState.DONE, JobState.CANCELLED)]
+        same = [j for j in unfinished if options.same_run_as(recorded_options(j))]
+    if not same and unfinished:
+        other = unfinished[-1]
+        log.warning("%s: job %s read this book with other options and did not finish; this run starts "
+                    "anew (`tts-jobs retry %s` resumes that one with its own options)", book, other.id, other.id)
+    return same[-1] if same else None
 
 
 def _supersede(rt: Runtime, job_id: int) -> None:

@@ -1,4 +1,6 @@
-"""Ingest: read a queued job's stored book into chapters and sentences, and record them.
+"""Ingest: read a queued job's stored book into chapters and sentences, and record them — the
+chapters the job chose, each sentence with its role (who reads it) and its length limits at the
+job's pace, its text with the job's pronunciations.
 
 The book is parsed outside any database transaction (seconds for a big one): on SQLite a
 transaction holds the write lock, and GPU workers could not record their batches meanwhile.
@@ -42,14 +44,16 @@ def ingest_job(rt: Runtime, job_id: int) -> bool:
         if ready is None:
             job = repo.get_job(session, job_id)
             source_path, source_name = rt.artifacts.resolve(job.source_path), job.source_name
-            book_sha256, reading = job.source_sha256, recorded_options(job).reading()
+            book_sha256, options = job.source_sha256, recorded_options(job)
         session.commit()
     if ready is not None:
         return ready
     try:
-        book = read_book(source_path, reading)
+        book = read_book(source_path, options.reading())
         # the rows too (token limits, seeds) before the transaction: it holds SQLite's write lock
-        chapters = [(chapter, [_new_sentence(book_sha256, chapter.index, s) for s in split_sentences(chapter)])
+        speaking = options.speaking(book)
+        chapters = [(chapter, [_new_sentence(book_sha256, chapter.index, s, options.speed)
+                               for s in split_sentences(chapter, speaking)])
                     for chapter in book.chapters]
     except BookError as exc:
         fail_job(rt, job_id, f"{source_name}: {exc.problem}" + (f" ({exc.fix})" if exc.fix else ""))
@@ -109,8 +113,8 @@ def _record_book(rt: Runtime, session: Session, job: Job, book: Book, chapters: 
     repo.add_chapters(session, job.id, [(chapter.index, chapter.title, rows) for chapter, rows in chapters])
 
 
-def _new_sentence(book_sha256: str, chapter_index: int, sentence: Sentence) -> repo.NewSentence:
-    floor, cap = lengths.token_limits(sentence.text)
+def _new_sentence(book_sha256: str, chapter_index: int, sentence: Sentence, speed: int) -> repo.NewSentence:
+    floor, cap = lengths.token_limits(sentence.text, speed)
     return repo.NewSentence(index=sentence.index, paragraph_index=sentence.paragraph_index,
                             text=sentence.text, seed=sentence_seed(book_sha256, chapter_index, sentence.index),
-                            min_new_tokens=floor, max_new_tokens=cap)
+                            min_new_tokens=floor, max_new_tokens=cap, role=sentence.role)

@@ -2,7 +2,8 @@
 a job asks for, written beside its audio (``pipeline.readalong``).
 
 The sentences' words as the book writes them, and their places in it, are not stored: the job's
-stored book is read again as ingestion read it (same options), which takes a second or two for a
+stored book is read again as ingestion read it (same options: its chapters, pronunciations and
+dialogue stretches), which takes a second or two for a
 long novel, and each sentence found is checked against the one recorded. A book that reads
 differently now (tts-jobs was upgraded while the job ran) fails here, saying so, rather than
 marking the wrong words.
@@ -14,13 +15,13 @@ import logging
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
 
-from jobs.options import recorded_options
+from jobs.options import JobOptions, recorded_options
 from jobs.runtime import Runtime
 from pipeline.errors import AssemblyError, BookError
 from storage import repo
@@ -28,8 +29,8 @@ from storage.models import Job
 
 if TYPE_CHECKING:
     from pipeline.audio import AssemblyOptions, AssemblyReport
-    from pipeline.ingest.options import IngestOptions
     from pipeline.readalong import ReadAlong
+    from pipeline.text import TextOptions
     from pipeline.types import Chapter, Sentence
 
 log = logging.getLogger(__name__)
@@ -40,7 +41,7 @@ class RecordedBook:
     """What the read-along needs of a job, read with the rest of what assembly needs."""
 
     source: Path  # the stored copy of the book
-    reading: IngestOptions
+    options: JobOptions  # how it was read and spoken
     identifier: str
     # (chapter, sentence) -> (text, audio path), for the sentences with audio
     recorded: dict[tuple[int, int], tuple[str, str]]
@@ -58,7 +59,7 @@ def recorded_book(rt: Runtime, session: Session, job: Job) -> RecordedBook:
     }
     return RecordedBook(
         rt.artifacts.resolve(job.source_path),
-        recorded_options(job).reading(),
+        recorded_options(job),
         f"urn:sha256:{job.source_sha256}",
         recorded,
     )
@@ -75,17 +76,18 @@ def write_readalong_outputs(
     from pipeline.ingest import read_book
     from pipeline.readalong import write_readalong
 
+    reading = book.options.reading()
     try:
         with _ingest_warnings_unsaid():
-            read = read_book(book.source, book.reading)
+            read = read_book(book.source, reading)
     except BookError as exc:
         raise AssemblyError(
             f"{book.source}: cannot read the book again for its timings: {exc.problem}"
         ) from exc
-    sentences = _sentences_by_audio(read.chapters, book)
+    sentences = _sentences_by_audio(read.chapters, book, replace(book.options.speaking(read), written=True))
     try:
         read_along = write_readalong(
-            read, sentences, report, options, out_dir, reading=book.reading, identifier=book.identifier
+            read, sentences, report, options, out_dir, reading=reading, identifier=book.identifier
         )
     except BookError as exc:  # the stored EPUB, read again for its documents
         raise AssemblyError(
@@ -112,13 +114,14 @@ def _ingest_warnings_unsaid() -> Iterator[None]:
         ingest.removeFilter(other_threads)
 
 
-def _sentences_by_audio(chapters: Sequence[Chapter], book: RecordedBook) -> dict[str, Sentence]:
+def _sentences_by_audio(chapters: Sequence[Chapter], book: RecordedBook, speaking: TextOptions
+                        ) -> dict[str, Sentence]:
     """Each recorded sentence, found again with its written words, by its audio's path."""
-    from pipeline.text import TextOptions, split_sentences
+    from pipeline.text import split_sentences
 
     found: dict[str, Sentence] = {}
     for chapter in chapters:
-        for sentence in split_sentences(chapter, TextOptions(written=True)):
+        for sentence in split_sentences(chapter, speaking):
             text, path = book.recorded.get((chapter.index, sentence.index), (None, ""))
             if text is None:
                 continue

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from jobs.batch_work import ClaimedBatch, SentenceOutcome, SentenceWork
+from jobs.batch_work import ClaimedBatch, SentenceOutcome, SentenceWork, log_requests
 from jobs.claim import claim_batch
 from jobs.leases import LeaseKeeper
 from jobs.plan import record_learned_rows
@@ -51,7 +51,7 @@ def speak_claimed_batch(rt: Runtime, engine: Engine, claimed: ClaimedBatch, work
     began = time.monotonic()
     with LeaseKeeper(rt, {batch_id}, worker):
         try:
-            outcomes, synthesized_s = _speak_and_write(rt, engine, claimed.work, learned_by)
+            outcomes, synthesized_s = _speak_and_write(rt, engine, claimed, learned_by)
         except Exception as exc:  # device error, full disk...: give the batch back, or fail it for good
             give_back_or_fail(rt, batch_id, worker, claimed.attempts, exc)
             raise
@@ -61,7 +61,7 @@ def speak_claimed_batch(rt: Runtime, engine: Engine, claimed: ClaimedBatch, work
     return ready
 
 
-def _speak_and_write(rt: Runtime, engine: Engine, work: list[SentenceWork], learned_by: str | None
+def _speak_and_write(rt: Runtime, engine: Engine, claimed: ClaimedBatch, learned_by: str | None
                      ) -> tuple[list[SentenceOutcome], float]:
     """The batch's outcomes with every sentence's WAV written, and the seconds synthesis took. Each
     WAV is written as soon as its waveform is on the host, while the GPU goes on with the rest of
@@ -70,7 +70,8 @@ def _speak_and_write(rt: Runtime, engine: Engine, work: list[SentenceWork], lear
     from pipeline.engine.oom import synthesize_fitting
 
     began = time.monotonic()
-    work = refined(engine, work)
+    work = refined(engine, claimed.work)
+    log_requests(claimed.batch_id, work)
     with SentenceWavWriter() as writer:
         outcomes, fit = synthesize_fitting(
             engine, [with_voice(engine, w.request) for w in work],
@@ -81,11 +82,20 @@ def _speak_and_write(rt: Runtime, engine: Engine, work: list[SentenceWork], lear
 
 
 def refined(engine: Engine, work: list[SentenceWork]) -> list[SentenceWork]:
-    """Run upstream's text-refinement pass, batched, for the sentences of jobs that asked for it."""
-    chosen = [w for w in work if w.refine]
-    if not chosen:
+    """Run upstream's text-refinement pass, batched per style, for the sentences of jobs that
+    asked for it (each job's style levels in the pass's prompt)."""
+    styles: dict[str, list[SentenceWork]] = {}
+    for w in work:
+        if w.refine_prompt is not None:
+            styles.setdefault(w.refine_prompt, []).append(w)
+    if not styles:
         return work
-    texts = dict(zip((w.sentence_id for w in chosen), engine.refine_texts([w.request.text for w in chosen])))
+    from pipeline.engine.engine import RefineParams
+
+    texts: dict[int, str] = {}
+    for prompt, chosen in styles.items():
+        refined_texts = engine.refine_texts([w.request.text for w in chosen], RefineParams(prompt=prompt))
+        texts.update(zip((w.sentence_id for w in chosen), refined_texts))
     return [replace(w, request=replace(w.request, text=texts[w.sentence_id])) if w.refine else w for w in work]
 
 

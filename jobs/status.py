@@ -23,6 +23,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from jobs.lifecycle import require_job
+from jobs.options import recorded_options
 from jobs.runners import recognise_interrupted
 from jobs.runtime import Runtime
 from storage import repo
@@ -47,6 +48,7 @@ class JobStatus:
     source: str
     voice: str
     warnings: list[str] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)  # what the job was asked for (JobOptions.shown)
     x_realtime: float | None = None  # audio seconds per second: recent while spoken, overall once done
     eta_seconds: float | None = None  # until the last sentence is spoken, from the recent text rate
     chapters: list[dict[str, Any]] | None = None
@@ -155,7 +157,7 @@ def _status(session: Session, job: Job, p: repo.Progress, m: _Measures, detail: 
         sentences_done=p.done, sentences_failed=p.failed, audio_seconds=round(p.audio_seconds, 2),
         sentences_hit_limit=p.hit_limit, outputs=[o for o in job.outputs if Path(o).is_file()],
         report=report, error=job.error, source=job.source_name, voice=job.voice_name,
-        warnings=list(job.warnings), x_realtime=_speed(job, p, m),
+        warnings=list(job.warnings), options=recorded_options(job).shown(), x_realtime=_speed(job, p, m),
         eta_seconds=_eta(m.pending_characters, m.rate) if p.done < p.total else None,
         chapters=chapters, mode=job.mode, resume=_resume_command(job),
         out_dir=(job.options or {}).get("out_dir"), length_seconds=report.get("total_seconds"),

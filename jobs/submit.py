@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy.orm import Session
 
 from jobs.book_folders import claim_book_folder, default_out_root, release_book_folder
+from jobs.delivery import DIALOGUE_VOICE_KEY
 from jobs.options import JobOptions, check_choices
 from jobs.runtime import Runtime
 from jobs.voices import resolve_voice
@@ -45,10 +46,12 @@ def validate_book(path: Path, reading: IngestOptions | None = None) -> Book:
 
 
 def check_options(rt: Runtime, options: JobOptions) -> None:
-    """Raises OptionError (VoiceError for the voice) for an option no job could be read with."""
+    """Raises OptionError (VoiceError for a voice) for an option no job could be read with."""
     check_choices(options)
     with rt.read_session() as session:
         resolve_voice(session, options.voice)
+        if options.dialogue_voice is not None:
+            resolve_voice(session, options.dialogue_voice, option="--dialogue-voice")
 
 
 def submit_book(rt: Runtime, path: Path, options: JobOptions, mode: JobMode = JobMode.CLUSTER,
@@ -80,7 +83,8 @@ def add_job(rt: Runtime, session: Session, path: Path, book: Book, options: JobO
                   authors=list(book.metadata.authors), language=book.metadata.language,
                   priority=options.priority, voice_name=options.voice,
                   voice_embedding=resolve_voice(session, options.voice),
-                  options={**options.to_json(), "out_root": str(out_root), "out_dir": str(folder)},
+                  options={**options.to_json(), "out_root": str(out_root), "out_dir": str(folder),
+                           **_dialogue_voice(session, options)},
                   warnings=list(book.warnings), mode=mode.value)
         session.add(job)
         session.flush()
@@ -89,6 +93,14 @@ def add_job(rt: Runtime, session: Session, path: Path, book: Book, options: JobO
         release_book_folder(folder)
         raise
     return job
+
+
+def _dialogue_voice(session: Session, options: JobOptions) -> dict[str, str]:
+    """The dialogue voice's spec, frozen with the job as the narrator's is (later voice edits do
+    not change a job); nothing without a dialogue voice."""
+    if options.dialogue_voice is None:
+        return {}
+    return {DIALOGUE_VOICE_KEY: resolve_voice(session, options.dialogue_voice, option="--dialogue-voice")}
 
 
 def withdraw_job(rt: Runtime, job_id: int) -> None:

@@ -41,16 +41,17 @@ def list_voices(rt: Runtime) -> list[VoiceEntry]:
     return [VoiceEntry(DEFAULT_VOICE, f"seed {DEFAULT_VOICE_SEED} (built in)"), *stored]
 
 
-def create_voice(rt: Runtime, name: str, seed: int | None = None, from_audio: Path | None = None) -> VoiceEntry:
-    """Record a named voice from a seed (default: a random one) or a reference recording (the
-    engine loads to encode it). Raises TtsJobsError when the name is taken."""
+def create_voice(rt: Runtime, name: str, seed: int | None = None, from_audio: Path | None = None,
+                 engine: Engine | None = None) -> VoiceEntry:
+    """Record a named voice from a seed (default: a random one) or a reference recording (which
+    ``engine`` encodes; loaded here when not given). Raises TtsJobsError when the name is taken."""
     with rt.read_session() as session:
         taken = name == DEFAULT_VOICE or repo.get_voice(session, name) is not None
     if taken:
         raise TtsJobsError(f"voice {name!r} exists already: pick another name")
     embedding = ""
     if from_audio is not None:
-        embedding, source = open_engine(rt.settings).voice_from_audio(from_audio), str(from_audio)
+        embedding, source = (engine or open_engine(rt.settings)).voice_from_audio(from_audio), str(from_audio)
     else:
         seed = seed if seed is not None else secrets.randbelow(2**31)
         source = f"seed {seed}"
@@ -60,17 +61,17 @@ def create_voice(rt: Runtime, name: str, seed: int | None = None, from_audio: Pa
     return VoiceEntry(name, source)
 
 
-def resolve_voice(session: Session, name: str) -> str:
+def resolve_voice(session: Session, name: str, option: str = "--voice") -> str:
     """The voice spec a job is read with: a stored embedding, or ``seed:N`` for seed voices.
 
-    Raises VoiceError naming the voices that exist."""
+    Raises VoiceError naming ``option``, the voices that exist and how to make this one."""
     voice = repo.get_voice(session, name)
     if voice is not None:
         return voice.embedding if voice.embedding else f"{SEED_VOICE_PREFIX}{voice.seed}"
     if name == DEFAULT_VOICE:
         return f"{SEED_VOICE_PREFIX}{DEFAULT_VOICE_SEED}"
     known = ", ".join([DEFAULT_VOICE] + [v.name for v in repo.list_voices(session)])
-    raise VoiceError(f"unknown voice {name!r}: use one of {known}, or create it with "
+    raise VoiceError(f"unknown voice {name!r} ({option}): use one of {known}, or create it with "
                      f"`tts-jobs voice new {name}`")
 
 

@@ -1,13 +1,16 @@
 """How long a sentence may speak: GPT step limits from its text.
 
 Random weights rarely choose EOS and real ChatTTS sometimes babbles to its 2048-token cap, so every
-sentence gets a cap that scales with its text, and a floor that prevents clipped endings.
+sentence gets a cap that scales with its text, and a floor that prevents clipped endings. Both
+scale with the pace a job asks for (``[speed_N]``): a slow voice needs more steps for the same
+text, and would otherwise be cut off at its cap.
 """
 
 from __future__ import annotations
 
 import unicodedata
 
+from pipeline.delivery import DEFAULT_SPEED
 from pipeline.types import GPT_STEPS_PER_SECOND
 
 # Seconds of speech per character: a CJK character is a syllable (~0.22 s at ChatTTS's speed 5),
@@ -15,10 +18,19 @@ from pipeline.types import GPT_STEPS_PER_SECOND
 _CJK_SECONDS = 0.22
 _OTHER_SECONDS = 0.075
 MAX_TOKENS_CAP = 2048  # upstream's own hard cap
+# How long speech at each [speed_N] lasts against speed 5. Generous on the slow side, where an
+# estimate too short cuts speech off at the cap; on the fast side a long estimate only raises the
+# floor a little (it stays well under the speech a fast voice makes).
+SPEED_FACTORS = {1: 1.6, 2: 1.45, 3: 1.3, 4: 1.15, 5: 1.0, 6: 0.92, 7: 0.85, 8: 0.8, 9: 0.75}
 
 
-def estimated_seconds(text: str) -> float:
-    """Expected duration of ``text`` spoken at normal speed."""
+def estimated_seconds(text: str, speed: int = DEFAULT_SPEED) -> float:
+    """Expected duration of ``text`` spoken at ``speed`` (5: ChatTTS's normal pace)."""
+    seconds = _seconds_at_normal_speed(text)
+    return seconds if speed == DEFAULT_SPEED else seconds * SPEED_FACTORS[speed]
+
+
+def _seconds_at_normal_speed(text: str) -> float:
     if text.isascii():  # most sentences: every character counts the same, or nothing
         return _ascii_seconds(len(text) - sum(map(text.count, _SILENT_ASCII)))
     seconds = 0.0
@@ -62,20 +74,21 @@ FLOOR_SECONDS = 2.0  # ...but at least this long
 MIN_FRACTION = 0.4  # EOS is masked below this fraction of the expected length
 
 
-def max_new_tokens(text: str, slack: float = SLACK, floor_seconds: float = FLOOR_SECONDS) -> int:
+def max_new_tokens(text: str, slack: float = SLACK, floor_seconds: float = FLOOR_SECONDS,
+                   speed: int = DEFAULT_SPEED) -> int:
     """The cap: ``slack`` times the expected length, at least ``floor_seconds``, at most 2048."""
-    return _cap_for(estimated_seconds(text), slack, floor_seconds)
+    return _cap_for(estimated_seconds(text, speed), slack, floor_seconds)
 
 
-def min_new_tokens(text: str, fraction: float = MIN_FRACTION) -> int:
+def min_new_tokens(text: str, fraction: float = MIN_FRACTION, speed: int = DEFAULT_SPEED) -> int:
     """The floor below which EOS is masked: a fraction of the expected length."""
-    return _floor_for(estimated_seconds(text), fraction)
+    return _floor_for(estimated_seconds(text, speed), fraction)
 
 
-def token_limits(text: str) -> tuple[int, int]:
-    """(min_new_tokens, max_new_tokens) of ``text`` with the defaults, reading the text once
-    (ingest computes both for every sentence of a book)."""
-    seconds = estimated_seconds(text)
+def token_limits(text: str, speed: int = DEFAULT_SPEED) -> tuple[int, int]:
+    """(min_new_tokens, max_new_tokens) of ``text`` at ``speed`` with the defaults, reading the
+    text once (ingest computes both for every sentence of a book)."""
+    seconds = estimated_seconds(text, speed)
     return _floor_for(seconds, MIN_FRACTION), _cap_for(seconds, SLACK, FLOOR_SECONDS)
 
 

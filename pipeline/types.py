@@ -12,6 +12,10 @@ import numpy as np
 
 SAMPLE_RATE = 24_000  # ChatTTS (Vocos) output rate, Hz
 GPT_STEPS_PER_SECOND = 46.875  # one GPT step -> 2 mel frames of 256 samples at 24 kHz
+# Who reads a sentence: the narrator's voice, or (a job with a dialogue voice) quoted speech's
+NARRATOR = "narrator"
+DIALOGUE = "dialogue"
+ROLES = (NARRATOR, DIALOGUE)
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,8 @@ class Book:
     metadata: BookMetadata
     chapters: tuple[Chapter, ...]
     warnings: tuple[str, ...] = ()
+    # the book's own pronunciations (EPUB 3 PLS aliases): (written, spoken), applied before the reader's
+    lexicon: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -99,6 +105,7 @@ class Sentence:
     paragraph_index: int  # which paragraph of the chapter it came from
     text: str
     written: WrittenSpan | None = None  # found on request (TextOptions.written); None: the reader's own words
+    role: str = NARRATOR  # DIALOGUE: inside a quotation, where the job has a dialogue voice
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from pipeline.types import NARRATOR
+
 # Named constraints so Alembic can diff and alter them on every backend.
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -167,6 +169,8 @@ class Sentence(Base):
     index: Mapped[int] = mapped_column(Integer)  # order within the chapter
     paragraph_index: Mapped[int] = mapped_column(Integer)  # -1: the chapter title
     text: Mapped[str] = mapped_column(Text)
+    # whose voice reads it: the narrator's, or (a job with a dialogue voice) quoted speech's
+    role: Mapped[str] = mapped_column(String(16), default=NARRATOR, server_default=NARRATOR)
     seed: Mapped[int] = mapped_column(Integer)  # from the book's content and the sentence's place
     min_new_tokens: Mapped[int] = mapped_column(Integer)
     max_new_tokens: Mapped[int] = mapped_column(Integer)

@@ -18,6 +18,7 @@ from tests.e2e_helpers import (
     terminate,
     wait_for_final_state,
 )
+from tests.readalong_helpers import epubcheck
 
 CHAPTERS = [("One", ["The first chapter has two sentences.", "Here is the second one."]),
             ("Two", ["第二章只有一句话。"]),
@@ -37,7 +38,7 @@ def test_a_submitted_book_is_finished_by_a_worker(tmp_path: Path, cluster) -> No
     book = write_epub(tmp_path / "book.epub", "Cluster Book", CHAPTERS)
     worker = popen_worker(env, tmp_path / "worker.log")
     try:
-        submitted = cli(["submit", str(book)], env)
+        submitted = cli(["submit", str(book), "-f", "m4b,epub,srt"], env)  # read-along beside the M4B
         assert submitted.returncode == 0, submitted.stderr
         job = int(submitted.stdout.strip())
         status = wait_for_final_state(env, job)
@@ -45,8 +46,12 @@ def test_a_submitted_book_is_finished_by_a_worker(tmp_path: Path, cluster) -> No
         terminate(worker)
     assert status["state"] == "done", (status, read_log(tmp_path / "worker.log")[-4000:])
     assert status["sentences_done"] == status["sentences_total"] >= 4
-    [output] = [Path(p) for p in status["outputs"]]
-    assert output.is_file()
+    outputs = {Path(p).suffix: Path(p) for p in status["outputs"]}
+    assert sorted(outputs) == [".epub", ".m4b", ".srt"] and all(p.is_file() for p in outputs.values())
+    output = outputs[".m4b"]
+    problems = [m for m in epubcheck(outputs[".epub"], tmp_path) if m["severity"] in ("FATAL", "ERROR", "WARNING")]
+    assert problems == []
+    assert status["report"]["timings"]["sentences"] == status["sentences_total"]
     assert [c["tags"]["title"] for c in ffprobe_chapters(output)] == ["One", "Two", "Three"]
     assert_duration_matches_sentences_plus_pauses(output, status, settings.data_dir)
     [listed] = status_json(env)

@@ -250,6 +250,14 @@ def encode_readalong_audio(
     return _encode(args, final_path, f"encode chapter {chapter.index + 1} for the read-along EPUB")
 
 
+def encode_clip(wav_path: Path, audio_format: str, final_path: Path, filters: str, bitrate: str = "64k") -> Path:
+    """A short WAV (a preview) as ``audio_format`` (a per-chapter format) through ffmpeg's
+    ``filters``, untagged, written as the other files are: under a temporary name, then renamed."""
+    args = ["-i", str(wav_path), "-map", "0:a", "-map_metadata", "-1", "-af", filters, "-ar", str(SAMPLE_RATE)]
+    args += [*_CODEC_ARGS[audio_format](bitrate), *_BITEXACT]
+    return _encode(args, final_path, f"encode the preview as {audio_format}")
+
+
 WAV_BLOCK_FRAMES = 1 << 20  # samples per pass: a chapter's copy is never all in memory at once
 
 

@@ -23,6 +23,7 @@ from pipeline.ingest.markdown import read_markdown
 from pipeline.ingest.notes import place_notes
 from pipeline.ingest.options import IngestOptions
 from pipeline.ingest.plaintext import read_txt
+from pipeline.ingest.selection import select_chapters
 from pipeline.ingest.titles import ChapterTitle, chapter_titles
 from pipeline.text import AnnouncedChapter, speakability_warnings, unsupported_script_error
 from pipeline.types import Book, Chapter, ChapterSource, ParagraphSource
@@ -54,10 +55,12 @@ def read_book(path: Path, options: IngestOptions | None = None) -> Book:
     Returns:
         The book, with its notes placed as ``options.notes`` says, empty chapters dropped, chapters
         numbered from 0 and titled for a player (an ``AnnouncedChapter`` where the listener hears
-        more), and every warning about what was left out, once.
+        more), only those ``options.chapters`` choose (keeping their numbers), and every warning
+        about what was left out, once.
 
     Raises:
-        BookError: the file is missing, unsupported, corrupt, hostile, DRM-protected or holds no text.
+        BookError: the file is missing, unsupported, corrupt, hostile, DRM-protected or holds no text,
+            or ``options.chapters`` names chapters it does not have.
     """
     path = Path(path)
     options = options or IngestOptions()
@@ -108,21 +111,23 @@ def _finished_book(path: Path, raw: RawBook, options: IngestOptions) -> Book:
     placed, warnings = place_notes(raw, options.notes)
     warnings = [*raw.warnings, *warnings, *_left_out_counts(raw)]
     kept = [(candidate, read) for candidate in placed if (read := _paragraphs(candidate))[0]]
-    chapters: list[Chapter] = []
     titles = chapter_titles([candidate for candidate, _ in kept])
-    for (_, (paragraphs, source)), title in zip(kept, titles, strict=True):
-        chapter = _chapter(len(chapters), title, paragraphs, source)
-        chapters.append(chapter)
-        warnings.extend(_speakability_warnings(path, chapter, options))
+    chapters = [
+        _chapter(index, title, paragraphs, source)
+        for index, ((_, (paragraphs, source)), title) in enumerate(zip(kept, titles, strict=True))
+    ]
     if not chapters:
         raise BookError(
             path, "holds no readable text", "check that the book is not empty or made only of images"
         )
+    chapters = select_chapters(chapters, options.chapters, path)
+    for chapter in chapters:
+        warnings.extend(_speakability_warnings(path, chapter, options))
     for warning in warnings:
         logger.warning("%s: %s", path, warning)
     # The language the tags carry: the one the file states, else the one its text is written in.
     metadata = with_language(raw.metadata, chapters)
-    return Book(str(path), raw.format, metadata, tuple(chapters), tuple(warnings))
+    return Book(str(path), raw.format, metadata, tuple(chapters), tuple(warnings), tuple(raw.lexicon))
 
 
 def _paragraphs(raw: RawChapter) -> tuple[tuple[str, ...], ChapterSource | None]:

@@ -60,6 +60,7 @@ class RawBook:
     notes_title: str = ""  # what the book calls its notes section
     formulas: int = 0  # formulas without text, read as 'formula'
     line_numbers: int = 0  # line and page numbers left out
+    lexicon: list[tuple[str, str]] = field(default_factory=list)  # the book's own pronunciations
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ class IngestOptions:
     image_alt_text: bool = False  # read an image's alt text where the image sits
     notes: str = "end"  # footnotes and endnotes: "end" of the book, end of their "chapter", or "skip"
     fail_on_unsupported_script: bool = False  # BookError instead of a warning for e.g. Cyrillic or kana
+    chapters: tuple[str, ...] = ()  # the chapters read, by number or title (``selection``); () for all
     max_file_bytes: int = 1024 * MiB  # the book file itself
     max_uncompressed_bytes: int = 512 * MiB  # all EPUB members read, counted as they decompress
     max_member_bytes: int = 128 * MiB  # one EPUB member

@@ -3,8 +3,11 @@
 The chapter's announcement (its title, or for an ``AnnouncedChapter`` the fuller announcement it
 carries) is spoken first, as sentences with ``paragraph_index == -1``;
 then each paragraph's sentences, with ``paragraph_index`` its position in ``chapter.paragraphs``.
-``index`` counts all of them from 0. Each paragraph is normalised (``normalize``) and then only *cut*
-(``sentences``), never changed, so joining a paragraph's sentences gives back its normalised text.
+``index`` counts all of them from 0. Each paragraph gets the lexicon's pronunciations (``lexicon``),
+is normalised (``normalize``) and then only *cut* (``sentences``), never changed, so joining a
+paragraph's sentences gives back its normalised text. With ``TextOptions.dialogue`` a paragraph is
+first cut at its quotations (``dialogue``): each sentence then lies wholly inside or outside one,
+and says so in its ``role``; the announcement is always the narrator's.
 """
 
 from __future__ import annotations
@@ -14,13 +17,14 @@ from dataclasses import dataclass
 
 from pipeline.errors import BookError
 from pipeline.text.characters import scan_drops
+from pipeline.text.dialogue import split_roles
 from pipeline.text.drops import Drops
 from pipeline.text.marks import SEPARATOR
 from pipeline.text.normalize import normalize_paragraphs
 from pipeline.text.options import TextOptions
 from pipeline.text.sentences import split_paragraphs
 from pipeline.text.sources import with_written_spans
-from pipeline.types import Chapter, Sentence
+from pipeline.types import NARRATOR, Chapter, Sentence
 
 logger = logging.getLogger(__name__)
 TITLE_PARAGRAPH = -1
@@ -58,18 +62,18 @@ def segment_chapter(chapter: Chapter, options: TextOptions | None = None) -> Cha
     options = options or TextOptions()
     drops = Drops()
     title = spoken_title(chapter)
-    sources = [(TITLE_PARAGRAPH, title)] if title.strip() else []
-    sources += list(enumerate(chapter.paragraphs))
-    normalized = normalize_paragraphs([source for _, source in sources], options, drops)
+    sources = _stretches(chapter, title, options)
+    spoken = options.lexicon.apply([text for _, _, text in sources])
+    normalized = normalize_paragraphs(spoken, options, drops)
     pieces = split_paragraphs(normalized, options.max_chars, options.min_chars, options.cjk_weight)
     numbered = [
-        (paragraph_index, piece)
-        for (paragraph_index, _), paragraph_pieces in zip(sources, pieces, strict=True)
-        for piece in paragraph_pieces
+        (paragraph_index, role, piece)
+        for (paragraph_index, role, _), stretch_pieces in zip(sources, pieces, strict=True)
+        for piece in stretch_pieces
     ]
     sentences = [
-        Sentence(chapter.index, number, paragraph_index, piece)
-        for number, (paragraph_index, piece) in enumerate(numbered)
+        Sentence(chapter.index, number, paragraph_index, piece, role=role)
+        for number, (paragraph_index, role, piece) in enumerate(numbered)
     ]
     if options.written:
         sentences = with_written_spans(chapter, title, sentences)
@@ -79,6 +83,18 @@ def segment_chapter(chapter: Chapter, options: TextOptions | None = None) -> Cha
     for warning in warnings:  # the book's warnings, which read_book logs, already count these
         logger.debug("%s", warning)
     return ChapterText(tuple(sentences), warnings)
+
+
+def _stretches(chapter: Chapter, title: str, options: TextOptions) -> list[tuple[int, str, str]]:
+    """(paragraph index, role, text) of what is read, in order: the announcement (the narrator's),
+    then each paragraph, cut at its quotations when dialogue has a voice of its own."""
+    stretches = [(TITLE_PARAGRAPH, NARRATOR, title)] if title.strip() else []
+    for index, paragraph in enumerate(chapter.paragraphs):
+        if options.dialogue:
+            stretches += [(index, role, text) for role, text in split_roles(paragraph, options.book_language)]
+        else:
+            stretches.append((index, NARRATOR, paragraph))
+    return stretches
 
 
 def split_sentences(chapter: Chapter, options: TextOptions | None = None) -> list[Sentence]:

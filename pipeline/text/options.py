@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pipeline.text.lexicon import Lexicon
+
 
 @dataclass(frozen=True)
 class TextOptions:
@@ -21,6 +23,9 @@ class TextOptions:
     read_urls: str = "domain"  # "domain": a link is read as its site ("example dot com"); "drop": left out
     fail_on_unsupported_script: bool = False  # BookError instead of a warning for e.g. Cyrillic or kana
     written: bool = False  # find each sentence's words as the book writes them (Sentence.written)
+    lexicon: Lexicon = Lexicon()  # pronunciations, applied before anything else (``lexicon``)
+    dialogue: bool = False  # cut at quotations and mark the sentences inside them (``dialogue``)
+    book_language: str = ""  # the book's BCP-47 language: its quotation marks
 
     def __post_init__(self) -> None:
         if self.max_chars < 20 or self.max_cjk_chars < 10:

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import Select, func, insert, select, update
 from sqlalchemy.orm import Session
 
+from pipeline.types import NARRATOR
 from storage.repo.statements import execute_many
 from storage.models import Chapter, Job, JobState, Sentence, SentenceState
 
@@ -21,13 +22,15 @@ class NewSentence:
     seed: int
     min_new_tokens: int
     max_new_tokens: int
+    role: str = NARRATOR
 
 
+_GIVEN = ("job_id", "chapter_id", "index", "paragraph_index", "text", "seed", "min_new_tokens",
+          "max_new_tokens", "role")
 # what a new sentence row gets besides its NewSentence fields: the model's own defaults
 _SENTENCE_DEFAULTS = {c.key: c.default.arg for c in Sentence.__table__.c
-                      if c.default is not None and c.default.is_scalar}
-_SENTENCE_KEYS = ("job_id", "chapter_id", "index", "paragraph_index", "text", "seed", "min_new_tokens",
-                  "max_new_tokens", *_SENTENCE_DEFAULTS)
+                      if c.default is not None and c.default.is_scalar and c.key not in _GIVEN}
+_SENTENCE_KEYS = (*_GIVEN, *_SENTENCE_DEFAULTS)
 
 
 def add_chapters(session: Session, job_id: int,
@@ -40,7 +43,7 @@ def add_chapters(session: Session, job_id: int,
     defaults = tuple(_SENTENCE_DEFAULTS.values())
     execute_many(session, insert(Sentence.__table__), _SENTENCE_KEYS, [
         (job_id, chapter.id, s.index, s.paragraph_index, s.text, s.seed, s.min_new_tokens, s.max_new_tokens,
-         *defaults)
+         s.role, *defaults)
         for chapter, (_, _, sentences) in zip(rows, chapters) for s in sentences])
     return rows
 

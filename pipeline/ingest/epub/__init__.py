@@ -7,8 +7,8 @@ document is a chapter (split further at its headings when it holds several chapt
 
 One module per part of the book, in the order :func:`read_epub` reads them: ``container`` (which
 names the package document), ``drm``, ``package`` (manifest, spine, guide), ``metadata`` and
-``cover``, ``navigation`` (the table of contents), ``spine`` (the documents' text), then
-``chapters`` and ``front_matter`` (what is read aloud).
+``cover``, ``navigation`` (the table of contents), ``spine`` (the documents' text), ``lexicons``
+(the book's pronunciation lexicons), then ``chapters`` and ``front_matter`` (what is read aloud).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pipeline.ingest.chapters import RawBook
 from pipeline.ingest.epub.chapters import epub_chapters
 from pipeline.ingest.epub.container import check_mimetype, package_document_member
 from pipeline.ingest.epub.drm import refuse_drm
+from pipeline.ingest.epub.lexicons import book_lexicon
 from pipeline.ingest.epub.metadata import read_metadata
 from pipeline.ingest.epub.navigation import read_table_of_contents
 from pipeline.ingest.epub.notes import collect_notes
@@ -45,9 +46,11 @@ def read_epub(path: Path, options: IngestOptions) -> RawBook:
         metadata = read_metadata(archive, package, path, reading)
         toc, front_members = read_table_of_contents(archive, package, reading)
         docs = spine_documents(archive, package, options, reading, metadata.language)
+        lexicon = book_lexicon(archive, package, [member for doc in docs for member in doc.lexicons], reading)
     chapters = epub_chapters(docs, toc, front_members, metadata.title, options, reading)
     notes, refs, notes_title = collect_notes(docs)
     book = RawBook("epub", metadata, chapters, reading.warnings, notes, refs, notes_title)
     book.formulas = sum(doc.text.formulas for doc in docs)
     book.line_numbers = sum(doc.text.line_numbers for doc in docs)
+    book.lexicon = lexicon
     return book

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
+from pipeline.ingest.epub.lexicons import pronunciation_links
 from pipeline.ingest.epub.members import parse_optional_xhtml
 from pipeline.ingest.epub.package import Package
 from pipeline.ingest.epub.reading import Reading, first_line
@@ -22,6 +23,7 @@ class SpineDocument:
     text: XhtmlText
     offset: int  # index of its first block in the book-wide block list
     front_reason: str = ""  # why it is front or back matter ('' when it is read); set by chapters
+    lexicons: list[str] = field(default_factory=list)  # the pronunciation lexicons it links
 
 
 def spine_documents(
@@ -42,22 +44,24 @@ def spine_documents(
         if not archive.has(item.member):
             reading.warn(f"spine item '{item.member}' is missing from the archive; skipped")
             continue
-        text = _document_text(archive, item.member, extract, reading)
-        if text is None:
+        read = _document_text(archive, item.member, extract, reading)
+        if read is None:
             continue
+        text, lexicons = read
         if not linear and not options.include_nonlinear:
             if not text.notes:
                 continue
             notes = [replace(note, at=0) for note in text.notes]
             text = replace(text, blocks=[], anchors={}, notes=notes)  # its notes only
-        docs.append(SpineDocument(item.member, text, offset))
+        docs.append(SpineDocument(item.member, text, offset, lexicons=lexicons))
         offset += len(text.blocks)
     return docs
 
 
 def _document_text(
     archive: SafeZip, member: str, extract: ExtractOptions, reading: Reading
-) -> XhtmlText | None:
+) -> tuple[XhtmlText, list[str]] | None:
+    """The document's text, and the pronunciation lexicons it links; None when it is unreadable."""
     root = parse_optional_xhtml(
         archive,
         member,
@@ -67,8 +71,9 @@ def _document_text(
     )
     if root is None:
         return None
+    links = pronunciation_links(root, member)  # before the text is taken out of the tree
     try:
-        return extract_text(root, extract)
+        return extract_text(root, extract), links
     except ValueError as exc:  # text that lxml cannot decode, left in a recovered tree
         reading.warn(f"'{member}' holds undecodable text ({first_line(exc)}); skipped")
         return None
