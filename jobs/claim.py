@@ -12,7 +12,7 @@ import logging
 
 from jobs.batch_work import ClaimedBatch, SentenceWork
 from jobs.delivery import Delivery
-from jobs.leases import take_over_from_dead_local_worker
+from jobs.leases import take_over_from_dead_local_worker, this_parent, this_process
 from jobs.record import fail_batch_for_good, finish_batch
 from jobs.runtime import Runtime
 from storage import repo
@@ -27,7 +27,8 @@ def claim_batch(rt: Runtime, batch_id: int, worker: str, take_over_dead: bool = 
     because nothing in it was left (then with the jobs that this made ready to assemble)."""
     settings = rt.settings
     with rt.session() as session:
-        batch = repo.claim_batch(session, batch_id, worker, settings.lease_seconds)
+        parent = this_parent() if worker == this_process() else None
+        batch = repo.claim_batch(session, batch_id, worker, settings.lease_seconds, parent=parent)
         if batch is None and take_over_dead:
             batch = take_over_from_dead_local_worker(session, batch_id, worker)
         if batch is None:

@@ -21,8 +21,24 @@ from pipeline.errors import BookError, BrokerUnreachable, InputError, TtsJobsErr
 
 PROG = "tts-jobs"
 
-app = typer.Typer(help="Batch audiobook factory: books in, ChatTTS-read audiobooks out.",
-                  epilog=f"Example: {PROG} run book.epub --out ~/Audiobooks   (then `{PROG} COMMAND --help`)",
+# The options of a book (`run`, `submit`, `bulk`; `inspect` and `preview` take those that change
+# what is read or heard), one example each
+BOOK_OPTION_EXAMPLES = (
+    ("--chapters 1-3,7,12-", "or a title; numbered as `inspect` lists them"),
+    ("--speed 4", "1 slowest to 9; ChatTTS's own is 5"),
+    ("--lexicon names.txt", "lines like `Hermione = Her-my-oh-nee`"),
+    ("--dialogue-voice anna", "quoted speech in another voice"),
+    ("--oral 2 --pause 4", "the refine pass's levels"),
+    ("--narrator \"Jim Dale\"", "the narrator tag"),
+)
+EPILOG = "\n\n".join([
+    f"Example: {PROG} run book.epub --out ~/Audiobooks   (then `{PROG} COMMAND --help`)",
+    f"Hear it first: {PROG} preview book.epub --chapter 3 -o sample.mp3   (records no job)",
+    "Book options:",
+    *(f"  {PROG} run book.epub {option}   ({what})" for option, what in BOOK_OPTION_EXAMPLES),
+])
+
+app = typer.Typer(help="Batch audiobook factory: books in, ChatTTS-read audiobooks out.", epilog=EPILOG,
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 model_app = typer.Typer(help="ChatTTS weights.", no_args_is_help=True)
@@ -40,7 +56,7 @@ def _register(group: typer.Typer, name: str, function: Callable[..., Any], examp
 _register(app, "run", cli_books.run, "run book.epub --out ~/Audiobooks -f m4b,mp3 --chapters 1-3 --speed 4")
 _register(app, "submit", cli_books.submit, "submit book1.epub book2.epub --priority 5")
 _register(app, "bulk", cli_books.bulk_command, "bulk /srv/books/inbox --out /srv/books/audiobooks --wait")
-_register(app, "inspect", cli_books.inspect, "inspect book.epub --sentences --chapters 1-2 --lexicon names.txt")
+_register(app, "inspect", cli_books.inspect, "inspect book.epub --sentences --chapters 1-2 --lexicon n.txt")
 _register(app, "preview", cli_books.preview, "preview book.epub --chapter 3 --speed 4 -o sample.mp3")
 # recorded jobs
 _register(app, "status", cli_jobs.status, "status 7   (one job in detail; `status --json` for scripts)")

@@ -49,7 +49,9 @@ def reading_choices(
         help="Pronunciations, one `written = spoken` a line, e.g. --lexicon names.txt (beside "
              "$TTS_JOBS_DATA_DIR/lexicon.txt and the book's own; docs/operations.md has the rules).")] = None,
     speed: Annotated[int, typer.Option(
-        "--speed", metavar="1-9", help="The pace: 1 (slowest) to 9 (fastest), ChatTTS's speed_N prompt, e.g. --speed 4.")] = DEFAULT_SPEED,
+        "--speed", metavar="1-9",
+        help="The pace: 1 (slowest) to 9 (fastest), ChatTTS's speed_N prompt, e.g. --speed 4."
+    )] = DEFAULT_SPEED,
     dialogue_voice: Annotated[Optional[str], typer.Option(
         "--dialogue-voice", metavar="NAME",
         help="Quoted speech in another voice, e.g. --dialogue-voice anna (narration keeps --voice).")] = None,

@@ -152,7 +152,9 @@ def describe_options(shown: dict[str, Any]) -> str:
     lexicon = shown.get("lexicon") or {}
     if lexicon.get("entries"):
         files = ", ".join(Path(f).name for f in lexicon.get("files", []))
-        parts.append(f"lexicon {lexicon['entries']} entries" + (f" ({files})" if files else ""))
+        count = lexicon["entries"]
+        entries = f"lexicon {count} {'entry' if count == 1 else 'entries'}"
+        parts.append(f"{entries} ({files})" if files else entries)
     if shown.get("refine"):
         style = ", ".join(f"{level} {value}" for level, value in (shown.get("style") or {}).items())
         parts.append(f"refine ({style})" if style else "refine")
@@ -214,8 +216,9 @@ def print_inspection(report: dict[str, Any], sentences: bool) -> None:
     total = sum(c["estimated_seconds"] for c in report["chapters"])
     console.print(f"estimated audio: {duration(total)}")
     lexicon = report["lexicon"]
-    if lexicon["book"] or lexicon["yours"]:
-        console.print(f"pronunciations: {lexicon['book']} from the book, {lexicon['yours']} of yours")
+    if lexicon["book"] or lexicon["user"]:
+        console.print(f"pronunciations: {lexicon['book']} from the book, "
+                      f"{lexicon['user']} from your lexicons")
     for warning in report["warnings"]:
         console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
     if sentences:

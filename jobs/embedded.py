@@ -17,11 +17,12 @@ import signal
 import socket
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jobs.assemble import assemble_job
+from jobs.book_folders import default_out_root
 from jobs.ingest import ingest_job
 from jobs.lifecycle import RETRYABLE_BY_RUN, fail_job, interrupt_job_in, retry_job
 from jobs.options import JobOptions, recorded_options
@@ -163,6 +164,8 @@ def _unfinished_job(rt: Runtime, book: Path, sha256: str, options: JobOptions) -
     """The newest embedded job of this book with these options that did not finish (or None).
     One made with other options (another speed, voice, lexicon...) is left as it is, and said so:
     its sentences were cut and spoken for those options."""
+    # a job records the library folder it was given, the default one too
+    options = replace(options, out_dir=options.out_dir or default_out_root(rt.settings.data_dir))
     with rt.read_session() as session:
         unfinished = [j for j in repo.find_jobs_by_sha256(session, sha256)
                       if j.embedded and j.job_state not in (JobState.DONE, JobState.CANCELLED)]
@@ -170,7 +173,8 @@ def _unfinished_job(rt: Runtime, book: Path, sha256: str, options: JobOptions) -
     if not same and unfinished:
         other = unfinished[-1]
         log.warning("%s: job %s read this book with other options and did not finish; this run starts "
-                    "anew (`tts-jobs retry %s` resumes that one with its own options)", book, other.id, other.id)
+                    "anew (`tts-jobs retry %s` resumes that one with its own options)",
+                    book, other.id, other.id)
     return same[-1] if same else None
 
 

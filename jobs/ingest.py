@@ -115,6 +115,7 @@ def _record_book(rt: Runtime, session: Session, job: Job, book: Book, chapters: 
 
 def _new_sentence(book_sha256: str, chapter_index: int, sentence: Sentence, speed: int) -> repo.NewSentence:
     floor, cap = lengths.token_limits(sentence.text, speed)
+    seed = sentence_seed(book_sha256, chapter_index, sentence.index)
     return repo.NewSentence(index=sentence.index, paragraph_index=sentence.paragraph_index,
-                            text=sentence.text, seed=sentence_seed(book_sha256, chapter_index, sentence.index),
-                            min_new_tokens=floor, max_new_tokens=cap, role=sentence.role)
+                            text=sentence.text, seed=seed, min_new_tokens=floor, max_new_tokens=cap,
+                            role=sentence.role)

@@ -38,5 +38,5 @@ def inspect_book(path: Path, options: JobOptions = JobOptions(), with_sentences:
     meta = book.metadata
     return {"title": meta.title, "authors": list(meta.authors), "language": meta.language,
             "publisher": meta.publisher, "date": meta.date, "has_cover": meta.cover is not None,
-            "chapters": chapters, "lexicon": {"book": len(book.lexicon), "yours": len(options.lexicon)},
+            "chapters": chapters, "lexicon": {"book": len(book.lexicon), "user": len(options.lexicon)},
             "warnings": list(book.warnings)}

@@ -32,6 +32,24 @@ def this_process() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def this_parent() -> str:
+    """host:pid of this process's parent (a Celery pool child's: the worker's main process)."""
+    return f"{socket.gethostname()}:{os.getppid()}"
+
+
+def death_was_its_doing(parent: str | None) -> bool:
+    """A holder died: was it what it ran? Its parent still alive on this host means the pool child
+    alone died — the OOM killer, a crash: what it ran is suspect. The parent gone too means the
+    whole worker went down (a crashed host, an operator's kill, a restart): not the work's doing.
+    An unknown parent (another host) counts, as it always did."""
+    if not parent:
+        return True
+    host, _, pid = parent.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return True
+    return process_alive(int(pid))
+
+
 def process_alive(pid: int) -> bool:
     """Whether process ``pid`` exists on this host (one of another user's counts as alive)."""
     try:
@@ -126,7 +144,9 @@ def take_over_from_dead_local_worker(session: Session, batch_id: int, worker: st
     if host != worker.rpartition(":")[0] or not pid.isdigit() or process_alive(int(pid)):
         return None
     log.warning("batch=%s: its worker %s died; taking it over", batch_id, batch.leased_by)
-    return repo.take_over_batch(session, batch_id, worker, batch.leased_by)
+    parent = this_parent() if worker == this_process() else None
+    return repo.take_over_batch(session, batch_id, worker, batch.leased_by, parent=parent,
+                                its_doing=death_was_its_doing(batch.holder_parent))
 
 
 def return_batches_of_gone_holders(rt: Runtime) -> list[int]:
@@ -135,12 +155,12 @@ def return_batches_of_gone_holders(rt: Runtime) -> list[int]:
     sends each one's message, once."""
     with rt.read_session() as session:
         held = repo.running_holders(session)
-    gone = [holder for holder, (_, beat) in held.items()
+    gone = [(holder, parent) for holder, (parent, beat) in held.items()
             if holder_gone(holder, beat, rt.settings.lease_seconds)]
     returned: list[int] = []
-    for holder in gone:
+    for holder, parent in gone:
         with rt.session() as session:
-            batch_ids = repo.return_dead_holders_batches(session, holder)
+            batch_ids = repo.return_dead_holders_batches(session, holder, its_doing=death_was_its_doing(parent))
             session.commit()
         if batch_ids:
             log.warning("batches %s: their worker %s went silent; sending them out again", batch_ids, holder)

@@ -114,7 +114,8 @@ class JobOptions:
     def shown(self) -> dict[str, Any]:
         """The choices as `status` shows them: the lexicon by its size and files, the narrator tag
         as it is written."""
-        shown = {key: value for key, value in self.to_json().items() if key not in ("out_dir", "lexicon_files")}
+        shown = {key: value for key, value in self.to_json().items()
+                 if key not in ("out_dir", "lexicon_files")}
         shown["lexicon"] = {"entries": len(self.lexicon), "files": list(self.lexicon_files)}
         shown["narrator"] = self.narrator_tag()
         return shown

@@ -54,7 +54,6 @@ class PreviewPlan:
 class Preview:
     path: Path
     seconds: float
-    texts: list[str]  # what was said
 
 
 def plan_preview(rt: Runtime, book: Path, options: JobOptions, path: Path, chapter: int | None = None,
@@ -76,11 +75,14 @@ def plan_preview(rt: Runtime, book: Path, options: JobOptions, path: Path, chapt
     spoken = _opening(split_sentences(picked, options.speaking(read)), sentences)
     with rt.read_session() as session:
         narrator = resolve_voice(session, options.voice)
-        dialogue = resolve_voice(session, options.dialogue_voice, "--dialogue-voice") if options.dialogue_voice else None
+        dialogue = None
+        if options.dialogue_voice is not None:
+            dialogue = resolve_voice(session, options.dialogue_voice, "--dialogue-voice")
     delivery = Delivery.of(options, narrator, dialogue)
     sha256 = file_sha256(book)
-    work = [_work(number, picked.index, s, delivery, sentence_seed(sha256, picked.index, s.index), options.speed)
-            for number, s in enumerate(spoken)]
+    seeds = [sentence_seed(sha256, picked.index, s.index) for s in spoken]  # as the job's rows have them
+    work = [_work(number, picked.index, s, delivery, seed, options.speed)
+            for number, (s, seed) in enumerate(zip(spoken, seeds))]
     return PreviewPlan(path, picked.index + 1, picked.title, work, [s.paragraph_index for s in spoken])
 
 
@@ -99,7 +101,7 @@ def speak_preview(plan: PreviewPlan, engine: Engine) -> Preview:
              if isinstance(o, SynthesisResult)]
     if not clips:
         raise SynthesisError(f"{plan.path}: no sentence of the preview could be spoken ({outcomes[0]})")
-    return Preview(plan.path, write_preview(clips, plan.path), [w.request.text for w in work])
+    return Preview(plan.path, write_preview(clips, plan.path))
 
 
 def voice_sample(rt: Runtime, engine: Engine, voice: str, path: Path) -> Preview:

@@ -96,7 +96,8 @@ def refined(engine: Engine, work: list[SentenceWork]) -> list[SentenceWork]:
     for prompt, chosen in styles.items():
         refined_texts = engine.refine_texts([w.request.text for w in chosen], RefineParams(prompt=prompt))
         texts.update(zip((w.sentence_id for w in chosen), refined_texts))
-    return [replace(w, request=replace(w.request, text=texts[w.sentence_id])) if w.refine else w for w in work]
+    return [replace(w, request=replace(w.request, text=texts[w.sentence_id])) if w.refine else w
+            for w in work]
 
 
 def learn_from(rt: Runtime, fit: MemoryFit, worker: str | None) -> None:

@@ -15,7 +15,8 @@ from pipeline.errors import OptionError
 SPEEDS = range(1, 10)  # slow to fast; ChatTTS's own prompt is [speed_5]
 DEFAULT_SPEED = 5
 # the refine pass's levels as ChatTTS trained them, each with the option that sets it
-LEVELS = {"oral": ("--oral", range(0, 10)), "laugh": ("--laugh", range(0, 3)), "break": ("--pause", range(0, 8))}
+LEVELS = {"oral": ("--oral", range(0, 10)), "laugh": ("--laugh", range(0, 3)),
+          "break": ("--pause", range(0, 8))}
 
 
 def code_prompt(speed: int = DEFAULT_SPEED) -> str:

@@ -203,11 +203,15 @@ class Batch(Base):
     attempts: Mapped[int] = mapped_column(Integer, default=0)  # claims
     failures: Mapped[int] = mapped_column(Integer, default=0, server_default="0")  # errors raised speaking it
     # deaths of the process holding it: any (the batch then runs alone, never in a stream), and
-    # while it was the only batch its holder ran — the ones that count against it as a poison batch
+    # those that count against it as a poison batch: it was the only batch its holder ran, and
+    # only the holder died, not its whole worker
     holder_deaths: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     solo_deaths: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)  # its last message
     leased_by: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    # the holder's parent (host:pid, the Celery worker's main process): alive when the holder
+    # dies means the pool child alone died, of what it ran; dead too means the whole worker went
+    holder_parent: Mapped[str | None] = mapped_column(String(255), nullable=True)
     leased_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)

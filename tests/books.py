@@ -527,3 +527,26 @@ def nested_toc_epub(path: Path) -> Path:
         nav.append("</ol></li>")
     nav.append("</ol>")
     return custom_epub(path, documents, nav="".join(nav), title="Anthology")
+
+
+PLS_DOCUMENT = """<?xml version="1.0" encoding="UTF-8"?>
+<lexicon version="1.0" xmlns="http://www.w3.org/2005/01/pronunciation-lexicon" alphabet="ipa" xml:lang="en">
+  <lexeme><grapheme>Hermione</grapheme><alias>Her my oh nee</alias></lexeme>
+  <lexeme><grapheme>Quidditch</grapheme><phoneme>ˈkwɪdɪtʃ</phoneme></lexeme>
+  <lexeme><grapheme>Voldemort</grapheme><grapheme>voldemort</grapheme>
+    <alias>Vol de more</alias><alias prefer="true">Vol de mor</alias></lexeme>
+</lexicon>"""
+
+
+def pls_epub(path: Path, chapters: Sequence[ChapterSpec] = (
+        ("One", ["Hermione and Hagrid watched Voldemort play Quidditch and Snitch."]),)) -> Path:
+    """An EPUB 3 with pronunciation lexicons (PLS): one in the manifest, one linked from the content
+    documents only; aliases for Hermione, Voldemort and Hagrid, phonemes alone for Quidditch and Snitch."""
+    linked = PLS_DOCUMENT.replace("Hermione", "Hagrid").replace("Her my oh nee", "Hag rid").replace("Quidditch", "Snitch")
+    link = '<head><link rel="pronunciation" type="application/pls+xml" href="../linked.pls"/>'
+    documents = [(f"text/c{n}.xhtml", chapter_xhtml(title, paragraphs).replace("<head>", link))
+                 for n, (title, paragraphs) in enumerate(chapters, start=1)]
+    nav = "<ol>" + "".join(f'<li><a href="{name}">{escape(title)}</a></li>'
+                           for (name, _), (title, _) in zip(documents, chapters)) + "</ol>"
+    return custom_epub(path, documents, nav=nav, extra_members={"OEBPS/names.pls": PLS_DOCUMENT, "OEBPS/linked.pls": linked},
+                       extra_manifest=['<item id="pls" href="names.pls" media-type="application/pls+xml"/>'])

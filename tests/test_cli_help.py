@@ -15,7 +15,7 @@ import pytest
 from tests.e2e_helpers import TTS_JOBS
 
 ROOT = Path(__file__).resolve().parent.parent
-COMMANDS = ["run", "submit", "bulk", "inspect", "status", "cancel", "retry", "worker", "flower", "bench",
+COMMANDS = ["run", "submit", "bulk", "inspect", "preview", "status", "cancel", "retry", "worker", "flower", "bench",
             "db upgrade", "model synthetic", "model download", "voice new", "voice list"]
 TYPER_LABEL = re.compile(r"<(bool|str|int|float|path|list\[[^\]]*\])>")
 
@@ -42,6 +42,24 @@ def test_run_help_shows_its_defaults() -> None:
     assert re.search(r"--device DEVICE .*default: \(TTS_JOBS_DEVICE, else auto\)", out)
     assert re.search(r"--precision PRECISION .*default: \(TTS_JOBS_PRECISION, else auto\)", out)
     assert "--voice NAME" in out and "[default: default]" in out
+
+
+@pytest.mark.parametrize("command", ["run", "submit", "bulk"])
+def test_each_book_option_is_shown_with_an_example(command: str) -> None:
+    out = " ".join(tts_jobs(command, "--help").stdout.replace("│", " ").split())
+    for example in ("--chapters 1-3,7,12-", "--chapters Loomings", "--speed 4", "--lexicon names.txt",
+                    "--dialogue-voice anna", "--narrator \"Read by ChatTTS\"", "--oral 2", "--laugh 0",
+                    "--pause 4"):
+        assert example in out, example
+    assert out.count("e.g. --") >= 8
+    assert "default: the text as written" in out  # --refine, and the style options that imply it
+
+
+def test_the_main_help_shows_an_example_of_each_book_option_and_the_preview() -> None:
+    out = " ".join(tts_jobs("--help").stdout.replace("│", " ").split())
+    for example in ("--chapters 1-3,7,12-", "--speed 4", "--lexicon names.txt", "--dialogue-voice anna",
+                    "--oral 2 --pause 4", "--narrator", "tts-jobs preview book.epub"):
+        assert f"{example}" in out, example
 
 
 def test_version_comes_from_the_package() -> None:

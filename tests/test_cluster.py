@@ -58,3 +58,49 @@ def test_a_submitted_book_is_finished_by_a_worker(tmp_path: Path, cluster) -> No
     assert listed["id"] == job and listed["state"] == "done" and listed["outputs"] == status["outputs"]
     assert [c["title"] for c in status["chapters"]] == ["One", "Two", "Three"]
     assert all(c["sentences_done"] == c["sentences"] > 0 for c in status["chapters"])
+
+
+def test_a_workers_job_is_spoken_with_its_options_row_by_row(tmp_path: Path, cluster) -> None:  # type: ignore[no-untyped-def]
+    """Chapters, pace, pronunciation, dialogue voice and narrator tag through `submit` and a real
+    worker: each row's request (its DEBUG line) has the pace and the voice of its role, and the
+    audiobook holds the chapters chosen, every sentence once, in order."""
+    import json
+    import re
+
+    from sqlalchemy import create_engine, text
+
+    settings, env = cluster
+    assert cli(["voice", "new", "anna", "--seed", "7"], env).returncode == 0
+    names = tmp_path / "names.txt"
+    names.write_text("harpooneer = harpoon-eer\n", encoding="utf-8")
+    book = write_epub(tmp_path / "moby.epub", "Moby-Dick", [
+        ("Loomings", ["Call me Ishmael."]),
+        ("The Carpet-Bag", ['"Come," said the landlord, "the harpooneer is here."', "I packed my old bag."]),
+        ("The Spouter-Inn", ["“Landlord, where is that harpooneer?” I asked.", "No answer came."])])
+    worker = popen_worker(env, tmp_path / "worker.log", loglevel="DEBUG")
+    try:
+        submitted = cli(["submit", str(book), "--chapters", "2-", "--speed", "7", "--dialogue-voice", "anna",
+                         "--lexicon", str(names), "--narrator", "Nora Narrator"], env)
+        assert submitted.returncode == 0, submitted.stderr
+        status = wait_for_final_state(env, int(submitted.stdout.strip()))
+    finally:
+        terminate(worker)
+    log = read_log(tmp_path / "worker.log")
+    assert status["state"] == "done", (status, log[-4000:])
+    with create_engine(settings.database_url).connect() as db:
+        rows = db.execute(text("SELECT s.id, s.role, s.text, c.index AS chapter, s.index AS position "
+                               "FROM sentences s JOIN chapters c ON c.id = s.chapter_id "
+                               "ORDER BY c.index, s.index")).all()
+    heard = {int(i): (role, voice, prompt) for i, role, voice, prompt in
+             re.findall(r"sentence=(\d+) role=(\w+) voice=(\S+) prompt=(\S+)", log)}
+    assert sorted(heard) == sorted(row.id for row in rows)
+    assert {row.role for row in rows} == {"narrator", "dialogue"} and any("harpoon eer" in r.text for r in rows)
+    for row in rows:
+        voice = "seed:7" if row.role == "dialogue" else "seed:2222"  # anna's seed, the default voice's
+        assert heard[row.id] == (row.role, voice, "[speed_7]"), row
+    m4b = next(Path(p) for p in status["outputs"] if p.endswith(".m4b"))
+    assert [c["tags"]["title"] for c in ffprobe_chapters(m4b)] == ["The Carpet-Bag", "The Spouter-Inn"]
+    timings = json.loads(Path(status["report"]["timings"]["path"]).read_text())
+    assert [(c["index"], s["index"], s["spoken"]) for c in timings["chapters"] for s in c["sentences"]] == \
+        [(row.chapter, row.position, row.text) for row in rows]
+    assert status["options"]["narrator"] == "Nora Narrator" and status["options"]["dialogue_voice"] == "anna"

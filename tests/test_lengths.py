@@ -38,3 +38,16 @@ def test_plain_ascii_text_is_timed_exactly_as_character_by_character() -> None:
             by_character += 0.0 if ch.isspace() and ch != " " else 0.075
         assert estimated_seconds(text) == by_character
     assert estimated_seconds("a\tb\nc") == estimated_seconds("abc")
+
+
+def test_the_limits_follow_the_pace_a_slow_voice_gets_more_room() -> None:
+    """[speed_N] stretches or compresses speech: the cap and floor move with it, the same text at
+    speed 5 keeping the limits it always had."""
+    from pipeline.lengths import token_limits
+
+    text = "A sentence of a reasonable length, read at several speeds by the same voice."
+    floors, caps = zip(*(token_limits(text, speed) for speed in range(1, 10)))
+    assert list(caps) == sorted(caps, reverse=True) and caps[0] > caps[4] > caps[8]
+    assert list(floors) == sorted(floors, reverse=True)
+    assert token_limits(text, 5) == token_limits(text) == (min_new_tokens(text), max_new_tokens(text))
+    assert estimated_seconds(text, 9) < estimated_seconds(text) < estimated_seconds(text, 1)

@@ -306,9 +306,9 @@ def test_refine_runs_only_for_the_jobs_that_asked_for_it(rt, tmp_path: Path, tin
     class CountingEngine(FailingEngine):
         refined: list[str] = []
 
-        def refine_texts(self, texts):  # type: ignore[no-untyped-def]
+        def refine_texts(self, texts, *params):  # type: ignore[no-untyped-def]
             self.refined.extend(texts)
-            return self._engine.refine_texts(texts)
+            return self._engine.refine_texts(texts, *params)
 
     plain = _ingested_job(rt, tmp_path, [("Plain", ["Read as written."])], name="plain")
     book = write_epub(tmp_path / "refined.epub", "Refined", [("Refined", ["Read with breaths."])])

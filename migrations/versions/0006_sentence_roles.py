@@ -5,7 +5,7 @@ each sentence records which (``narrator`` or ``dialogue``). Rows before this are
 
 Revision ID: 0006
 Revises: 0005
-Create Date: 2026-12-03 10:00:00
+Create Date: 2026-12-01 18:00:00
 """
 
 from __future__ import annotations

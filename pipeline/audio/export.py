@@ -250,11 +250,12 @@ def encode_readalong_audio(
     return _encode(args, final_path, f"encode chapter {chapter.index + 1} for the read-along EPUB")
 
 
-def encode_clip(wav_path: Path, audio_format: str, final_path: Path, filters: str, bitrate: str = "64k") -> Path:
+def encode_clip(wav_path: Path, audio_format: str, final_path: Path, filters: str,
+                bitrate: str = "64k") -> Path:
     """A short WAV (a preview) as ``audio_format`` (a per-chapter format) through ffmpeg's
     ``filters``, untagged, written as the other files are: under a temporary name, then renamed."""
-    args = ["-i", str(wav_path), "-map", "0:a", "-map_metadata", "-1", "-af", filters, "-ar", str(SAMPLE_RATE)]
-    args += [*_CODEC_ARGS[audio_format](bitrate), *_BITEXACT]
+    args = ["-i", str(wav_path), "-map", "0:a", "-map_metadata", "-1", "-af", filters]
+    args += ["-ar", str(SAMPLE_RATE), *_CODEC_ARGS[audio_format](bitrate), *_BITEXACT]
     return _encode(args, final_path, f"encode the preview as {audio_format}")
 
 

@@ -40,7 +40,10 @@ def select_chapters(chapters: Sequence[Chapter], values: Sequence[str], path: ob
         return list(chapters)
     chosen: set[int] = set()
     for value in values:
-        chosen |= _numbered(chapters, value, path) if _NUMBERS.match(value) else {_titled(chapters, value, path)}
+        if _NUMBERS.match(value):
+            chosen |= _numbered(chapters, value, path)
+        else:
+            chosen.add(_titled(chapters, value, path))
     return [chapter for number, chapter in enumerate(chapters, start=1) if number in chosen]
 
 
@@ -50,8 +53,8 @@ def _ranges(value: str) -> list[tuple[int, int | None]]:
         low, dash, high = (piece.strip() for piece in part.partition("-"))
         first, last = int(low or 1), (int(high) if high else None) if dash else int(low)
         if first < 1 or (last is not None and last < first):
-            raise OptionError(f"--chapters {value}: {part.strip()!r} names no chapter (chapters count from 1, "
-                              "and a range goes from the lower number to the higher)")
+            raise OptionError(f"--chapters {value}: {part.strip()!r} names no chapter (chapters count "
+                              "from 1, and a range goes from the lower number to the higher)")
         ranges.append((first, last))
     return ranges
 
@@ -76,7 +79,8 @@ def _titled(chapters: Sequence[Chapter], value: str, path: object) -> int:
     if not found:
         raise BookError(path, f"--chapters {value!r}: no chapter is titled so",
                         f"{_LISTED}, or give a part of one title")
-    named = ", ".join(f"{n} {chapters[n - 1].title!r}" for n in found[:6]) + (" ..." if len(found) > 6 else "")
+    named = ", ".join(f"{n} {chapters[n - 1].title!r}" for n in found[:6])
+    named += " ..." if len(found) > 6 else ""
     raise BookError(path, f"--chapters {value!r} fits {len(found)} chapters: {named}",
                     "give their numbers, or more of the title")
 

@@ -102,10 +102,11 @@ def split_sentences(chapter: Chapter, options: TextOptions | None = None) -> lis
 
     Args:
         chapter: a chapter from ``pipeline.ingest.read_book``.
-        options: sentence length limits, language forcing, link reading, strictness.
+        options: sentence length limits, language forcing, link reading, strictness, the
+            pronunciation lexicon, and whether quotations are cut out for a dialogue voice.
 
     Returns:
-        Sentences with ``index`` running from 0 over the whole chapter. What normalisation dropped is
+        Sentences with ``index`` running from 0 over the whole chapter, each with its ``role``. What normalisation dropped is
         counted in the book's warnings (``segment_chapter`` returns this chapter's count too).
 
     Raises:

@@ -64,8 +64,8 @@ def parse_lexicon(text: str, source: str) -> tuple[Entry, ...]:
                               "`written = spoken` (a tab also separates)")
         written, spoken = line[:cut].strip(), line[cut + 1:].strip()
         if not written:
-            raise OptionError(f"{source} line {number}: nothing before the '=': write the word as the "
-                              "book has it, then what to say")
+            raise OptionError(f"{source} line {number}: nothing before the '=': write it as "
+                              "`written = spoken`, the word as the book has it first")
         entries.append((written, _CONTROL.sub(" ", spoken)))
     return tuple(entries)
 

@@ -44,7 +44,7 @@ def create_batches(session: Session, plan: Sequence[PlannedBatch],
 
 
 def claim_batch(session: Session, batch_id: int, worker: str, lease_seconds: float,
-                now: datetime | None = None) -> Batch | None:
+                now: datetime | None = None, parent: str | None = None) -> Batch | None:
     """Lease a batch for ``worker``: queued ones, running ones whose lease expired, or its own
     (a retried task of the same process).
 
@@ -60,8 +60,8 @@ def claim_batch(session: Session, batch_id: int, worker: str, lease_seconds: flo
                         # a process runs one task at a time: its own earlier attempt has ended
                         or_(Batch.heartbeat_at.is_(None), Batch.heartbeat_at < stale,
                             Batch.leased_by == worker))))
-        .values(state=BatchState.RUNNING.value, leased_by=worker, leased_at=now, heartbeat_at=now,
-                attempts=Batch.attempts + 1)
+        .values(state=BatchState.RUNNING.value, leased_by=worker, holder_parent=parent, leased_at=now,
+                heartbeat_at=now, attempts=Batch.attempts + 1)
         .execution_options(synchronize_session=False)
     )
     if result.rowcount != 1:
@@ -105,16 +105,19 @@ def batch_needs_refine(session: Session, batch_id: int) -> bool:
     return any(bool((o or {}).get("refine")) for o in options)
 
 
-def take_over_batch(session: Session, batch_id: int, worker: str, dead_worker: str) -> Batch | None:
-    """Take a running batch from a worker known to be dead (its process is gone from this host),
-    counting the death against the batch (alone, if it was the only batch the dead one held)."""
+def take_over_batch(session: Session, batch_id: int, worker: str, dead_worker: str,
+                    parent: str | None = None, its_doing: bool = True) -> Batch | None:
+    """Take a running batch from a worker known to be dead (its process is gone from this host).
+    The death counts against the batch when ``its_doing`` (only the holder died, not its whole
+    worker) and the batch was the only one the dead process held."""
     now = utcnow()
-    solo = _held_by(session, dead_worker) == 1
+    counted = its_doing and _held_by(session, dead_worker) == 1
     result = session.execute(
         update(Batch)
         .where(Batch.id == batch_id, Batch.state == BatchState.RUNNING.value, Batch.leased_by == dead_worker)
-        .values(leased_by=worker, leased_at=now, heartbeat_at=now, attempts=Batch.attempts + 1,
-                holder_deaths=Batch.holder_deaths + 1, solo_deaths=Batch.solo_deaths + int(solo))
+        .values(leased_by=worker, holder_parent=parent, leased_at=now, heartbeat_at=now,
+                attempts=Batch.attempts + 1, holder_deaths=Batch.holder_deaths + 1,
+                solo_deaths=Batch.solo_deaths + int(counted))
         .execution_options(synchronize_session=False)
     )
     if result.rowcount != 1:
@@ -177,26 +180,26 @@ def release_batch(session: Session, batch_id: int, worker: str, error: str) -> b
     return result.rowcount == 1
 
 
-def running_holders(session: Session) -> dict[str, tuple[list[int], datetime | None]]:
-    """Every process holding running batches: its batches and its latest heartbeat."""
-    held: dict[str, tuple[list[int], datetime | None]] = {}
-    rows = session.execute(select(Batch.id, Batch.leased_by, Batch.heartbeat_at)
+def running_holders(session: Session) -> dict[str, tuple[str | None, datetime | None]]:
+    """Every process holding running batches: its parent (as recorded) and its latest heartbeat."""
+    held: dict[str, tuple[str | None, datetime | None]] = {}
+    rows = session.execute(select(Batch.leased_by, Batch.holder_parent, Batch.heartbeat_at)
                            .where(Batch.state == BatchState.RUNNING.value).order_by(Batch.id))
-    for batch_id, holder, beat in rows:
-        ids, latest = held.get(holder or "", ([], None))
-        ids.append(batch_id)
-        held[holder or ""] = (ids, max((b for b in (latest, beat) if b is not None), default=None))
+    for holder, parent, beat in rows:
+        _, latest = held.get(holder or "", (None, None))
+        held[holder or ""] = (parent, max((b for b in (latest, beat) if b is not None), default=None))
     return held
 
 
-def return_dead_holders_batches(session: Session, holder: str) -> list[int]:
-    """A dead process's running batches back to the queue, each counting the death (alone, if it
-    held only that one). Returns the batches this call returned: one sweeper resends each, once."""
-    solo = _held_by(session, holder) == 1
+def return_dead_holders_batches(session: Session, holder: str, its_doing: bool = True) -> list[int]:
+    """A dead process's running batches back to the queue, each a suspect from now on; the death
+    counts against a batch when ``its_doing`` and it was the only one the dead process held.
+    Returns the batches this call returned: one sweeper resends each, once."""
+    counted = its_doing and _held_by(session, holder) == 1
     result = session.execute(
         update(Batch).where(Batch.leased_by == holder, Batch.state == BatchState.RUNNING.value)
-        .values(state=BatchState.QUEUED.value, leased_by=None, heartbeat_at=None, sent_at=None,
-                holder_deaths=Batch.holder_deaths + 1, solo_deaths=Batch.solo_deaths + int(solo))
+        .values(state=BatchState.QUEUED.value, leased_by=None, holder_parent=None, heartbeat_at=None,
+                sent_at=None, holder_deaths=Batch.holder_deaths + 1, solo_deaths=Batch.solo_deaths + int(counted))
         .returning(Batch.id)
         .execution_options(synchronize_session=False))
     return sorted(result.scalars())

@@ -32,8 +32,9 @@ def pronunciation_links(root: etree._Element, member: str) -> list[str]:
 def book_lexicon(archive: SafeZip, package: Package, linked: list[str], reading: Reading
                  ) -> list[tuple[str, str]]:
     """(written, spoken) of every alias in the book's PLS documents, in the order they are listed."""
-    members = [item.member for item in package.manifest.values() if item.media_type == PLS_TYPE and item.member]
-    members += [member for member in linked if member not in members]
+    listed = [item.member for item in package.manifest.values()
+              if item.media_type == PLS_TYPE and item.member]
+    members = list(dict.fromkeys([*listed, *linked]))  # each document once, however often it is linked
     entries: list[tuple[str, str]] = []
     phonemes_only: list[str] = []
     for member in members:
@@ -46,12 +47,13 @@ def book_lexicon(archive: SafeZip, package: Package, linked: list[str], reading:
         reading.warn(f"the book's pronunciation lexicon gives {len(words)} words only as phonemes, "
                      f"which the voice cannot read ({named}); respell them in a --lexicon file "
                      "(`word = how to say it`)")
-    return entries
+    return list(dict.fromkeys(entries))  # the same alias in two lexicons counts once
 
 
 def _lexicon_root(archive: SafeZip, member: str, reading: Reading) -> etree._Element | None:
     if not archive.has(member):
-        reading.warn(f"pronunciation lexicon '{member}' is missing from the archive; its words are read as written")
+        reading.warn(f"pronunciation lexicon '{member}' is missing from the archive; "
+                     "its words are read as written")
         return None
     try:
         root = parse_xml(archive.read(member, max_bytes=MAX_METADATA_XML_BYTES))
