@@ -65,18 +65,63 @@ JobsReady = Callable[[list[int]], None]  # jobs whose every sentence is spoken: 
 BatchReturned = Callable[[int], None]  # a batch given back to the queue: send its message again
 
 
+@dataclass(frozen=True)
+class StreamScope:
+    """Which queued batches a stream takes, for how long, and who hears of each one recorded.
+
+    A worker's stream takes any batch for ``Settings.stream_seconds``; an embedded run's takes its
+    own job's batches (``job_id``) until there are none (``seconds`` None)."""
+
+    seconds: float | None
+    job_id: int | None = None
+    on_recorded: Callable[[], None] | None = None
+
+    @staticmethod
+    def of_worker(rt: Runtime) -> StreamScope:
+        return StreamScope(seconds=rt.settings.stream_seconds)
+
+
 def synthesize_stream(rt: Runtime, engine: Engine, batch_id: int, worker: str, jobs_ready: JobsReady,
                       batch_returned: BatchReturned, learned_by: str | None = None) -> None:
     """Speak batch ``batch_id`` and the queued batches after it as one stream (see the module).
     ``learned_by`` names the device's worker for an out-of-memory limit (None: not recorded)."""
     claimed, ready = _claim_first(rt, batch_id, worker)
     jobs_ready(ready)
-    if claimed is None:
-        return
+    if claimed is not None:
+        _speak(rt, engine, claimed, worker, jobs_ready, batch_returned, learned_by, StreamScope.of_worker(rt))
+
+
+def speak_job(rt: Runtime, engine: Engine, job_id: int, worker: str, learned_by: str | None = None,
+              on_recorded: Callable[[], None] | None = None) -> None:
+    """Every queued batch of job ``job_id`` through the decode slots as one stream, in this
+    process (the embedded run): its slots stay full from batch to batch, each batch is recorded
+    as soon as its last WAV is written (``on_recorded`` hears it), and a batch that needs the
+    refine pass, or whose last holder died, runs on its own."""
+    scope = StreamScope(seconds=None, job_id=job_id, on_recorded=on_recorded)
+    tried: set[int] = set()
+    while True:
+        with rt.read_session() as session:
+            batch_id = repo.next_queued_batch(session, suspects=True, job_id=job_id)
+        if batch_id is None or batch_id in tried:  # a batch that cannot be claimed is left queued
+            return
+        tried.add(batch_id)
+        claimed, _ = claim_batch(rt, batch_id, worker, take_over_dead=True)
+        if claimed is not None:
+            _speak(rt, engine, claimed, worker, _unheard, _unheard, learned_by, scope)
+
+
+def _speak(rt: Runtime, engine: Engine, claimed: ClaimedBatch, worker: str, jobs_ready: JobsReady,
+           batch_returned: BatchReturned, learned_by: str | None, scope: StreamScope) -> None:
     if claimed.refines or claimed.suspect:
         jobs_ready(speak_claimed_batch(rt, engine, claimed, worker, learned_by))
+        if scope.on_recorded is not None:
+            scope.on_recorded()
         return
-    _Stream(rt, engine, claimed, worker, jobs_ready, batch_returned, learned_by).run()
+    _Stream(rt, engine, claimed, worker, jobs_ready, batch_returned, learned_by, scope).run()
+
+
+def _unheard(_: object) -> None:
+    return None
 
 
 def _claim_first(rt: Runtime, batch_id: int, worker: str) -> tuple[ClaimedBatch | None, list[int]]:
@@ -114,12 +159,14 @@ class _Stream:
     waveform thread (``_on_result``) and the recorder (``_record``); ``lock`` guards what they share."""
 
     def __init__(self, rt: Runtime, engine: Engine, first: ClaimedBatch, worker: str,
-                 jobs_ready: JobsReady, batch_returned: BatchReturned, learned_by: str | None) -> None:
+                 jobs_ready: JobsReady, batch_returned: BatchReturned, learned_by: str | None,
+                 scope: StreamScope) -> None:
         from pipeline.audio import SentenceWavWriter
 
         self.rt, self.engine, self.first, self.worker = rt, engine, first, worker
         self.jobs_ready, self.batch_returned, self.learned_by = jobs_ready, batch_returned, learned_by
-        self.deadline = time.monotonic() + rt.settings.stream_seconds
+        self.scope = scope
+        self.deadline = time.monotonic() + (scope.seconds if scope.seconds is not None else float("inf"))
         self.queue_deep = False  # as the last claim saw the queue (read on the engine's loop thread)
         self.sentences: list[tuple[int, SentenceWork]] = []  # stream index -> (batch, sentence)
         self.in_flight: dict[int, _InFlight] = {}
@@ -162,10 +209,10 @@ class _Stream:
         as does a batch that could not be recorded (a full disk would fail every batch after it)."""
         while time.monotonic() < self.deadline and not self._recording_failed():
             with self.rt.read_session() as session:
-                batch_id = repo.next_queued_batch(session)
+                batch_id = repo.next_queued_batch(session, job_id=self.scope.job_id)
                 refines = batch_id is not None and repo.batch_needs_refine(session, batch_id)
                 # many left for the other workers: the next one may be claimed as soon as a slot is free
-                self.queue_deep = repo.queued_batch_count(session) > DEEP_QUEUE
+                self.queue_deep = repo.queued_batch_count(session, self.scope.job_id) > DEEP_QUEUE
             if batch_id is None or refines:
                 return None
             claimed, ready = claim_batch(self.rt, batch_id, self.worker)
@@ -209,6 +256,8 @@ class _Stream:
         log_batch_done(batch_id, outcomes, synthesized_at - flight.began, written_at - synthesized_at,
                        time.monotonic() - written_at)
         self.jobs_ready(ready)
+        if self.scope.on_recorded is not None:
+            self.scope.on_recorded()
 
     def _recording_failed(self) -> bool:
         with self.lock:

@@ -31,7 +31,7 @@ from jobs.cli_progress import Finished, ProgressDisplay, set_loudness, silence_d
 from jobs.embedded import RunStopped, plan_run, run_book
 from jobs.inspect_book import inspect_book
 from jobs.preview import DEFAULT_SENTENCES, plan_preview, speak_preview
-from jobs.runtime import Runtime, open_engine, open_runtime
+from jobs.runtime import EngineLoading, Runtime, open_engine, open_runtime
 from jobs.settings import Settings
 from jobs.status import JobStatus, StageProgress, job_statuses, jobs_progress
 from jobs.submit import check_options, submit_book, withdraw_job
@@ -51,6 +51,9 @@ DeviceOpt = Annotated[Optional[str], typer.Option(
     metavar="DEVICE", show_default="TTS_JOBS_DEVICE, else auto", help="auto, cpu, cuda, cuda:N")]
 PrecisionOpt = Annotated[Optional[str], typer.Option(
     metavar="PRECISION", show_default="TTS_JOBS_PRECISION, else auto", help="auto, fp32, fp16, bf16, int8")]
+MemoryGibOpt = Annotated[Optional[float], typer.Option(
+    "--memory-gib", metavar="GIB", min=0.1, show_default="TTS_JOBS_MEMORY_GIB, else the whole card",
+    help="The most GPU memory to use (a hard cap); batches and decode slots are sized from it.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Errors and the final output paths only.")]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Debug logs.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
@@ -77,6 +80,7 @@ def run(
     narrator: NarratorOpt = None,
     device: DeviceOpt = None,
     precision: PrecisionOpt = None,
+    memory_gib: MemoryGibOpt = None,
     fresh: Annotated[bool, typer.Option(
         "--fresh", help="Start over instead of resuming this book's unfinished run.")] = False,
     quiet: QuietOpt = False,
@@ -86,15 +90,15 @@ def run(
 
     An interrupted run of the same book with the same options is resumed: what was spoken is kept."""
     set_loudness(quiet, verbose)
-    settings = Settings.from_env().with_overrides(model_dir=model_dir, device=device, precision=precision)
+    settings = Settings.from_env().with_overrides(model_dir=model_dir, device=device, precision=precision,
+                                                  memory_gib=memory_gib)
     rt = open_runtime(settings)
     options = job_options({**reading, **style}, settings.data_dir, fmt, out, voice, 0, narrator)
     plan = plan_run(rt, book, options, fresh=fresh)  # bad input ends here, before the model loads
     with stopped_with_a_word(), ProgressDisplay(book.name) as display:
         display(StageProgress("resuming" if plan.resume_job else "loading the model"))
         silence_dependency_bars()
-        engine = open_engine(settings)
-        job_id = run_book(rt, plan, engine, display)
+        job_id = run_book(rt, plan, EngineLoading(settings), display)  # the book is read while it loads
     print_finished(rt, job_id, display)
 
 

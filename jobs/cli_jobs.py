@@ -14,7 +14,7 @@ from jobs.cli_progress import ProgressDisplay, set_loudness, silence_dependency_
 from jobs.embedded import resume, run_job
 from jobs.lifecycle import cancel_job, fail_job, resumes_in_process, retry_job
 from jobs.runners import recognise_interrupted
-from jobs.runtime import Runtime, open_engine, open_runtime
+from jobs.runtime import EngineLoading, Runtime, open_runtime
 from jobs.settings import Settings
 from jobs.status import StageProgress, job_statuses
 
@@ -82,8 +82,7 @@ def retry(
         with stopped_with_a_word(), ProgressDisplay(f"job {job}") as display:
             display(StageProgress("loading the model"))
             silence_dependency_bars()
-            engine = open_engine(settings)
-            run_job(rt, resume(rt, job), engine, display)
+            run_job(rt, resume(rt, job), EngineLoading(settings), display)
         print_finished(rt, job, display)
         return
     _retry_on_the_workers(rt, job)

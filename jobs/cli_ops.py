@@ -32,9 +32,14 @@ def worker(
     name: Annotated[Optional[str], typer.Option(
         metavar="NAME", help="Worker name (default tts@HOST).")] = None,
     loglevel: Annotated[str, typer.Option(metavar="LEVEL", help="Celery log level.")] = "INFO",
+    memory_gib: Annotated[Optional[float], typer.Option(
+        "--memory-gib", metavar="GIB", min=0.1, show_default="TTS_JOBS_MEMORY_GIB, else the whole card",
+        help="The most GPU memory each synthesis worker uses (a hard cap).")] = None,
 ) -> None:
     """Start a Celery worker for this app. With no options it serves every queue."""
     silence_dependency_bars()  # a log file is no place for "Loading weights" bars
+    if memory_gib is not None:  # read by the worker processes' settings
+        os.environ["TTS_JOBS_MEMORY_GIB"] = str(memory_gib)
     if gpus is not None:
         raise SystemExit(workers.supervise_gpu_workers(workers.parse_gpu_list(gpus), loglevel))
     spec = workers.worker_spec(queues=queues, concurrency=concurrency, gpu=gpu, cpu=cpu, name=name)
@@ -144,6 +149,10 @@ def bench(
     slots: Annotated[Optional[int], typer.Option(
         metavar="N", show_default="the batch",
         help="Sentences decoded at once (continuous batching).")] = None,
+    memory_gib: Annotated[Optional[float], typer.Option(
+        "--memory-gib", metavar="GIB", min=0.1,
+        help="Cap GPU memory for both systems at GIB, as a smaller card; tts-jobs sizes batches and "
+             "slots from it, upstream rows that do not fit say so.")] = None,
     upstream_batch: Annotated[list[int], typer.Option(
         metavar="N", show_default="4,64,256,512 on CUDA; 4,16 on CPU",
         help="Batch sizes of the upstream rows; repeat.")] = (),
@@ -168,4 +177,4 @@ def bench(
         model_dir=model_dir, synthetic=synthetic, device=device, precision=list(precision),
         sentences=sentences, seed=seed, batch=batch, slots=slots, upstream_batch=list(upstream_batch),
         scaling_batch=list(scaling_batch), upstream_seconds=upstream_seconds, no_upstream=no_upstream,
-        json=json_path))
+        memory_gib=memory_gib, json=json_path))

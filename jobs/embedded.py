@@ -29,8 +29,8 @@ from jobs.options import JobOptions, recorded_options
 from jobs.plan import device_memory_bytes, plan_pending, register_synthesis_worker
 from jobs.leases import this_process
 from jobs.runners import recognise_interrupted, run_heartbeat
-from jobs.runtime import Runtime
-from jobs.speak import synthesize_batch
+from jobs.batch_stream import speak_job
+from jobs.runtime import EngineLoading, Runtime
 from jobs.status import OnStage, StageProgress, job_statuses, speaking_progress
 from jobs.submit import check_options, submit_book, validate_book
 from pipeline.errors import AssemblyError, TtsJobsError
@@ -89,7 +89,8 @@ def plan_run(rt: Runtime, book: Path, options: JobOptions, fresh: bool = False) 
     return RunPlan(book=book, options=options, resume_job=unfinished.id if unfinished else None)
 
 
-def run_book(rt: Runtime, plan: RunPlan, engine: Engine, on_stage: OnStage | None = None) -> int:
+def run_book(rt: Runtime, plan: RunPlan, engine: Engine | EngineLoading,
+             on_stage: OnStage | None = None) -> int:
     """The whole job in this process (a new one, or ``plan.resume_job`` continued). Returns its id.
 
     The job ends done, failed or, stopped by a signal (RunStopped), interrupted."""
@@ -111,9 +112,11 @@ def resume(rt: Runtime, job_id: int) -> int:
     return job_id
 
 
-def run_job(rt: Runtime, job_id: int, engine: Engine, on_stage: OnStage | None = None) -> None:
+def run_job(rt: Runtime, job_id: int, engine: Engine | EngineLoading,
+            on_stage: OnStage | None = None) -> None:
     """Every stage of one embedded job, in this process, under its heartbeat and the stop signals;
-    ``on_stage`` hears each stage as it starts and how far it is (reading, speaking, assembling...)."""
+    ``on_stage`` hears each stage as it starts and how far it is (reading, speaking, assembling...).
+    ``engine`` may still be loading (``EngineLoading``): the book is read meanwhile."""
     runner = this_process()
     with run_heartbeat(rt, job_id, runner), stop_on_signals():
         try:
@@ -129,20 +132,24 @@ def run_job(rt: Runtime, job_id: int, engine: Engine, on_stage: OnStage | None =
             raise
 
 
-def _stages(rt: Runtime, job_id: int, engine: Engine, runner: str, on_stage: OnStage) -> None:
+def _stages(rt: Runtime, job_id: int, engine: Engine | EngineLoading, runner: str,
+            on_stage: OnStage) -> None:
+    """Read the book (while the engine loads, if it still does), plan it for this device, speak
+    every batch as one stream through the decode slots, assemble."""
     worker = f"embedded@{socket.gethostname()}"
-    register_synthesis_worker(rt, engine, worker, device_memory_bytes(engine))
     on_stage(StageProgress("reading"))
     if not ingest_job(rt, job_id):
         return
     _give_back(rt, job_id)  # a killed run's batches: this run speaks them again
+    engine = engine.get() if isinstance(engine, EngineLoading) else engine
+    register_synthesis_worker(rt, engine, worker, device_memory_bytes(engine))
     plan_pending(rt, [job_id])
-    with rt.read_session() as session:
-        batches = repo.job_batches(session, job_id, [BatchState.QUEUED])
-    on_stage(speaking_progress(job_statuses(rt, job_id)[0]))
-    for batch_id in batches:
-        synthesize_batch(rt, engine, batch_id, worker=runner, learned_by=worker)
+
+    def recorded() -> None:
         on_stage(speaking_progress(job_statuses(rt, job_id)[0]))
+
+    recorded()
+    speak_job(rt, engine, job_id, worker=runner, learned_by=worker, on_recorded=recorded)
     assemble_job(rt, job_id, on_stage)
 
 

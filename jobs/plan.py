@@ -120,9 +120,5 @@ def record_learned_rows(rt: Runtime, worker: str, rows: int) -> None:
 
 
 def device_memory_bytes(engine: Engine) -> int | None:
-    """Total memory of the engine's GPU (None on CPU). torch is already loaded by the engine."""
-    if not engine.device.startswith("cuda"):
-        return None
-    import torch
-
-    return int(torch.cuda.get_device_properties(torch.device(engine.device)).total_memory)
+    """The GPU memory the engine may use: its cap (TTS_JOBS_MEMORY_GIB) or the whole card; None on CPU."""
+    return engine.memory_budget_bytes()

@@ -4,6 +4,9 @@ for synthesis, the engine loaded from the same settings."""
 from __future__ import annotations
 
 import functools
+import logging
+import threading
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -15,6 +18,8 @@ from storage.db import make_engine, make_read_session_factory, make_session_fact
 
 if TYPE_CHECKING:
     from pipeline.engine import Engine
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -55,9 +60,42 @@ def upgrade_database(settings: Settings, revision: str = "head") -> None:
     upgrade(settings.database_url, revision)
 
 
+class EngineLoading:
+    """The engine loaded (and warmed up: kernels compiled, memory model calibrated) on a thread of
+    its own, so that a run reads its book meanwhile; ``get()`` waits for it. A daemon thread: a
+    run stopped during the load exits without waiting for it."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._done = threading.Event()
+        self._engine: Engine | None = None
+        self._error: BaseException | None = None
+        threading.Thread(target=self._load, args=(settings,), name="engine-load", daemon=True).start()
+
+    def _load(self, settings: Settings) -> None:
+        try:
+            began = time.perf_counter()
+            engine = open_engine(settings)
+            loaded = time.perf_counter()
+            engine.warm_up()
+            log.info("engine loaded in %.1f s, warmed up in %.1f s", loaded - began, time.perf_counter() - loaded)
+            self._engine = engine
+        except BaseException as exc:  # handed to whoever waits for the engine
+            self._error = exc
+        finally:
+            self._done.set()
+
+    def get(self) -> Engine:
+        while not self._done.wait(0.2):  # in slices: Ctrl-C reaches the waiting main thread
+            pass
+        if self._error is not None:
+            raise self._error
+        assert self._engine is not None
+        return self._engine
+
+
 def open_engine(settings: Settings) -> Engine:
     """The synthesis engine on the settings' weights, device and precision (loaded now: seconds)."""
     from pipeline.engine import EngineConfig, load_engine
 
     return load_engine(EngineConfig(model_dir=settings.model_dir, device=settings.device,
-                                    precision=settings.precision))
+                                    precision=settings.precision, memory_gib=settings.memory_gib))

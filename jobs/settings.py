@@ -8,7 +8,8 @@
 | TTS_JOBS_MODEL_DIR | (Hugging Face cache) | ChatTTS weights in upstream layout |
 | TTS_JOBS_DEVICE | auto | auto, cpu, cuda, cuda:N |
 | TTS_JOBS_PRECISION | auto | auto, fp32, fp16, bf16, int8 |
-| TTS_JOBS_MEMORY_FRACTION | 0.85 | share of GPU memory the planner may plan for |
+| TTS_JOBS_MEMORY_GIB | (the card) | the most GPU memory a synthesis process may use, a hard cap (as a smaller card would have); batches and decode slots are sized from it |
+| TTS_JOBS_MEMORY_FRACTION | 0.85 | share of GPU memory (or of the cap) the planner may plan for |
 | TTS_JOBS_MAX_BATCH | 1024 (GPU) / 16 (CPU) | most sentences in one batch (the pool its decode slots draw from; the planner's memory cap may allow fewer) |
 | TTS_JOBS_SLOTS | (the batch) | most sentences a GPU worker decodes at once; the rest of the batch waits for a free slot |
 | TTS_JOBS_STREAM_SECONDS | 60 | how long a synthesis worker goes on claiming the next batch into the decode slots of the one it runs (jobs/batch_stream.py); 0 runs every batch on its own |
@@ -25,6 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline.errors import InputError
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -34,6 +37,7 @@ class Settings:
     model_dir: Path | None
     device: str = "auto"
     precision: str = "auto"
+    memory_gib: float | None = None  # None: the whole card
     memory_fraction: float = 0.85
     max_batch: int | None = None  # None: decided by the device (see batch_rows)
     slots: int | None = None  # None: every sentence of a batch decodes at once
@@ -59,6 +63,7 @@ class Settings:
             model_dir=Path(model_dir).expanduser() if model_dir else None,
             device=env.get("TTS_JOBS_DEVICE", "auto"),
             precision=env.get("TTS_JOBS_PRECISION", "auto"),
+            memory_gib=memory_gib(env.get("TTS_JOBS_MEMORY_GIB")),
             memory_fraction=float(env.get("TTS_JOBS_MEMORY_FRACTION", "0.85")),
             max_batch=int(max_batch) if max_batch else None,
             slots=int(slots) if slots else None,
@@ -87,6 +92,19 @@ class Settings:
         from dataclasses import replace
 
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+def memory_gib(text: str | None, name: str = "TTS_JOBS_MEMORY_GIB") -> float | None:
+    """A GPU memory cap in GiB (``4``, ``7.5``); None when unset. Raises InputError naming ``name``."""
+    if not text:
+        return None
+    try:
+        gib = float(text)
+    except ValueError:
+        gib = float("nan")
+    if not gib > 0 or gib == float("inf"):
+        raise InputError(f"{name}={text}: not a memory size; give GiB as a positive number, e.g. 4 or 7.5")
+    return gib
 
 
 def _default_data_dir() -> Path:

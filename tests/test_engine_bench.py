@@ -103,3 +103,18 @@ def test_python_dash_m_runs_the_benchmark() -> None:
     done = subprocess.run([sys.executable, "-m", "pipeline.bench", "--help"], capture_output=True,
                           text=True, cwd=Path(__file__).resolve().parents[1], timeout=120)
     assert done.returncode == 0 and "usage: tts-jobs bench" in done.stdout
+
+
+def test_upstream_batches_that_run_out_of_memory_under_a_cap_are_not_the_comparison() -> None:
+    """Under ``--memory-gib`` an upstream batch size that does not fit is a row of its own (0x,
+    "out of memory"); the ratios compare with the best upstream batch that ran."""
+    from pipeline.bench.report import ratios
+
+    def row(system: str, batch: int, x: float, note: str = "") -> BenchRow:
+        return BenchRow(system=system, precision="fp16" if system == "tts-jobs" else "fp32", batch=batch,
+                        sentences=48, audio_s=x, wall_s=1.0, x_realtime=x, peak_gib=None, note=note)
+
+    found = ratios([row("tts-jobs", 1024, 550.0), row("upstream", 16, 10.0),
+                    row("upstream", 32, 0.0, "out of memory")])
+    assert found == {"tts-jobs fp16 batch 1024 / best upstream (batch 16)": 55.0}
+    assert ratios([row("tts-jobs", 1024, 550.0), row("upstream", 32, 0.0, "out of memory")]) == {}

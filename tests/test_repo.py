@@ -137,6 +137,31 @@ def test_a_streaming_worker_takes_the_highest_priority_then_the_earlier_plan_lon
                      later_long.id, later_short.id]
 
 
+def test_an_embedded_run_takes_only_its_own_books_batches(sessions) -> None:  # type: ignore[no-untyped-def]
+    """Another book's queued batches (an interrupted run's, say) wait in the same database: the
+    queue seen for one job holds its own batches only, in the usual order, and counts them."""
+    with sessions() as s:
+        other, mine = _job_with_sentences(s, 2), _job_with_sentences(s, 2)
+        theirs = [x.id for x in repo.unplanned_sentences(s, [other.id])]
+        ours = [x.id for x in repo.unplanned_sentences(s, [mine.id])]
+        first_plan = utcnow()
+        their_long, = repo.create_batches(s, [PlannedBatch(tuple(theirs), 1, longest_positions=900)],
+                                          planned_at=first_plan)
+        our_short, our_long = repo.create_batches(s, [PlannedBatch((ours[0],), 1, longest_positions=100),
+                                                      PlannedBatch((ours[1],), 1, longest_positions=500)],
+                                                  planned_at=first_plan + timedelta(seconds=1))
+        s.commit()
+        assert repo.next_queued_batch(s) == their_long.id
+        assert repo.queued_batch_count(s) == 3 and repo.queued_batch_count(s, mine.id) == 2
+        order = []
+        while (batch_id := repo.next_queued_batch(s, job_id=mine.id)) is not None:
+            order.append(batch_id)
+            assert repo.claim_batch(s, batch_id, "host:1", 60) is not None
+        s.commit()
+        assert order == [our_long.id, our_short.id]
+        assert repo.queued_batch_count(s, mine.id) == 0 and repo.next_queued_batch(s) == their_long.id
+
+
 def test_stale_batches_are_found(sessions) -> None:  # type: ignore[no-untyped-def]
     with sessions() as s:
         _job_with_sentences(s, 1)

@@ -376,3 +376,14 @@ def test_gpu_batches_are_big_pools_and_slots_come_from_the_environment(settings_
     env = {"TTS_JOBS_DATA_DIR": "/tmp/x", "TTS_JOBS_SLOTS": "256"}
     assert Settings.from_env(env).slots == 256
     assert Settings.from_env({"TTS_JOBS_DATA_DIR": "/tmp/x"}).slots is None
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "four", "inf", "nan"])
+def test_a_memory_cap_that_is_no_size_is_refused_by_name(value: str) -> None:
+    from jobs.settings import Settings
+    from pipeline.errors import InputError
+
+    assert Settings.from_env({"TTS_JOBS_DATA_DIR": "/tmp/x", "TTS_JOBS_MEMORY_GIB": "7.5"}).memory_gib == 7.5
+    assert Settings.from_env({"TTS_JOBS_DATA_DIR": "/tmp/x"}).memory_gib is None
+    with pytest.raises(InputError, match=f"TTS_JOBS_MEMORY_GIB={value}: not a memory size"):
+        Settings.from_env({"TTS_JOBS_DATA_DIR": "/tmp/x", "TTS_JOBS_MEMORY_GIB": value})

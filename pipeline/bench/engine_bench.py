@@ -42,6 +42,11 @@ def run_bench(opts: BenchOptions, progress: Say | None = None) -> BenchReport:
     say = progress or (lambda message: log.info("%s", message))
     device = resolve_device(opts.device)
     on_gpu = device.type == "cuda"
+    if on_gpu and opts.memory_gib:  # both systems, the whole run: as a card of that size
+        from pipeline.engine.memory import cap_device_memory
+
+        cap_device_memory(device, opts.memory_gib)
+        say(f"GPU memory capped at {opts.memory_gib:g} GiB for every row")
     texts = make_workload(opts.sentences or (1024 if on_gpu else 48), opts.seed)
     steps = [min(forced_steps(t), opts.max_steps or 10**9) for t in texts]
     with bench_weights(opts) as (model_dir, weights_label):
@@ -124,6 +129,7 @@ def options_from(args: Any) -> tuple[BenchOptions, Path | None]:
                         batch=args.batch, slots=args.slots,
                         upstream_batches=tuple(args.upstream_batch) if args.upstream_batch else None,
                         upstream=not args.no_upstream, upstream_seconds=args.upstream_seconds,
+                        memory_gib=args.memory_gib,
                         scaling_batches=tuple(b for b in scaling if b != 0) if scaling else None)
     return opts, args.json
 
@@ -146,6 +152,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="most sentences in one planned batch (the pool the slots draw from)")
     parser.add_argument("--slots", type=int,
                         help="sentences decoded at once (continuous batching); default: the batch")
+    parser.add_argument("--memory-gib", type=float,
+                        help="cap this process's GPU memory (both systems) at GIB, as a smaller card: "
+                             "tts-jobs sizes its batches and slots from it; upstream rows that run "
+                             "out of memory say so")
     parser.add_argument("--upstream-batch", action="append", type=int)
     parser.add_argument("--scaling-batch", action="append", type=_batch_and_slots,
                         help="extra tts-jobs rows (first reduced precision) at batch size N, or "

@@ -17,9 +17,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline.bench.harness import host_profile, peak_gib, release_device_memory, sync_device
-from pipeline.bench.protocol import BenchOptions, forced_requests, forced_steps, make_workload, spread
+from pipeline.bench.protocol import (
+    BenchOptions,
+    forced_requests,
+    forced_steps,
+    make_workload,
+    planner_share,
+    spread,
+)
 from pipeline.bench.report import BenchRow
-from pipeline.types import GPT_STEPS_PER_SECOND, PlannedSentence, SynthesisRequest, SynthesisResult
+from pipeline.types import GPT_STEPS_PER_SECOND, Batch, PlannedSentence, SynthesisRequest, SynthesisResult
 
 if TYPE_CHECKING:  # torch loads only once a row runs: ``--help`` and the report stay instant
     from pipeline.bench.fidelity import ReferenceData
@@ -95,7 +102,8 @@ def run_engine_row(model_dir: Path, device: Any, name: str, texts: list[str], st
     variant = Variant.parse(name)
     started = time.perf_counter()
     engine = load_engine(EngineConfig(model_dir=model_dir, device=str(device),
-                                      precision=variant.precision, kv_cache=variant.kv_cache),
+                                      precision=variant.precision, kv_cache=variant.kv_cache,
+                                      memory_gib=opts.memory_gib),
                          int8_scheme=variant.int8_scheme)
     kv_int8 = engine.quantized_kv()
     load_s = time.perf_counter() - started
@@ -110,50 +118,48 @@ def run_engine_row(model_dir: Path, device: Any, name: str, texts: list[str], st
     on_gpu = device.type == "cuda"
     note = _join(variant.int8_note(on_gpu), "KV cache int8" if kv_int8 else "",
                  f"{graphs} CUDA graphs" if graphs else "")
+    if opts.memory_gib and on_gpu:
+        note = _join(f"capped at {opts.memory_gib:g} GiB", note)
     return BenchRow(system="tts-jobs", precision=name, batch=opts.batch, sentences=len(texts),
                     audio_s=audio, wall_s=timed.wall, x_realtime=audio / timed.wall,
                     peak_gib=timed.peak, top1_agreement=quality.top1_agreement,
                     relative_logit_error=quality.relative_logit_error, snr_db=quality.snr_db,
-                    load_s=load_s, warmup_s=warmup_s, batches=timed.batches, slots=opts.slots,
+                    load_s=load_s, warmup_s=warmup_s, batches=timed.batches,
+                    slots=opts.slots,
                     note=note, **_time_columns(timed, on_gpu))
 
 
 def _warm_up_as_a_worker(engine: Any, texts: list[str], steps: list[int],
                          opts: BenchOptions) -> tuple[list[SynthesisRequest], int]:
-    """``warm_up``, the slots and graphs for the workload, then the protocol's one warm-up batch,
-    shaped like the timed ones but of other sentences: the memory allocator, pinned host buffers
-    and FFT plans are then as a worker has them after its first batch. Returns the timed run's
-    requests and the CUDA graphs captured."""
+    """``warm_up``, the slots and graphs for the workload, then the protocol's warm-up batches,
+    planned like the timed ones but of other sentences: the memory allocator, pinned host buffers
+    and FFT plans are then as a worker has them after its first batches. Under a memory cap no
+    slots are prepared ahead: each batch gets slots of its own shape, as on a capped worker.
+    Returns the timed run's requests and the CUDA graphs captured ahead."""
     engine.warm_up()
     voice = engine.sample_voice(opts.seed)
     requests = forced_requests(texts, steps, voice, opts.seed)
-    graphs = engine.prepare_slots(opts.slots or opts.batch, max(engine.prompt_tokens_of(texts)),
-                                  max(steps))
+    slots, graphs = opts.slots or (None if opts.memory_gib else opts.batch), 0
+    if slots:
+        graphs = engine.prepare_slots(slots, max(engine.prompt_tokens_of(texts)), max(steps))
     warm_texts = make_workload(min(opts.batch, len(texts)), opts.seed + 1)
     warm_steps = [min(forced_steps(t), max(steps)) for t in warm_texts]
-    _synthesize(engine, forced_requests(warm_texts, warm_steps, voice, opts.seed + 1))
+    warm_requests = forced_requests(warm_texts, warm_steps, voice, opts.seed + 1)
+    for batch in _plan(engine, warm_texts, warm_steps, opts):
+        _synthesize(engine, [warm_requests[i] for i in batch.sentence_ids])
     return requests, graphs
 
 
 def _timed_run(engine: Any, device: Any, label: str, requests: list[SynthesisRequest],
                texts: list[str], steps: list[int], opts: BenchOptions) -> _Timed:
     """Text in to waveforms out: tokenize, plan, synthesize every batch."""
-    import torch
-
-    from pipeline.batching import PlanLimits, plan_batches
-
-    cap = (int(torch.cuda.get_device_properties(device).total_memory * opts.memory_fraction)
-           if device.type == "cuda" else CPU_MEMORY_CAP)
-    limits = PlanLimits(memory_cap_bytes=cap, max_rows=opts.batch)
     engine.slots = opts.slots
     engine.forget_prompts()  # the warm-up tokenized these texts; the timed run tokenizes them again
     sync_device(device, reset_peak=True)
     engine.clock.reset()
     with host_profile(label):
         started = time.perf_counter()
-        planned = [PlannedSentence(id=i, max_new_tokens=n, prompt_tokens=p)
-                   for i, (n, p) in enumerate(zip(steps, engine.prompt_tokens_of(texts)))]
-        batches = plan_batches(planned, limits, engine.memory_model())
+        batches = _plan(engine, texts, steps, opts)
         produced = 0
         for batch in batches:
             results = _synthesize(engine, [requests[i] for i in batch.sentence_ids])
@@ -166,6 +172,18 @@ def _timed_run(engine: Any, device: Any, label: str, requests: list[SynthesisReq
     clock = engine.clock
     return _Timed(wall=wall, batches=len(batches), peak=peak, phases=clock.totals(),
                   edges=clock.edges(), steps=clock.steps, step_bytes=clock.step_bytes)
+
+
+def _plan(engine: Any, texts: list[str], steps: list[int], opts: BenchOptions) -> list[Batch]:
+    """The planner's batches for the workload: globally length-sorted, at most ``opts.batch``
+    rows, capped by the engine's memory model at the planner's share of its memory budget."""
+    from pipeline.batching import PlanLimits, plan_batches
+
+    budget = engine.memory_budget_bytes()
+    cap = int(budget * planner_share(opts)) if budget else CPU_MEMORY_CAP
+    planned = [PlannedSentence(id=i, max_new_tokens=n, prompt_tokens=p)
+               for i, (n, p) in enumerate(zip(steps, engine.prompt_tokens_of(texts)))]
+    return plan_batches(planned, PlanLimits(memory_cap_bytes=cap, max_rows=opts.batch), engine.memory_model())
 
 
 def _synthesize(engine: Any, requests: list[SynthesisRequest]) -> list[SynthesisResult]:

@@ -51,8 +51,18 @@ class BenchOptions:
     upstream: bool = True
     fidelity_sentences: int = 16
     memory_fraction: float = 0.5  # planner cap as a share of the device's memory
+    memory_gib: float | None = None  # a hard cap on the process's GPU memory, for both systems (a
+    # smaller card); the planner then plans for 0.85 of it, as a worker does
     upstream_seconds: float = 75.0  # stop an upstream row after the batch that passes this
     max_steps: int | None = None  # cap on L, for quick smoke runs only (not the protocol)
+
+
+CAPPED_PLANNER_SHARE = 0.85  # a worker's default TTS_JOBS_MEMORY_FRACTION
+
+
+def planner_share(opts: BenchOptions) -> float:
+    """The share of the device's memory budget the planner plans batches for."""
+    return CAPPED_PLANNER_SHARE if opts.memory_gib else opts.memory_fraction
 
 
 def make_workload(count: int, seed: int) -> list[str]:

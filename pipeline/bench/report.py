@@ -65,7 +65,7 @@ class BenchReport:
 def ratios(rows: Sequence[BenchRow]) -> dict[str, float]:
     """Speed against upstream's best and batch-4 rows; fp16/fp32 peak memory at the same batch."""
     ours = [r for r in rows if r.system == "tts-jobs"]
-    upstream = [r for r in rows if r.system == "upstream"]
+    upstream = [r for r in rows if r.system == "upstream" and r.x_realtime > 0]  # not out of memory
     found: dict[str, float] = {}
     if ours and upstream:
         best_up = max(upstream, key=lambda r: r.x_realtime)

@@ -2,7 +2,9 @@
 
 ``Chat.infer(batch, split_text=False, skip_refine_text=True)`` in fp32 with one voice, batches in
 book order, each forced to its largest L and credited only sum(L). A row stops after the batch that
-passes its time budget: x real time is a rate, and the row says how many sentences it used.
+passes its time budget: x real time is a rate, and the row says how many sentences it used. Under
+a memory cap (``--memory-gib``) a batch size that runs out of memory is a row of its own ("out of
+memory", 0x): the comparison is with the largest batch that fits.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from pipeline.types import GPT_STEPS_PER_SECOND
 def run_upstream_row(model_dir: Path, device: Any, texts: list[str], steps: list[int], batch: int,
                      voice: str, max_seconds: float) -> BenchRow:
     """Upstream at ``batch`` sentences per ``infer`` call, for about ``max_seconds``."""
+    import torch
+
     from pipeline.engine.loading import load_upstream_chat
     from pipeline.engine.weights import locate_model
 
@@ -33,10 +37,17 @@ def run_upstream_row(model_dir: Path, device: Any, texts: list[str], steps: list
     sync_device(device, reset_peak=True)
     started = time.perf_counter()
     count = 0
-    while count < len(texts) and time.perf_counter() - started < max_seconds:
-        end = min(count + batch, len(texts))
-        _upstream_batch(chat, voice, texts[count:end], steps[count:end])
-        count = end
+    try:
+        while count < len(texts) and time.perf_counter() - started < max_seconds:
+            end = min(count + batch, len(texts))
+            _upstream_batch(chat, voice, texts[count:end], steps[count:end])
+            count = end
+    except torch.cuda.OutOfMemoryError:  # under a memory cap: this batch size does not fit
+        del chat
+        release_device_memory()
+        return BenchRow(system="upstream", precision="fp32", batch=batch, sentences=count, audio_s=0.0,
+                        wall_s=time.perf_counter() - started, x_realtime=0.0, peak_gib=None,
+                        load_s=load_s, warmup_s=warmup_s, note="out of memory")
     sync_device(device)
     wall = time.perf_counter() - started
     peak = peak_gib(device)

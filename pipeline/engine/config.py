@@ -17,9 +17,12 @@ class EngineConfig:
     kv_cache: the decode slots' keys and values: "auto" (int8 on the GPU's fp16/bf16 path, the
     model's dtype elsewhere; docs/engine.md has what it costs in fidelity), "int8", "model".
     None: ``TTS_JOBS_KV_CACHE`` (default "auto").
+    memory_gib: on CUDA, the most GPU memory this process may use (a hard cap, as a smaller card
+    would have): the planner's batches and the decode slots are sized from it. None: the card.
     """
 
     model_dir: Path | None = None  # None: the Hugging Face cache of 2Noise/ChatTTS
     device: str = "auto"
     precision: str = "auto"
     kv_cache: str | None = None
+    memory_gib: float | None = None

@@ -28,7 +28,12 @@ from pipeline.engine.generation import (
     score_tokens,
 )
 from pipeline.engine.gpt import FusedLlama
-from pipeline.engine.memory import analytic_memory_model, calibrate_memory_model, model_with_widest_slots
+from pipeline.engine.memory import (
+    analytic_memory_model,
+    calibrate_memory_model,
+    device_budget_bytes,
+    model_with_widest_slots,
+)
 from pipeline.engine.prompts import (
     PromptRow,
     TokenEmbeddings,
@@ -127,15 +132,24 @@ class Engine:
         device (an H200: 1024 rows, 73 GB); else none (slots then grow with the batches). A
         worker calls this once after ``warm_up``: no batch then re-makes slots or captures
         graphs (each costs ~0.5 s mid-batch on an H200). Returns the graphs captured."""
-        self._worker_rows = rows
         gpt = self._parts.gpt
         total = device_bytes(gpt)
         positions = rounded_positions(WORKER_PROMPT_TOKENS + MAX_TOKENS_CAP)
-        if total is None or not cache_fits(rows, positions, gpt.kv_bytes_per_position(), total):
+        if total is None:
+            self._worker_rows = rows  # on CPU memory is not the limit
+            return 0
+        if not cache_fits(rows, positions, gpt.kv_bytes_per_position(), total):
+            # a smaller (or capped) card: a stream's slots are its first batch's, as planned to fit
             return 0
         graphs = self.prepare_slots(rows, WORKER_PROMPT_TOKENS, MAX_TOKENS_CAP)
+        self._worker_rows = rows
         self._widest_slots_ready = True
         return graphs
+
+    def memory_budget_bytes(self) -> int | None:
+        """GPU memory this engine may use (its cap, ``EngineConfig.memory_gib``, else the card's);
+        None on CPU."""
+        return device_budget_bytes(self._torch_device)
 
     def quantized_kv(self) -> bool:
         """Whether the decode slots keep keys and values in int8 (``EngineConfig.kv_cache``)."""

@@ -24,6 +24,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import pipeline.engine.decode_attention as decode_attention
 import pipeline.engine.kv_int8 as kv_int8
+import pipeline.engine.layer_kernels as layer_kernels
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,9 @@ DECODE_ATTENTION = os.environ.get("TTS_JOBS_DECODE_ATTENTION", "triton")
 # speed and fidelity of each: docs/engine.md.
 KV_CACHE = os.environ.get("TTS_JOBS_KV_CACHE", "auto")
 KV_CACHE_CHOICES = ("auto", "int8", "model")
+# Residual adds fused with RMSNorm, SiLU with its product (layer_kernels.py) where the Triton
+# decode path runs: "1" (default) or "0" (the PyTorch ops, for an A/B in one process).
+FUSED_LAYERS = os.environ.get("TTS_JOBS_FUSED_LAYERS", "1") != "0"
 
 
 _KV = tuple[torch.Tensor, torch.Tensor]
@@ -218,18 +222,26 @@ class FusedLlama(nn.Module):
                                                        attention))
 
     def _layers(self, x: torch.Tensor, mix: _Mix) -> torch.Tensor:
+        """Every layer on ``x`` [B, L, C]; returns the final-norm hidden states. Each residual add
+        is fused with the RMSNorm after it (the next layer's, or the final one) and the MLP's
+        SiLU with its product, in one kernel each where ``layer_kernels`` runs (CUDA, half)."""
+        add_norm, gated = ((layer_kernels.add_rms_norm, layer_kernels.silu_mul)
+                           if FUSED_LAYERS and _use_triton(x, self.dtype) and layer_kernels.available()
+                           else (_add_rms_norm, _silu_mul))
+        first = self.layers[0]
         with sdpa_kernel(_ATTENTION_BACKENDS):
+            h = F.rms_norm(x, (self.hidden,), first.ln_attn, first.eps)
             for i, layer in enumerate(self.layers):
-                x = x + self._attention(layer, x, mix, i)
-                h = F.rms_norm(x, (self.hidden,), layer.ln_mlp, layer.eps)
-                gate, up = layer.gate_up(h).chunk(2, dim=-1)
-                x = x + layer.down(F.silu(gate) * up)
-        return F.rms_norm(x, (self.hidden,), self.norm, self.eps)
+                x, h = add_norm(x, self._attention(layer, h, mix, i), layer.ln_mlp, layer.eps)
+                following = self.layers[i + 1] if i + 1 < len(self.layers) else None
+                norm, eps = (following.ln_attn, following.eps) if following else (self.norm, self.eps)
+                x, h = add_norm(x, layer.down(gated(layer.gate_up(h))), norm, eps)
+        return h
 
-    def _attention(self, layer: FusedLlamaLayer, x: torch.Tensor, mix: _Mix,
+    def _attention(self, layer: FusedLlamaLayer, h: torch.Tensor, mix: _Mix,
                    index: int) -> torch.Tensor:
-        rows, steps, _ = x.shape
-        h = F.rms_norm(x, (self.hidden,), layer.ln_attn, layer.eps)
+        """The attention block on the normalised input ``h`` [B, L, C] (before the residual)."""
+        rows, steps, _ = h.shape
         out = mix(index, layer.qkv(h))  # [B, L, H, D]
         return layer.o(out.reshape(rows, steps, self.hidden))
 
@@ -372,6 +384,19 @@ def _slot_attention(write_at: torch.Tensor, attend: int, dtype: torch.dtype) -> 
         return F.scaled_dot_product_attention(query, keys, values, attn_mask=mask).transpose(1, 2)
 
     return masked
+
+
+def _add_rms_norm(x: torch.Tensor, delta: torch.Tensor, weight: torch.Tensor,
+                  eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """The PyTorch path of ``layer_kernels.add_rms_norm``: x + delta, and its RMSNorm."""
+    x = x + delta
+    return x, F.rms_norm(x, (x.shape[-1],), weight, eps)
+
+
+def _silu_mul(gate_up: torch.Tensor) -> torch.Tensor:
+    """The PyTorch path of ``layer_kernels.silu_mul``."""
+    gate, up = gate_up.chunk(2, dim=-1)
+    return F.silu(gate) * up
 
 
 def _apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:

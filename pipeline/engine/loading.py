@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import asdict
 from typing import Any
 
@@ -11,6 +12,7 @@ import torch
 from pipeline.engine.config import EngineConfig
 from pipeline.engine.engine import Engine, ModelParts
 from pipeline.engine.gpt import KV_CACHE, KV_CACHE_CHOICES, FusedLlama
+from pipeline.engine.memory import cap_device_memory
 from pipeline.engine.prompts import TokenEmbeddings
 from pipeline.engine.waveform import WaveformDecoder
 from pipeline.engine.weights import NOISE_WARNING, ModelFiles, build_config, locate_model, verify_real_weights
@@ -43,6 +45,8 @@ def load_engine(config: EngineConfig, int8_scheme: str = "weight_only") -> Engin
     else:
         verify_real_weights(files)
     device = resolve_device(config.device)
+    if config.memory_gib is not None and device.type == "cuda":
+        cap_device_memory(device, config.memory_gib)  # before anything is allocated on it
     precision = resolve_precision(config.precision, device, files.size)
     if int8_scheme not in INT8_SCHEMES:
         raise ModelError(f"unknown int8 scheme {int8_scheme!r}: use one of {INT8_SCHEMES}")
@@ -50,11 +54,14 @@ def load_engine(config: EngineConfig, int8_scheme: str = "weight_only") -> Engin
     if kv_cache not in KV_CACHE_CHOICES:
         raise ModelError(f"unknown KV cache {kv_cache!r}: use one of {KV_CACHE_CHOICES} "
                          "(EngineConfig.kv_cache or TTS_JOBS_KV_CACHE)")
+    began = time.perf_counter()
     chat = load_upstream_chat(files, device)
+    loaded = time.perf_counter()
     parts = _build_parts(chat, device, precision, int8_scheme)
     parts.gpt.kv_cache = kv_cache
-    log.info("engine ready: %s, %s, %s weights from %s", device, precision,
-             "SYNTHETIC (noise)" if files.synthetic else "real", files.root)
+    log.info("engine ready: %s, %s, %s weights from %s (upstream modules %.1f s, fused parts %.1f s)",
+             device, precision, "SYNTHETIC (noise)" if files.synthetic else "real", files.root,
+             loaded - began, time.perf_counter() - loaded)
     return Engine(parts, device=str(device), precision=precision, synthetic=files.synthetic,
                   model_root=files.root)
 

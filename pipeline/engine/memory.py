@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# The bytes each CUDA device may use in this process, where a cap was set (cap_device_memory).
+_caps: dict[int, int] = {}
+
 MARGIN = 1.25  # on the per-position slope: allocator rounding, fragmentation
 SLACK_BYTES = 256 * 2**20
 CALIBRATION_SHAPES = ((4, 32), (16, 96), (48, 48), (32, 160))  # (rows, new tokens)
@@ -69,6 +72,42 @@ def model_with_widest_slots(calibrated: MemoryModel, analytic: MemoryModel) -> M
     return MemoryModel(fixed_bytes=max(calibrated.fixed_bytes, analytic.fixed_bytes),
                        bytes_per_row_position=min(calibrated.bytes_per_row_position,
                                                   analytic.bytes_per_row_position))
+
+
+def cap_device_memory(device: torch.device, gib: float) -> int:
+    """Hold this process to ``gib`` GiB of ``device``, as a card of that size would (torch's
+    per-process memory fraction: an allocation past it raises out of memory); returns the cap in
+    bytes. The planner, the decode slots and the benchmark then size everything from it
+    (:func:`device_budget_bytes`)."""
+    if gib <= 0:
+        raise ValueError(f"a memory cap must be positive, not {gib} GiB")
+    index = _index(device)
+    total = int(torch.cuda.get_device_properties(index).total_memory)
+    cap = min(int(gib * 2**30), total)
+    if cap < int(gib * 2**30):
+        log.warning("memory cap %.1f GiB is more than cuda:%d has (%.1f GiB): the whole card is used",
+                    gib, index, total / 2**30)
+    torch.cuda.set_per_process_memory_fraction(cap / total, index)
+    _caps[index] = cap
+    return cap
+
+
+def device_budget_bytes(device: torch.device) -> int | None:
+    """The device memory this process may use: its cap where one was set, else the whole card;
+    None on CPU (memory is not what limits a batch there)."""
+    if device.type != "cuda":
+        return None
+    index = _index(device)
+    return _caps.get(index) or int(torch.cuda.get_device_properties(index).total_memory)
+
+
+def device_capped(device: torch.device) -> bool:
+    """Whether this process runs ``device`` under a memory cap (:func:`cap_device_memory`)."""
+    return device.type == "cuda" and _index(device) in _caps
+
+
+def _index(device: torch.device) -> int:
+    return device.index if device.index is not None else torch.cuda.current_device()
 
 
 def decode_bytes_per_step(waveform: WaveformDecoder) -> int:

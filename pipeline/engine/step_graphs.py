@@ -22,6 +22,7 @@ import torch
 
 from pipeline.engine.decode_step import StepKind, TokenSpace, decode_step
 from pipeline.engine.gpt import FusedLlama
+from pipeline.engine.memory import device_budget_bytes, device_capped
 from pipeline.engine.sampling import candidate_count
 from pipeline.engine.slots import SlotShape, SlotState
 from pipeline.types import SynthesisRequest
@@ -99,10 +100,9 @@ def cache_fits(rows: int, positions: int, kv_bytes_per_position: int, device_byt
 
 
 def device_bytes(gpt: FusedLlama) -> int | None:
-    device = gpt.norm.device
-    if device.type != "cuda":
-        return None  # on CPU slots are small and memory is not the limit
-    return int(torch.cuda.get_device_properties(device).total_memory)
+    """What the slots may be sized from: the device's memory budget (its cap, if one is set);
+    None on CPU, where slots are small and memory is not the limit."""
+    return device_budget_bytes(gpt.norm.device)
 
 
 class StepRunner:
@@ -129,7 +129,11 @@ class StepRunner:
         old = self.state.shape if self.state is not None else None
         self.release()
         exact = replace(needed, positions=rounded_positions(needed.positions))
-        shape = grown_shape(old, needed, self.gpt.kv_bytes_per_position(), device_bytes(self.gpt))
+        # Under a memory cap the planner sized each batch to fit with slots of its own shape: the
+        # union of two batches' shapes (the most rows of one, the longest rows of the other)
+        # would not, and every batch after it would run out of memory.
+        shape = exact if device_capped(self.gpt.norm.device) else grown_shape(
+            old, needed, self.gpt.kv_bytes_per_position(), device_bytes(self.gpt))
         try:
             self.state = SlotState(self.gpt, shape)
         except torch.cuda.OutOfMemoryError:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
-from sqlalchemy import and_, bindparam, case, func, or_, select, update
+from sqlalchemy import Select, and_, bindparam, case, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from pipeline.types import Batch as PlannedBatch
@@ -69,7 +69,7 @@ def claim_batch(session: Session, batch_id: int, worker: str, lease_seconds: flo
     return session.get(Batch, batch_id, populate_existing=True)
 
 
-def next_queued_batch(session: Session, suspects: bool = False) -> int | None:
+def next_queued_batch(session: Session, suspects: bool = False, job_id: int | None = None) -> int | None:
     """The queued batch a streaming worker takes next: the highest priority, then the earliest plan
     (its batches share their ``created_at``), then the longest sentences, then the oldest batch.
 
@@ -83,9 +83,10 @@ def next_queued_batch(session: Session, suspects: bool = False) -> int | None:
     stream ends only when its last row does.
 
     A batch whose holder died (``holder_deaths``) is a suspect: it runs alone, never joins a running
-    stream; ``suspects`` includes it (a new task's first batch).
+    stream; ``suspects`` includes it (a new task's first batch). ``job_id``: only batches holding
+    that job's sentences (an embedded run speaks its own book, whatever else the database holds).
     """
-    query = select(Batch.id).where(Batch.state == BatchState.QUEUED.value)
+    query = _of_job(select(Batch.id).where(Batch.state == BatchState.QUEUED.value), job_id)
     if not suspects:
         query = query.where(Batch.holder_deaths == 0)
     return session.scalar(
@@ -93,9 +94,16 @@ def next_queued_batch(session: Session, suspects: bool = False) -> int | None:
         .limit(1))
 
 
-def queued_batch_count(session: Session) -> int:
-    """How many batches wait in the queue."""
-    return session.scalar(select(func.count(Batch.id)).where(Batch.state == BatchState.QUEUED.value)) or 0
+def queued_batch_count(session: Session, job_id: int | None = None) -> int:
+    """How many batches wait in the queue (holding sentences of ``job_id``, when given)."""
+    query = select(func.count(Batch.id)).where(Batch.state == BatchState.QUEUED.value)
+    return session.scalar(_of_job(query, job_id)) or 0
+
+
+def _of_job(query: Select, job_id: int | None) -> Select:
+    if job_id is None:
+        return query
+    return query.where(Batch.id.in_(select(Sentence.batch_id).where(Sentence.job_id == job_id)))
 
 
 def batch_needs_refine(session: Session, batch_id: int) -> bool:

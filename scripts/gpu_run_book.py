@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Time `tts-jobs run BOOK` (the embedded default) on a lent GPU: command start -> audiobook written.
+
+Writes synthetic full-size weights (noise, never speech) and an EPUB 3 of about ``--hours`` of
+audio (the engine benchmark's mixed Chinese/English sentences, ``--chapters`` chapters), then runs
+`tts-jobs run` as a user would, in a fresh data directory each time, ``--runs`` times in a row on
+one Triton cache (the first run compiles the kernels, as a user's first run does; later runs find
+them cached, as every later run of a user's does). Each stage line of the run's piped progress is
+time-stamped from the command's start, so the table says where the time went.
+
+    python3 scripts/gpu_run_book.py --hours 6 --runs 2 [--memory-gib 8] [--format m4b]
+
+Needs the kit (docs/gpu-kit.md): ffmpeg from .kit/bin when it is not on PATH.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from gpu_workers_scaling import kit_ffmpeg  # noqa: E402
+
+from pipeline import lengths  # noqa: E402
+from pipeline.bench.protocol import make_workload  # noqa: E402
+from pipeline.types import GPT_STEPS_PER_SECOND  # noqa: E402
+from tests.books import write_epub  # noqa: E402
+
+SECONDS_PER_SENTENCE = 4.8  # what the workload's sentences come to on synthetic weights
+
+
+def main() -> int:
+    args = parse_args()
+    scratch = Path(tempfile.mkdtemp(prefix="tts-run-book-"))
+    env = dict(os.environ, PYTHONUNBUFFERED="1", TRITON_CACHE_DIR=str(scratch / "triton"))
+    ffmpeg = None if shutil.which("ffmpeg") else kit_ffmpeg(args.kit / "bin", scratch / "bin")
+    if ffmpeg is not None:
+        env["PATH"] = f"{ffmpeg}:{env['PATH']}"
+    weights = scratch / "weights"
+    tts_jobs(["model", "synthetic", str(weights), "--size", args.size], env)
+    env["TTS_JOBS_MODEL_DIR"] = str(weights)
+    book, cap = write_book(scratch / "book.epub", args.hours, args.chapters)
+    print(f"book: {book.stat().st_size / 1e6:.1f} MB EPUB, at most {cap / 3600:.1f} h of audio", flush=True)
+    rows = []
+    for number in range(1, args.runs + 1):
+        data = scratch / f"data-{number}"
+        run_env = dict(env, TTS_JOBS_DATA_DIR=str(data))
+        command = ["run", str(book), "--out", str(scratch / f"out-{number}"), "-f", args.format]
+        if args.memory_gib:
+            command += ["--memory-gib", str(args.memory_gib)]
+        if args.verbose:
+            command.append("-v")
+        rows.append(timed_run(command, run_env, number))
+    print("\n| run | wall s | audio s | x real time | stages (s from the command's start) |")
+    print("|---|---|---|---|---|")
+    for row in rows:
+        stages = "; ".join(f"{name} {at:.1f}" for name, at in row["stages"])
+        print(f"| {row['run']} | {row['wall_s']:.1f} | {row['audio_s']:.0f} | {row['x_realtime']:.0f} | {stages} |")
+    out = Path(os.environ.get("OUT", scratch))
+    (out / "run_book.json").write_text(json.dumps(rows, indent=2))
+    shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--hours", type=float, default=6.0)
+    parser.add_argument("--chapters", type=int, default=30)
+    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--format", default="m4b")
+    parser.add_argument("--memory-gib", type=float)
+    parser.add_argument("--verbose", action="store_true", help="the runs' debug logs (ChatTTS's load steps too)")
+    parser.add_argument("--size", choices=("full", "tiny"), default="full",
+                        help="synthetic weights' size (tiny: to try the script on a CPU)")
+    parser.add_argument("--kit", type=Path, default=ROOT / ".kit")
+    return parser.parse_args()
+
+
+def write_book(path: Path, hours: float, chapters: int) -> tuple[Path, float]:
+    sentences = make_workload(round(hours * 3600 / SECONDS_PER_SENTENCE), seed=42)
+    per_chapter = -(-len(sentences) // chapters)
+    parts = []
+    for number in range(chapters):
+        body = sentences[number * per_chapter:(number + 1) * per_chapter]
+        paragraphs = [" ".join(body[i:i + 6]) for i in range(0, len(body), 6)]
+        parts.append((f"Chapter {number + 1}", paragraphs))
+    cap = sum(lengths.max_new_tokens(s) for s in sentences) / GPT_STEPS_PER_SECOND
+    return write_epub(path, "A Six Hour Book", parts, author="Run Book"), cap
+
+
+def tts_jobs(args: list[str], env: dict[str, str]) -> str:
+    done = subprocess.run([sys.executable, "-m", "jobs.cli", *args], env=env, capture_output=True,
+                          text=True, check=True)
+    return done.stdout
+
+
+def stage_of(line: str) -> str | None:
+    """The stage a piped progress line names ("... tts_jobs: book.epub: speaking 2/18 ..." ->
+    "speaking"), or None for another line."""
+    if "tts_jobs: " not in line:
+        return None
+    message = line.split("tts_jobs: ", 1)[1].split(": ", 1)[-1]
+    words = []
+    for word in message.split():
+        if any(c.isdigit() for c in word):
+            break
+        words.append(word)
+    return " ".join(words[:3]) or None
+
+
+def timed_run(command: list[str], env: dict[str, str], number: int) -> dict:
+    """One `tts-jobs run`: its wall time, and when each stage began (from its piped progress)."""
+    started = time.monotonic()
+    process = subprocess.Popen([sys.executable, "-m", "jobs.cli", *command], env=env, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    stages: list[tuple[str, float]] = []
+    assert process.stderr is not None
+    for line in process.stderr:
+        at = time.monotonic() - started
+        stage = stage_of(line)
+        if stage and (not stages or stages[-1][0] != stage):
+            stages.append((stage, at))
+        print(f"[{at:7.2f}] {line.rstrip()}", flush=True)
+    stdout = process.stdout.read() if process.stdout else ""
+    code = process.wait()
+    wall = time.monotonic() - started
+    if code != 0:
+        raise SystemExit(f"run {number} failed ({code})")
+    status = json.loads(tts_jobs(["status", "--json"], env))
+    job = status[0] if isinstance(status, list) else status["jobs"][0]
+    audio = float((job.get("report") or {}).get("total_seconds") or job.get("audio_seconds") or 0.0)
+    print(f"run {number}: {wall:.1f} s, {audio:.0f} s of audio, {audio / wall:.0f}x real time; {stdout.strip()}",
+          flush=True)
+    return {"run": number, "wall_s": wall, "audio_s": audio, "x_realtime": audio / wall, "stages": stages}
+
+
+if __name__ == "__main__":
+    sys.exit(main())
