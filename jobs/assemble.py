@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import shutil
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,16 +32,19 @@ from storage.models import Job, JobState
 
 if TYPE_CHECKING:
     from pipeline.audio import AssemblyOptions, AssemblyReport, ChapterAudio
+    from pipeline.audio.ahead import PreparedChapter
     from pipeline.audio.assembly_types import OnStep
     from pipeline.readalong import ReadAlong
 
 log = logging.getLogger(__name__)
 
 
-def assemble_job(rt: Runtime, job_id: int, on_stage: OnStage | None = None) -> list[Path]:
+def assemble_job(rt: Runtime, job_id: int, on_stage: OnStage | None = None,
+                 prepared: Sequence[PreparedChapter] = ()) -> list[Path]:
     """Stitch job ``job_id``'s audio into its audiobook files; returns their paths. ``on_stage``
-    hears how far assembly is (``assembling``, ``encoding`` k/n), for a progress display."""
-    from pipeline.audio import AssemblyOptions, start_helpers, stitch_helpers_wanted
+    hears how far assembly is (``assembling``, ``encoding`` k/n), for a progress display;
+    ``prepared``: its first chapters assembled ahead in its work directory (``assemble_ahead.py``)."""
+    from pipeline.audio import start_helpers, stitch_helpers_wanted
 
     began = time.monotonic()
     with rt.read_session() as session:  # the other book's assembly reads beside it, not after
@@ -49,11 +53,10 @@ def assemble_job(rt: Runtime, job_id: int, on_stage: OnStage | None = None) -> l
             outputs = [Path(p) for p in job.outputs] if job is not None else []
             session.commit()
             return outputs
-        options = AssemblyOptions(formats=tuple(job.options.get("formats", ["m4b"])),
-                                  narrator=recorded_options(job).narrator_tag())
+        options = assembly_options(job)
         # stitch helpers missing from this process start now (imports: ~1 s) while the sentences are read
         start_helpers(stitch_helpers_wanted(options, repo.chapter_count(session, job_id)))
-        chapters = _chapters_to_assemble(rt, session, job_id)
+        chapters = chapters_to_assemble(rt, session, job_id)
         book = recorded_book(rt, session, job)
         metadata = _book_metadata(rt, job)
         out_dir = _book_folder(rt, job)
@@ -61,7 +64,7 @@ def assemble_job(rt: Runtime, job_id: int, on_stage: OnStage | None = None) -> l
     log.info("job=%s: read %d sentences of %d chapters in %.2f s", job_id,
              sum(len(c.sentences) for c in chapters), len(chapters), time.monotonic() - began)
     report, read_along = _assemble_in_work_dir(rt, job_id, chapters, metadata, out_dir, options,
-                                               _told(on_stage), book)
+                                               _told(on_stage), book, prepared)
     if not _record_done(rt, job_id, report, read_along):
         log.warning("job=%s: no longer assembling (cancelled meanwhile?); its files stay in %s",
                     job_id, out_dir)
@@ -89,7 +92,15 @@ def _record_done(rt: Runtime, job_id: int, report: AssemblyReport, read_along: R
         return True
 
 
-def _chapters_to_assemble(rt: Runtime, session: Session, job_id: int) -> list[ChapterAudio]:
+def assembly_options(job: Job) -> AssemblyOptions:
+    """How the job's audiobook is put together: its formats and narrator tag."""
+    from pipeline.audio import AssemblyOptions
+
+    return AssemblyOptions(formats=tuple(job.options.get("formats", ["m4b"])),
+                           narrator=recorded_options(job).narrator_tag())
+
+
+def chapters_to_assemble(rt: Runtime, session: Session, job_id: int) -> list[ChapterAudio]:
     """The job's chapters with their sentence WAVs in reading order (sentences without audio left out)."""
     from pipeline.audio import ChapterAudio, SentenceAudio
 
@@ -113,16 +124,19 @@ def _told(on_stage: OnStage | None) -> OnStep | None:
 
 def _assemble_in_work_dir(rt: Runtime, job_id: int, chapters: list[ChapterAudio], metadata: BookMetadata,
                           out_dir: Path, options: AssemblyOptions, on_step: OnStep | None,
-                          book: RecordedBook) -> tuple[AssemblyReport, ReadAlong]:
+                          book: RecordedBook, prepared: Sequence[PreparedChapter] = ()
+                          ) -> tuple[AssemblyReport, ReadAlong]:
     """assemble_audiobook, then the read-along outputs (which use its work files), in the job's
-    emptied work directory (removed after); fails the job with the assembly's message."""
+    emptied work directory (removed after; holding only the chapters ``prepared`` ahead, if
+    any); fails the job with the assembly's message."""
     from pipeline.audio import assemble_audiobook
 
     work_dir = rt.artifacts.work_dir(job_id)
-    shutil.rmtree(work_dir, ignore_errors=True)
+    if not prepared:
+        shutil.rmtree(work_dir, ignore_errors=True)
     work_dir.mkdir(parents=True, exist_ok=True)
     try:
-        report = assemble_audiobook(chapters, metadata, out_dir, work_dir, options, on_step)
+        report = assemble_audiobook(chapters, metadata, out_dir, work_dir, options, on_step, prepared)
         read_along = write_readalong_outputs(job_id, book, report, options, out_dir)
         return replace(report, outputs=report.outputs + read_along.outputs), read_along
     except AssemblyError as exc:

@@ -98,6 +98,7 @@ def speak_job(rt: Runtime, engine: Engine, job_id: int, worker: str, learned_by:
     as soon as its last WAV is written (``on_recorded`` hears it), and a batch that needs the
     refine pass, or whose last holder died, runs on its own."""
     scope = StreamScope(seconds=None, job_id=job_id, on_recorded=on_recorded)
+    prepare_slots_for_job(rt, engine, job_id)
     tried: set[int] = set()
     while True:
         with rt.read_session() as session:
@@ -108,6 +109,27 @@ def speak_job(rt: Runtime, engine: Engine, job_id: int, worker: str, learned_by:
         claimed, _ = claim_batch(rt, batch_id, worker, take_over_dead=True)
         if claimed is not None:
             _speak(rt, engine, claimed, worker, _unheard, _unheard, learned_by, scope)
+
+
+def prepare_slots_for_job(rt: Runtime, engine: Engine, job_id: int) -> None:
+    """On a GPU with no memory cap: decode slots (and their CUDA graphs) for the job's widest
+    batch at its longest sentence, so that its stream keeps that many rows in flight from the
+    first batch to the last (else a stream's slots are its first batch's: in a book planned in
+    waves of chapters, one wave's). Where they would crowd the device, nothing is prepared."""
+    from pipeline.engine.step_graphs import cache_fits, rounded_positions
+
+    budget = engine.memory_budget_bytes()
+    if budget is None or engine.memory_capped():
+        return
+    with rt.read_session() as session:
+        rows, positions = repo.queued_batch_shape(session, job_id)
+        steps = repo.longest_pending_sentence(session, job_id)
+    if not rows or not cache_fits(rows, rounded_positions(positions), engine.kv_bytes_per_position(), budget):
+        return
+    graphs = engine.prepare_slots(rows, max(positions - steps, 0), steps)
+    engine.slots = rows
+    log.info("job=%s: decode slots for %d sentences of up to %d positions (%d CUDA graphs)", job_id, rows,
+             positions, graphs)
 
 
 def _speak(rt: Runtime, engine: Engine, claimed: ClaimedBatch, worker: str, jobs_ready: JobsReady,

@@ -32,7 +32,7 @@ from jobs.embedded import RunStopped, plan_run, run_book
 from jobs.inspect_book import inspect_book
 from jobs.preview import DEFAULT_SENTENCES, plan_preview, speak_preview
 from jobs.runtime import EngineLoading, Runtime, open_engine, open_runtime
-from jobs.settings import Settings
+from jobs.settings import Settings, memory_gib_option
 from jobs.status import JobStatus, StageProgress, job_statuses, jobs_progress
 from jobs.submit import check_options, submit_book, withdraw_job
 from jobs.voices import DEFAULT_VOICE
@@ -52,7 +52,7 @@ DeviceOpt = Annotated[Optional[str], typer.Option(
 PrecisionOpt = Annotated[Optional[str], typer.Option(
     metavar="PRECISION", show_default="TTS_JOBS_PRECISION, else auto", help="auto, fp32, fp16, bf16, int8")]
 MemoryGibOpt = Annotated[Optional[float], typer.Option(
-    "--memory-gib", metavar="GIB", min=0.1, show_default="TTS_JOBS_MEMORY_GIB, else the whole card",
+    "--memory-gib", metavar="GIB", show_default="TTS_JOBS_MEMORY_GIB, else the whole card",
     help="The most GPU memory to use (a hard cap); batches and decode slots are sized from it.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Errors and the final output paths only.")]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Debug logs.")]
@@ -91,7 +91,7 @@ def run(
     An interrupted run of the same book with the same options is resumed: what was spoken is kept."""
     set_loudness(quiet, verbose)
     settings = Settings.from_env().with_overrides(model_dir=model_dir, device=device, precision=precision,
-                                                  memory_gib=memory_gib)
+                                                  memory_gib=memory_gib_option(memory_gib))
     rt = open_runtime(settings)
     options = job_options({**reading, **style}, settings.data_dir, fmt, out, voice, 0, narrator)
     plan = plan_run(rt, book, options, fresh=fresh)  # bad input ends here, before the model loads

@@ -16,7 +16,7 @@ from jobs.cli_progress import silence_dependency_bars
 from jobs.flower import DEFAULT_PORT, LOOPBACK, FlowerConfigError, FlowerOptions, run_flower
 from jobs.preview import voice_sample
 from jobs.runtime import open_engine, open_runtime, upgrade_database
-from jobs.settings import Settings
+from jobs.settings import Settings, memory_gib_option
 
 # ---------------------------------------------------------------- worker / flower
 
@@ -33,12 +33,12 @@ def worker(
         metavar="NAME", help="Worker name (default tts@HOST).")] = None,
     loglevel: Annotated[str, typer.Option(metavar="LEVEL", help="Celery log level.")] = "INFO",
     memory_gib: Annotated[Optional[float], typer.Option(
-        "--memory-gib", metavar="GIB", min=0.1, show_default="TTS_JOBS_MEMORY_GIB, else the whole card",
+        "--memory-gib", metavar="GIB", show_default="TTS_JOBS_MEMORY_GIB, else the whole card",
         help="The most GPU memory each synthesis worker uses (a hard cap).")] = None,
 ) -> None:
     """Start a Celery worker for this app. With no options it serves every queue."""
     silence_dependency_bars()  # a log file is no place for "Loading weights" bars
-    if memory_gib is not None:  # read by the worker processes' settings
+    if memory_gib_option(memory_gib) is not None:  # read by the worker processes' settings
         os.environ["TTS_JOBS_MEMORY_GIB"] = str(memory_gib)
     if gpus is not None:
         raise SystemExit(workers.supervise_gpu_workers(workers.parse_gpu_list(gpus), loglevel))
@@ -153,6 +153,8 @@ def bench(
         "--memory-gib", metavar="GIB", min=0.1,
         help="Cap GPU memory for both systems at GIB, as a smaller card; tts-jobs sizes batches and "
              "slots from it, upstream rows that do not fit say so.")] = None,
+    repeat: Annotated[int, typer.Option(
+        metavar="N", min=1, help="Time each tts-jobs row N times on the same loaded engine.")] = 1,
     upstream_batch: Annotated[list[int], typer.Option(
         metavar="N", show_default="4,64,256,512 on CUDA; 4,16 on CPU",
         help="Batch sizes of the upstream rows; repeat.")] = (),
@@ -177,4 +179,4 @@ def bench(
         model_dir=model_dir, synthetic=synthetic, device=device, precision=list(precision),
         sentences=sentences, seed=seed, batch=batch, slots=slots, upstream_batch=list(upstream_batch),
         scaling_batch=list(scaling_batch), upstream_seconds=upstream_seconds, no_upstream=no_upstream,
-        memory_gib=memory_gib, json=json_path))
+        memory_gib=memory_gib, repeat=repeat, json=json_path))

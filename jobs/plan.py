@@ -33,8 +33,13 @@ GPU_BATCH_ROWS = 1024  # continuous batching keeps a big pool's slots full (docs
 CPU_BATCH_ROWS = 16
 
 
-def plan_pending(rt: Runtime, job_ids: Sequence[int] | None = None) -> list[int]:
+def plan_pending(rt: Runtime, job_ids: Sequence[int] | None = None, waves: int = 1) -> list[int]:
     """Cut every unplanned sentence of active jobs into batches (sorted globally by length).
+
+    ``waves`` > 1 (one book, spoken in this process): the book in that many stretches of whole
+    chapters in reading order, each of about the same length, planned one after the other (each
+    sorted by length; a stream takes them in that order), so that the first chapters are all
+    spoken, and can be assembled, while the rest of the book is (``jobs/assemble_ahead.py``).
 
     With nothing to plan (a plan message after the ingest task planned its book itself) it returns
     after one read, without queueing for SQLite's write lock behind other books' writes."""
@@ -53,12 +58,37 @@ def plan_pending(rt: Runtime, job_ids: Sequence[int] | None = None) -> list[int]
                    for s in sentences]
         limits, memory = plan_limits(rt.settings, live_synthesis_workers(session))
         # another book still being read will add batches behind these: they are not the queue's end
-        limits = replace(limits, ends_queue=repo.jobs_being_read(session) == 0)
-        batches = repo.create_batches(session, plan_batches(planned, limits, memory))
+        ends_queue = repo.jobs_being_read(session) == 0
+        stretches = in_waves(sentences, planned, waves)
+        planned_at, batches = utcnow(), []
+        for number, stretch in enumerate(stretches):
+            # each wave a plan of its own, made in order (a stream takes plans in creation order)
+            limits = replace(limits, ends_queue=ends_queue and number == len(stretches) - 1)
+            batches += repo.create_batches(session, plan_batches(stretch, limits, memory),
+                                           planned_at=planned_at + timedelta(milliseconds=number))
         session.commit()
         ids = [b.id for b in batches]
-        log.info("planned %d sentences into %d batches", len(planned), len(ids))
+        log.info("planned %d sentences into %d batches%s", len(planned), len(ids),
+                 f" in {len(stretches)} waves of chapters" if len(stretches) > 1 else "")
         return ids
+
+
+def in_waves(rows: Sequence, planned: list[PlannedSentence], waves: int) -> list[list[PlannedSentence]]:
+    """``planned`` (with their ``rows``, in reading order) in ``waves`` stretches of whole chapters
+    of about equal length (fewer when the book has fewer chapters); one stretch when ``waves`` is 1."""
+    if waves <= 1:
+        return [planned]
+    total = sum(p.max_new_tokens for p in planned)
+    stretches: list[list[PlannedSentence]] = [[]]
+    done, chapter = 0, None
+    for row, sentence in zip(rows, planned, strict=True):
+        # a new stretch only where a chapter starts, once this one has its share of the book
+        if row.chapter_id != chapter and stretches[-1] and done >= total * len(stretches) / waves:
+            stretches.append([])
+        chapter = row.chapter_id
+        stretches[-1].append(sentence)
+        done += sentence.max_new_tokens
+    return stretches
 
 
 def estimated_prompt_tokens(text: str) -> int:

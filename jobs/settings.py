@@ -12,6 +12,7 @@
 | TTS_JOBS_MEMORY_FRACTION | 0.85 | share of GPU memory (or of the cap) the planner may plan for |
 | TTS_JOBS_MAX_BATCH | 1024 (GPU) / 16 (CPU) | most sentences in one batch (the pool its decode slots draw from; the planner's memory cap may allow fewer) |
 | TTS_JOBS_SLOTS | (the batch) | most sentences a GPU worker decodes at once; the rest of the batch waits for a free slot |
+| TTS_JOBS_ASSEMBLE_AHEAD | 0 | 1: `tts-jobs run` speaks its book in waves of chapters and assembles each wave's chapters while later ones are spoken (jobs/assemble_ahead.py; not yet the default: docs/benchmarks.md) |
 | TTS_JOBS_STREAM_SECONDS | 60 | how long a synthesis worker goes on claiming the next batch into the decode slots of the one it runs (jobs/batch_stream.py); 0 runs every batch on its own |
 | TTS_JOBS_LEASE_SECONDS | 120 | a running batch whose worker is silent this long is taken over |
 | TTS_JOBS_VISIBILITY_TIMEOUT | 21600 | Redis redelivery of unacknowledged messages (longer than any batch) |
@@ -42,6 +43,7 @@ class Settings:
     max_batch: int | None = None  # None: decided by the device (see batch_rows)
     slots: int | None = None  # None: every sentence of a batch decodes at once
     stream_seconds: float = 60.0  # 0: no stream, each batch alone
+    assemble_ahead: bool = False  # an embedded run assembles its first chapters while it speaks the rest
     measure_helpers: int | None = None  # a synthesis worker's sentence measurers; None: one per 4 cores (8+)
     lease_seconds: float = 120.0
     visibility_timeout: int = 21_600
@@ -68,6 +70,7 @@ class Settings:
             max_batch=int(max_batch) if max_batch else None,
             slots=int(slots) if slots else None,
             stream_seconds=float(env.get("TTS_JOBS_STREAM_SECONDS", "60")),
+            assemble_ahead=env.get("TTS_JOBS_ASSEMBLE_AHEAD", "0") not in ("", "0"),
             measure_helpers=int(measure_helpers) if measure_helpers else None,
             lease_seconds=float(env.get("TTS_JOBS_LEASE_SECONDS", "120")),
             visibility_timeout=int(env.get("TTS_JOBS_VISIBILITY_TIMEOUT", "21600")),
@@ -94,8 +97,9 @@ class Settings:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
 
-def memory_gib(text: str | None, name: str = "TTS_JOBS_MEMORY_GIB") -> float | None:
-    """A GPU memory cap in GiB (``4``, ``7.5``); None when unset. Raises InputError naming ``name``."""
+def memory_gib(text: str | None, named: str = "TTS_JOBS_MEMORY_GIB=") -> float | None:
+    """A GPU memory cap in GiB (``4``, ``7.5``); None when unset. Raises InputError naming where
+    it came from (``named``: the variable, or the option)."""
     if not text:
         return None
     try:
@@ -103,8 +107,13 @@ def memory_gib(text: str | None, name: str = "TTS_JOBS_MEMORY_GIB") -> float | N
     except ValueError:
         gib = float("nan")
     if not gib > 0 or gib == float("inf"):
-        raise InputError(f"{name}={text}: not a memory size; give GiB as a positive number, e.g. 4 or 7.5")
+        raise InputError(f"{named}{text}: not a memory size; give GiB as a positive number, e.g. 4 or 7.5")
     return gib
+
+
+def memory_gib_option(value: float | None) -> float | None:
+    """``--memory-gib``, checked as the variable is (one line, exit 2)."""
+    return None if value is None else memory_gib(f"{value:g}", "--memory-gib ")
 
 
 def _default_data_dir() -> Path:

@@ -40,7 +40,7 @@ from pipeline.audio import (
     AssemblyOptions,
     ChapterAudio,
     SentenceAudio,
-    assemble,
+    ahead,
     assemble_audiobook,
     write_sentence_wav,
 )
@@ -121,7 +121,7 @@ def time_assembly(book: list[ChapterAudio], root: Path, options: AssemblyOptions
         shutil.rmtree(root, ignore_errors=True)
 
 
-PIECE_SECONDS = assemble.MIN_PIECE_SECONDS
+PIECE_SECONDS = ahead.MIN_PIECE_SECONDS
 WHOLE_CHAPTERS = 1e9  # seconds: pieces this long leave every chapter whole
 
 
@@ -159,7 +159,7 @@ def main() -> None:
                         options = AssemblyOptions(formats=tuple(args.formats), threads=threads,
                                                   stitch_in_processes=stitch_in == "processes")
                         prepare_measures(book, measures)
-                        assemble.MIN_PIECE_SECONDS = WHOLE_CHAPTERS if encode == "chapters" else PIECE_SECONDS
+                        ahead.MIN_PIECE_SECONDS = WHOLE_CHAPTERS if encode == "chapters" else PIECE_SECONDS
                         print(f"--- {threads or 'one per core'} parallel job(s), chapters stitched in {stitch_in}, "
                               f"sentences measured {measures}, M4B encoded in {encode}")
                         time_assembly(book, root / f"run_{threads}_{stitch_in}_{measures}_{encode}", options,

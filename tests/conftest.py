@@ -128,6 +128,22 @@ def settings_factory(tmp_path: Path, tiny_model_dir: Path):  # type: ignore[no-u
     return make
 
 
+@pytest.fixture()
+def rt(settings_factory):  # type: ignore[no-untyped-def]
+    """A runtime on the test's SQLite settings (a module with its own ``rt`` fixture overrides it)."""
+    from jobs.runtime import open_runtime
+
+    return open_runtime(settings_factory())
+
+
+@pytest.fixture(scope="module")
+def tiny_engine(tiny_model_dir: Path):  # type: ignore[no-untyped-def]
+    """The real engine on the tiny synthetic weights, on CPU in fp32, loaded once per module."""
+    from pipeline.engine import EngineConfig, load_engine
+
+    return load_engine(EngineConfig(model_dir=tiny_model_dir, device="cpu", precision="fp32"))
+
+
 def env_for(settings) -> dict[str, str]:  # type: ignore[no-untyped-def]
     """Environment variables that make a subprocess (CLI, worker) use ``settings``."""
     env = dict(os.environ)

@@ -141,8 +141,10 @@ def test_rerunning_reproduces_identical_files(tmp_path, jpeg_cover):
     assert digests[0] == digests[1]
 
 
-def test_loudness_is_one_gain_for_the_whole_book(tmp_path):
-    """A quiet and a loud chapter stay 12 dB apart: chapters are not levelled one by one."""
+def test_every_chapter_is_levelled_to_the_target_on_its_own(tmp_path):
+    """A quiet and a loud chapter (12 dB apart as spoken) play equally loud: each chapter reaches
+    the target loudness by its own gain, as audiobook platforms check each file, and so a chapter
+    finished early can be encoded before the rest of the book is spoken."""
     quiet = tone_book(tmp_path / "quiet", ["Quiet"], body_sentences=2, amplitude=0.05)
     loud = tone_book(tmp_path / "loud", ["Loud"], body_sentences=2, amplitude=0.2)
     chapters = [quiet[0], type(loud[0])(1, "Loud", loud[0].sentences)]
@@ -154,7 +156,7 @@ def test_loudness_is_one_gain_for_the_whole_book(tmp_path):
         AssemblyOptions(formats=("flac",)),
     )
     peaks = [float(np.abs(decode_pcm(p, SAMPLE_RATE).astype(np.float64)).max()) for p in report.outputs]
-    assert 20 * np.log10(peaks[1] / peaks[0]) == pytest.approx(12.04, abs=0.2)
+    assert 20 * np.log10(peaks[1] / peaks[0]) == pytest.approx(0.0, abs=0.5)
 
 
 @pytest.mark.parametrize("gain_db", [3.214, -7.5, 0.001])

@@ -231,7 +231,7 @@ def test_long_chapters_are_encoded_in_pieces_that_play_as_one(tmp_path, monkeypa
     encoded in pieces cut in the pauses, one core each, and plays like the same book encoded
     chapter by chapter: the same length, every sentence starting where it does there (within
     one AAC frame), and each chapter mark where its audio starts."""
-    from pipeline.audio import assemble
+    from pipeline.audio import ahead, assemble
 
     chapters = tone_book(tmp_path / "sentences", ["First", "Second"], body_sentences=11, seconds=0.3)
     cuts: list[int] = []
@@ -240,10 +240,10 @@ def test_long_chapters_are_encoded_in_pieces_that_play_as_one(tmp_path, monkeypa
                         lambda *args: cuts.append(len(real_cut(*args))) or real_cut(*args))
     options = AssemblyOptions(normalize_loudness=False, threads=2, chapter_pause_ms=1500)
 
-    monkeypatch.setattr(assemble, "MIN_PIECE_SECONDS", 3.0)
+    monkeypatch.setattr(ahead, "MIN_PIECE_SECONDS", 3.0)
     pieces = assemble_audiobook(chapters, BookMetadata(title="Pieces"), tmp_path / "pieces", tmp_path / "w1",
                                 options)
-    monkeypatch.setattr(assemble, "MIN_PIECE_SECONDS", 3600.0)
+    monkeypatch.setattr(ahead, "MIN_PIECE_SECONDS", 3600.0)
     whole = assemble_audiobook(chapters, BookMetadata(title="Whole"), tmp_path / "whole", tmp_path / "w2",
                                options)
 
@@ -264,3 +264,52 @@ def _onsets(samples: np.ndarray) -> list[int]:
     loud = np.flatnonzero(np.abs(samples) > 0.01 * 32768)
     gaps = np.flatnonzero(np.diff(loud) > SAMPLE_RATE // 10)
     return [int(loud[0])] + [int(loud[i + 1]) for i in gaps]
+
+
+def test_chapters_assembled_ahead_make_the_same_audiobook_and_are_not_encoded_again(tmp_path, monkeypatch):
+    """The first chapters of a book, assembled ahead (measured, levelled, stitched, encoded) while
+    the rest is still being spoken, are taken by the assembly as they are: only the later
+    chapters are encoded then, and the M4B plays like one assembled all at the end — the same
+    length, every sentence where it is there (within a frame), every chapter mark at its audio.
+    A chapter whose sentences changed since it was prepared is assembled anew, with all after it."""
+    from pipeline.audio import assemble
+    from pipeline.audio.ahead import BookAhead
+
+    titles = ["One", "Two", "Three", "Four"]
+    chapters = tone_book(tmp_path / "sentences", titles, body_sentences=4, seconds=0.3)
+    options = AssemblyOptions(threads=2, chapter_pause_ms=1500)
+    encoded: list[int] = []  # chapter indices of the pieces the assembly itself encodes
+    real_encode = assemble.encode_m4b_piece
+    monkeypatch.setattr(assemble, "encode_m4b_piece",
+                        lambda chapter, *rest: encoded.append(chapter.index) or real_encode(chapter, *rest))
+
+    at_the_end = assemble_audiobook(chapters, METADATA, tmp_path / "end", tmp_path / "w1", options)
+    assert sorted(set(encoded)) == [0, 1, 2, 3]
+    encoded.clear()
+    book = BookAhead(tmp_path / "w2", options, chapters=4, expected_samples=20 * SAMPLE_RATE)
+    book.prepare(chapters[:1])
+    book.prepare(chapters[1:3])
+    with pytest.raises(ValueError):
+        book.prepare(chapters[3:])  # the last chapter is the assembly's: it ends the M4B
+    ahead = assemble_audiobook(chapters, METADATA, tmp_path / "ahead", tmp_path / "w2", options,
+                               prepared=book.prepared)
+    assert sorted(set(encoded)) == [3]  # only the chapter not prepared
+
+    decoded = [decode_pcm(r.outputs[0], SAMPLE_RATE).astype(np.int32) for r in (at_the_end, ahead)]
+    assert abs(len(decoded[0]) - len(decoded[1])) <= FRAME
+    onsets = [_onsets(samples) for samples in decoded]
+    assert len(onsets[0]) == len(onsets[1]) == 4 * 5
+    assert max(abs(a - b) for a, b in zip(*onsets, strict=True)) <= FRAME
+    marks = [[round(float(m["start_time"]) * SAMPLE_RATE) for m in probe(r.outputs[0])["chapters"]]
+             for r in (at_the_end, ahead)]
+    assert [m["tags"]["title"] for m in probe(ahead.outputs[0])["chapters"]] == titles
+    assert max(abs(a - b) for a, b in zip(*marks, strict=True)) <= FRAME
+    for mark, first_sentence in zip(marks[1], onsets[1][::5], strict=True):
+        assert 0 <= first_sentence - mark <= FRAME
+
+    encoded.clear()
+    book = BookAhead(tmp_path / "w3", options, chapters=4, expected_samples=20 * SAMPLE_RATE)
+    book.prepare(chapters[:3])
+    changed = [chapters[0], type(chapters[1])(1, "Two", chapters[1].sentences[:-1]), *chapters[2:]]
+    assemble_audiobook(changed, METADATA, tmp_path / "changed", tmp_path / "w3", options, prepared=book.prepared)
+    assert sorted(set(encoded)) == [1, 2, 3]  # the first chapter kept; the changed one and after, anew

@@ -10,7 +10,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import pytest
 from mutagen.mp4 import MP4
 from sqlalchemy import select
 
@@ -18,7 +17,7 @@ from jobs.embedded import plan_run, run_book
 from jobs.ingest import ingest_job
 from jobs.lexicons import with_user_lexicon
 from jobs.options import JobOptions, recorded_options
-from jobs.runtime import Runtime, open_runtime
+from jobs.runtime import Runtime
 from jobs.status import job_statuses
 from jobs.submit import submit_book
 from jobs.voices import create_voice, with_voice
@@ -57,18 +56,6 @@ class RecordingEngine:
         return list(texts)  # the tiny weights' refinement is noise; what matters is what was asked
 
 
-@pytest.fixture(scope="module")
-def tiny_engine(tiny_model_dir: Path):  # type: ignore[no-untyped-def]
-    from pipeline.engine import EngineConfig, load_engine
-
-    return load_engine(EngineConfig(model_dir=tiny_model_dir, device="cpu", precision="fp32"))
-
-
-@pytest.fixture()
-def rt(settings_factory) -> Runtime:  # type: ignore[no-untyped-def]
-    return open_runtime(settings_factory())
-
-
 def _voice(engine: Any, spec: str) -> str:
     return with_voice(engine, SynthesisRequest(text="", voice=spec, seed=0, max_new_tokens=1)).voice
 
@@ -100,8 +87,10 @@ def test_every_option_reaches_the_engine_and_the_audiobook(rt: Runtime, tmp_path
     for _, _, role, _, seed in spoken:
         assert by_seed[seed].prompt == "[speed_7]"
         assert by_seed[seed].voice == (dialogue if role == DIALOGUE else narrator)
-    assert [prompt for _, prompt in engine.refined] == ["[oral_2][break_4]"]
-    assert sorted(engine.refined[0][0]) == sorted(text for *_, text, _ in spoken)
+    # the refine pass runs batch by batch (the book is spoken in waves of chapters), each time in
+    # the job's style, and refines every sentence once
+    assert engine.refined and {prompt for _, prompt in engine.refined} == {"[oral_2][break_4]"}
+    assert sorted(text for texts, _ in engine.refined for text in texts) == sorted(text for *_, text, _ in spoken)
 
     [m4b] = [Path(p) for p in status.outputs if p.endswith(".m4b")]
     assert [c["tags"]["title"] for c in ffprobe_chapters(m4b)] == ["The Carpet-Bag", "The Spouter-Inn"]

@@ -97,6 +97,7 @@ def test_run_makes_the_audiobook_with_its_options_and_status_shows_them(tmp_path
     ("run", ["--lexicon", "nowhere.txt"], "error: --lexicon nowhere.txt: no such file"),
     ("preview", ["--dialogue-voice", "nobody"], "error: unknown voice 'nobody' (--dialogue-voice)"),
     ("bulk", ["--pause", "9"], "error: --pause 9: give 0 to 7"),
+    ("run", ["--memory-gib", "0"], "error: --memory-gib 0: not a memory size; give GiB as a positive number"),
 ])
 def test_a_bad_option_is_one_line_and_exit_2_before_the_model_loads(  # type: ignore[no-untyped-def]
         tmp_path: Path, settings_factory, command: str, choice: list[str], problem: str) -> None:

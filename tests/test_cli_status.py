@@ -12,7 +12,7 @@ import pytest
 
 from jobs.ingest import ingest_job
 from jobs.options import JobOptions
-from jobs.runtime import Runtime, open_runtime
+from jobs.runtime import Runtime
 from jobs.status import job_statuses
 from jobs.submit import submit_book
 from storage.models import Batch, BatchState, Job, JobState, Sentence, SentenceState, utcnow
@@ -25,11 +25,6 @@ LONG_TITLE = "The Remarkably Long and Winding Account of a Voyage Nobody Asked F
 CHINESE_TITLE = "爱丽丝梦游仙境与镜中奇遇记：完整版的长标题"
 CHAPTERS = [("One", ["A first sentence that is fairly long, as sentences go.", "Short one."]),
             ("Two", ["Another sentence.", "And the very last one of this small book."])]
-
-
-@pytest.fixture()
-def rt(settings_factory) -> Runtime:  # type: ignore[no-untyped-def]
-    return open_runtime(settings_factory())
 
 
 def _submitted(rt: Runtime, tmp_path: Path, title: str, name: str) -> int:

@@ -153,6 +153,8 @@ def test_an_embedded_run_takes_only_its_own_books_batches(sessions) -> None:  # 
         s.commit()
         assert repo.next_queued_batch(s) == their_long.id
         assert repo.queued_batch_count(s) == 3 and repo.queued_batch_count(s, mine.id) == 2
+        assert repo.queued_batch_shape(s, mine.id) == (1, 500)  # what its decode slots must hold
+        assert repo.longest_pending_sentence(s, mine.id) == 11
         order = []
         while (batch_id := repo.next_queued_batch(s, job_id=mine.id)) is not None:
             order.append(batch_id)

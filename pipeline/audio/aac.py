@@ -97,21 +97,24 @@ def frames_for(input_samples: int) -> int:
     return math.ceil(input_samples / FRAME) + 1
 
 
-def plan_chapters(lengths: Sequence[int], trailing_silence: Sequence[int]) -> list[AacChapterPlan]:
+def plan_chapters(lengths: Sequence[int], trailing_silence: Sequence[int],
+                  ends_part: bool = True) -> list[AacChapterPlan]:
     """Choose each chapter's encoded length so chapter starts stay on the stitched timeline.
 
     Args:
         lengths: PCM samples of each chapter of one M4B part, in order.
         trailing_silence: silence at the end of each chapter that may be shortened.
+        ends_part: whether the last of them ends the part; False for the first chapters of a part
+            planned before the rest exist (each plan depends only on the chapters before it).
 
     Returns:
-        One plan per chapter. The last chapter is encoded whole; no chapter loses anything but
-        trailing silence.
+        One plan per chapter. The part's last chapter is encoded whole; no chapter loses anything
+        but trailing silence.
     """
     plans = []
     encoded_start = 0  # where chapter k's first sample plays in the M4B (see chapter_starts)
     pcm_end = 0  # where chapter k ends in the stitched timeline
-    last = len(lengths) - 1
+    last = len(lengths) - 1 if ends_part else -1
     for position, (length, silence) in enumerate(zip(lengths, trailing_silence, strict=True)):
         pcm_end += length
         if position == last:

@@ -2,8 +2,10 @@
 
 1. Measure: each chapter is laid out from its sentences' measures (speech bounds, loudness,
    peaks; kept beside the sentence WAVs by the GPU worker, or taken now), in helper processes.
-2. Decide loudness: the book's integrated loudness from all chapters' measurements gives one gain;
-   a limiter is added only if that gain would push peaks past the true-peak ceiling.
+2. Decide loudness, chapter by chapter: each chapter's integrated loudness gives its gain to the
+   target (every chapter plays equally loud, as audiobook platforms check per file); a limiter
+   is added only where that gain would push peaks past the true-peak ceiling. Each chapter's
+   treatment depends on that chapter alone, so a chapter finished early can be encoded early.
 3. Write: WAV chapters that need no limiter straight from the sentences with the gain; for
    anything else each chapter is stitched into a WAV in the work directory first, then encoded:
    the M4B (one file, or one per part with ``split_hours``) and/or one file per chapter for each
@@ -13,7 +15,6 @@
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -22,8 +23,10 @@ from pathlib import Path
 from typing import TypeVar
 
 from pipeline.audio.aac import AacChapterPlan, AacPiece, cut_into_pieces, plan_chapters
+from pipeline.audio.ahead import PreparedChapter, chapter_pause, chapter_wav_path, piece_samples
 from pipeline.audio.export import (
     Loudness,
+    chapter_loudness,
     encode_chapter_file,
     encode_m4b_piece,
     encode_readalong_audio,
@@ -42,7 +45,7 @@ from pipeline.audio.assembly_types import (
     OnStep,
 )
 from pipeline.audio.names import numbered_names, safe_stem
-from pipeline.audio.parallel import bind, run_longest_first, worker_count
+from pipeline.audio.parallel import bind, run_longest_first
 from pipeline.audio.stitch import MeasuredChapter, StitchedChapter, measure_chapter, stitch_chapter
 from pipeline.audio.stitch_helpers import run_per_chapter
 from pipeline.audio.timeline import chapter_timelines, m4b_stretches
@@ -54,8 +57,6 @@ log = logging.getLogger(__name__)
 
 _Chapter = TypeVar("_Chapter", MeasuredChapter, StitchedChapter)
 
-LIMITER_MARGIN_DB = 1.0  # headroom under the true-peak ceiling for lossy codecs' overshoot
-MAX_GAIN_DB = 30.0  # never amplify a near-silent book into a wall of noise
 
 
 def assemble_audiobook(
@@ -65,6 +66,7 @@ def assemble_audiobook(
     work_dir: Path,
     options: AssemblyOptions = AssemblyOptions(),  # noqa: B008 (frozen: safe to share)
     on_step: OnStep | None = None,
+    prepared: Sequence[PreparedChapter] = (),
 ) -> AssemblyReport:
     """Turn chapters of sentence WAVs into finished audiobook files.
 
@@ -76,6 +78,8 @@ def assemble_audiobook(
             16-bit PCM (created if needed). The big intermediates are deleted once assembly succeeds.
         options: pauses, loudness, formats, bitrate, split, narrator.
         on_step: told how far assembly is, for a progress display (see ``OnStep``).
+        prepared: the book's first chapters assembled ahead in ``work_dir`` (:mod:`.ahead`) while
+            the rest was spoken: taken as they are where they are still made of the same sentences.
 
     Returns:
         The files written (in a stable order) and where every chapter starts.
@@ -98,17 +102,23 @@ def assemble_audiobook(
     began = time.monotonic()
     step = on_step or _no_step
     step("assembling", 0, len(chapters))
-    measured_chapters = measure_book(chapters, options)
-    loudness, measured = choose_loudness(measured_chapters, options)
+    ahead = _still_the_same(chapters, prepared)
+    measured_chapters = [p.measured for p in ahead] + measure_book(chapters, options, first=len(ahead))
+    loudness = [chapter_loudness(chapter, options) for chapter in measured_chapters]
+    measured = integrated_lufs([chapter.step_energies for chapter in measured_chapters])
+    gains = [treatment.gain_db for treatment in loudness]
     log.info(
-        "%r: measured %d chapters (%.0f s of audio) in %.1f s; loudness %.1f LUFS, gain %+.2f dB%s",
+        "%r: measured %d chapters (%.0f s of audio) in %.1f s; loudness %.1f LUFS, chapter gains "
+        "%+.2f to %+.2f dB%s",
         metadata.title,
         len(measured_chapters),
         sum(c.seconds for c in measured_chapters),
         time.monotonic() - began,
         measured,
-        loudness.gain_db,
-        ", limiter on" if loudness.limit_dbfs is not None else "",
+        min(gains),
+        max(gains),
+        f", limiter on {sum(t.limit_dbfs is not None for t in loudness)} chapter(s)"
+        if any(t.limit_dbfs is not None for t in loudness) else "",
     )
     stretches: list[M4bStretch] = []  # where the chapters play in the M4B(s), when one is written
     readalong_audio: list[Path] = []  # the chapters' audio for a read-along EPUB, when one is asked for
@@ -117,11 +127,13 @@ def assemble_audiobook(
         outputs = write_wav_chapters(measured_chapters, metadata, out_dir, options, loudness)
         step("encoding", len(chapters), len(chapters))
     else:
-        stitched = stitch_book(measured_chapters, work_dir, options)
-        log.info("%r: stitched in %.1f s", metadata.title, time.monotonic() - began)
+        stitched = [p.stitched for p in ahead] + stitch_book(measured_chapters, work_dir, options,
+                                                             first=len(ahead))
+        log.info("%r: stitched in %.1f s%s", metadata.title, time.monotonic() - began,
+                 f" ({len(ahead)} chapter(s) ahead)" if ahead else "")
         step("assembling", len(chapters), len(chapters))
         outputs, stretches, readalong_audio = encode_outputs(stitched, metadata, out_dir, work_dir, options,
-                                                             loudness, on_step)
+                                                             loudness, on_step, ahead)
         for chapter in stitched:  # on failure they stay, for a look; the next run overwrites them
             remove_quietly(chapter.wav_path)
     log.info("%r: wrote %d file(s) in %.1f s", metadata.title, len(outputs), time.monotonic() - began)
@@ -130,36 +142,50 @@ def assemble_audiobook(
                    readalong_audio=tuple(readalong_audio))
 
 
-def measure_book(chapters: Sequence[ChapterAudio], options: AssemblyOptions) -> list[MeasuredChapter]:
-    """Lay out and measure every chapter (chapter pause after all but the last), in helper
-    processes, one per core (:mod:`pipeline.audio.stitch_helpers`), unless
+Treatments = Sequence[Loudness]  # one per chapter, in reading order
+
+
+def measure_book(chapters: Sequence[ChapterAudio], options: AssemblyOptions, first: int = 0) -> list[MeasuredChapter]:
+    """Lay out and measure every chapter from position ``first`` on (chapter pause after all but
+    the last), in helper processes, one per core (:mod:`pipeline.audio.stitch_helpers`), unless
     ``options.stitch_in_processes`` is off or there is one chapter or core: then in threads."""
-    last = len(chapters) - 1
     calls = [
         (len(chapter.sentences), f"measuring chapter {chapter.index + 1} ({chapter.title!r})", measure_chapter,
-         (chapter, options, options.chapter_pause_ms if position < last else 0))
-        for position, chapter in enumerate(chapters)
+         (chapter, options, chapter_pause(options, position, len(chapters))))
+        for position, chapter in enumerate(chapters) if position >= first
     ]
     return run_per_chapter(calls, options)
 
 
 def stitch_book(
-    chapters: Sequence[MeasuredChapter], work_dir: Path, options: AssemblyOptions
+    chapters: Sequence[MeasuredChapter], work_dir: Path, options: AssemblyOptions, first: int = 0
 ) -> list[StitchedChapter]:
-    """Write every chapter's WAV into ``work_dir`` for the encoders (as :func:`measure_book`)."""
+    """Write every chapter's WAV from position ``first`` on into ``work_dir`` for the encoders
+    (as :func:`measure_book`)."""
     calls = [
         (len(chapter.sentences), f"stitching chapter {chapter.index + 1} into {path}", stitch_chapter,
          (chapter, path))
-        for position, chapter in enumerate(chapters)
-        for path in [work_dir / f"chapter_{position + 1:04d}.wav"]
+        for position, chapter in enumerate(chapters) if position >= first
+        for path in [chapter_wav_path(work_dir, position)]
     ]
     return run_per_chapter(calls, options)
 
 
-def writes_from_sentences(options: AssemblyOptions, loudness: Loudness) -> bool:
+def _still_the_same(chapters: Sequence[ChapterAudio], prepared: Sequence[PreparedChapter]) -> list[PreparedChapter]:
+    """The longest prefix of ``prepared`` made of the same sentences as the chapters now are (a
+    chapter spoken again since, say after a retry, is assembled anew, and so is every one after it)."""
+    same = []
+    for chapter, ahead in zip(chapters, prepared):
+        if ahead.audio != chapter or not ahead.stitched.wav_path.is_file():
+            break
+        same.append(ahead)
+    return same
+
+
+def writes_from_sentences(options: AssemblyOptions, loudness: Treatments) -> bool:
     """Whether every output is a WAV chapter without a limiter, written straight from the
     sentences (``export.write_chapter_wav``): then no chapter is stitched to the work directory."""
-    return (set(options.formats) - {"srt", "vtt"} == {"wav"}) and loudness.limit_dbfs is None
+    return (set(options.formats) - {"srt", "vtt"} == {"wav"}) and all(t.limit_dbfs is None for t in loudness)
 
 
 def write_wav_chapters(
@@ -167,30 +193,16 @@ def write_wav_chapters(
     metadata: BookMetadata,
     out_dir: Path,
     options: AssemblyOptions,
-    loudness: Loudness,
+    loudness: Treatments,
 ) -> list[Path]:
-    """Every chapter's final WAV with the book's gain, from its sentences (as :func:`measure_book`)."""
+    """Every chapter's final WAV with its gain, from its sentences (as :func:`measure_book`)."""
+    treatment = {chapter.index: t for chapter, t in zip(chapters, loudness, strict=True)}
     calls = [
-        (len(chapter.sentences), f"writing {final_path}", write_chapter_wav, (chapter, tags, final_path, loudness))
+        (len(chapter.sentences), f"writing {final_path}", write_chapter_wav,
+         (chapter, tags, final_path, treatment[chapter.index]))
         for chapter, _, tags, final_path in plan_chapter_files(chapters, metadata, out_dir, options)
     ]
     return run_per_chapter(calls, options)
-
-
-def choose_loudness(chapters: Sequence[MeasuredChapter], options: AssemblyOptions) -> tuple[Loudness, float]:
-    """One gain for the whole book to reach the target, and a limiter only if peaks need one.
-
-    Returns:
-        The loudness treatment and the book's measured integrated loudness (LUFS) before it.
-    """
-    measured = integrated_lufs([chapter.step_energies for chapter in chapters])
-    if not options.normalize_loudness or math.isinf(measured):
-        return Loudness(), measured
-    gain = min(options.target_lufs - measured, MAX_GAIN_DB)
-    true_peak = max(chapter.true_peak for chapter in chapters)
-    peak_after_gain = 20.0 * math.log10(max(true_peak, 1.0) / 32768.0) + gain
-    ceiling = options.true_peak_db - LIMITER_MARGIN_DB
-    return Loudness(gain_db=gain, limit_dbfs=ceiling if peak_after_gain > ceiling else None), measured
 
 
 def encode_outputs(
@@ -199,32 +211,38 @@ def encode_outputs(
     out_dir: Path,
     work_dir: Path,
     options: AssemblyOptions,
-    loudness: Loudness,
+    loudness: Treatments,
     on_step: OnStep | None = None,
+    ahead: Sequence[PreparedChapter] = (),
 ) -> tuple[list[Path], list[M4bStretch], list[Path]]:
     """Write every requested format; returns the final paths (M4B parts first, then per format),
     where the chapters play in the M4B(s), and the chapters' audio for a read-along EPUB (in
-    ``work_dir``). ``on_step`` hears ``encoding`` k/n as each encode ends."""
+    ``work_dir``). ``on_step`` hears ``encoding`` k/n as each encode ends. The M4B pieces of
+    chapters encoded ``ahead`` are not encoded again."""
     m4b_parts = (
-        plan_m4b_parts(stitched, metadata, out_dir, work_dir, options) if "m4b" in options.formats else []
+        plan_m4b_parts(stitched, metadata, out_dir, work_dir, options, ahead) if "m4b" in options.formats else []
     )
     chapter_files = plan_chapter_files(stitched, metadata, out_dir, options)
+    treatment = {chapter.index: t for chapter, t in zip(stitched, loudness, strict=True)}
     aac_encodes = [
-        (piece.samples, bind(encode_m4b_piece, part.chapters[piece.chapter], piece, plan, aac_path, loudness,
-                             options.bitrate))
+        (piece.samples, bind(encode_m4b_piece, part.chapters[piece.chapter], piece, plan, aac_path,
+                             treatment[part.chapters[piece.chapter].index], options.bitrate))
         for part in m4b_parts
-        for piece, plan, aac_path in zip(part.pieces, part.plans, part.aac_paths, strict=True)
+        for piece, plan, aac_path, done in zip(part.pieces, part.plans, part.aac_paths, part.frames_ahead,
+                                               strict=True)
+        if done is None
     ]
     file_encodes = [
         (
             chapter.samples,
-            bind(encode_chapter_file, chapter, audio_format, tags, final_path, loudness, options.bitrate),
+            bind(encode_chapter_file, chapter, audio_format, tags, final_path, treatment[chapter.index],
+                 options.bitrate),
         )
         for chapter, audio_format, tags, final_path in chapter_files
     ]
     readalong_audio = readalong_audio_paths(stitched, work_dir) if options.readalong_audio else []
     file_encodes += [
-        (chapter.samples, bind(encode_readalong_audio, chapter, path, loudness, options.bitrate))
+        (chapter.samples, bind(encode_readalong_audio, chapter, path, treatment[chapter.index], options.bitrate))
         for chapter, path in zip(stitched, readalong_audio)
     ]
     # Every encode is independent of the others: one pool for all of them.
@@ -233,7 +251,7 @@ def encode_outputs(
     frame_counts = iter(results[: len(aac_encodes)])
     outputs, stretches = [], []
     for part in m4b_parts:
-        frames = [next(frame_counts) for _ in part.pieces]
+        frames = [next(frame_counts) if done is None else done for done in part.frames_ahead]
         outputs.append(mux_m4b(part.chapters, part.pieces, part.aac_paths, frames, part.tags, part.final_path,
                                part.cover_path))
         stretches += m4b_stretches(part.chapters, part.pieces, frames, part.final_path)
@@ -253,6 +271,7 @@ class M4bPart:
     tags: TrackTags
     final_path: Path
     cover_path: Path | None
+    frames_ahead: tuple[int | None, ...] = ()  # per piece: its frames if encoded ahead, else None
 
 
 def plan_m4b_parts(
@@ -261,8 +280,10 @@ def plan_m4b_parts(
     out_dir: Path,
     work_dir: Path,
     options: AssemblyOptions,
+    ahead: Sequence[PreparedChapter] = (),
 ) -> list[M4bPart]:
-    """One M4B part unless ``split_hours`` asks for more; each with its own chapter marks."""
+    """One M4B part unless ``split_hours`` asks for more; each with its own chapter marks. The
+    pieces of chapters encoded ``ahead`` (one part only) are kept as they were encoded."""
     groups = split_into_parts(stitched, options.split_hours)
     stem = safe_stem(metadata.title, fallback="Audiobook")
     cover_path = write_cover(metadata, work_dir)
@@ -272,34 +293,35 @@ def plan_m4b_parts(
             name, title = f"{stem}.m4b", metadata.title
         else:
             name, title = f"{stem} - Part {number}.m4b", f"{metadata.title} (Part {number} of {len(groups)})"
-        pieces = cut_into_pieces([c.samples for c in chapters], [c.trailing_silence for c in chapters],
-                                 [c.cut_points for c in chapters], piece_samples(chapters, options))
+        encoded = [a for a in ahead if a.encoded] if len(groups) == 1 else []
+        rest = chapters[len(encoded):]
+        pieces = [p for a in encoded for p in a.pieces] + [
+            replace(p, chapter=p.chapter + len(encoded))
+            for p in cut_into_pieces([c.samples for c in rest], [c.trailing_silence for c in rest],
+                                     [c.cut_points for c in rest],
+                                     piece_samples(sum(c.samples for c in chapters), options))]
         plans = plan_chapters([p.samples for p in pieces], [p.trailing_silence for p in pieces])
+        ahead_plans = [plan for a in encoded for plan in a.plans]
+        if plans[:len(ahead_plans)] != ahead_plans:  # cannot happen for a prefix; never trust it blindly
+            log.warning("%r: chapters encoded ahead do not fit the M4B's plan; encoding them again", metadata.title)
+            return plan_m4b_parts(stitched, metadata, out_dir, work_dir, options)
+        done = [frames for a in encoded for frames in a.frames]
         parts.append(
             M4bPart(
                 chapters=tuple(chapters),
                 pieces=tuple(pieces),
                 plans=tuple(plans),
-                aac_paths=tuple(
+                aac_paths=tuple(a for prepared in encoded for a in prepared.aac_paths) + tuple(
                     work_dir / f"part{number:02d}_{chapters[piece.chapter].wav_path.stem}_{piece.start}.aac"
-                    for piece in pieces
+                    for piece in pieces[len(done):]
                 ),
                 tags=track_tags(metadata, options.narrator, title, number, len(groups)),
                 final_path=out_dir / name,
                 cover_path=cover_path,
+                frames_ahead=tuple(done) + (None,) * (len(pieces) - len(done)),
             )
         )
     return parts
-
-
-MIN_PIECE_SECONDS = 120.0  # an encode shorter than this pays more for its ffmpeg start than it gains
-
-
-def piece_samples(chapters: Sequence[StitchedChapter], options: AssemblyOptions) -> int:
-    """How long an M4B encode piece should be: four per encoding thread, so that the longest-first
-    pool ends evenly (one AAC encode runs on one core at ~150x real time), and never very short."""
-    total = sum(chapter.samples for chapter in chapters)
-    return max(round(MIN_PIECE_SECONDS * SAMPLE_RATE), math.ceil(total / (4 * worker_count(options.threads))))
 
 
 def plan_chapter_files(
@@ -359,7 +381,7 @@ def write_cover(metadata: BookMetadata, work_dir: Path) -> Path | None:
 
 
 def _report(
-    stitched: Sequence[MeasuredChapter], outputs: Sequence[Path], loudness: Loudness, measured: float
+    stitched: Sequence[MeasuredChapter], outputs: Sequence[Path], loudness: Treatments, measured: float
 ) -> AssemblyReport:
     reports, start = [], 0
     for chapter in stitched:
@@ -371,10 +393,16 @@ def _report(
         total_seconds=start / SAMPLE_RATE,
         sentence_seconds=sum(c.sentence_samples for c in stitched) / SAMPLE_RATE,
         pause_seconds=sum(c.pause_samples for c in stitched) / SAMPLE_RATE,
-        gain_db=loudness.gain_db,
+        gain_db=_weighted_gain(stitched, loudness),
         measured_lufs=measured,
-        limiter=loudness.limit_dbfs is not None,
+        limiter=any(t.limit_dbfs is not None for t in loudness),
     )
+
+
+def _weighted_gain(chapters: Sequence[MeasuredChapter], loudness: Treatments) -> float:
+    """The chapters' gains averaged by their length (the report's one figure)."""
+    total = sum(chapter.samples for chapter in chapters)
+    return sum(c.samples * t.gain_db for c, t in zip(chapters, loudness, strict=True)) / total if total else 0.0
 
 
 _Job = TypeVar("_Job")

@@ -52,7 +52,7 @@ class AssemblyOptions:
     paragraph_pause_ms: int = 700
     title_pause_ms: int = 1000  # after the chapter title, before the first body sentence
     chapter_pause_ms: int = 2000  # after each chapter but the last
-    target_lufs: float = -18.0  # integrated loudness of the whole book (EBU R128)
+    target_lufs: float = -18.0  # integrated loudness of every chapter (EBU R128)
     true_peak_db: float = -1.5  # ceiling, dBTP
     normalize_loudness: bool = True
     trim_silence: bool = True
@@ -107,9 +107,9 @@ class AssemblyReport:
     total_seconds: float
     sentence_seconds: float  # speech, after trimming
     pause_seconds: float  # inserted pauses
-    gain_db: float = 0.0  # the one gain applied to the whole book for loudness
-    measured_lufs: float = float("-inf")  # the book's integrated loudness before that gain
-    limiter: bool = False  # whether a peak limiter was needed to respect the true-peak ceiling
+    gain_db: float = 0.0  # the chapters' loudness gains, averaged by their length
+    measured_lufs: float = float("-inf")  # the book's integrated loudness before the gains
+    limiter: bool = False  # whether a peak limiter was needed (on any chapter) for the true-peak ceiling
     timeline: tuple[ChapterTimeline, ...] = ()  # where every sentence's speech lies
     m4b_stretches: tuple[M4bStretch, ...] = ()  # where each stretch of a chapter plays in the M4B(s)
     readalong_audio: tuple[Path, ...] = ()  # per chapter, for a read-along EPUB (in the work directory)

@@ -16,6 +16,7 @@ encoder version strings out, so re-running assembly reproduces identical bytes.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import wave
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -36,7 +37,9 @@ from pipeline.audio.aac import (
 from pipeline.audio.failures import os_error_fix, remove_quietly
 from pipeline.audio.ffmeta import ChapterMark, render_ffmetadata
 from pipeline.audio.ffmpeg import run_ffmpeg
+from pipeline.audio.assembly_types import AssemblyOptions
 from pipeline.audio.languages import container_language
+from pipeline.audio.loudness import integrated_lufs
 from pipeline.audio.mp4lang import TEXT_HANDLER, Mp4StructureError, set_track_language
 from pipeline.audio.stitch import MeasuredChapter, StitchedChapter, chapter_pcm, is_silence
 from pipeline.audio.tags import GENRE, TrackTags, write_tags
@@ -59,9 +62,13 @@ _CODEC_ARGS = {
 }
 
 
+LIMITER_MARGIN_DB = 1.0  # headroom under the true-peak ceiling for lossy codecs' overshoot
+MAX_GAIN_DB = 30.0  # never amplify a near-silent chapter into a wall of noise
+
+
 @dataclass(frozen=True)
 class Loudness:
-    """The one gain (and, if needed, limiter) applied to every output of a book."""
+    """The gain (and, if needed, limiter) applied to every output of one chapter."""
 
     gain_db: float = 0.0
     limit_dbfs: float | None = None  # the limiter's ceiling (4x oversampled peaks); None = no limiter
@@ -130,9 +137,21 @@ def m4b_tags(tags: TrackTags) -> dict[str, str]:
     return entries
 
 
+def chapter_loudness(chapter: MeasuredChapter, options: AssemblyOptions) -> Loudness:
+    """The gain that brings one chapter to the target loudness, and a limiter only if its peaks
+    need one. A chapter's treatment depends on that chapter alone."""
+    measured = integrated_lufs([chapter.step_energies])
+    if not options.normalize_loudness or math.isinf(measured):
+        return Loudness()
+    gain = min(options.target_lufs - measured, MAX_GAIN_DB)
+    peak_after_gain = 20.0 * math.log10(max(chapter.true_peak, 1.0) / 32768.0) + gain
+    ceiling = options.true_peak_db - LIMITER_MARGIN_DB
+    return Loudness(gain_db=gain, limit_dbfs=ceiling if peak_after_gain > ceiling else None)
+
+
 def encode_m4b_piece(
     chapter: StitchedChapter, piece: AacPiece, plan: AacChapterPlan, aac_path: Path, loudness: Loudness,
-    bitrate: str,
+    bitrate: str, nice: int = 0,
 ) -> int:
     """Encode one piece of a chapter (often the whole chapter) to an ADTS AAC file in the work
     directory; returns its frame count.
@@ -149,7 +168,7 @@ def encode_m4b_piece(
     args += ["-af", f"atrim=end_sample={piece.samples}," + loudness.ffmpeg_filter(plan.input_samples)]
     args += ["-c:a", "aac", "-aac_coder", "fast", "-b:a", bitrate, *_BITEXACT, "-f", "adts"]
     where = f" from {piece.start / SAMPLE_RATE:.1f} s" if piece.start else ""
-    _encode(args, aac_path, f"encode chapter {chapter.index + 1}{where} to AAC")
+    _encode(args, aac_path, f"encode chapter {chapter.index + 1}{where} to AAC", nice=nice)
     try:
         frames = count_adts_frames(aac_path)
     except ValueError as exc:
@@ -351,11 +370,12 @@ def _encode(
     action: str,
     cwd: Path | None = None,
     finish: Callable[[Path], object] | None = None,
+    nice: int = 0,
 ) -> Path:
     """Run ffmpeg into the partial file, then ``finish`` it (tags), then give it its final name."""
     partial = partial_path(final_path)
     try:
-        run_ffmpeg([*args, str(partial)], final_path, action, cwd=cwd)
+        run_ffmpeg([*args, str(partial)], final_path, action, cwd=cwd, nice=nice)
         if finish is not None:
             finish(partial)
     except (OSError, MutagenError, Mp4StructureError) as exc:

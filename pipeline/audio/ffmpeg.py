@@ -25,7 +25,7 @@ def ffmpeg_binary() -> str:
     return _binary("ffmpeg")
 
 
-def run_ffmpeg(args: Sequence[str], output: Path, action: str, cwd: Path | None = None) -> None:
+def run_ffmpeg(args: Sequence[str], output: Path, action: str, cwd: Path | None = None, nice: int = 0) -> None:
     """Run ``ffmpeg -y <args>`` quietly.
 
     Args:
@@ -33,11 +33,14 @@ def run_ffmpeg(args: Sequence[str], output: Path, action: str, cwd: Path | None 
         output: the file being produced, named in errors.
         action: what is being done, for the error message ("encode the M4B").
         cwd: directory to run in (for relative input names).
+        nice: lower ffmpeg's priority by this much (an encode beside a GPU's feeding threads).
 
     Raises:
         AssemblyError: ffmpeg is missing or failed; the message carries ffmpeg's last error lines.
     """
     command = [ffmpeg_binary(), "-nostdin", "-hide_banner", "-loglevel", "error", "-y", *args]
+    if nice and shutil.which("nice"):
+        command = ["nice", "-n", str(nice), *command]
     log.debug("running %s", " ".join(command))
     completed = subprocess.run(
         command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False, cwd=cwd

@@ -116,11 +116,19 @@ class StitchHelper:
 
     def close(self) -> None:
         """Let the helper finish (stdin closed = no more work); kill it if it does not."""
+        self.ask_to_stop()
+        self.wait_stopped()
+
+    def ask_to_stop(self) -> None:
+        """No more work (stdin closed): the helper exits on its own."""
         if self._process.stdin is not None:
             try:
                 self._process.stdin.close()
             except OSError:
-                pass  # it died already; wait() below reaps it
+                pass  # it died already; wait_stopped() reaps it
+
+    def wait_stopped(self) -> None:
+        """Wait for a helper asked to stop; kill it if it does not."""
         try:
             self._process.wait(timeout=_STOP_SECONDS)
         except subprocess.TimeoutExpired:
@@ -193,8 +201,12 @@ class _IdleHelpers:
     def stop(self) -> None:
         with self._lock:
             idle, self._idle = self._idle, []
+        # all asked first, then waited for: each takes ~0.2 s to exit, which one after the other
+        # kept a finished `tts-jobs run` from returning for seconds
         for helper in idle:
-            helper.close()
+            helper.ask_to_stop()
+        for helper in idle:
+            helper.wait_stopped()
 
     def pids(self) -> list[int]:
         with self._lock:

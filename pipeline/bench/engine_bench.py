@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pipeline.bench.engine_runner import Say, fp32_reference, run_engine_row
+from pipeline.bench.engine_runner import Say, fp32_reference, run_engine_rows
 from pipeline.bench.harness import bench_weights
 from pipeline.bench.protocol import BenchOptions, forced_steps, make_workload
 from pipeline.bench.report import BenchReport, BenchRow, describe, format_table, ratios
@@ -94,8 +94,9 @@ class _BenchRun:
             self._ours(reduced[0], replace(self.opts, batch=batch, slots=slots))
 
     def _ours(self, precision: str, opts: BenchOptions) -> None:
-        self._add(run_engine_row(self.model_dir, self.device, precision, self.texts, self.steps,
-                                 opts, self.reference))
+        for row in run_engine_rows(self.model_dir, self.device, precision, self.texts, self.steps,
+                                   opts, self.reference):
+            self._add(row)
 
     def _add(self, row: BenchRow) -> None:
         self.found.append(row)
@@ -129,7 +130,7 @@ def options_from(args: Any) -> tuple[BenchOptions, Path | None]:
                         batch=args.batch, slots=args.slots,
                         upstream_batches=tuple(args.upstream_batch) if args.upstream_batch else None,
                         upstream=not args.no_upstream, upstream_seconds=args.upstream_seconds,
-                        memory_gib=args.memory_gib,
+                        memory_gib=args.memory_gib, repeat=args.repeat,
                         scaling_batches=tuple(b for b in scaling if b != 0) if scaling else None)
     return opts, args.json
 
@@ -156,6 +157,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="cap this process's GPU memory (both systems) at GIB, as a smaller card: "
                              "tts-jobs sizes its batches and slots from it; upstream rows that run "
                              "out of memory say so")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="time each tts-jobs row this many times on the same loaded engine")
     parser.add_argument("--upstream-batch", action="append", type=int)
     parser.add_argument("--scaling-batch", action="append", type=_batch_and_slots,
                         help="extra tts-jobs rows (first reduced precision) at batch size N, or "

@@ -92,9 +92,11 @@ def fp32_reference(model_dir: Path, device: Any, texts: list[str], steps: list[i
     return ref, voice
 
 
-def run_engine_row(model_dir: Path, device: Any, name: str, texts: list[str], steps: list[int],
-                   opts: BenchOptions, ref: ReferenceData) -> BenchRow:
-    """One tts-jobs row: load, warm up, time the workload, measure fidelity; memory given back."""
+def run_engine_rows(model_dir: Path, device: Any, name: str, texts: list[str], steps: list[int],
+                    opts: BenchOptions, ref: ReferenceData) -> list[BenchRow]:
+    """tts-jobs rows of one precision: load, warm up, time the workload ``opts.repeat`` times on
+    the same engine (a row each: the spread between runs of one code), measure fidelity once;
+    memory given back."""
     from pipeline.bench import fidelity
     from pipeline.engine import EngineConfig
     from pipeline.engine.loading import load_engine
@@ -110,7 +112,8 @@ def run_engine_row(model_dir: Path, device: Any, name: str, texts: list[str], st
     started = time.perf_counter()
     requests, graphs = _warm_up_as_a_worker(engine, texts, steps, opts)
     warmup_s = time.perf_counter() - started
-    timed = _timed_run(engine, device, f"{name}-{opts.batch}", requests, texts, steps, opts)
+    timed = [_timed_run(engine, device, f"{name}-{opts.batch}", requests, texts, steps, opts)
+             for _ in range(max(1, opts.repeat))]
     quality = fidelity.measure(engine, ref)
     del engine
     release_device_memory()
@@ -120,13 +123,14 @@ def run_engine_row(model_dir: Path, device: Any, name: str, texts: list[str], st
                  f"{graphs} CUDA graphs" if graphs else "")
     if opts.memory_gib and on_gpu:
         note = _join(f"capped at {opts.memory_gib:g} GiB", note)
-    return BenchRow(system="tts-jobs", precision=name, batch=opts.batch, sentences=len(texts),
-                    audio_s=audio, wall_s=timed.wall, x_realtime=audio / timed.wall,
-                    peak_gib=timed.peak, top1_agreement=quality.top1_agreement,
-                    relative_logit_error=quality.relative_logit_error, snr_db=quality.snr_db,
-                    load_s=load_s, warmup_s=warmup_s, batches=timed.batches,
-                    slots=opts.slots,
-                    note=note, **_time_columns(timed, on_gpu))
+    return [BenchRow(system="tts-jobs", precision=name, batch=opts.batch, sentences=len(texts),
+                     audio_s=audio, wall_s=run.wall, x_realtime=audio / run.wall,
+                     peak_gib=run.peak, top1_agreement=quality.top1_agreement,
+                     relative_logit_error=quality.relative_logit_error, snr_db=quality.snr_db,
+                     load_s=load_s, warmup_s=warmup_s, batches=run.batches, slots=opts.slots,
+                     note=_join(note, f"run {number} of {len(timed)}" if len(timed) > 1 else ""),
+                     **_time_columns(run, on_gpu))
+            for number, run in enumerate(timed, start=1)]
 
 
 def _warm_up_as_a_worker(engine: Any, texts: list[str], steps: list[int],

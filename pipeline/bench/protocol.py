@@ -51,6 +51,7 @@ class BenchOptions:
     upstream: bool = True
     fidelity_sentences: int = 16
     memory_fraction: float = 0.5  # planner cap as a share of the device's memory
+    repeat: int = 1  # timed runs of each tts-jobs row on one loaded engine (a row each)
     memory_gib: float | None = None  # a hard cap on the process's GPU memory, for both systems (a
     # smaller card); the planner then plans for 0.85 of it, as a worker does
     upstream_seconds: float = 75.0  # stop an upstream row after the batch that passes this

@@ -36,23 +36,23 @@ def run_upstream_row(model_dir: Path, device: Any, texts: list[str], steps: list
     warmup_s = time.perf_counter() - started
     sync_device(device, reset_peak=True)
     started = time.perf_counter()
-    count = 0
+    count, out_of_memory = 0, False
     try:
         while count < len(texts) and time.perf_counter() - started < max_seconds:
             end = min(count + batch, len(texts))
             _upstream_batch(chat, voice, texts[count:end], steps[count:end])
             count = end
+        sync_device(device)
     except torch.cuda.OutOfMemoryError:  # under a memory cap: this batch size does not fit
-        del chat
-        release_device_memory()
-        return BenchRow(system="upstream", precision="fp32", batch=batch, sentences=count, audio_s=0.0,
-                        wall_s=time.perf_counter() - started, x_realtime=0.0, peak_gib=None,
-                        load_s=load_s, warmup_s=warmup_s, note="out of memory")
-    sync_device(device)
+        out_of_memory = True
     wall = time.perf_counter() - started
-    peak = peak_gib(device)
+    peak = None if out_of_memory else peak_gib(device)
     del chat
     release_device_memory()
+    if out_of_memory:
+        return BenchRow(system="upstream", precision="fp32", batch=batch, sentences=count, audio_s=0.0,
+                        wall_s=wall, x_realtime=0.0, peak_gib=None, load_s=load_s, warmup_s=warmup_s,
+                        note="out of memory")
     audio = sum(steps[:count]) / GPT_STEPS_PER_SECOND
     return BenchRow(system="upstream", precision="fp32", batch=batch, sentences=count,
                     audio_s=audio, wall_s=wall, x_realtime=audio / wall, peak_gib=peak,

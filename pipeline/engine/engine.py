@@ -32,6 +32,7 @@ from pipeline.engine.memory import (
     analytic_memory_model,
     calibrate_memory_model,
     device_budget_bytes,
+    device_capped,
     model_with_widest_slots,
 )
 from pipeline.engine.prompts import (
@@ -145,6 +146,14 @@ class Engine:
         self._worker_rows = rows
         self._widest_slots_ready = True
         return graphs
+
+    def memory_capped(self) -> bool:
+        """Whether this engine runs under a memory cap (``EngineConfig.memory_gib``)."""
+        return device_capped(self._torch_device)
+
+    def kv_bytes_per_position(self) -> int:
+        """Bytes of keys and values one decode slot position holds (all layers)."""
+        return self._parts.gpt.kv_bytes_per_position()
 
     def memory_budget_bytes(self) -> int | None:
         """GPU memory this engine may use (its cap, ``EngineConfig.memory_gib``, else the card's);

@@ -132,8 +132,11 @@ class StepRunner:
         # Under a memory cap the planner sized each batch to fit with slots of its own shape: the
         # union of two batches' shapes (the most rows of one, the longest rows of the other)
         # would not, and every batch after it would run out of memory.
-        shape = exact if device_capped(self.gpt.norm.device) else grown_shape(
-            old, needed, self.gpt.kv_bytes_per_position(), device_bytes(self.gpt))
+        capped = device_capped(self.gpt.norm.device)
+        shape = exact if capped else grown_shape(old, needed, self.gpt.kv_bytes_per_position(),
+                                                 device_bytes(self.gpt))
+        if capped:  # the cap counts cached segments too: the old shape's must not crowd the new
+            torch.cuda.empty_cache()
         try:
             self.state = SlotState(self.gpt, shape)
         except torch.cuda.OutOfMemoryError:

@@ -106,6 +106,14 @@ def _of_job(query: Select, job_id: int | None) -> Select:
     return query.where(Batch.id.in_(select(Sentence.batch_id).where(Sentence.job_id == job_id)))
 
 
+def queued_batch_shape(session: Session, job_id: int) -> tuple[int, int]:
+    """(most sentences in one, most cache positions of one) over the job's queued batches."""
+    query = _of_job(select(func.max(Batch.size), func.max(Batch.longest_positions))
+                    .where(Batch.state == BatchState.QUEUED.value), job_id)
+    rows, positions = session.execute(query).one()
+    return rows or 0, positions or 0
+
+
 def batch_needs_refine(session: Session, batch_id: int) -> bool:
     """Whether a job with sentences in the batch asked for upstream's refine pass."""
     options = session.scalars(select(Job.options).where(Job.id.in_(

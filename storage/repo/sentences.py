@@ -80,6 +80,28 @@ def job_sentence_audio(session: Session, job_id: int) -> dict[int, list[tuple[st
     return by_chapter
 
 
+def job_token_budget(session: Session, job_id: int) -> int:
+    """The GPT steps the job's sentences may take at most (their ``max_new_tokens``, summed)."""
+    return session.scalar(select(func.sum(Sentence.max_new_tokens)).where(Sentence.job_id == job_id)) or 0
+
+
+def longest_pending_sentence(session: Session, job_id: int) -> int:
+    """The most GPT steps any of the job's unspoken sentences may take."""
+    return session.scalar(select(func.max(Sentence.max_new_tokens)).where(
+        Sentence.job_id == job_id, Sentence.audio_path.is_(None))) or 0
+
+
+def spoken_chapter_prefix(session: Session, job_id: int) -> int:
+    """How many of the job's first chapters, in reading order, have every sentence spoken."""
+    unfinished = (select(Sentence.chapter_id).where(Sentence.job_id == job_id, Sentence.audio_path.is_(None))
+                  .distinct())
+    first_unfinished = session.scalar(select(func.min(Chapter.index)).where(
+        Chapter.job_id == job_id, Chapter.id.in_(unfinished)))
+    return chapter_count(session, job_id) if first_unfinished is None else session.scalar(
+        select(func.count()).select_from(Chapter).where(Chapter.job_id == job_id,
+                                                        Chapter.index < first_unfinished)) or 0
+
+
 def job_sentence_audio_paths(session: Session, job_id: int) -> list[str]:
     """The audio path every recorded sentence of the job points at (relative to the data dir)."""
     return list(session.scalars(select(Sentence.audio_path).where(
@@ -88,13 +110,14 @@ def job_sentence_audio_paths(session: Session, job_id: int) -> list[str]:
 
 def unplanned_sentences(session: Session, job_ids: Sequence[int] | None = None) -> list[Any]:
     """Pending sentences of active jobs that no live batch holds, locked against other planners:
-    rows of what the planner reads (id, job_id, text, max_new_tokens), not whole ORM objects
+    rows of what the planner reads (id, job_id, chapter_id, text, max_new_tokens), not whole ORM objects
     (building 10,000 of those was half of planning two books).
 
     On PostgreSQL the rows are locked FOR UPDATE SKIP LOCKED, so concurrent planners split the work
     instead of planning the same sentence twice. (SQLite ignores the clause; it has one writer.)
     """
-    query = _unplanned(select(Sentence.id, Sentence.job_id, Sentence.text, Sentence.max_new_tokens), job_ids)
+    query = _unplanned(select(Sentence.id, Sentence.job_id, Sentence.chapter_id, Sentence.text,
+                              Sentence.max_new_tokens), job_ids)
     return list(session.execute(query.order_by(Sentence.id).with_for_update(skip_locked=True, of=Sentence)))
 
 

@@ -1,0 +1,65 @@
+"""An embedded run assembles its first chapters while the rest of the book is spoken: the real
+engine (tiny weights, CPU), the real job table, real ffmpeg."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+
+from jobs.embedded import plan_run, run_book
+from jobs.options import JobOptions
+from jobs.plan import in_waves
+from jobs.runtime import Runtime, open_runtime
+from jobs.status import job_statuses
+from pipeline.types import PlannedSentence
+from tests.books import write_epub
+from tests.e2e_helpers import ffprobe_chapters
+
+CHAPTERS = [(f"Chapter {n}", [f"Sentence {n}.{k} of a book read in waves." for k in range(1, 4)])
+            for n in range(1, 6)]
+
+
+def test_the_first_chapters_are_assembled_while_the_rest_is_spoken(
+        rt: Runtime, tmp_path: Path, tiny_engine, caplog, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The book is spoken in waves of chapters; every chapter but the last is assembled (and
+    encoded for the M4B) before the last batch is recorded, the assembly after it encodes only
+    the last chapter, and the M4B has every chapter, in order, each mark at its own audio."""
+    from pipeline.audio import assemble
+
+    encoded: list[int] = []
+    real_encode = assemble.encode_m4b_piece
+    monkeypatch.setattr(assemble, "encode_m4b_piece",
+                        lambda chapter, *rest: encoded.append(chapter.index) or real_encode(chapter, *rest))
+    book = write_epub(tmp_path / "waves.epub", "Waves", CHAPTERS)
+    caplog.set_level(logging.INFO)
+    rt = open_runtime(rt.settings.with_overrides(assemble_ahead=True))
+
+    job_id = run_book(rt, plan_run(rt, book, JobOptions(out_dir=tmp_path / "out")), tiny_engine)
+
+    [status] = job_statuses(rt, job_id)
+    assert status.state == "done", status.error
+    ahead = [r.getMessage() for r in caplog.records if "assembled ahead" in r.getMessage()]
+    assert ahead and all("of 5" in line for line in ahead)
+    assert "in 5 waves of chapters" in caplog.text
+    assert encoded == [4]  # the assembly encoded the last chapter only
+    marks = ffprobe_chapters(Path(status.outputs[0]))
+    assert [m["tags"]["title"] for m in marks] == [title for title, _ in CHAPTERS]
+    starts = [float(m["start_time"]) for m in marks]
+    assert starts == sorted(starts) and len(set(starts)) == 5
+
+
+def test_waves_are_whole_chapters_of_about_equal_length_in_reading_order() -> None:
+    """Eight chapters of 10 sentences each in 4 waves: 2 chapters a wave, never a chapter split,
+    every sentence once, in reading order; one wave is the whole book."""
+
+    class Row:
+        def __init__(self, chapter_id: int) -> None:
+            self.chapter_id = chapter_id
+
+    rows = [Row(chapter) for chapter in range(8) for _ in range(10)]
+    planned = [PlannedSentence(id=i, max_new_tokens=50, prompt_tokens=10) for i in range(80)]
+    waves = in_waves(rows, planned, 4)
+    assert [[p.id for p in wave] for wave in waves] == [list(range(k * 20, k * 20 + 20)) for k in range(4)]
+    assert in_waves(rows, planned, 1) == [planned]
+    assert len(in_waves(rows[:10], planned[:10], 4)) == 1  # one chapter cannot be split
