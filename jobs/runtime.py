@@ -61,8 +61,8 @@ def upgrade_database(settings: Settings, revision: str = "head") -> None:
 
 
 class EngineLoading:
-    """The engine loaded (and warmed up: kernels compiled, memory model calibrated) on a thread of
-    its own, so that a run reads its book meanwhile; ``get()`` waits for it. A daemon thread: a
+    """The engine loaded (and, on a GPU, warmed up: kernels compiled, memory model calibrated) on a
+    thread of its own, so that a run reads its book meanwhile; ``get()`` waits for it. A daemon thread: a
     run stopped during the load exits without waiting for it."""
 
     def __init__(self, settings: Settings) -> None:
@@ -76,7 +76,8 @@ class EngineLoading:
             began = time.perf_counter()
             engine = open_engine(settings)
             loaded = time.perf_counter()
-            engine.warm_up()
+            if engine.device.startswith("cuda"):  # kernels compiled, the memory model calibrated
+                engine.warm_up()
             log.info("engine loaded in %.1f s, warmed up in %.1f s", loaded - began, time.perf_counter() - loaded)
             self._engine = engine
         except BaseException as exc:  # handed to whoever waits for the engine

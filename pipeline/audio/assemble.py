@@ -176,7 +176,8 @@ def _still_the_same(chapters: Sequence[ChapterAudio], prepared: Sequence[Prepare
     chapter spoken again since, say after a retry, is assembled anew, and so is every one after it)."""
     same = []
     for chapter, ahead in zip(chapters, prepared):
-        if ahead.audio != chapter or not ahead.stitched.wav_path.is_file():
+        files = (ahead.stitched.wav_path, *ahead.aac_paths)
+        if ahead.audio != chapter or not all(path.is_file() for path in files):
             break
         same.append(ahead)
     return same
