@@ -1,9 +1,9 @@
 """Speak one batch on its own: claim it, synthesize it within the device's memory, write every
 sentence's WAV, record it.
 
-This is the road of the embedded `run`, of a worker with streaming off, and of a batch whose jobs
-asked for the refine pass; a GPU worker otherwise speaks its batches as one stream
-(``batch_stream.py``), built from the same steps. Out of memory is handled by
+This is the road of a worker with streaming off and of a batch whose jobs asked for the refine
+pass (or whose last holder died); a GPU worker and the embedded `run` otherwise speak their
+batches as one stream (``batch_stream.py``), built from the same steps. Out of memory is handled by
 ``pipeline/engine/oom.py`` alike on both roads; what it learns is recorded for the planner.
 """
 
