@@ -29,14 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from gpu_workers_scaling import kit_ffmpeg  # noqa: E402
-
-from pipeline import lengths  # noqa: E402
-from pipeline.bench.protocol import make_workload  # noqa: E402
-from pipeline.types import GPT_STEPS_PER_SECOND  # noqa: E402
-from tests.books import write_epub  # noqa: E402
-
-SECONDS_PER_SENTENCE = 4.8  # what the workload's sentences come to on synthetic weights
+from gpu_workers_scaling import kit_ffmpeg, write_epub_book  # noqa: E402
 
 
 def main() -> int:
@@ -87,15 +80,7 @@ def parse_args() -> argparse.Namespace:
 
 
 def write_book(path: Path, hours: float, chapters: int) -> tuple[Path, float]:
-    sentences = make_workload(round(hours * 3600 / SECONDS_PER_SENTENCE), seed=42)
-    per_chapter = -(-len(sentences) // chapters)
-    parts = []
-    for number in range(chapters):
-        body = sentences[number * per_chapter:(number + 1) * per_chapter]
-        paragraphs = [" ".join(body[i:i + 6]) for i in range(0, len(body), 6)]
-        parts.append((f"Chapter {number + 1}", paragraphs))
-    cap = sum(lengths.max_new_tokens(s) for s in sentences) / GPT_STEPS_PER_SECOND
-    return write_epub(path, "A Six Hour Book", parts, author="Run Book"), cap
+    return write_epub_book(path, "A Six Hour Book", "Run Book", hours, chapters)
 
 
 def tts_jobs(args: list[str], env: dict[str, str]) -> str:

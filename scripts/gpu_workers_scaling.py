@@ -4,6 +4,12 @@
     python3 scripts/gpu_workers_scaling.py --sentences-per-book 2500 --max-batch 512
     python scripts/gpu_workers_scaling.py --cpu-smoke           # the same flow on CPU, tiny weights
     python3 scripts/gpu_workers_scaling.py --phases one         # one GPU: phase one alone (start, tail, device time)
+    python3 scripts/gpu_workers_scaling.py --phases one --shelf 3 9 22   # a shelf: three EPUBs of 3, 9, 22 h
+
+With ``--shelf HOURS...`` the books are EPUB 3 files of about those hours of audio each (different
+titles, authors and sentences, 20 chapters each; the longest over 20 h is the issue's shelf), not
+the two equal Markdown books; the table's "× real time to done" is the shelf's audio over submit
+-> every M4B done.
 
 Each phase starts from nothing: a fresh data directory and SQLite database (the embedded default),
 one `tts-jobs worker --cpu` (ingest, plan, assemble) and N synthesis workers (`tts-jobs worker
@@ -112,6 +118,8 @@ def parse_args() -> argparse.Namespace:
                         help="tiny weights on CPU, a few dozen sentences: tests the flow, measures nothing")
     parser.add_argument("--sentences-per-book", type=int, help="default 5000 (GPU) / 30 (smoke)")
     parser.add_argument("--chapters-per-book", type=int, help="default 20 (GPU) / 2 (smoke)")
+    parser.add_argument("--shelf", type=float, nargs="+", metavar="HOURS",
+                        help="EPUB 3 books of about these hours of audio each, instead of the two equal books")
     parser.add_argument("--max-batch", type=int,
                         help="TTS_JOBS_MAX_BATCH for every worker (default: the project's own)")
     parser.add_argument("--format", default="m4b", help="output format of both books (default m4b)")
@@ -149,17 +157,46 @@ class RunFailed(Exception):
 # ------------------------------------------------------------------------------------ the books
 
 
-def write_books(folder: Path, mode: Mode) -> tuple[list[Path], float]:
-    """Two Markdown books of the same size, mixed Chinese/English. Returns them and their audio cap (s)."""
+def write_books(folder: Path, mode: Mode, shelf: Sequence[float] = ()) -> tuple[list[Path], float]:
+    """Two Markdown books of the same size, mixed Chinese/English, or EPUB 3 books of the ``shelf``'s
+    hours. Returns them and their audio cap (s)."""
     folder.mkdir(parents=True, exist_ok=True)
+    if shelf:
+        books = [write_epub_book(folder / f"shelf_{number + 1}.epub", f"Shelf Book {number + 1}",
+                                 f"Author {number + 1}", hours, mode.chapters_per_book, seed=2000 + number)
+                 for number, hours in enumerate(shelf)]
+        return [path for path, _ in books], sum(cap for _, cap in books)
     books, cap_seconds = [], 0.0
     for number, title in enumerate(("Scaling Book A", "Scaling Book B")):
         sentences = make_workload(mode.sentences_per_book, seed=1000 + number)
         path = folder / f"book_{'ab'[number]}.md"
         path.write_text(book_markdown(title, sentences, mode.chapters_per_book), encoding="utf-8")
         books.append(path)
-        cap_seconds += sum(lengths.max_new_tokens(s) for s in sentences) / GPT_STEPS_PER_SECOND
+        cap_seconds += audio_cap_seconds(sentences)
     return books, cap_seconds
+
+
+SECONDS_PER_SENTENCE = 4.8  # what the workload's sentences come to on synthetic weights
+
+
+def write_epub_book(path: Path, title: str, author: str, hours: float, chapters: int,
+                    seed: int = 42) -> tuple[Path, float]:
+    """An EPUB 3 of about ``hours`` of audio: the workload's sentences, six to a paragraph, in
+    ``chapters`` chapters. Returns it and its audio cap (s)."""
+    from tests.books import write_epub
+
+    sentences = make_workload(max(chapters, round(hours * 3600 / SECONDS_PER_SENTENCE)), seed=seed)
+    per_chapter = -(-len(sentences) // chapters)
+    parts = []
+    for number in range(chapters):
+        body = sentences[number * per_chapter:(number + 1) * per_chapter]
+        paragraphs = [" ".join(body[i:i + 6]) for i in range(0, len(body), 6)]
+        parts.append((f"Chapter {number + 1}", paragraphs))
+    return write_epub(path, title, parts, author=author), audio_cap_seconds(sentences)
+
+
+def audio_cap_seconds(sentences: Sequence[str]) -> float:
+    return sum(lengths.max_new_tokens(s) for s in sentences) / GPT_STEPS_PER_SECOND
 
 
 def book_markdown(title: str, sentences: list[str], chapters: int, per_paragraph: int = 6) -> str:
@@ -442,6 +479,11 @@ class PhaseResult:
         return self.audio_seconds / self.to_synthesized_seconds if self.to_synthesized_seconds else None
 
     @property
+    def x_realtime_done(self) -> float | None:
+        """Audio over submit -> every book done: what a user waiting for the audiobooks sees."""
+        return self.audio_seconds / self.to_done_seconds if self.to_done_seconds else None
+
+    @property
     def start_seconds(self) -> float | None:
         """Submit -> the first batch leased: ingest, planning, the first message (both phases pay it)."""
         if self.to_synthesized_seconds is None or self.synthesis_span_seconds is None:
@@ -568,7 +610,7 @@ def wait_until_done(phase: Phase, table: JobTable, books: int) -> None:
         if broken:
             raise RunFailed("; ".join(f"job {j['id']} {j['state']}: {j['error']}" for j in broken))
         if len(jobs) == books and all(j["state"] == JobState.DONE.value for j in jobs):
-            progress(f"phase {phase.name}: both books done")
+            progress(f"phase {phase.name}: every book done")
             return
         if time.monotonic() - last_report > 10:
             last_report = time.monotonic()
@@ -665,7 +707,7 @@ def speedups(results: list[PhaseResult]) -> dict[str, float | None]:
 
 def markdown_report(results: list[PhaseResult], ratios: dict[str, float | None]) -> str:
     lines = ["| phase | synthesis workers | sentences | audio s | submit → synthesized s | submit → done s "
-             "(each book) | start / tail s | × real time | batches per worker (leased s) | device s: prefill / steps / Decoder+Vocos (beside) "
+             "(each book) | start / tail s | × real time to synthesized / to done | batches per worker (leased s) | device s: prefill / steps / Decoder+Vocos (beside) "
              "/ idle | write / record s (longest record) |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
@@ -677,7 +719,7 @@ def markdown_report(results: list[PhaseResult], ratios: dict[str, float | None])
         stages = ", ".join(f"{name.split('@')[0]}: {w['write_seconds']:.1f} / "
                            f"{w['record_seconds']:.1f} ({w['longest_record_seconds']:.1f})"
                            for name, w in workers if "write_seconds" in w) or "–"
-        speed = f"{r.x_realtime:.0f}" if r.x_realtime else "–"
+        speed = " / ".join(f"{x:.0f}" if x else "–" for x in (r.x_realtime, r.x_realtime_done))
         lines.append(f"| {r.phase} | {r.synthesis_workers} | {r.sentences} | {r.audio_seconds:,.0f} "
                      f"| {r.to_synthesized_seconds} | {r.to_done_seconds} "
                      f"({' / '.join(str(b) for b in r.books_done_seconds)}) | {r.start_seconds} / {r.tail_seconds} "
@@ -729,7 +771,9 @@ def main() -> int:
     mode = chosen_mode(args)
     signal.signal(signal.SIGTERM, exit_on_sigterm)
     scratch = Path(tempfile.mkdtemp(prefix="tts-scaling-"))
-    progress(f"mode {mode.name}: {mode.sentences_per_book} sentences x 2 books, {mode.weights} weights on "
+    shelf = f"EPUBs of {', '.join(f'{h:g}' for h in args.shelf)} h" if args.shelf else \
+        f"{mode.sentences_per_book} sentences x 2 books"
+    progress(f"mode {mode.name}: {shelf}, {mode.weights} weights on "
              f"{mode.device}, budget {mode.budget_s:.0f} s; scratch {scratch}")
     report: dict[str, Any] = {"mode": asdict(mode), "machine": machine_facts(), "command": " ".join(sys.argv),
                               "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
@@ -738,7 +782,7 @@ def main() -> int:
     code = 1
     try:
         tools = prepare_tools(args.kit, scratch / "tools")
-        books, cap_seconds = write_books(scratch / "books", mode)
+        books, cap_seconds = write_books(scratch / "books", mode, args.shelf or ())
         progress(f"books: {', '.join(b.name for b in books)}; at most {cap_seconds:,.0f} s of audio in all")
         weights = scratch / "weights"
         run_cli(["model", "synthetic", str(weights), "--size", mode.weights], dict(os.environ))
@@ -749,7 +793,8 @@ def main() -> int:
         report["error"] = str(failure)
         progress(f"FAILED: {failure}")
     finally:
-        report["phases"] = [asdict(r) | {"x_realtime": r.x_realtime, "start_seconds": r.start_seconds,
+        report["phases"] = [asdict(r) | {"x_realtime": r.x_realtime, "x_realtime_done": r.x_realtime_done,
+                                          "start_seconds": r.start_seconds,
                                           "tail_seconds": r.tail_seconds} for r in results]
         report["speedup"], report["target_speedup"] = speedups(results), TARGET_SPEEDUP
         if results:
