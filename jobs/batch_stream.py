@@ -63,6 +63,7 @@ MEASURE_WAIT_SECONDS = 10.0
 
 JobsReady = Callable[[list[int]], None]  # jobs whose every sentence is spoken: assemble them
 BatchReturned = Callable[[int], None]  # a batch given back to the queue: send its message again
+BatchRecorded = Callable[[int], None]  # a batch recorded (its id): its books' chapters may be assembled ahead
 
 
 @dataclass(frozen=True)
@@ -74,25 +75,24 @@ class StreamScope:
 
     seconds: float | None
     job_id: int | None = None
-    on_recorded: Callable[[], None] | None = None
-
-    @staticmethod
-    def of_worker(rt: Runtime) -> StreamScope:
-        return StreamScope(seconds=rt.settings.stream_seconds)
+    on_recorded: BatchRecorded | None = None
 
 
 def synthesize_stream(rt: Runtime, engine: Engine, batch_id: int, worker: str, jobs_ready: JobsReady,
-                      batch_returned: BatchReturned, learned_by: str | None = None) -> None:
+                      batch_returned: BatchReturned, learned_by: str | None = None,
+                      batch_recorded: BatchRecorded | None = None) -> None:
     """Speak batch ``batch_id`` and the queued batches after it as one stream (see the module).
-    ``learned_by`` names the device's worker for an out-of-memory limit (None: not recorded)."""
+    ``learned_by`` names the device's worker for an out-of-memory limit (None: not recorded);
+    ``batch_recorded`` hears of each batch recorded."""
     claimed, ready = _claim_first(rt, batch_id, worker)
     jobs_ready(ready)
     if claimed is not None:
-        _speak(rt, engine, claimed, worker, jobs_ready, batch_returned, learned_by, StreamScope.of_worker(rt))
+        scope = StreamScope(seconds=rt.settings.stream_seconds, on_recorded=batch_recorded)
+        _speak(rt, engine, claimed, worker, jobs_ready, batch_returned, learned_by, scope)
 
 
 def speak_job(rt: Runtime, engine: Engine, job_id: int, worker: str, learned_by: str | None = None,
-              on_recorded: Callable[[], None] | None = None) -> None:
+              on_recorded: BatchRecorded | None = None) -> None:
     """Every queued batch of job ``job_id`` through the decode slots as one stream, in this
     process (the embedded run): its slots stay full from batch to batch, each batch is recorded
     as soon as its last WAV is written (``on_recorded`` hears it), and a batch that needs the
@@ -137,7 +137,7 @@ def _speak(rt: Runtime, engine: Engine, claimed: ClaimedBatch, worker: str, jobs
     if claimed.refines or claimed.suspect:
         jobs_ready(speak_claimed_batch(rt, engine, claimed, worker, learned_by))
         if scope.on_recorded is not None:
-            scope.on_recorded()
+            scope.on_recorded(claimed.batch_id)
         return
     _Stream(rt, engine, claimed, worker, jobs_ready, batch_returned, learned_by, scope).run()
 
@@ -279,7 +279,7 @@ class _Stream:
                        time.monotonic() - written_at)
         self.jobs_ready(ready)
         if self.scope.on_recorded is not None:
-            self.scope.on_recorded()
+            self.scope.on_recorded(batch_id)
 
     def _recording_failed(self) -> bool:
         with self.lock:

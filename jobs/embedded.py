@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jobs.assemble import assemble_job
-from jobs.assemble_ahead import WAVES as AHEAD_WAVES
 from jobs.assemble_ahead import AssembleAhead
 from jobs.book_folders import default_out_root
 from jobs.ingest import ingest_job
@@ -145,11 +144,10 @@ def _stages(rt: Runtime, job_id: int, engine: Engine | EngineLoading, runner: st
     _give_back(rt, job_id)  # a killed run's batches: this run speaks them again
     engine = engine.get() if isinstance(engine, EngineLoading) else engine
     register_synthesis_worker(rt, engine, worker, device_memory_bytes(engine))
-    # in waves of chapters when the first ones are to be assembled while the rest is spoken
-    plan_pending(rt, [job_id], waves=AHEAD_WAVES if rt.settings.assemble_ahead else 1)
+    plan_pending(rt, [job_id])  # in waves of chapters when the first are assembled while the rest is spoken
     ahead = AssembleAhead(rt, job_id) if rt.settings.assemble_ahead else None
 
-    def recorded() -> None:
+    def recorded(_: int | None = None) -> None:
         on_stage(speaking_progress(job_statuses(rt, job_id)[0]))
         if ahead is not None:
             ahead.poll()

@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 CONTINUATION_RETRY = {"max_retries": 120, "interval_start": 0.5, "interval_step": 0.5, "interval_max": 5.0}
 INGEST, PLAN, SYNTHESIZE, ASSEMBLE = ("tts_jobs.ingest_job", "tts_jobs.plan_pending",
                                       "tts_jobs.synthesize_batch", "tts_jobs.assemble_job")
+ASSEMBLE_AHEAD = "tts_jobs.assemble_ahead"
 
 
 def send_ingest(rt: Runtime, job_id: int, continuation: bool = False) -> None:
@@ -49,6 +50,19 @@ def send_assemblies(rt: Runtime, job_ids: Sequence[int]) -> None:
     for job_id in job_ids:
         _send(ASSEMBLE, (job_id,), f"job {job_id}", continuation=True)
         _mark_job(rt, job_id)
+
+
+def send_assemble_ahead(rt: Runtime, batch_id: int) -> None:
+    """Ask the CPU queue to assemble ahead what batch ``batch_id`` finished of its books' chapters.
+    Best effort, never retried: a lost message leaves those chapters to the next one, or to the
+    assembly; it never fails the recording that sent it."""
+    try:
+        with rt.read_session() as session:
+            job_ids = repo.batch_job_ids(session, batch_id)
+        for job_id in job_ids:
+            app.send_task(ASSEMBLE_AHEAD, (job_id,), argsrepr=f"job {job_id}", retry=False)
+    except Exception as exc:  # noqa: BLE001 - an optimisation's message, not the work's
+        log.warning("batch=%s: no assemble-ahead message sent (%s: %s)", batch_id, type(exc).__name__, exc)
 
 
 def send_next_step(rt: Runtime, retry: RetryPlan) -> None:

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
 
@@ -31,15 +31,16 @@ log = logging.getLogger(__name__)
 WORKER_ALIVE_SECONDS = 3600  # a synthesis worker not seen for this long no longer shapes batches
 GPU_BATCH_ROWS = 1024  # continuous batching keeps a big pool's slots full (docs/benchmarks.md)
 CPU_BATCH_ROWS = 16
+WAVES = 8  # with assemble-ahead, a book is spoken in this many stretches of chapters: the last is the tail
 
 
-def plan_pending(rt: Runtime, job_ids: Sequence[int] | None = None, waves: int = 1) -> list[int]:
+def plan_pending(rt: Runtime, job_ids: Sequence[int] | None = None) -> list[int]:
     """Cut every unplanned sentence of active jobs into batches (sorted globally by length).
 
-    ``waves`` > 1 (one book, spoken in this process): the book in that many stretches of whole
+    With assemble-ahead on (``TTS_JOBS_ASSEMBLE_AHEAD``): each book in ``WAVES`` stretches of whole
     chapters in reading order, each of about the same length, planned one after the other (each
-    sorted by length; a stream takes them in that order), so that the first chapters are all
-    spoken, and can be assembled, while the rest of the book is (``jobs/assemble_ahead.py``).
+    sorted by length; a stream takes them in that order), so that its first chapters are all
+    spoken, and can be assembled, while the rest of it is (``jobs/assemble_ahead.py``).
 
     With nothing to plan (a plan message after the ingest task planned its book itself) it returns
     after one read, without queueing for SQLite's write lock behind other books' writes."""
@@ -59,7 +60,7 @@ def plan_pending(rt: Runtime, job_ids: Sequence[int] | None = None, waves: int =
         limits, memory = plan_limits(rt.settings, live_synthesis_workers(session))
         # another book still being read will add batches behind these: they are not the queue's end
         ends_queue = repo.jobs_being_read(session) == 0
-        stretches = in_waves(sentences, planned, waves)
+        stretches = in_waves(sentences, planned, WAVES if rt.settings.assemble_ahead else 1)
         planned_at, batches = utcnow(), []
         for number, stretch in enumerate(stretches):
             # each wave a plan of its own, made in order (a stream takes plans in creation order)
@@ -74,14 +75,22 @@ def plan_pending(rt: Runtime, job_ids: Sequence[int] | None = None, waves: int =
 
 
 def in_waves(rows: Sequence, planned: list[PlannedSentence], waves: int) -> list[list[PlannedSentence]]:
-    """``planned`` (with their ``rows``, in reading order) in ``waves`` stretches of whole chapters
-    of about equal length (fewer when the book has fewer chapters); one stretch when ``waves`` is 1."""
+    """``planned`` (with their ``rows``: job and chapter, each book's in reading order) in
+    ``waves`` stretches of whole chapters of about equal length per book (fewer when a book has
+    fewer chapters), book after book; one stretch when ``waves`` is 1."""
     if waves <= 1:
         return [planned]
-    total = sum(p.max_new_tokens for p in planned)
+    books: dict[int, list[tuple[Any, PlannedSentence]]] = {}
+    for row, sentence in zip(rows, planned, strict=True):
+        books.setdefault(getattr(row, "job_id", 0), []).append((row, sentence))
+    return [stretch for book in books.values() for stretch in _book_in_waves(book, waves)]
+
+
+def _book_in_waves(book: list[tuple[Any, PlannedSentence]], waves: int) -> list[list[PlannedSentence]]:
+    total = sum(sentence.max_new_tokens for _, sentence in book)
     stretches: list[list[PlannedSentence]] = [[]]
     done, chapter = 0, None
-    for row, sentence in zip(rows, planned, strict=True):
+    for row, sentence in book:
         # a new stretch only where a chapter starts, once this one has its share of the book
         if row.chapter_id != chapter and stretches[-1] and done >= total * len(stretches) / waves:
             stretches.append([])

@@ -20,6 +20,7 @@ from celery.exceptions import Reject
 from sqlalchemy.exc import InterfaceError, OperationalError
 
 from jobs import assemble, batch_stream, faults, ingest, messages, plan, speak
+from jobs import assemble_ahead as ahead
 from jobs.celery_app import app
 from jobs.leases import job_stage
 from jobs.lifecycle import fail_job
@@ -141,15 +142,20 @@ def synthesize_batch(self, batch_id: int) -> None:  # type: ignore[no-untyped-de
     batch_id, rt = as_id(batch_id, "batch"), runtime()
     speaker = engine()
     speaker.clock.reset()  # one task's GPU timeline (the clock's events would pile up otherwise)
+    assemble_ahead_after = ((lambda batch: messages.send_assemble_ahead(rt, batch))
+                            if rt.settings.assemble_ahead else None)
     try:
         if rt.settings.stream_seconds > 0:
             ready: list[int] = []
             batch_stream.synthesize_stream(
                 rt, speaker, batch_id, worker_name(), jobs_ready=lambda jobs: messages.send_assemblies(rt, jobs),
-                batch_returned=lambda batch: messages.send_batches(rt, [batch]), learned_by=synthesis_worker_name())
+                batch_returned=lambda batch: messages.send_batches(rt, [batch]), learned_by=synthesis_worker_name(),
+                batch_recorded=assemble_ahead_after)
         else:
             ready = speak.synthesize_batch(rt, speaker, batch_id, worker_name(),
                                            learned_by=synthesis_worker_name())
+            if assemble_ahead_after is not None:
+                assemble_ahead_after(batch_id)
         log_device_time(batch_id, speaker)
     except RETRYABLE:
         raise
@@ -192,9 +198,24 @@ def assemble_job(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
         faults.pause("assemble")
         try:
             with _failing_job_on_final_error(self, job_id):
-                assemble.assemble_job(rt, job_id)
+                prepared = ahead.take_prepared(rt, job_id) if rt.settings.assemble_ahead else ()
+                assemble.assemble_job(rt, job_id, prepared=prepared)
         except AssemblyError as exc:  # recorded on the job; bad audio is not retried
             raise JobFailed(f"job {job_id} failed: {exc}") from exc
 
 
-__all__ = ["app", "ingest_job", "plan_pending", "synthesize_batch", "assemble_job"]
+@shared_task(name=messages.ASSEMBLE_AHEAD, bind=True)
+def assemble_ahead(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
+    """Assemble the chapters of job ``job_id`` spoken so far while the rest is spoken (best effort:
+    never retried; what it does not do, the assembly does)."""
+    job_id, rt = as_id(job_id, "job"), runtime()
+    try:
+        prepared = ahead.prepare_ahead(rt, job_id)
+    except Exception as exc:  # noqa: BLE001 - the book's assembly does these chapters itself
+        log.warning("job=%s: nothing assembled ahead (%s: %s)", job_id, type(exc).__name__, exc)
+        return
+    if prepared:
+        log.info("job=%s: %d chapter(s) assembled ahead", job_id, prepared)
+
+
+__all__ = ["app", "ingest_job", "plan_pending", "synthesize_batch", "assemble_job", "assemble_ahead"]

@@ -78,13 +78,15 @@ def terminate(process: subprocess.Popen) -> str:  # type: ignore[type-arg]
     return process.stdout.read() if process.stdout else ""
 
 
-def worker_command(loglevel: str = "INFO") -> list[str]:
-    return TTS_JOBS + ["worker", "--loglevel", loglevel]
+def worker_command(loglevel: str = "INFO", *options: str) -> list[str]:
+    return TTS_JOBS + ["worker", "--loglevel", loglevel, *options]
 
 
-def popen_worker(env: dict[str, str], log_path: Path, loglevel: str = "INFO") -> subprocess.Popen:  # type: ignore[type-arg]
+def popen_worker(env: dict[str, str], log_path: Path, loglevel: str = "INFO",
+                 *options: str) -> subprocess.Popen:  # type: ignore[type-arg]
+    """`tts-jobs worker` (every queue, unless ``options`` say otherwise) logging to ``log_path``."""
     log = open(log_path, "w")  # noqa: SIM115 - the process owns it until it exits
-    return subprocess.Popen(worker_command(loglevel), env=env, stdout=log, stderr=subprocess.STDOUT,
+    return subprocess.Popen(worker_command(loglevel, *options), env=env, stdout=log, stderr=subprocess.STDOUT,
                             cwd=Path(__file__).resolve().parent.parent, start_new_session=True)
 
 

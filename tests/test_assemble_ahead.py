@@ -54,8 +54,8 @@ def test_waves_are_whole_chapters_of_about_equal_length_in_reading_order() -> No
     every sentence once, in reading order; one wave is the whole book."""
 
     class Row:
-        def __init__(self, chapter_id: int) -> None:
-            self.chapter_id = chapter_id
+        def __init__(self, chapter_id: int, job_id: int = 1) -> None:
+            self.chapter_id, self.job_id = chapter_id, job_id
 
     rows = [Row(chapter) for chapter in range(8) for _ in range(10)]
     planned = [PlannedSentence(id=i, max_new_tokens=50, prompt_tokens=10) for i in range(80)]
@@ -63,3 +63,26 @@ def test_waves_are_whole_chapters_of_about_equal_length_in_reading_order() -> No
     assert [[p.id for p in wave] for wave in waves] == [list(range(k * 20, k * 20 + 20)) for k in range(4)]
     assert in_waves(rows, planned, 1) == [planned]
     assert len(in_waves(rows[:10], planned[:10], 4)) == 1  # one chapter cannot be split
+    # two books planned together: each in its own waves, the first book's before the second's
+    rows = [Row(chapter, 1) for chapter in range(4) for _ in range(10)] + \
+        [Row(chapter, 2) for chapter in range(10, 12) for _ in range(10)]
+    waves = in_waves(rows, planned[:60], 4)
+    assert [[p.id for p in wave] for wave in waves] == [list(range(k * 10, k * 10 + 10)) for k in range(6)]
+
+
+def test_a_cluster_task_prepares_only_a_book_still_being_spoken_and_only_one_at_a_time(
+        rt: Runtime, tmp_path: Path) -> None:
+    """The CPU task finds nothing to do, and leaves no work directory, for a book no longer being
+    spoken (its assembly has begun: the assembly owns the work directory) or while another task
+    holds the book's lock (that one looks again before it stops)."""
+    from jobs.assemble_ahead import _book_lock, prepare_ahead, take_prepared
+    from jobs.submit import submit_book
+
+    book = write_epub(tmp_path / "book.epub", "Guarded", CHAPTERS[:2])
+    job_id = submit_book(rt, book, JobOptions(out_dir=tmp_path / "out"))  # queued: not being spoken
+    assert prepare_ahead(rt, job_id) == 0
+    assert not rt.artifacts.work_dir(job_id).exists()
+    with _book_lock(rt, job_id, wait=False) as held:
+        assert held
+        assert prepare_ahead(rt, job_id) == 0  # another task holds the book
+    assert take_prepared(rt, job_id) == []

@@ -313,3 +313,45 @@ def test_chapters_assembled_ahead_make_the_same_audiobook_and_are_not_encoded_ag
     changed = [chapters[0], type(chapters[1])(1, "Two", chapters[1].sentences[:-1]), *chapters[2:]]
     assemble_audiobook(changed, METADATA, tmp_path / "changed", tmp_path / "w3", options, prepared=book.prepared)
     assert sorted(set(encoded)) == [1, 2, 3]  # the first chapter kept; the changed one and after, anew
+
+
+def test_chapters_prepared_by_one_process_and_assembled_by_another_make_the_same_audiobook(tmp_path, monkeypatch):
+    """A cluster's CPU tasks: one prepares the first chapter and keeps the list in the work
+    directory, a later one (a new BookAhead from that list) prepares the next two, and the
+    assembly takes the list from the file: it encodes only the last chapter, and the M4B plays
+    like one assembled all at the end. A list that cannot be read is no list."""
+    from pipeline.audio import assemble
+    from pipeline.audio.ahead import PREPARED_FILE, BookAhead, load_prepared, save_prepared
+
+    titles = ["One", "Two", "Three", "Four"]
+    chapters = tone_book(tmp_path / "sentences", titles, body_sentences=3, seconds=0.3)
+    options = AssemblyOptions(threads=2, chapter_pause_ms=1500)
+    at_the_end = assemble_audiobook(chapters, METADATA, tmp_path / "end", tmp_path / "w1", options)
+    encoded: list[int] = []
+    real_encode = assemble.encode_m4b_piece
+    monkeypatch.setattr(assemble, "encode_m4b_piece",
+                        lambda chapter, *rest: encoded.append(chapter.index) or real_encode(chapter, *rest))
+
+    work = tmp_path / "w2"
+    first = BookAhead(work, options, chapters=4, expected_samples=20 * SAMPLE_RATE)
+    first.prepare(chapters[:1])
+    save_prepared(work, first.prepared)
+    later = BookAhead(work, options, chapters=4, expected_samples=20 * SAMPLE_RATE, prepared=load_prepared(work))
+    assert later.next_position == 1
+    later.prepare(chapters[1:3])
+    save_prepared(work, later.prepared)
+    ahead = assemble_audiobook(chapters, METADATA, tmp_path / "ahead", work, options, prepared=load_prepared(work))
+
+    assert sorted(set(encoded)) == [3]
+    decoded = [decode_pcm(r.outputs[0], SAMPLE_RATE).astype(np.int32) for r in (at_the_end, ahead)]
+    assert abs(len(decoded[0]) - len(decoded[1])) <= FRAME
+    onsets = [_onsets(samples) for samples in decoded]
+    assert len(onsets[0]) == len(onsets[1]) == 4 * 4
+    assert max(abs(a - b) for a, b in zip(*onsets, strict=True)) <= FRAME
+    marks = [[round(float(m["start_time"]) * SAMPLE_RATE) for m in probe(r.outputs[0])["chapters"]]
+             for r in (at_the_end, ahead)]
+    assert max(abs(a - b) for a, b in zip(*marks, strict=True)) <= FRAME
+
+    (tmp_path / "w3").mkdir()
+    (tmp_path / "w3" / PREPARED_FILE).write_bytes(b"not a list")
+    assert load_prepared(tmp_path / "w3") == [] and load_prepared(tmp_path / "nowhere") == []

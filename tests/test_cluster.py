@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -104,3 +105,36 @@ def test_a_workers_job_is_spoken_with_its_options_row_by_row(tmp_path: Path, clu
     assert [(c["index"], s["index"], s["spoken"]) for c in timings["chapters"] for s in c["sentences"]] == \
         [(row.chapter, row.position, row.text) for row in rows]
     assert status["options"]["narrator"] == "Nora Narrator" and status["options"]["dialogue_voice"] == "anna"
+
+
+def test_a_cluster_assembles_a_books_first_chapters_while_the_rest_is_spoken(  # type: ignore[no-untyped-def]
+        tmp_path: Path, cluster) -> None:
+    """With TTS_JOBS_ASSEMBLE_AHEAD=1, a synthesis worker and a CPU worker: the book is spoken in
+    waves of chapters, the CPU worker assembles the spoken chapters ahead while the next are
+    spoken, its assembly after the last batch takes them, and the M4B has every chapter in order
+    at the times the report gives."""
+    settings, env = cluster
+    env = {**env, "TTS_JOBS_ASSEMBLE_AHEAD": "1"}
+    chapters = [(f"Part {n}", [f"Sentence {n}.{k} of a book assembled ahead." for k in range(1, 4)])
+                for n in range(1, 6)]
+    book = write_epub(tmp_path / "ahead.epub", "Ahead", chapters)
+    synthesis = popen_worker(env, tmp_path / "synth.log", "INFO", "--queues", "synth", "--name", "synth@test")
+    cpu = popen_worker(env, tmp_path / "cpu.log", "INFO", "--cpu", "--name", "cpu@test")
+    try:
+        submitted = cli(["submit", str(book), "-f", "m4b"], env)
+        assert submitted.returncode == 0, submitted.stderr
+        status = wait_for_final_state(env, int(submitted.stdout.strip()))
+    finally:
+        terminate(synthesis)
+        terminate(cpu)
+    cpu_log = read_log(tmp_path / "cpu.log")
+    assert status["state"] == "done", (status, cpu_log[-4000:], read_log(tmp_path / "synth.log")[-4000:])
+    assert "in 5 waves of chapters" in cpu_log  # planned by the CPU worker after the ingest
+    ahead = [int(n) for n in re.findall(r"stitched in [\d.]+ s \((\d) chapter\(s\) ahead\)", cpu_log)]
+    assert ahead and 1 <= ahead[0] <= 4, cpu_log[-4000:]  # the last chapter is always the assembly's
+    marks = ffprobe_chapters(Path(status["outputs"][0]))
+    assert [m["tags"]["title"] for m in marks] == [title for title, _ in chapters]
+    starts = [float(m["start_time"]) for m in marks]
+    assert starts == pytest.approx([c["start_seconds"] for c in status["report"]["chapters"]], abs=0.05)
+    assert_duration_matches_sentences_plus_pauses(Path(status["outputs"][0]), status, settings.data_dir)
+    assert list(settings.data_dir.rglob("prepared.pickle")) == []  # the work directory went with the assembly

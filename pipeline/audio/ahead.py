@@ -10,12 +10,17 @@ depends on every piece before it in the M4B (``aac.plan_chapters``), so a chapte
 only once all chapters before it are. The last chapter is left to the assembly, which knows where
 the M4B ends. With ``split_hours`` (several M4B files) only the measuring and stitching are done
 ahead.
+
+Where the chapters are prepared by one process and assembled by another (a CPU worker's tasks),
+what was prepared is kept beside them in the work directory (``save_prepared``/``load_prepared``).
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import os
+import pickle
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,6 +37,7 @@ from pipeline.types import SAMPLE_RATE
 log = logging.getLogger(__name__)
 
 MIN_PIECE_SECONDS = 120.0  # an encode shorter than this pays more for its ffmpeg start than it gains
+PREPARED_FILE = "prepared.pickle"  # in the work directory: the chapters prepared there so far
 
 
 @dataclass(frozen=True)
@@ -81,13 +87,14 @@ class BookAhead:
     """
 
     def __init__(self, work_dir: Path, options: AssemblyOptions, chapters: int, expected_samples: int,
-                 nice: int = 0) -> None:
+                 nice: int = 0, prepared: Sequence[PreparedChapter] = ()) -> None:
         self.work_dir, self.options, self.chapters, self.nice = work_dir, options, chapters, nice
         self.encodes = "m4b" in options.formats and options.split_hours is None
         self.piece = piece_samples(expected_samples, options)
-        self.prepared: list[PreparedChapter] = []
-        self._lengths: list[int] = []  # every prepared piece's length and trailing silence, in order
-        self._silences: list[int] = []
+        self.prepared: list[PreparedChapter] = list(prepared)  # ``prepared``: what an earlier task made
+        # every prepared piece's length and trailing silence, in order (the next pieces' AAC plans)
+        self._lengths: list[int] = [p.samples for c in self.prepared for p in c.pieces]
+        self._silences: list[int] = [p.trailing_silence for c in self.prepared for p in c.pieces]
 
     @property
     def next_position(self) -> int:
@@ -139,3 +146,38 @@ class BookAhead:
             done.append(PreparedChapter(audio, m, t, s, tuple(pieces[k] for k in mine), tuple(plans[k] for k in mine),
                                         tuple(paths[k] for k in mine), tuple(frames[k] for k in mine)))
         return done
+
+
+def still_the_same(chapters: Sequence[ChapterAudio], prepared: Sequence[PreparedChapter]) -> list[PreparedChapter]:
+    """The longest prefix of ``prepared`` made of the same sentences as the chapters now are (a
+    chapter spoken again since, say after a retry, is assembled anew, and so is every one after it)."""
+    same = []
+    for chapter, ahead in zip(chapters, prepared):
+        files = (ahead.stitched.wav_path, *ahead.aac_paths)
+        if ahead.audio != chapter or not all(path.is_file() for path in files):
+            break
+        same.append(ahead)
+    return same
+
+
+def save_prepared(work_dir: Path, prepared: Sequence[PreparedChapter]) -> None:
+    """Keep the list of chapters prepared in ``work_dir`` there, for the process that assembles the
+    book. Written whole or not at all (renamed into place): a reader never sees half a list."""
+    partial = work_dir / f".{PREPARED_FILE}.{os.getpid()}"
+    partial.write_bytes(pickle.dumps(list(prepared), protocol=pickle.HIGHEST_PROTOCOL))
+    os.replace(partial, work_dir / PREPARED_FILE)
+
+
+def load_prepared(work_dir: Path) -> list[PreparedChapter]:
+    """The chapters ``save_prepared`` kept in ``work_dir`` (none when there is no list or it cannot
+    be read: the assembly then does every chapter itself). The file is the project's own, written
+    in this data directory by its own workers, never taken from a book."""
+    try:
+        prepared = pickle.loads((work_dir / PREPARED_FILE).read_bytes())
+    except FileNotFoundError:
+        return []
+    except Exception as exc:  # noqa: BLE001 - an unreadable list only costs the chapters' redoing
+        log.warning("%s: the chapters prepared ahead could not be read (%s); assembling them anew",
+                    work_dir, exc)
+        return []
+    return [c for c in prepared if isinstance(c, PreparedChapter)] if isinstance(prepared, list) else []

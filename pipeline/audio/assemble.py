@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from pipeline.audio.aac import AacChapterPlan, AacPiece, cut_into_pieces, plan_chapters
-from pipeline.audio.ahead import PreparedChapter, chapter_pause, chapter_wav_path, piece_samples
+from pipeline.audio.ahead import PreparedChapter, chapter_pause, chapter_wav_path, piece_samples, still_the_same
 from pipeline.audio.export import (
     Loudness,
     chapter_loudness,
@@ -102,7 +102,7 @@ def assemble_audiobook(
     began = time.monotonic()
     step = on_step or _no_step
     step("assembling", 0, len(chapters))
-    ahead = _still_the_same(chapters, prepared)
+    ahead = still_the_same(chapters, prepared)
     measured_chapters = [p.measured for p in ahead] + measure_book(chapters, options, first=len(ahead))
     loudness = [chapter_loudness(chapter, options) for chapter in measured_chapters]
     measured = integrated_lufs([chapter.step_energies for chapter in measured_chapters])
@@ -169,18 +169,6 @@ def stitch_book(
         for path in [chapter_wav_path(work_dir, position)]
     ]
     return run_per_chapter(calls, options)
-
-
-def _still_the_same(chapters: Sequence[ChapterAudio], prepared: Sequence[PreparedChapter]) -> list[PreparedChapter]:
-    """The longest prefix of ``prepared`` made of the same sentences as the chapters now are (a
-    chapter spoken again since, say after a retry, is assembled anew, and so is every one after it)."""
-    same = []
-    for chapter, ahead in zip(chapters, prepared):
-        files = (ahead.stitched.wav_path, *ahead.aac_paths)
-        if ahead.audio != chapter or not all(path.is_file() for path in files):
-            break
-        same.append(ahead)
-    return same
 
 
 def writes_from_sentences(options: AssemblyOptions, loudness: Treatments) -> bool:
