@@ -30,6 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pipeline.engine import decode_attention as engine_kernels  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gpu_step_profile import _time as timed  # noqa: E402
+
 LOG2E = 1.4426950408889634
 
 
@@ -155,19 +158,6 @@ def inputs(rows: int, attend: int, device, heads: int = 12, dim: int = 64, seed:
     key_scales = torch.rand(shape[:3], generator=generator) / 100
     value_scales = torch.rand(shape[:3], generator=generator) / 40
     return [t.to(device) for t in (query, keys, values, used, key_scales, value_scales)]
-
-
-def timed(run, repeats: int = 20) -> float:
-    for _ in range(3):
-        run()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(repeats):
-        run()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / 1e3 / repeats
 
 
 VARIANTS = ("engine", "deferred", "dot", "dot8")
