@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from gpu_workers_scaling import kit_ffmpeg, write_epub_book  # noqa: E402
+from gpu_harness import kit_ffmpeg, write_epub_book  # noqa: E402
 
 
 def main() -> int:
