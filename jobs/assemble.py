@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 from sqlalchemy.orm import Session
 
 from jobs.book_folders import claim_book_folder, default_out_root
+from jobs.choices.options import recorded_options
 from jobs.lifecycle import fail_job
-from jobs.options import recorded_options
 from jobs.readalong import RecordedBook, recorded_book, write_readalong_outputs
 from jobs.runtime import Runtime
 from jobs.status import OnStage, StageProgress

@@ -30,11 +30,11 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 
-from jobs.options import JobOptions
+from jobs.book_folders import release_book_folder
+from jobs.choices.options import JobOptions
+from jobs.cluster.broker import queue_or_withdraw
 from jobs.runtime import Runtime
 from jobs.status import JobStatus, job_statuses
-from jobs.book_folders import release_book_folder
-from jobs.broker import queue_or_withdraw
 from jobs.submit import add_job, check_options, validate_book, withdraw_job
 from pipeline.errors import BookError, TtsJobsError
 from pipeline.files import file_sha256

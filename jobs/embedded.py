@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING
 
 from jobs.assemble import assemble_job
 from jobs.assemble_ahead import AssembleAhead
+from jobs.batches.stream import speak_job
 from jobs.book_folders import default_out_root
+from jobs.choices.options import JobOptions, recorded_options
 from jobs.ingest import ingest_job
-from jobs.lifecycle import RETRYABLE_BY_RUN, fail_job, interrupt_job_in, retry_job
-from jobs.options import JobOptions, recorded_options
-from jobs.plan import device_memory_bytes, plan_pending, register_synthesis_worker
 from jobs.leases import this_process
+from jobs.lifecycle import RETRYABLE_BY_RUN, fail_job, interrupt_job_in, retry_job
+from jobs.plan import device_memory_bytes, plan_pending, register_synthesis_worker
 from jobs.runners import recognise_interrupted, run_heartbeat
-from jobs.batch_stream import speak_job
 from jobs.runtime import EngineLoading, Runtime
 from jobs.status import OnStage, StageProgress, job_statuses, speaking_progress
 from jobs.submit import check_options, submit_book, validate_book

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session, configure_mappers
 
+from jobs.choices.options import recorded_options
 from jobs.lifecycle import fail_job
-from jobs.options import recorded_options
 from jobs.runtime import Runtime
 from pipeline import lengths
 from pipeline.errors import BookError

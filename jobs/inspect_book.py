@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from jobs.options import JobOptions, check_choices
+from jobs.choices.options import JobOptions, check_choices
 from jobs.submit import validate_book
 from pipeline.types import DIALOGUE
 

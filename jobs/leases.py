@@ -5,7 +5,7 @@ Every stage has one. A synthesis batch is leased on its row (``leased_by`` = hos
 on the job row (``runner``, ``heartbeat_at``, ``JobHeartbeat``). A second delivery of the same
 work sees a live holder and leaves it alone. A holder is gone when it is a process on this host
 that no longer exists, or when its heartbeat is older than the lease: then the work is taken over
-(a redelivered message, ``claim_job_stage``) or sent out again by the sweeper (jobs/reconcile.py).
+(a redelivered message, ``claim_job_stage``) or sent out again by the sweeper (jobs/cluster/reconcile.py).
 """
 
 from __future__ import annotations

@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from jobs.batch_work import SentenceWork
-from jobs.delivery import Delivery
+from jobs.batches.speak import refined
+from jobs.batches.work import SentenceWork
+from jobs.choices.delivery import Delivery
+from jobs.choices.options import JobOptions
+from jobs.choices.voices import resolve_voice, with_voice
 from jobs.ingest import sentence_seed
-from jobs.options import JobOptions
 from jobs.runtime import Runtime
-from jobs.speak import refined
 from jobs.submit import check_options, validate_book
-from jobs.voices import resolve_voice, with_voice
 from pipeline.delivery import DEFAULT_SPEED
 from pipeline.errors import OptionError, SynthesisError
 from pipeline.files import file_sha256

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
 
-from jobs.options import JobOptions, recorded_options
+from jobs.choices.options import JobOptions, recorded_options
 from jobs.runtime import Runtime
 from pipeline.errors import AssemblyError, BookError
 from storage import repo

@@ -13,7 +13,7 @@
 | TTS_JOBS_MAX_BATCH | 1024 (GPU) / 16 (CPU) | most sentences in one batch (the pool its decode slots draw from; the planner's memory cap may allow fewer) |
 | TTS_JOBS_SLOTS | (the batch) | most sentences a GPU worker decodes at once; the rest of the batch waits for a free slot |
 | TTS_JOBS_ASSEMBLE_AHEAD | 0 | 1: each book is planned in waves of chapters and each wave's chapters are assembled while later ones are spoken — by `tts-jobs run` itself, in a cluster by the CPU workers (jobs/assemble_ahead.py; not yet the default: docs/benchmarks.md) |
-| TTS_JOBS_STREAM_SECONDS | 60 | how long a synthesis worker goes on claiming the next batch into the decode slots of the one it runs (jobs/batch_stream.py); 0 runs every batch on its own |
+| TTS_JOBS_STREAM_SECONDS | 60 | how long a synthesis worker goes on claiming the next batch into the decode slots of the one it runs (jobs/batches/stream.py); 0 runs every batch on its own |
 | TTS_JOBS_LEASE_SECONDS | 120 | a running batch whose worker is silent this long is taken over |
 | TTS_JOBS_VISIBILITY_TIMEOUT | 21600 | Redis redelivery of unacknowledged messages (longer than any batch) |
 | TTS_JOBS_MAX_ATTEMPTS | 3 | attempts per batch before its sentences fail |

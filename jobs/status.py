@@ -22,8 +22,8 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from jobs.choices.options import recorded_options
 from jobs.lifecycle import require_job
-from jobs.options import recorded_options
 from jobs.runners import recognise_interrupted
 from jobs.runtime import Runtime
 from storage import repo

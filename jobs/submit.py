@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 from sqlalchemy.orm import Session
 
 from jobs.book_folders import claim_book_folder, default_out_root, release_book_folder
-from jobs.delivery import DIALOGUE_VOICE_KEY
-from jobs.options import JobOptions, check_choices
+from jobs.choices.delivery import DIALOGUE_VOICE_KEY
+from jobs.choices.options import JobOptions, check_choices
+from jobs.choices.voices import resolve_voice
 from jobs.runtime import Runtime
-from jobs.voices import resolve_voice
 from pipeline.errors import BookError
 from pipeline.files import file_sha256
 from storage import repo

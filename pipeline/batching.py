@@ -53,7 +53,7 @@ def plan_batches(
     slots a third full for 1,183 steps, at 1,040x real time where full batches run ~2,000x.)
 
     The sort is over every book planned together (the design's global sort): a GPU worker streams
-    its batches through its decode slots (jobs/batch_stream.py), and a row runs as long as its
+    its batches through its decode slots (jobs/batches/stream.py), and a row runs as long as its
     sentence (up to ~8 s on an H200), so the rows taken last must be the short ones. Books read at
     different times (a shelf, read one book at a time) are planned one by one, and streams take
     those plans in the order they were made (storage/repo.next_queued_batch), so each book is
@@ -89,7 +89,7 @@ def _split_the_last_batches(batches: list[Batch], limits: PlanLimits, estimate: 
     Workers take batches as they come free, so one may still run its last batch after the others
     are done: up to a whole batch of idle for the rest (1.2 s of 15 s per GPU on two H200s).
     Pieces bound that wait by a piece. A GPU worker streams its batches through its decode slots
-    (jobs/batch_stream.py), so a piece costs a claim, not a drain of the slots, and a piece of
+    (jobs/batches/stream.py), so a piece costs a claim, not a drain of the slots, and a piece of
     ~128 rows is what a stream admits at once. With halves (~200-500 rows) one of two H200s
     claims the last two and ends 0.7 s after the other, their rows waiting in its pool for free
     slots (docs/benchmarks.md). Every ``n``-th sentence goes to each piece, so

@@ -205,8 +205,8 @@ def measure(path: Path) -> dict[str, float]:
 
 def measure_job_path(path: Path, max_batch: int) -> dict[str, float]:
     """Time submit, ingest (recording every sentence) and planning on a fresh SQLite database."""
+    from jobs.choices.options import JobOptions
     from jobs.ingest import ingest_job
-    from jobs.options import JobOptions
     from jobs.plan import plan_pending
     from jobs.runtime import open_runtime
     from jobs.settings import Settings

@@ -75,6 +75,7 @@ from gpu_harness import (  # noqa: E402
     stop_process_groups,
     write_books,
 )
+
 from storage.models import Batch, Job, JobState, Sentence, SentenceState, Worker  # noqa: E402
 
 TARGET_SPEEDUP = 1.9

@@ -124,7 +124,7 @@ class Job(Base):
     runner: Mapped[str | None] = mapped_column(String(255), nullable=True)
     heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     # the last message sent for the job's current stage, and how many: the reconciler resends a
-    # stage nothing will move, throttled by these (jobs/reconcile.py)
+    # stage nothing will move, throttled by these (jobs/cluster/reconcile.py)
     sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     sends: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 

@@ -10,7 +10,7 @@ noise, never speech). Two `tts-jobs worker` processes share the real PostgreSQL 
 broker. The "victim" worker (parent and pool child: its whole process group) is SIGKILLed at random
 moments and started again; the "steady" worker is never touched, so the run always makes progress.
 Every setting but the batch size is the default (lease, visibility timeout, attempts cap). Work the
-victim held comes back through the sweeper of whichever worker looks first (jobs/reconcile.py): the
+victim held comes back through the sweeper of whichever worker looks first (jobs/cluster/reconcile.py): the
 victim's batches, ingest or assembly are held by a pid that is dead on this host, so they go back
 to the queue at once, and a commit whose message the kill cut off is sent again after 30 s.
 
@@ -291,8 +291,8 @@ def run_soak(env: dict[str, str], work_dir: Path, config: SoakConfig,
              log: Any = print) -> SoakReport:
     """Submit ``config.books`` books at once to two workers, kill one of them at random until done."""
     from jobs.runtime import open_runtime
-    from jobs.status import job_statuses
     from jobs.settings import Settings
+    from jobs.status import job_statuses
 
     rng = random.Random(config.seed)
     settings = Settings.from_env(env)

@@ -6,9 +6,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-
+from jobs.choices.options import JobOptions
 from jobs.embedded import plan_run, run_book
-from jobs.options import JobOptions
 from jobs.plan import in_waves
 from jobs.runtime import Runtime, open_runtime
 from jobs.status import job_statuses

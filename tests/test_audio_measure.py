@@ -9,7 +9,13 @@ import wave
 import numpy as np
 import pytest
 
-from pipeline.audio import AssemblyOptions, ChapterAudio, SentenceAudio, assemble_audiobook, write_sentence_wav
+from pipeline.audio import (
+    AssemblyOptions,
+    ChapterAudio,
+    SentenceAudio,
+    assemble_audiobook,
+    write_sentence_wav,
+)
 from pipeline.audio import measure as measure_module
 from pipeline.audio.loudness import LoudnessMeter, integrated_lufs, true_peak
 from pipeline.audio.measure import MeasureAhead, measure_path, measure_sentence

@@ -8,14 +8,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from sqlalchemy import select
-from jobs import batch_stream
+
+from jobs.batches import stream as batch_stream
+from jobs.batches.speak import synthesize_batch
+from jobs.choices.options import JobOptions
 from jobs.ingest import ingest_job
-from jobs.options import JobOptions
 from jobs.plan import plan_pending
 from jobs.runtime import Runtime, open_runtime
-from jobs.speak import synthesize_batch
 from jobs.status import job_statuses
 from jobs.submit import submit_book
 from pipeline.errors import OutOfDeviceMemory

@@ -13,14 +13,14 @@ from typing import Any
 from mutagen.mp4 import MP4
 from sqlalchemy import select
 
+from jobs.choices.lexicons import with_user_lexicon
+from jobs.choices.options import JobOptions, recorded_options
+from jobs.choices.voices import create_voice, with_voice
 from jobs.embedded import plan_run, run_book
 from jobs.ingest import ingest_job
-from jobs.lexicons import with_user_lexicon
-from jobs.options import JobOptions, recorded_options
 from jobs.runtime import Runtime
 from jobs.status import job_statuses
 from jobs.submit import submit_book
-from jobs.voices import create_voice, with_voice
 from pipeline.delivery import RefineLevels
 from pipeline.types import DIALOGUE, NARRATOR, SynthesisRequest
 from storage.models import Chapter, JobMode, Sentence
@@ -147,7 +147,7 @@ def _interrupt(rt: Runtime, job_id: int) -> None:
 def test_a_preview_speaks_the_first_sentences_as_the_job_would(rt: Runtime, tmp_path: Path) -> None:
     """The same requests, row for row, as the job's batches would send: texts, seeds, voices by
     role, pace, limits — and nothing recorded."""
-    from jobs.batch_work import SentenceWork
+    from jobs.batches.work import SentenceWork
     from jobs.preview import plan_preview
     from storage.models import Job
 

@@ -24,7 +24,7 @@ from tests.conftest import env_for
 from tests.e2e_helpers import cli, popen_worker, read_log, status_json, terminate
 
 ROOT = Path(__file__).resolve().parent.parent
-# The ops commands through the real console entry point (registered here until jobs/cli.py does it).
+# The ops commands through the real console entry point (registered here until jobs/cli/main.py does it).
 OPS_CLI = [sys.executable, "-m", "jobs.cli"]
 AN_HOUR_AGO = time.time() - 3600
 

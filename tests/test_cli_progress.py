@@ -11,8 +11,8 @@ import re
 import select
 import struct
 import subprocess
-import termios
 import sys
+import termios
 import time
 from pathlib import Path
 
@@ -130,7 +130,7 @@ def test_run_quiet_prints_only_the_output_paths(tmp_path: Path, settings_factory
 
 
 def test_the_model_libraries_draw_no_bars_of_their_own_once_silenced() -> None:
-    probe = ("import sys; from jobs.cli_progress import silence_dependency_bars\n"
+    probe = ("import sys; from jobs.cli.progress import silence_dependency_bars\n"
              "if sys.argv[1] == 'silenced': silence_dependency_bars()\n"
              "import tqdm, transformers.utils.logging as hf\n"
              "print(hf.is_progress_bar_enabled(), tqdm.tqdm(range(2)).disable)")

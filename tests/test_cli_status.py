@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from jobs.choices.options import JobOptions
 from jobs.ingest import ingest_job
-from jobs.options import JobOptions
 from jobs.runtime import Runtime
 from jobs.status import job_statuses
 from jobs.submit import submit_book

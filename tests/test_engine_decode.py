@@ -13,7 +13,6 @@ import logging
 from pathlib import Path
 from typing import Any
 
-
 import numpy as np
 import pytest
 

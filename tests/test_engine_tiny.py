@@ -22,8 +22,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from pipeline.engine import EngineConfig, load_engine
-from pipeline.engine.oom import synthesize_fitting
 from pipeline.engine.engine import Engine
+from pipeline.engine.oom import synthesize_fitting
 from pipeline.engine.weights import NOISE_WARNING, build_config
 from pipeline.errors import ModelError, OutOfDeviceMemory, VoiceError
 from pipeline.types import SynthesisRequest

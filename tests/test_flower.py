@@ -21,13 +21,13 @@ from typing import Any
 import pytest
 import requests
 
-from jobs.flower import FlowerOptions, flower_argv
+from jobs.cluster.flower import FlowerOptions, flower_argv
 from tests.books import write_epub
 from tests.conftest import env_for
 from tests.e2e_helpers import cli, popen_worker, read_log, status_json, terminate, wait_for_final_state
 
 ROOT = Path(__file__).resolve().parent.parent
-# The ops commands through the real console entry point (registered here until jobs/cli.py does it).
+# The ops commands through the real console entry point (registered here until jobs/cli/main.py does it).
 OPS_CLI = [sys.executable, "-m", "jobs.cli"]
 CREDENTIALS = ("ops", "s3cret-flower")
 TASK_NAMES = {"tts_jobs.ingest_job", "tts_jobs.plan_pending", "tts_jobs.synthesize_batch",

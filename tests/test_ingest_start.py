@@ -1,7 +1,7 @@
 """From a submitted book to its first batch: the ingest task plans in place, on SQLite and PostgreSQL.
 
 The Celery tasks run in this process with the real database; what they would send to the broker is
-recorded at the send boundary (jobs/messages.py).
+recorded at the send boundary (jobs/cluster/messages.py).
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 
-from jobs import messages, plan, tasks, worker_process
+from jobs import plan
+from jobs.choices.options import JobOptions
+from jobs.cluster import messages, tasks, worker_process
 from jobs.ingest import ingest_job
-from jobs.options import JobOptions
 from jobs.runtime import Runtime, open_runtime
 from jobs.status import job_statuses
 from jobs.submit import submit_book

@@ -13,18 +13,18 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from sqlalchemy import select
-from jobs import batch_stream
+
+from jobs.batches import stream as batch_stream
+from jobs.batches.speak import synthesize_batch
+from jobs.choices.options import JobOptions
 from jobs.ingest import ingest_job
-from jobs.options import JobOptions
 from jobs.plan import plan_pending, register_synthesis_worker
 from jobs.runtime import Runtime, open_runtime
-from jobs.speak import synthesize_batch
+from jobs.submit import submit_book
 from pipeline.errors import OutOfDeviceMemory
 from storage import repo
 from storage.models import Batch, BatchState, Sentence, SentenceState, Worker
-from jobs.submit import submit_book
 from tests.books import write_epub
 
 ROWS_THAT_FIT = 2  # the fake device runs out of memory on any batch of more sentences

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from jobs.assemble import assemble_job
+from jobs.batches.speak import synthesize_batch
+from jobs.choices.options import JobOptions
 from jobs.ingest import ingest_job
-from jobs.options import JobOptions
 from jobs.plan import plan_pending
 from jobs.runtime import Runtime, open_runtime
-from jobs.speak import synthesize_batch
 from jobs.status import job_statuses
 from jobs.submit import submit_book
 from storage import repo

@@ -96,8 +96,8 @@ def test_a_whole_worker_killed_in_any_stage_leaves_a_book_that_finishes_once(tmp
 def test_a_kill_after_each_commit_that_a_message_follows_strands_nothing(tmp_path: Path, cluster) -> None:  # type: ignore[no-untyped-def]
     """The worker's processes die once right after the ingest, plan and record commits (and the
     sweeper's mark); `submit` and `retry` die right after theirs. Every book still finishes."""
+    from jobs.choices.options import JobOptions
     from jobs.lifecycle import fail_job
-    from jobs.options import JobOptions
     from jobs.submit import submit_book
 
     settings, env = cluster
@@ -124,7 +124,7 @@ def test_a_kill_after_each_commit_that_a_message_follows_strands_nothing(tmp_pat
 
 
 def test_two_deliveries_of_one_assembly_assemble_once(tmp_path: Path, cluster) -> None:  # type: ignore[no-untyped-def]
-    from jobs.celery_app import make_celery
+    from jobs.cluster.celery_app import make_celery
 
     settings, env = cluster
     rt = open_runtime(settings, upgrade_schema=False)
@@ -150,7 +150,7 @@ def test_a_worker_survives_malformed_messages_and_serves_the_next_book(tmp_path:
                                                                        busy: bool) -> None:
     import redis
 
-    from jobs.celery_app import make_celery
+    from jobs.cluster.celery_app import make_celery
 
     settings, env = cluster
     rt = open_runtime(settings, upgrade_schema=False)

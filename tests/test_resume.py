@@ -242,8 +242,8 @@ def test_submit_with_the_broker_down_leaves_nothing_behind(tmp_path: Path, setti
 
 def test_retry_with_the_broker_down_leaves_the_job_as_it_was(tmp_path: Path, settings_factory,  # type: ignore[no-untyped-def]
                                                             database_url: str) -> None:
+    from jobs.choices.options import JobOptions
     from jobs.lifecycle import fail_job
-    from jobs.options import JobOptions
     from jobs.runtime import open_runtime
     from jobs.submit import submit_book
 

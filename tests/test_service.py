@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from jobs.assemble import assemble_job
+from jobs.batches.speak import synthesize_batch
+from jobs.choices.options import JobOptions
 from jobs.ingest import ingest_job, sentence_seed
 from jobs.lifecycle import cancel_job, retry_job
-from jobs.options import JobOptions
 from jobs.plan import plan_limits, plan_pending
 from jobs.runtime import Runtime, open_runtime
-from jobs.speak import synthesize_batch
 from jobs.status import job_statuses
 from jobs.submit import submit_book
 from pipeline.errors import NoSuchJob, OutOfDeviceMemory, TtsJobsError

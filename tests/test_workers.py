@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from jobs import workers
+from jobs.cluster import workers
 
 
 def test_a_gpu_worker_takes_only_synthesis_one_batch_at_a_time_and_is_named_after_its_gpu() -> None:
@@ -49,7 +49,7 @@ def test_a_cpu_only_worker_lowers_its_priority(kind: str, env_nice: str | None, 
     env = {k: v for k, v in os.environ.items() if k != "TTS_JOBS_CPU_WORKER_NICE"}
     if env_nice is not None:
         env["TTS_JOBS_CPU_WORKER_NICE"] = env_nice
-    code = ("import os; from jobs.workers import worker_spec, yield_to_gpu_feeders; "
+    code = ("import os; from jobs.cluster.workers import worker_spec, yield_to_gpu_feeders; "
             f"before = os.nice(0); yield_to_gpu_feeders({spec}); print(os.nice(0) - before)")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert int(out.stdout) == expected

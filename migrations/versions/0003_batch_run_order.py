@@ -1,7 +1,7 @@
 """batch run order: priority and longest sentence
 
 A GPU worker streams queued batches through its decode slots and takes the next one by these
-(jobs/batch_stream.py): higher priority first, then the longest sentences first, so that books
+(jobs/batches/stream.py): higher priority first, then the longest sentences first, so that books
 planned at different times still run longest first overall.
 
 Revision ID: 0003

@@ -23,7 +23,21 @@ from pathlib import Path
 from typing import TypeVar
 
 from pipeline.audio.aac import AacChapterPlan, AacPiece, cut_into_pieces, plan_chapters
-from pipeline.audio.ahead import PreparedChapter, chapter_pause, chapter_wav_path, piece_samples, still_the_same
+from pipeline.audio.ahead import (
+    PreparedChapter,
+    chapter_pause,
+    chapter_wav_path,
+    piece_samples,
+    still_the_same,
+)
+from pipeline.audio.assembly_types import (
+    AssemblyOptions,
+    AssemblyReport,
+    ChapterAudio,
+    ChapterReport,
+    M4bStretch,
+    OnStep,
+)
 from pipeline.audio.export import (
     Loudness,
     chapter_loudness,
@@ -36,20 +50,12 @@ from pipeline.audio.export import (
 from pipeline.audio.failures import os_error_fix, remove_quietly
 from pipeline.audio.ffmpeg import image_decodes
 from pipeline.audio.loudness import integrated_lufs
-from pipeline.audio.assembly_types import (
-    AssemblyOptions,
-    AssemblyReport,
-    ChapterAudio,
-    ChapterReport,
-    M4bStretch,
-    OnStep,
-)
 from pipeline.audio.names import numbered_names, safe_stem
 from pipeline.audio.parallel import bind, run_longest_first
 from pipeline.audio.stitch import MeasuredChapter, StitchedChapter, measure_chapter, stitch_chapter
 from pipeline.audio.stitch_helpers import run_per_chapter
-from pipeline.audio.timeline import chapter_timelines, m4b_stretches
 from pipeline.audio.tags import TrackTags, cover_mime, track_tags
+from pipeline.audio.timeline import chapter_timelines, m4b_stretches
 from pipeline.errors import AssemblyError
 from pipeline.types import SAMPLE_RATE, BookMetadata
 

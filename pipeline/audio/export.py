@@ -34,10 +34,10 @@ from pipeline.audio.aac import (
     count_adts_frames,
     playable_samples,
 )
+from pipeline.audio.assembly_types import AssemblyOptions
 from pipeline.audio.failures import os_error_fix, remove_quietly
 from pipeline.audio.ffmeta import ChapterMark, render_ffmetadata
 from pipeline.audio.ffmpeg import run_ffmpeg
-from pipeline.audio.assembly_types import AssemblyOptions
 from pipeline.audio.languages import container_language
 from pipeline.audio.loudness import integrated_lufs
 from pipeline.audio.mp4lang import TEXT_HANDLER, Mp4StructureError, set_track_language

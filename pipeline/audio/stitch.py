@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
+from pipeline.audio.assembly_types import AssemblyOptions, ChapterAudio, SentenceAudio
 from pipeline.audio.failures import os_error_fix, remove_quietly
 from pipeline.audio.loudness import place_energies
 from pipeline.audio.measure import measure_sentence
-from pipeline.audio.assembly_types import AssemblyOptions, ChapterAudio, SentenceAudio
 from pipeline.audio.trim import cut_speech
 from pipeline.audio.wavio import SAMPLE_WIDTH, read_sentence_samples
 from pipeline.errors import AssemblyError

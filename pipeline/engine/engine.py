@@ -46,7 +46,6 @@ from pipeline.engine.prompts import (
 )
 from pipeline.engine.sampling import RowSampling
 from pipeline.engine.slots import SlotShape
-from pipeline.engine.streaming import FetchEarly, MoreRequests, RequestStream
 from pipeline.engine.step_graphs import (
     StepRunner,
     cache_fits,
@@ -54,6 +53,7 @@ from pipeline.engine.step_graphs import (
     graphs_wanted,
     rounded_positions,
 )
+from pipeline.engine.streaming import FetchEarly, MoreRequests, RequestStream
 from pipeline.engine.timing import PhaseClock
 from pipeline.engine.voices import SpeakerEmbedding, encode_audio_prompt, encode_speaker, parse_voice
 from pipeline.engine.waveform import WaveformDecoder

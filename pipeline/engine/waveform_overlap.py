@@ -30,7 +30,6 @@ from pipeline.engine.step_graphs import CAPTURE_LOCK
 from pipeline.engine.timing import PhaseClock
 from pipeline.engine.waveform import WaveformDecoder, to_numpy
 
-
 OnWaveform = Callable[[int, np.ndarray], None]
 PINNED_PIECE = 1 << 23  # floats per pinned host buffer (32 MB): sizes the host allocator keeps
 

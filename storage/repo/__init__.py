@@ -3,6 +3,31 @@ Session and never commits: the use case (jobs/) commits once."""
 
 from __future__ import annotations
 
+from storage.repo.batches import (
+    batch_job_ids,
+    batch_needs_refine,
+    batch_pending_sentences,
+    claim_batch,
+    claim_unsent_batches,
+    create_batches,
+    finish_batch,
+    give_back_batches,
+    holds_lease,
+    job_batches,
+    last_batch_send,
+    mark_batches_sent,
+    next_queued_batch,
+    queued_batch_count,
+    queued_batch_shape,
+    queued_batches,
+    release_batch,
+    renew_lease,
+    return_dead_holders_batches,
+    running_batch_count,
+    running_holders,
+    stale_batches,
+    take_over_batch,
+)
 from storage.repo.jobs import (
     beat,
     cluster_jobs_in,
@@ -18,6 +43,15 @@ from storage.repo.jobs import (
     set_runner,
     take_job_stage,
 )
+from storage.repo.progress import (
+    Progress,
+    chapter_progress,
+    job_progress,
+    pending_characters,
+    recent_audio,
+    spoken_batch_spans,
+    spoken_since,
+)
 from storage.repo.sentences import (
     NewSentence,
     SpokenSentence,
@@ -32,47 +66,13 @@ from storage.repo.sentences import (
     job_sentence_audio,
     job_sentence_audio_paths,
     job_token_budget,
-    longest_pending_sentence,
     jobs_being_read,
+    longest_pending_sentence,
     record_spoken_sentences,
     reset_failed_sentences,
     sentence_states,
     spoken_chapter_prefix,
     unplanned_sentences,
-)
-from storage.repo.batches import (
-    batch_job_ids,
-    batch_needs_refine,
-    queued_batch_shape,
-    batch_pending_sentences,
-    claim_batch,
-    claim_unsent_batches,
-    create_batches,
-    finish_batch,
-    give_back_batches,
-    holds_lease,
-    job_batches,
-    last_batch_send,
-    mark_batches_sent,
-    next_queued_batch,
-    queued_batch_count,
-    queued_batches,
-    release_batch,
-    renew_lease,
-    return_dead_holders_batches,
-    running_batch_count,
-    running_holders,
-    stale_batches,
-    take_over_batch,
-)
-from storage.repo.progress import (
-    pending_characters,
-    spoken_batch_spans,
-    spoken_since,
-    Progress,
-    chapter_progress,
-    job_progress,
-    recent_audio,
 )
 from storage.repo.voices import (
     add_voice,

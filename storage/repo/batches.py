@@ -9,9 +9,8 @@ from sqlalchemy import Select, and_, bindparam, case, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from pipeline.types import Batch as PlannedBatch
-from storage.repo.statements import execute_many
 from storage.models import Batch, BatchState, Job, JobState, Sentence, SentenceState, utcnow
-
+from storage.repo.statements import execute_many
 
 _SENTENCE_TABLE = Sentence.__table__
 # "batch_id IS NULL": a sentence is never moved from one batch to another, whatever two planners do

@@ -10,8 +10,8 @@ from sqlalchemy import Select, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from pipeline.types import NARRATOR
-from storage.repo.statements import execute_many
 from storage.models import Chapter, Job, JobState, Sentence, SentenceState
+from storage.repo.statements import execute_many
 
 
 @dataclass(frozen=True)

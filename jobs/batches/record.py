@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 from sqlalchemy.orm import Session
 
-from jobs.batch_work import SentenceOutcome
-from jobs.cleanup import remove_audio, unrecorded_audio
+from jobs.batches.cleanup import remove_audio, unrecorded_audio
+from jobs.batches.work import SentenceOutcome
 from jobs.lifecycle import fail_job_in
 from jobs.runtime import Runtime
 from storage import repo

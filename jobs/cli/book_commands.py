@@ -1,5 +1,5 @@
 """Commands that take books: `run`, `submit`, `bulk`, `inspect`, `preview`. Each parses, calls a
-use case of jobs/ and reports; `jobs/cli.py` registers them. The options they share are declared
+use case of jobs/ and reports; `jobs/cli/main.py` registers them. The options they share are declared
 in `cli_options.py`."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import typer
 
 from jobs import bulk
 from jobs.book_folders import default_out_root
-from jobs.broker import check_broker, queue_or_withdraw
-from jobs.cli_options import (
+from jobs.choices.voices import DEFAULT_VOICE
+from jobs.cli.options import (
     DEFAULT_FORMAT,
     BookArg,
     Choices,
@@ -26,8 +26,9 @@ from jobs.cli_options import (
     style_choices,
     takes,
 )
-from jobs.cli_output import duration, print_inspection, print_json
-from jobs.cli_progress import Finished, ProgressDisplay, set_loudness, silence_dependency_bars
+from jobs.cli.output import duration, print_inspection, print_json
+from jobs.cli.progress import Finished, ProgressDisplay, set_loudness, silence_dependency_bars
+from jobs.cluster.broker import check_broker, queue_or_withdraw
 from jobs.embedded import RunStopped, plan_run, run_book
 from jobs.inspect_book import inspect_book
 from jobs.preview import DEFAULT_SENTENCES, plan_preview, speak_preview
@@ -35,7 +36,6 @@ from jobs.runtime import EngineLoading, Runtime, open_engine, open_runtime
 from jobs.settings import Settings, memory_gib_option
 from jobs.status import JobStatus, StageProgress, job_statuses, jobs_progress
 from jobs.submit import check_options, submit_book, withdraw_job
-from jobs.voices import DEFAULT_VOICE
 from pipeline.errors import BookError
 
 log = logging.getLogger("tts_jobs")
@@ -141,7 +141,8 @@ def submit(
     out: OutOpt = None,
 ) -> None:
     """Record books as jobs and queue them for the workers. Prints one job id per book."""
-    from jobs import faults, messages
+    from jobs import faults
+    from jobs.cluster import messages
 
     settings = Settings.from_env()
     rt = open_runtime(settings)
@@ -254,7 +255,7 @@ def bulk_command(
 
     Exit code: 1 if a book failed (with --wait), else 2 if a file could not be read, else 0.
     """
-    from jobs import messages
+    from jobs.cluster import messages
 
     set_loudness(quiet, verbose)
     settings = Settings.from_env()

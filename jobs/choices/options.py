@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jobs.voices import DEFAULT_VOICE
+from jobs.choices.voices import DEFAULT_VOICE
 from pipeline.audio.assembly_types import SUPPORTED_FORMATS
 from pipeline.delivery import DEFAULT_SPEED, RefineLevels, check_speed
 from pipeline.errors import OptionError

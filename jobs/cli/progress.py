@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from jobs.cli_output import duration
+from jobs.cli.output import duration
 from jobs.status import StageProgress
 
 log = logging.getLogger("tts_jobs")

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from kombu.utils.url import maybe_sanitize_url
 
-from jobs.celery_app import app
+from jobs.cluster.celery_app import app
 from pipeline.errors import BrokerUnreachable
 
 

@@ -1,7 +1,7 @@
 """The Celery application: JSON only, late acknowledgement, one task at a time per process.
 
 Queues: ``cpu`` (ingest, plan, assemble) and ``synth`` (GPU batches). Messages carry ids only.
-The tasks, and what a worker process loads after the fork, are in ``jobs/tasks.py`` (``include``).
+The tasks, and what a worker process loads after the fork, are in ``jobs/cluster/tasks.py`` (``include``).
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ ALL_QUEUES = (CPU_QUEUE, SYNTH_QUEUE)
 # Set by `tts-jobs worker` so the child process knows whether to load the model after the fork.
 WORKER_QUEUES_ENV = "TTS_JOBS_WORKER_QUEUES"
 WORKER_NAME_ENV = "TTS_JOBS_WORKER_NAME"
-REDIS_TRANSPORT = "jobs.redis_transport:Transport"
+REDIS_TRANSPORT = "jobs.cluster.redis_transport:Transport"
 
 
 def make_celery(settings: Settings) -> Celery:
-    app = Celery("tts_jobs", include=["jobs.tasks"])
+    app = Celery("tts_jobs", include=["jobs.cluster.tasks"])
     transport = {"visibility_timeout": settings.visibility_timeout}
     app.conf.update(
         broker_url=settings.broker_url,

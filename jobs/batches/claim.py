@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import logging
 
-from jobs.batch_work import ClaimedBatch, SentenceWork
-from jobs.delivery import Delivery
+from jobs.batches.record import fail_batch_for_good, finish_batch
+from jobs.batches.work import ClaimedBatch, SentenceWork
+from jobs.choices.delivery import Delivery
 from jobs.leases import take_over_from_dead_local_worker, this_parent, this_process
-from jobs.record import fail_batch_for_good, finish_batch
 from jobs.runtime import Runtime
 from storage import repo
 

@@ -1,4 +1,4 @@
-"""Commands about recorded jobs: `status`, `cancel`, `retry`. `jobs/cli.py` registers them."""
+"""Commands about recorded jobs: `status`, `cancel`, `retry`. `jobs/cli/main.py` registers them."""
 
 from __future__ import annotations
 
@@ -7,10 +7,17 @@ from typing import Annotated, Optional
 
 import typer
 
-from jobs.broker import check_broker, queue_or_withdraw
-from jobs.cli_books import JsonOpt, ModelDirOpt, QuietOpt, VerboseOpt, print_finished, stopped_with_a_word
-from jobs.cli_output import print_json, print_status, status_view
-from jobs.cli_progress import ProgressDisplay, set_loudness, silence_dependency_bars
+from jobs.cli.book_commands import (
+    JsonOpt,
+    ModelDirOpt,
+    QuietOpt,
+    VerboseOpt,
+    print_finished,
+    stopped_with_a_word,
+)
+from jobs.cli.output import print_json, print_status, status_view
+from jobs.cli.progress import ProgressDisplay, set_loudness, silence_dependency_bars
+from jobs.cluster.broker import check_broker, queue_or_withdraw
 from jobs.embedded import resume, run_job
 from jobs.lifecycle import cancel_job, fail_job, resumes_in_process, retry_job
 from jobs.runners import recognise_interrupted
@@ -89,7 +96,7 @@ def retry(
 
 
 def _retry_on_the_workers(rt: Runtime, job: int) -> None:
-    from jobs import messages
+    from jobs.cluster import messages
 
     check_broker()
     plan = retry_job(rt, job)

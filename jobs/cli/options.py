@@ -16,9 +16,9 @@ from typing import Annotated, Any, Optional, TypeVar
 
 import typer
 
-from jobs.lexicons import with_user_lexicon
-from jobs.options import FORMATS, JobOptions, parse_formats
-from jobs.voices import DEFAULT_VOICE
+from jobs.choices.lexicons import with_user_lexicon
+from jobs.choices.options import FORMATS, JobOptions, parse_formats
+from jobs.choices.voices import DEFAULT_VOICE
 from pipeline.delivery import DEFAULT_SPEED
 
 Command = TypeVar("Command", bound=Callable[..., Any])
@@ -28,7 +28,7 @@ BookArg = Annotated[Path, typer.Argument(help="The book: .epub, .txt, .md or .ht
 FormatOpt = Annotated[list[str], typer.Option(
     "--format", "-f", metavar="FMT",
     help=f"Output format(s): {', '.join(FORMATS)} (repeat or comma-separate).")]
-DEFAULT_FORMAT = ("m4b",)  # shown in the help as the default (jobs/options.py has the same default)
+DEFAULT_FORMAT = ("m4b",)  # shown in the help as the default (jobs/choices/options.py has the same default)
 VoiceOpt = Annotated[str, typer.Option(
     "--voice", metavar="NAME", help="The narrator's voice (see `tts-jobs voice list`).")]
 OutOpt = Annotated[Optional[Path], typer.Option(

@@ -1,5 +1,5 @@
 """A worker process's life: what it loads after the fork, its runtime and model, and the sweep
-that keeps every stage moving (jobs/reconcile.py), from every live worker.
+that keeps every stage moving (jobs/cluster/reconcile.py), from every live worker.
 
 Celery forks the pool processes; CUDA is not fork-safe, so the model loads in the child
 (``worker_process_init``), never in the parent. The first sweep runs at once: a replacement
@@ -18,8 +18,10 @@ from typing import TYPE_CHECKING
 
 from celery.signals import worker_process_init, worker_process_shutdown
 
-from jobs import cleanup, faults, ingest, messages, plan, reconcile
-from jobs.celery_app import ALL_QUEUES, CPU_QUEUE, SYNTH_QUEUE, WORKER_NAME_ENV, WORKER_QUEUES_ENV
+from jobs import faults, ingest, plan
+from jobs.batches import cleanup
+from jobs.cluster import messages, reconcile
+from jobs.cluster.celery_app import ALL_QUEUES, CPU_QUEUE, SYNTH_QUEUE, WORKER_NAME_ENV, WORKER_QUEUES_ENV
 from jobs.leases import this_process
 from jobs.runtime import Runtime, open_engine, open_runtime
 from jobs.settings import Settings
@@ -138,7 +140,7 @@ def start_sweeper() -> None:
 
 
 def sweep(rt: Runtime) -> None:
-    """Send again whatever nothing will move (jobs/reconcile.py); a blip waits for the next sweep."""
+    """Send again whatever nothing will move (jobs/cluster/reconcile.py); a blip waits for the next sweep."""
     try:
         resends = reconcile.stranded_work(rt)
         if resends:

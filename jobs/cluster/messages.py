@@ -13,7 +13,7 @@ import logging
 from collections.abc import Sequence
 
 from jobs import faults
-from jobs.celery_app import app
+from jobs.cluster.celery_app import app
 from jobs.lifecycle import RetryPlan
 from jobs.runtime import Runtime
 from storage import repo

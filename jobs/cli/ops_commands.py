@@ -1,5 +1,5 @@
 """Operations commands: `worker`, `flower`, `db upgrade`, `model ...`, `voice ...`, `bench`.
-Each parses, calls a use case of jobs/ and reports; `jobs/cli.py` registers them."""
+Each parses, calls a use case of jobs/ and reports; `jobs/cli/main.py` registers them."""
 
 from __future__ import annotations
 
@@ -10,10 +10,12 @@ from typing import Annotated, Optional
 
 import typer
 
-from jobs import admin, voices, workers
-from jobs.cli_books import EXIT_BAD_INPUT, ModelDirOpt
-from jobs.cli_progress import silence_dependency_bars
-from jobs.flower import DEFAULT_PORT, LOOPBACK, FlowerConfigError, FlowerOptions, run_flower
+from jobs import admin
+from jobs.choices import voices
+from jobs.cli.book_commands import EXIT_BAD_INPUT, ModelDirOpt
+from jobs.cli.progress import silence_dependency_bars
+from jobs.cluster import workers
+from jobs.cluster.flower import DEFAULT_PORT, LOOPBACK, FlowerConfigError, FlowerOptions, run_flower
 from jobs.preview import voice_sample
 from jobs.runtime import open_engine, open_runtime, upgrade_database
 from jobs.settings import Settings, memory_gib_option

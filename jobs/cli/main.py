@@ -14,9 +14,11 @@ from typing import Annotated, Any
 
 import typer
 
-from jobs import cli_books, cli_jobs, cli_ops
-from jobs.cli_books import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, QuietOpt, VerboseOpt, fail
-from jobs.cli_progress import configure_logging, set_loudness
+from jobs.cli import book_commands as cli_books
+from jobs.cli import job_commands as cli_jobs
+from jobs.cli import ops_commands as cli_ops
+from jobs.cli.book_commands import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, QuietOpt, VerboseOpt, fail
+from jobs.cli.progress import configure_logging, set_loudness
 from pipeline.errors import BookError, BrokerUnreachable, InputError, TtsJobsError
 
 PROG = "tts-jobs"

@@ -5,7 +5,7 @@ blips, device errors) retry with backoff, a bounded number of times. A task that
 failed ends in Celery's FAILURE state (``JobFailed``), so Flower lists it under Failed. A message
 whose arguments are not ids is rejected at once, never retried. Ingest and assembly run under a
 claim on the job (jobs/leases.py): a second delivery while the first runs does nothing. What a
-worker process loads, and its sweep, are in jobs/worker_process.py.
+worker process loads, and its sweep, are in jobs/cluster/worker_process.py.
 """
 
 from __future__ import annotations
@@ -19,14 +19,17 @@ from celery import shared_task
 from celery.exceptions import Reject
 from sqlalchemy.exc import InterfaceError, OperationalError
 
-from jobs import assemble, batch_stream, faults, ingest, messages, plan, speak
+from jobs import assemble, faults, ingest, plan
 from jobs import assemble_ahead as ahead
-from jobs.celery_app import app
+from jobs.batches import speak
+from jobs.batches import stream as batch_stream
+from jobs.cluster import messages
+from jobs.cluster.celery_app import app
+from jobs.cluster.worker_process import engine, runtime, synthesis_worker_name, worker_name
 from jobs.leases import job_stage
 from jobs.lifecycle import fail_job
 from jobs.runtime import Runtime
 from jobs.status import job_statuses
-from jobs.worker_process import engine, runtime, synthesis_worker_name, worker_name
 from pipeline.errors import AssemblyError, TtsJobsError
 from storage.models import JobState
 

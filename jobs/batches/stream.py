@@ -34,13 +34,13 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from jobs.batch_work import ClaimedBatch, SentenceWork, log_requests
-from jobs.claim import claim_batch
+from jobs.batches.claim import claim_batch
+from jobs.batches.record import give_back_or_fail, log_batch_done, record_batch_results
+from jobs.batches.speak import learn_from, outcome, speak_claimed_batch, write_sentence
+from jobs.batches.work import ClaimedBatch, SentenceWork, log_requests
+from jobs.choices.voices import with_voice
 from jobs.leases import LeaseKeeper
-from jobs.record import give_back_or_fail, log_batch_done, record_batch_results
 from jobs.runtime import Runtime
-from jobs.speak import learn_from, outcome, speak_claimed_batch, write_sentence
-from jobs.voices import with_voice
 from pipeline.types import SynthesisResult
 from storage import repo
 

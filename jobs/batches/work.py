@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from jobs.delivery import Delivery
-from jobs.voices import SEED_VOICE_PREFIX
+from jobs.choices.delivery import Delivery
+from jobs.choices.voices import SEED_VOICE_PREFIX
 from pipeline.types import NARRATOR, SynthesisRequest
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from jobs.options import JobOptions, recorded_options
+from jobs.choices.options import JobOptions, recorded_options
 from pipeline.delivery import code_prompt
 from pipeline.types import DIALOGUE, SynthesisRequest
 

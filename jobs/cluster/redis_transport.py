@@ -7,7 +7,7 @@ such an entry is logged and dropped — it was already popped, and no retry coul
 and the worker goes on with the next. Celery itself rejects a well-formed envelope whose body it
 cannot decode, or whose task it does not know; the tasks reject arguments that are not ids.
 
-Selected by ``broker_transport`` (jobs/celery_app.py) for ``redis://`` URLs; the code follows
+Selected by ``broker_transport`` (jobs/cluster/celery_app.py) for ``redis://`` URLs; the code follows
 kombu 5.7's ``_brpop_read`` and ``_get`` (pinned in requirements.lock).
 """
 

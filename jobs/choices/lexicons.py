@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from jobs.options import JobOptions
+from jobs.choices.options import JobOptions
 from pipeline.errors import OptionError
 from pipeline.text.lexicon import Entry, Lexicon, parse_lexicon
 

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from jobs.celery_app import ALL_QUEUES, CPU_QUEUE, SYNTH_QUEUE, WORKER_NAME_ENV, WORKER_QUEUES_ENV
+from jobs.cluster.celery_app import ALL_QUEUES, CPU_QUEUE, SYNTH_QUEUE, WORKER_NAME_ENV, WORKER_QUEUES_ENV
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,9 @@ def run_worker(spec: WorkerSpec, loglevel: str) -> int:
     yield_to_gpu_feeders(spec)
     os.environ[WORKER_QUEUES_ENV] = ",".join(spec.queues)  # read by the child after the fork
     os.environ[WORKER_NAME_ENV] = spec.name.replace("%h", socket.gethostname())
-    from jobs.tasks import app  # the tasks and their after-fork hooks, registered before the pool forks
+    from jobs.cluster.tasks import (
+        app,  # the tasks and their after-fork hooks, registered before the pool forks
+    )
 
     report_liveness(alive_file(os.environ[WORKER_NAME_ENV]))
     log.info("worker %s: queues %s, %d process(es)%s", spec.name, ",".join(spec.queues), spec.concurrency,

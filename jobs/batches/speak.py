@@ -15,13 +15,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from jobs.batch_work import ClaimedBatch, SentenceOutcome, SentenceWork, log_requests
-from jobs.claim import claim_batch
+from jobs.batches.claim import claim_batch
+from jobs.batches.record import give_back_or_fail, log_batch_done, record_batch_results
+from jobs.batches.work import ClaimedBatch, SentenceOutcome, SentenceWork, log_requests
+from jobs.choices.voices import with_voice
 from jobs.leases import LeaseKeeper
 from jobs.plan import record_learned_rows
-from jobs.record import give_back_or_fail, log_batch_done, record_batch_results
 from jobs.runtime import Runtime
-from jobs.voices import with_voice
 from pipeline.types import SynthesisResult
 
 if TYPE_CHECKING:

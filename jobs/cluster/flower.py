@@ -122,6 +122,6 @@ def run_flower(options: FlowerOptions, env: Mapping[str, str]) -> int:
     given here are passed after them and win.
     """
     argv = flower_argv(options, env)
-    from jobs.celery_app import app  # the same broker and transport settings as the workers
+    from jobs.cluster.celery_app import app  # the same broker and transport settings as the workers
 
     return app.start(argv) or 0
