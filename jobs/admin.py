@@ -5,7 +5,6 @@ and the synthesis benchmark. (The database schema is ``runtime.upgrade_database`
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 
 def synthetic_weights_warning() -> str:
@@ -30,10 +29,9 @@ def download_model(target: Path | None = None) -> Path:
     return download_weights(target)
 
 
-def run_benchmark(options: Any) -> None:
-    """The synthesis benchmark against upstream ChatTTS in the same run: prints its table, writes
-    its JSON. ``options`` carries the benchmark's options by their long names (``model_dir``,
-    ``synthetic``, ``precision``, ..., ``json``), as `tts-jobs bench` parses them."""
-    from pipeline.bench.engine_bench import options_from, report_bench
+def run_benchmark(argv: list[str]) -> int:
+    """The measurement tools (``python -m pipeline.bench``), as `tts-jobs bench` is given them:
+    the engine benchmark by default, another tool when its name comes first. Returns the exit code."""
+    from pipeline.bench.commands import main
 
-    report_bench(*options_from(options))
+    return main(argv, prog="tts-jobs bench")

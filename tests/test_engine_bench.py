@@ -87,22 +87,23 @@ def test_the_command_line_writes_json_and_prints_the_table(tmp_path: Path, monke
     assert "| tts-jobs | fp16 | 64 |" in capsys.readouterr().out
 
 
-def test_the_help_names_both_ways_to_run_it(capsys: pytest.CaptureFixture[str]) -> None:
-    from pipeline.bench.engine_bench import main
+def test_the_help_lists_the_other_measurement_tools(capsys: pytest.CaptureFixture[str]) -> None:
+    from pipeline.bench.commands import TOOLS, main
 
     with pytest.raises(SystemExit):
         main(["--help"])
     out = capsys.readouterr().out
-    assert out.startswith("usage: tts-jobs bench") and "python -m pipeline.bench" in out
+    assert out.startswith("Usage: python -m pipeline.bench") and "--synthetic" in out
+    assert all(f"  {name} " in out for name in TOOLS)
 
 
 def test_python_dash_m_runs_the_benchmark() -> None:
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-m", "pipeline.bench", "--help"], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "pipeline.bench", "engine", "--help"], capture_output=True,
                           text=True, cwd=Path(__file__).resolve().parents[1], timeout=120)
-    assert done.returncode == 0 and "usage: tts-jobs bench" in done.stdout
+    assert done.returncode == 0 and "Usage: python -m pipeline.bench [-h]" in done.stdout
 
 
 def test_upstream_batches_that_run_out_of_memory_under_a_cap_are_not_the_comparison() -> None:

@@ -67,7 +67,9 @@ _register(app, "retry", cli_jobs.retry, "retry 7")
 # operations
 _register(app, "worker", cli_ops.worker, "worker --gpus all   (and `worker --cpu` once per host)")
 _register(app, "flower", cli_ops.flower, "flower --port 5555   (with FLOWER_BASIC_AUTH=ops:PASSWORD)")
-_register(app, "bench", cli_ops.bench, "bench --synthetic full --device cuda --json bench.json")
+# bench hands its whole command line to the measurement tools' own parser (pipeline/bench)
+app.command("bench", add_help_option=False, context_settings={
+    "allow_extra_args": True, "ignore_unknown_options": True})(cli_ops.bench)
 _register(db_app, "upgrade", cli_ops.db_upgrade, "db upgrade")
 _register(model_app, "synthetic", cli_ops.model_synthetic, "model synthetic ./tiny-weights --size tiny")
 _register(model_app, "download", cli_ops.model_download, "model download --dir /srv/models")

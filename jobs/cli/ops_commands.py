@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Annotated, Optional
 
 import typer
@@ -132,53 +131,10 @@ def voice_list() -> None:
         typer.echo(f"{voice.name}\t{voice.source}")
 
 
-def bench(
-    model_dir: Annotated[Optional[Path], typer.Option(
-        metavar="DIR", help="Real ChatTTS weights (upstream layout). This or --synthetic.")] = None,
-    synthetic: Annotated[Optional[str], typer.Option(
-        metavar="tiny|full",
-        help="Random weights of that size instead (noise: for speed, not sound).")] = None,
-    device: Annotated[str, typer.Option(metavar="DEVICE", help="auto, cpu, cuda, cuda:N.")] = "auto",
-    precision: Annotated[list[str], typer.Option(
-        metavar="PRECISION", show_default="fp32,fp16,bf16,int8 on CUDA; fp32,int8 on CPU",
-        help="fp32, fp16, bf16, int8 (CUDA: weight-only), int8-dyn (CUDA: W8A8); a suffix -kvint8 / "
-             "-kvmodel sets the KV cache; repeat or comma-separate.")] = (),
-    sentences: Annotated[Optional[int], typer.Option(
-        metavar="N", show_default="1024 on CUDA, 48 on CPU", help="Sentences in the workload.")] = None,
-    seed: Annotated[int, typer.Option(metavar="N", help="Seed of the workload and the voice.")] = 0,
-    batch: Annotated[int, typer.Option(
-        metavar="N", help="Most sentences in one planned batch (the pool the slots draw from).")] = 256,
-    slots: Annotated[Optional[int], typer.Option(
-        metavar="N", show_default="the batch",
-        help="Sentences decoded at once (continuous batching).")] = None,
-    memory_gib: Annotated[Optional[float], typer.Option(
-        "--memory-gib", metavar="GIB", min=0.1,
-        help="Cap GPU memory for both systems at GIB, as a smaller card; tts-jobs sizes batches and "
-             "slots from it, upstream rows that do not fit say so.")] = None,
-    repeat: Annotated[int, typer.Option(
-        metavar="N", min=1, help="Time each tts-jobs row N times on the same loaded engine.")] = 1,
-    upstream_batch: Annotated[list[int], typer.Option(
-        metavar="N", show_default="4,64,256,512 on CUDA; 4,16 on CPU",
-        help="Batch sizes of the upstream rows; repeat.")] = (),
-    scaling_batch: Annotated[list[str], typer.Option(
-        metavar="N[:S]", show_default="512 on CUDA, none on CPU",
-        help="Extra tts-jobs rows (first reduced precision) at batch N, or a pool of N through S slots; "
-             "0 = none; repeat.")] = (),
-    upstream_seconds: Annotated[float, typer.Option(
-        metavar="SECONDS", help="Stop an upstream row after the batch that passes this.")] = 75.0,
-    no_upstream: Annotated[bool, typer.Option("--no-upstream", help="Leave out the upstream rows.")] = False,
-    json_path: Annotated[Optional[Path], typer.Option(
-        "--json", metavar="FILE", help="Also write the report as JSON.")] = None,
-) -> None:
-    """Measure synthesis speed against upstream ChatTTS, both in this run (docs/benchmarks.md).
+def bench(ctx: typer.Context) -> None:
+    """Measure speed: synthesis against upstream ChatTTS, or the tool named first.
 
-    Also runs as `python -m pipeline.bench` with the same options."""
-    if (model_dir is None) == (synthetic is None) or synthetic not in (None, "tiny", "full"):
-        typer.echo("error: give either --model-dir DIR or --synthetic tiny|full", err=True)
-        raise typer.Exit(EXIT_BAD_INPUT)
+    The same command line as `python -m pipeline.bench` (docs/benchmarks.md); `tts-jobs bench
+    --help` lists the tools (assembly, ingest, run-book, workers-scaling, ...)."""
     silence_dependency_bars()
-    admin.run_benchmark(SimpleNamespace(
-        model_dir=model_dir, synthetic=synthetic, device=device, precision=list(precision),
-        sentences=sentences, seed=seed, batch=batch, slots=slots, upstream_batch=list(upstream_batch),
-        scaling_batch=list(scaling_batch), upstream_seconds=upstream_seconds, no_upstream=no_upstream,
-        memory_gib=memory_gib, repeat=repeat, json=json_path))
+    raise typer.Exit(admin.run_benchmark(list(ctx.args)))

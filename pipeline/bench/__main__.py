@@ -1,8 +1,8 @@
-"""``python -m pipeline.bench ...``: the engine benchmark, as ``tts-jobs bench ...`` runs it."""
+"""``python -m pipeline.bench [COMMAND] ...``: the measurement tools (``commands.py``)."""
 
 import sys
 
-from pipeline.bench.engine_bench import main
+from pipeline.bench.commands import main
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main(sys.argv[1:]))

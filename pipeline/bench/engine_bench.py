@@ -6,7 +6,8 @@ waveforms out; model load and one warm-up batch are reported apart. tts-jobs row
 Upstream rows (``upstream_runner.py``): fp32 at batch 4 and larger sizes, in the same run, so that
 the ratios compare like with like (``report.py``).
 
-Run: ``tts-jobs bench --synthetic full --device cuda --json out.json`` (or ``python -m pipeline.bench``).
+Run: ``python -m pipeline.bench --synthetic full --device cuda --json out.json`` (the default command
+of ``commands.py``; also ``tts-jobs bench ...``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from pipeline.bench.commands import PROGRAM, listing
 from pipeline.bench.engine_runner import Say, fp32_reference, run_engine_rows
 from pipeline.bench.harness import bench_weights
 from pipeline.bench.protocol import BenchOptions, forced_steps, make_workload
@@ -30,7 +32,6 @@ from pipeline.types import GPT_STEPS_PER_SECOND
 
 log = logging.getLogger(__name__)
 
-PROGRAM = "tts-jobs bench"
 
 
 def run_bench(opts: BenchOptions, progress: Say | None = None) -> BenchReport:
@@ -103,13 +104,13 @@ class _BenchRun:
         self.say(describe(row))
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m pipeline.bench``: run, print the table, write the JSON (`tts-jobs bench` takes
-    the same options through its own command line and calls :func:`report_bench`)."""
+def main(argv: Sequence[str] | None = None, prog: str = PROGRAM) -> int:
+    """Run, print the table, write the JSON."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("ChatTTS", "transformers", "httpx"):
         logging.getLogger(noisy).setLevel(logging.ERROR)
-    report_bench(*options_from(_parser().parse_args(argv)))
+    report_bench(*options_from(_parser(prog).parse_args(argv)))
+    return 0
 
 
 def report_bench(opts: BenchOptions, json_path: Path | None) -> None:
@@ -120,11 +121,10 @@ def report_bench(opts: BenchOptions, json_path: Path | None) -> None:
     print(format_table(report))
 
 
-def options_from(args: Any) -> tuple[BenchOptions, Path | None]:
-    """BenchOptions and the JSON path from parsed options named as the parser below names them
-    (``--scaling-batch`` values as ``N``, ``N:S`` or already split)."""
+def options_from(args: argparse.Namespace) -> tuple[BenchOptions, Path | None]:
+    """BenchOptions and the JSON path from the parsed command line."""
     precisions = tuple(p for item in args.precision or [] for p in item.split(",") if p)
-    scaling = [_batch_and_slots(b) if isinstance(b, str) else b for b in args.scaling_batch or []]
+    scaling = args.scaling_batch or []
     opts = BenchOptions(model_dir=args.model_dir, synthetic=args.synthetic, device=args.device,
                         precisions=precisions, sentences=args.sentences, seed=args.seed,
                         batch=args.batch, slots=args.slots,
@@ -135,38 +135,56 @@ def options_from(args: Any) -> tuple[BenchOptions, Path | None]:
     return opts, args.json
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(prog: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=PROGRAM, description="tts-jobs vs upstream ChatTTS throughput, both in this run "
-        "(also runs as `python -m pipeline.bench`)")
+        prog=prog, formatter_class=HelpFormat,
+        description="Synthesis throughput: tts-jobs against upstream ChatTTS, both in this run "
+                    "(docs/benchmarks.md). Synthetic weights make noise: for speed, not sound.",
+        epilog=f"Example: {prog} --synthetic full --device cuda --json bench.json\n\n{listing(prog)}")
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--model-dir", type=Path)
-    source.add_argument("--synthetic", choices=("tiny", "full"))
-    parser.add_argument("--device", default="auto")
-    parser.add_argument("--precision", action="append",
+    source.add_argument("--model-dir", type=Path, metavar="DIR",
+                        help="real ChatTTS weights (upstream layout)")
+    source.add_argument("--synthetic", choices=("tiny", "full"),
+                        help="random weights of that size instead (noise: for speed, not sound)")
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N (default: auto)")
+    parser.add_argument("--precision", action="append", metavar="PRECISION",
                         help="fp32, fp16, bf16, int8 (CUDA: weight-only), int8-dyn (CUDA: W8A8); "
                              "a suffix -kvint8 / -kvmodel sets the KV cache (default: int8 on "
-                             "the GPU's fp16/bf16 path); repeat or comma-separate")
-    parser.add_argument("--sentences", type=int)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--batch", type=int, default=256,
-                        help="most sentences in one planned batch (the pool the slots draw from)")
-    parser.add_argument("--slots", type=int,
+                             "the GPU's fp16/bf16 path); repeat or comma-separate (default: "
+                             "fp32,fp16,bf16,int8 on CUDA; fp32,int8 on CPU)")
+    parser.add_argument("--sentences", type=int, metavar="N",
+                        help="sentences in the workload (default: 1024 on CUDA, 48 on CPU)")
+    parser.add_argument("--seed", type=int, default=0, metavar="N",
+                        help="seed of the workload and the voice (default: 0)")
+    parser.add_argument("--batch", type=int, default=256, metavar="N",
+                        help="most sentences in one planned batch, the pool the slots draw from "
+                             "(default: 256)")
+    parser.add_argument("--slots", type=int, metavar="N",
                         help="sentences decoded at once (continuous batching); default: the batch")
-    parser.add_argument("--memory-gib", type=float,
-                        help="cap this process's GPU memory (both systems) at GIB, as a smaller card: "
-                             "tts-jobs sizes its batches and slots from it; upstream rows that run "
-                             "out of memory say so")
-    parser.add_argument("--repeat", type=int, default=1,
-                        help="time each tts-jobs row this many times on the same loaded engine")
-    parser.add_argument("--upstream-batch", action="append", type=int)
-    parser.add_argument("--scaling-batch", action="append", type=_batch_and_slots,
-                        help="extra tts-jobs rows (first reduced precision) at batch size N, or "
-                             "N:S for a pool of N sentences through S slots; 0 = none")
-    parser.add_argument("--upstream-seconds", type=float, default=75.0)
-    parser.add_argument("--no-upstream", action="store_true")
-    parser.add_argument("--json", type=Path)
+    parser.add_argument("--memory-gib", type=float, metavar="GIB",
+                        help="cap GPU memory for both systems at GIB, as a smaller card: tts-jobs "
+                             "sizes its batches and slots from it; upstream rows that do not fit say so")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N",
+                        help="time each tts-jobs row N times on the same loaded engine (default: 1)")
+    parser.add_argument("--upstream-batch", action="append", type=int, metavar="N",
+                        help="batch sizes of the upstream rows; repeat (default: 4,64,256,512 on "
+                             "CUDA; 4,16 on CPU)")
+    parser.add_argument("--scaling-batch", action="append", type=_batch_and_slots, metavar="N[:S]",
+                        help="extra tts-jobs rows (first reduced precision) at batch N, or a pool "
+                             "of N through S slots; 0 = none; repeat (default: 512 on CUDA, none "
+                             "on CPU)")
+    parser.add_argument("--upstream-seconds", type=float, default=75.0, metavar="SECONDS",
+                        help="stop an upstream row after the batch that passes this (default: 75)")
+    parser.add_argument("--no-upstream", action="store_true", help="leave out the upstream rows")
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the report as JSON")
     return parser
+
+
+class HelpFormat(argparse.RawDescriptionHelpFormatter):
+    """argparse's help with "Usage:" as the rest of `tts-jobs` writes it."""
+
+    def add_usage(self, usage: Any, actions: Any, groups: Any, prefix: str | None = None) -> None:
+        super().add_usage(usage, actions, groups, "Usage: " if prefix is None else prefix)
 
 
 def _batch_and_slots(text: str) -> int | tuple[int, int]:

@@ -1,0 +1,67 @@
+"""``python -m pipeline.bench COMMAND ...`` (also ``tts-jobs bench COMMAND ...``): every measurement
+tool of the project behind one command line. Without a command it runs the engine benchmark, so
+``python -m pipeline.bench --synthetic full --device cuda ...`` is the engine benchmark as before.
+
+A tool is a module with ``main(argv, prog) -> int``. The tools that read the job table
+(``jobs/bench/``) run as a child process: ``pipeline/`` never imports ``jobs/`` or ``storage/``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+PROGRAM = "python -m pipeline.bench"
+DEFAULT = "engine"
+
+
+@dataclass(frozen=True)
+class Tool:
+    module: str
+    summary: str
+    in_child: bool = False  # a jobs/ tool, started as `python -m MODULE`
+
+
+TOOLS = {
+    "engine": Tool("pipeline.bench.engine_bench",
+                   "synthesis throughput, tts-jobs against upstream ChatTTS (the default)"),
+    "assembly": Tool("pipeline.bench.assembly", "synthetic sentence audio assembled into audiobooks"),
+    "ingest": Tool("pipeline.bench.ingest", "a generated novel read and split; --jobs: submit, ingest, plan"),
+    "run-book": Tool("pipeline.bench.run_book", "`tts-jobs run` of a generated EPUB, start to audiobook"),
+    "workers-scaling": Tool("jobs.bench.workers_scaling",
+                            "books through Celery: one synthesis worker against two", in_child=True),
+    "oom": Tool("pipeline.bench.oom", "a forced CUDA out-of-memory and its recovery by halving"),
+    "graph-check": Tool("pipeline.bench.graph_check",
+                        "CUDA-graph steps and slot refills against the eager loop, token for token"),
+    "step-profile": Tool("pipeline.bench.step_profile", "where one decode step's GPU time goes"),
+    "attention": Tool("pipeline.bench.attention",
+                      "the engine's decode attention kernel against candidate rewrites"),
+    "trace-gaps": Tool("pipeline.bench.trace_gaps", "the GPU's idle gaps in a bench trace"),
+    "spy-summary": Tool("pipeline.bench.spy_summary", "a py-spy profile, per process and thread"),
+}
+
+
+def listing(prog: str = PROGRAM) -> str:
+    """The commands, one line each (the engine benchmark's help ends with it)."""
+    width = max(map(len, TOOLS))
+    lines = [f"  {name:<{width}}  {tool.summary}" for name, tool in TOOLS.items()]
+    return "\n".join([f"commands ({prog} COMMAND --help for each):", *lines])
+
+
+def split_command(argv: Sequence[str]) -> tuple[str, list[str]]:
+    """(command, its arguments); arguments that name no command are the engine benchmark's."""
+    if argv and argv[0] in TOOLS:
+        return argv[0], list(argv[1:])
+    return DEFAULT, list(argv)
+
+
+def main(argv: Sequence[str] | None = None, prog: str = PROGRAM) -> int:
+    name, rest = split_command(list(sys.argv[1:] if argv is None else argv))
+    tool = TOOLS[name]
+    if tool.in_child:
+        return subprocess.call([sys.executable, "-m", tool.module, "--prog", f"{prog} {name}", *rest])
+    runner = importlib.import_module(tool.module)
+    return runner.main(rest, prog=prog if name == DEFAULT else f"{prog} {name}") or 0
