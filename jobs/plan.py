@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from jobs.runtime import Runtime
 from jobs.settings import Settings
 from pipeline.batching import MemoryModel, PlanLimits, plan_batches
+from pipeline.scheduling import SchedulingPolicy
 from pipeline.types import PlannedSentence
 from storage import repo
 from storage.models import Worker, utcnow
@@ -29,15 +30,13 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 WORKER_ALIVE_SECONDS = 3600  # a synthesis worker not seen for this long no longer shapes batches
-GPU_BATCH_ROWS = 1024  # continuous batching keeps a big pool's slots full (docs/benchmarks.md)
-CPU_BATCH_ROWS = 16
-WAVES = 8  # with assemble-ahead, a book is spoken in this many stretches of chapters: the last is the tail
+WAVES = SchedulingPolicy().waves_per_book  # the stretches of chapters a book is spoken in
 
 
 def plan_pending(rt: Runtime, job_ids: Sequence[int] | None = None) -> list[int]:
     """Cut every unplanned sentence of active jobs into batches (sorted globally by length).
 
-    With assemble-ahead on (``TTS_JOBS_ASSEMBLE_AHEAD``): each book in ``WAVES`` stretches of whole
+    With assemble-ahead on (``TTS_JOBS_ASSEMBLE_AHEAD``): each book in the policy's waves of whole
     chapters in reading order, each of about the same length, planned one after the other (each
     sorted by length; a stream takes them in that order), so that its first chapters are all
     spoken, and can be assembled, while the rest of it is (``jobs/assemble_ahead.py``).
@@ -60,7 +59,7 @@ def plan_pending(rt: Runtime, job_ids: Sequence[int] | None = None) -> list[int]
         limits, memory = plan_limits(rt.settings, live_synthesis_workers(session))
         # another book still being read will add batches behind these: they are not the queue's end
         ends_queue = repo.jobs_being_read(session) == 0
-        stretches = in_waves(sentences, planned, WAVES if rt.settings.assemble_ahead else 1)
+        stretches = in_waves(sentences, planned, limits.policy.waves(rt.settings.assemble_ahead))
         planned_at, batches = utcnow(), []
         for number, stretch in enumerate(stretches):
             # each wave a plan of its own, made in order (a stream takes plans in creation order)
@@ -110,31 +109,31 @@ def live_synthesis_workers(session: Session) -> list[Worker]:
 
 
 def plan_limits(settings: Settings, workers: Sequence[Worker] = ()) -> tuple[PlanLimits, MemoryModel]:
-    """Batch limits for the smallest live synthesis worker: its memory cap, its calibrated memory
-    model and the batch size at which it last ran out of memory; and how many workers share them.
+    """Batch limits for the smallest live synthesis worker — the scheduling policy sized from its
+    memory cap and the batch size at which it last ran out of memory — its calibrated memory
+    model, and how many workers share the batches.
 
-    With no worker registered yet (the first book of a fresh cluster) the planner assumes an
-    80 GB-class card; a worker halves any batch that does not fit, so optimism costs time, not jobs.
-    """
-    gpu = settings.device.startswith("cuda") or any(w.device.startswith("cuda") for w in workers)
-    max_rows = batch_rows(settings, gpu)
-    learned = [w.max_rows for w in workers if w.max_rows]
-    if learned:
-        max_rows = min(max_rows, *learned)
+    With no worker registered yet (the first book of a fresh cluster) no card is assumed: batches
+    are cut by rows alone, and the worker that takes one halves it if it does not fit (and records
+    the size that did, for every later plan)."""
     capped = [w for w in workers if w.memory_cap_bytes]
-    sharing = max(1, len(workers))
-    if not capped:
-        return PlanLimits(memory_cap_bytes=int(80e9 * settings.memory_fraction), max_rows=max_rows,
-                          workers=sharing), MemoryModel()
-    smallest = min(capped, key=lambda w: w.memory_cap_bytes)
-    memory = MemoryModel(fixed_bytes=smallest.fixed_bytes,
-                         bytes_per_row_position=smallest.bytes_per_row_position)
-    return PlanLimits(memory_cap_bytes=smallest.memory_cap_bytes, max_rows=max_rows, workers=sharing), memory
+    smallest = min(capped, key=lambda w: w.memory_cap_bytes) if capped else None
+    policy = scheduling_policy(settings, any(w.device.startswith("cuda") for w in workers),
+                               smallest.memory_cap_bytes if smallest else None)
+    learned = [w.max_rows for w in workers if w.max_rows]
+    policy = policy.with_learned_rows(min(learned) if learned else None)
+    memory = (MemoryModel(fixed_bytes=smallest.fixed_bytes,
+                          bytes_per_row_position=smallest.bytes_per_row_position)
+              if smallest else MemoryModel())
+    return PlanLimits.of(policy, workers=max(1, len(workers))), memory
 
 
-def batch_rows(settings: Settings, gpu: bool) -> int:
-    """Most sentences in one batch: TTS_JOBS_MAX_BATCH, else 1024 on a GPU and 16 on a CPU."""
-    return settings.max_batch or (GPU_BATCH_ROWS if gpu else CPU_BATCH_ROWS)
+def scheduling_policy(settings: Settings, gpu_worker: bool = False,
+                      memory_cap_bytes: int | None = None) -> SchedulingPolicy:
+    """The policy for this deployment: on a GPU when this process or a worker runs on one;
+    TTS_JOBS_MAX_BATCH overrides the device's batch size."""
+    gpu = settings.device.startswith("cuda") or gpu_worker
+    return SchedulingPolicy.for_device(gpu, memory_cap_bytes, settings.max_batch)
 
 
 def register_synthesis_worker(rt: Runtime, engine: Engine, name: str, device_memory: int | None) -> None:

@@ -40,7 +40,7 @@ class Settings:
     precision: str = "auto"
     memory_gib: float | None = None  # None: the whole card
     memory_fraction: float = 0.85
-    max_batch: int | None = None  # None: decided by the device (see batch_rows)
+    max_batch: int | None = None  # None: decided by the device (pipeline/scheduling.py)
     slots: int | None = None  # None: every sentence of a batch decodes at once
     stream_seconds: float = 60.0  # 0: no stream, each batch alone
     assemble_ahead: bool = False  # a book's first chapters are assembled while the rest is spoken

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from pipeline.scheduling import SchedulingPolicy
 from pipeline.types import Batch, PlannedSentence
 
 
@@ -28,10 +29,16 @@ class MemoryModel:
 
 @dataclass(frozen=True)
 class PlanLimits:
-    memory_cap_bytes: int  # the worker's cap (a fraction of device memory)
+    memory_cap_bytes: int | None  # the smallest worker's cap; None: not measured yet (rows only)
     max_rows: int = 256  # never more rows than this in one batch
     workers: int = 1  # synthesis workers that will share the batches (see _split_the_last_batches)
     ends_queue: bool = True  # False: more sentences are on their way (another book being read)
+    policy: SchedulingPolicy = SchedulingPolicy()  # the size of the queue's end pieces
+
+    @classmethod
+    def of(cls, policy: SchedulingPolicy, workers: int = 1, ends_queue: bool = True) -> PlanLimits:
+        return cls(memory_cap_bytes=policy.memory_cap_bytes, max_rows=policy.batch_rows,
+                   workers=workers, ends_queue=ends_queue, policy=policy)
 
 
 def plan_batches(
@@ -66,7 +73,8 @@ def plan_batches(
     current: list[PlannedSentence] = []
     for sentence in ordered:
         longest = _positions(current[0]) if current else _positions(sentence)  # the first is the longest
-        fits = estimate(len(current) + 1, longest) <= limits.memory_cap_bytes
+        cap = limits.memory_cap_bytes
+        fits = cap is None or estimate(len(current) + 1, longest) <= cap
         same_class = not current or current[0].priority == sentence.priority
         if current and (not fits or len(current) + 1 > limits.max_rows or not same_class):
             batches.append(_close(current, estimate))
@@ -79,9 +87,6 @@ def plan_batches(
     return _split_the_last_batches(batches, limits, estimate, by_id)
 
 
-MIN_SPLIT_ROWS = 128  # the size of a piece: a streaming worker claims once 1/8 of its 1,024 slots are free
-
-
 def _split_the_last_batches(batches: list[Batch], limits: PlanLimits, estimate: Callable[[int, int], int],
                             by_id: dict[int, PlannedSentence]) -> list[Batch]:
     """With several workers, the last ``limits.workers`` batches (the shortest) run as pieces.
@@ -92,7 +97,8 @@ def _split_the_last_batches(batches: list[Batch], limits: PlanLimits, estimate: 
     (jobs/batches/stream.py), so a piece costs a claim, not a drain of the slots, and a piece of
     ~128 rows is what a stream admits at once. With halves (~200-500 rows) one of two H200s
     claims the last two and ends 0.7 s after the other, their rows waiting in its pool for free
-    slots (docs/benchmarks.md). Every ``n``-th sentence goes to each piece, so
+    slots (docs/benchmarks.md). The piece's size is the policy's (``SchedulingPolicy.pieces``).
+    Every ``n``-th sentence goes to each piece, so
     all keep the batch's spread of lengths. One worker runs whole batches, and so do batches
     that more will follow (``PlanLimits.ends_queue`` off).
     """
@@ -102,7 +108,7 @@ def _split_the_last_batches(batches: list[Batch], limits: PlanLimits, estimate: 
     head, tail = batches[:-workers], batches[-workers:]
     pieces: list[Batch] = []
     for batch in tail:
-        count = len(batch.sentence_ids) // MIN_SPLIT_ROWS
+        count = limits.policy.pieces(len(batch.sentence_ids))
         if count < 2:
             pieces.append(batch)
             continue

@@ -205,8 +205,8 @@ def test_a_stream_claims_its_next_batch_at_the_first_free_slot_only_while_the_qu
     """With the queue deep, the next batch is fetched as soon as one slot is free (a batch's rows
     end together, and a slow claim would leave the slots idle); near its end, only once an
     admission's worth of slots is free (an early claim could wait here while another worker idles)."""
-    from pipeline.engine.generation import ADMIT_SHARE
     from pipeline.engine.streaming import RequestStream
+    from pipeline.scheduling import SchedulingPolicy
 
     def first_free_slot_fetches(deep: bool) -> bool:
         asked: list[int] = []
@@ -220,7 +220,7 @@ def test_a_stream_claims_its_next_batch_at_the_first_free_slot_only_while_the_qu
     assert not first_free_slot_fetches(deep=False)
     asked: list[int] = []
     stream = RequestStream(None, lambda: asked.append(1), 1024, [], 0)  # type: ignore[arg-type]
-    stream.poll(1024 // ADMIT_SHARE, lambda group: True)
+    stream.poll(SchedulingPolicy().admit_at(1024), lambda group: True)
     stream.close()
     assert asked  # an admission's worth free: fetched either way
 

@@ -14,7 +14,7 @@ a recorder thread: the stream goes on meanwhile.
 - Each sentence's WAV, once written, is measured for assembly (speech bounds, loudness, peaks) by
   a few helper processes (``Settings.measure_helpers``; pipeline/audio/measure.py) while the
   stream goes on, so the book's assembly after its last batch reads those measures instead of
-  the audio. The queue's last batches (no more than ``DEEP_QUEUE`` left) are recorded only once
+  the audio. The queue's last batches (``SchedulingPolicy.queue_is_deep``) are recorded only once
   measured, so that a book's last batch leaves nothing for its assembly to measure. Best
   effort: whatever is not measured in time, assembly measures itself.
 - Out of memory (slots larger than the device now has free) is ``pipeline/engine/oom.py``'s: the
@@ -40,6 +40,7 @@ from jobs.batches.speak import learn_from, outcome, speak_claimed_batch, write_s
 from jobs.batches.work import ClaimedBatch, SentenceWork, log_requests
 from jobs.choices.voices import with_voice
 from jobs.leases import LeaseKeeper
+from jobs.plan import scheduling_policy
 from jobs.runtime import Runtime
 from pipeline.types import SynthesisResult
 from storage import repo
@@ -51,11 +52,6 @@ if TYPE_CHECKING:
     from pipeline.types import SynthesisRequest
 
 log = logging.getLogger(__name__)
-
-# Queued batches beyond which a stream claims its next one as soon as a slot is free (not once an
-# admission's worth is): with fewer left (the queue's end pieces) a batch claimed early might wait
-# here while another worker has nothing to do.
-DEEP_QUEUE = 4
 
 # How long the recording of one of the queue's last batches waits for its sentences' measures
 # (~0.1 s for an end piece of short sentences); past it, assembly measures what is missing.
@@ -190,6 +186,7 @@ class _Stream:
         self.scope = scope
         self.deadline = time.monotonic() + (scope.seconds if scope.seconds is not None else float("inf"))
         self.queue_deep = False  # as the last claim saw the queue (read on the engine's loop thread)
+        self.policy = scheduling_policy(rt.settings, gpu_worker=True)
         self.sentences: list[tuple[int, SentenceWork]] = []  # stream index -> (batch, sentence)
         self.in_flight: dict[int, _InFlight] = {}
         self.lock = threading.Lock()
@@ -231,10 +228,12 @@ class _Stream:
         as does a batch that could not be recorded (a full disk would fail every batch after it)."""
         while time.monotonic() < self.deadline and not self._recording_failed():
             with self.rt.read_session() as session:
-                batch_id = repo.next_queued_batch(session, job_id=self.scope.job_id)
+                batch_id = repo.next_queued_batch(session, job_id=self.scope.job_id,
+                                                  order=self.policy.queue_order)
                 refines = batch_id is not None and repo.batch_needs_refine(session, batch_id)
                 # many left for the other workers: the next one may be claimed as soon as a slot is free
-                self.queue_deep = repo.queued_batch_count(session, self.scope.job_id) > DEEP_QUEUE
+                self.queue_deep = self.policy.queue_is_deep(
+                    repo.queued_batch_count(session, self.scope.job_id))
             if batch_id is None or refines:
                 return None
             claimed, ready = claim_batch(self.rt, batch_id, self.worker)

@@ -70,7 +70,8 @@ def worker_engine() -> Engine:
             _engine = open_engine(settings)
             _engine.slots = settings.slots
             _engine.warm_up()
-            graphs = _engine.prepare_worker_slots(settings.slots or plan.batch_rows(settings, gpu=True))
+            slots = settings.slots or plan.scheduling_policy(settings, gpu_worker=True).batch_rows
+            graphs = _engine.prepare_worker_slots(slots)
             importlib.import_module("pipeline.audio")  # the WAV writer's: now, not in the first batch
             if graphs:
                 log.info("worker %s: decode slots and %d CUDA graphs ready for the widest batch",

@@ -25,9 +25,9 @@ from pipeline.engine.generation import (
     RowSource,
     TokenSpace,
     generate,
-    score_tokens,
 )
 from pipeline.engine.gpt import FusedLlama
+from pipeline.engine.loop_runner import score_tokens
 from pipeline.engine.memory import (
     analytic_memory_model,
     calibrate_memory_model,

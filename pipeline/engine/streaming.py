@@ -21,7 +21,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Protocol
 
-from pipeline.engine.generation import ADMIT_SHARE, Fits, RowGroup
+from pipeline.engine.rows import Fits, RowGroup
+from pipeline.scheduling import SchedulingPolicy
 from pipeline.types import SynthesisRequest
 
 if TYPE_CHECKING:
@@ -46,12 +47,12 @@ class RequestStream:
 
     def __init__(self, preparer: RowPreparer, more: MoreRequests, slots: int,
                  first: Sequence[SynthesisRequest], first_index: int,
-                 fetch_early: FetchEarly | None = None) -> None:
+                 fetch_early: FetchEarly | None = None, policy: SchedulingPolicy | None = None) -> None:
         self._preparer, self._more = preparer, more
         self._fetch_early = fetch_early or (lambda: False)
-        # fetched once the loop could admit it (generation.ADMIT_SHARE): claimed neither long
+        # fetched once the loop could admit it (the policy's ``admit_at``): claimed neither long
         # before this worker can run it nor after its slots went idle
-        self._fetch_at = max(1, slots // ADMIT_SHARE)
+        self._fetch_at = (policy or SchedulingPolicy()).admit_at(slots)
         self._fetcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="next-batch")
         self._fetching: Future[tuple[list[SynthesisRequest], list[PromptRow]] | None] | None = None
         self._ended = False  # more() said no more, or a group did not fit this loop

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import Select, and_, bindparam, case, func, or_, select, update
 from sqlalchemy.orm import Session
 
+from pipeline.scheduling import QueueKey, SchedulingPolicy
 from pipeline.types import Batch as PlannedBatch
 from storage.models import Batch, BatchState, Job, JobState, Sentence, SentenceState, utcnow
 from storage.repo.statements import execute_many
@@ -68,18 +69,10 @@ def claim_batch(session: Session, batch_id: int, worker: str, lease_seconds: flo
     return session.get(Batch, batch_id, populate_existing=True)
 
 
-def next_queued_batch(session: Session, suspects: bool = False, job_id: int | None = None) -> int | None:
-    """The queued batch a streaming worker takes next: the highest priority, then the earliest plan
-    (its batches share their ``created_at``), then the longest sentences, then the oldest batch.
-
-    A plan sorts every sentence pending when it ran (pipeline/batching.py). Books read at different
-    times — a shelf's, one plan per book as each is read — run plan after plan, so each finishes
-    and is assembled while the next is spoken; taken longest first across plans, every book
-    finished in the stream's last second and all of their encoding came after the GPUs were done.
-    Plan order, not book order: a book being spoken is not held up by an older one read later or
-    retried, and the last plan made — the one cut into end pieces — ends the queue. Within a plan
-    the longest go first: a row runs as long as its sentence (up to ~8 s on an H200), and the
-    stream ends only when its last row does.
+def next_queued_batch(session: Session, suspects: bool = False, job_id: int | None = None,
+                      order: Sequence[QueueKey] = SchedulingPolicy().queue_order) -> int | None:
+    """The queued batch a streaming worker takes next, in the scheduling policy's ``order``
+    (pipeline/scheduling.py says why: priority, then plan after plan, then longest first).
 
     A batch whose holder died (``holder_deaths``) is a suspect: it runs alone, never joins a running
     stream; ``suspects`` includes it (a new task's first batch). ``job_id``: only batches holding
@@ -88,9 +81,16 @@ def next_queued_batch(session: Session, suspects: bool = False, job_id: int | No
     query = _of_job(select(Batch.id).where(Batch.state == BatchState.QUEUED.value), job_id)
     if not suspects:
         query = query.where(Batch.holder_deaths == 0)
-    return session.scalar(
-        query.order_by(Batch.priority.desc(), Batch.created_at, Batch.longest_positions.desc(), Batch.id)
-        .limit(1))
+    return session.scalar(query.order_by(*(_QUEUE_COLUMNS[key] for key in order)).limit(1))
+
+
+# How each of the policy's queue keys sorts (a plan's batches share their ``created_at``).
+_QUEUE_COLUMNS = {
+    QueueKey.PRIORITY: Batch.priority.desc(),
+    QueueKey.PLAN: Batch.created_at,
+    QueueKey.LONGEST: Batch.longest_positions.desc(),
+    QueueKey.OLDEST: Batch.id,
+}
 
 
 def queued_batch_count(session: Session, job_id: int | None = None) -> int:
