@@ -25,6 +25,8 @@ import os
 
 import torch
 
+import pipeline.engine.split_attention as split_attention
+
 try:  # pragma: no cover - exercised on the GPU machine (and under TRITON_INTERPRET=1)
     import triton
     import triton.language as tl
@@ -36,6 +38,11 @@ except ImportError:  # CPU builds of PyTorch
 # H200 by scripts/gpu_step_profile.py; docs/engine.md). Overridable for that sweep.
 BLOCK_POSITIONS = int(os.environ.get("TTS_JOBS_ATTENTION_BLOCK", "32"))
 WARPS = int(os.environ.get("TTS_JOBS_ATTENTION_WARPS", "1"))
+# Which attention kernel ``decode_attention`` runs when its caller names none: "single" (one
+# program per (slot, head), below) or "split" (partitions of the context and a reduce,
+# ``split_attention.py``). A process that measures both sets this before its steps are captured.
+KERNELS = ("single", "split")
+KERNEL = "single"
 
 
 def available() -> bool:
@@ -205,12 +212,20 @@ def rope_and_store(qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, keys
 
 def decode_attention(query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
                      used: torch.Tensor, key_scales: torch.Tensor | None = None,
-                     value_scales: torch.Tensor | None = None) -> torch.Tensor:
+                     value_scales: torch.Tensor | None = None, kernel: str | None = None,
+                     partition: int | None = None) -> torch.Tensor:
     """query [B, H, D]; keys/values [B, H, P, D] (the slots' caches, D contiguous; int8 when
     their scales [B, H, P] are given); used [B] int32: positions [0, used) of each slot are
-    attended to. Returns [B, H, D] in the query's dtype."""
+    attended to. ``kernel``: one of ``KERNELS`` (default ``KERNEL``); ``partition``: positions
+    per program of the split kernel. Returns [B, H, D] in the query's dtype."""
     rows, heads, dim = query.shape
     quantized, key_scales, value_scales = _scales(keys, key_scales, value_scales)
+    chosen = kernel or KERNEL
+    if chosen not in KERNELS:
+        raise ValueError(f"decode attention kernel {chosen!r}: choose one of {KERNELS}")
+    if chosen == "split":
+        return split_attention.split_decode_attention(query, keys, values, used, key_scales,
+                                                      value_scales, quantized, partition)
     out = torch.empty_like(query)
     _decode_attention_kernel[(rows, heads)](
         query, keys, values, key_scales, value_scales, out, used, 1.0 / math.sqrt(dim),

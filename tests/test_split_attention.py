@@ -1,0 +1,73 @@
+"""The split-K decode attention (pipeline/engine/split_attention.py) under Triton's CPU
+interpreter: the same attention as the one-program-per-(slot, head) kernel and as plain PyTorch,
+from half-precision and int8 caches, for lengths at and around the partition edges."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+SPLIT_CHECK = r"""
+import math
+import torch
+import pipeline.engine.decode_attention as da
+import pipeline.engine.kv_int8 as kv_int8
+
+torch.manual_seed(5)
+B, H, P, D = 7, 2, 100, 64
+# 1, a block edge, a partition edge and one past it, a ragged end, the whole cache
+used = torch.tensor([1, 32, 64, 65, 77, 99, 100], dtype=torch.int32)
+q = torch.randn(B, H, D).half()
+k, v = (torch.randn(B, H, P, D) * 2).half(), torch.randn(B, H, P, D).half()
+
+
+def reference(keys, values):
+    out = torch.empty(B, H, D)
+    for b in range(B):
+        n = int(used[b])
+        s = torch.einsum("hd,hpd->hp", q[b].float(), keys[b, :, :n].float()) / math.sqrt(D)
+        out[b] = torch.einsum("hp,hpd->hd", s.softmax(-1), values[b, :, :n].float())
+    return out
+
+(kq, ks), (vq, vs) = kv_int8.quantize(k), kv_int8.quantize(v)
+cases = {"fp16": ((k, v, None, None), reference(k, v)),
+         "int8": ((kq, vq, ks, vs), reference(kv_int8.dequantize(kq, ks, torch.float32),
+                                              kv_int8.dequantize(vq, vs, torch.float32)))}
+worst = 0.0
+for name, (tensors, want) in cases.items():
+    single = da.decode_attention(q, tensors[0], tensors[1], used, *tensors[2:], kernel="single")
+    for partition in (16, 32, 64, 128):
+        got = da.decode_attention(q, tensors[0], tensors[1], used, *tensors[2:], kernel="split",
+                                  partition=partition)
+        assert got.shape == q.shape and got.dtype == q.dtype, (got.shape, got.dtype)
+        assert torch.isfinite(got).all(), (name, partition)
+        worst = max(worst, (got.float() - want).abs().max().item(),
+                    (got.float() - single.float()).abs().max().item())
+try:
+    da.decode_attention(q, k, v, used, kernel="tiled")
+except ValueError as error:
+    assert "single" in str(error) and "split" in str(error)
+else:
+    raise AssertionError("an unknown kernel name was accepted")
+print(worst)
+"""
+
+
+def test_split_attention_matches_the_single_program_kernel_and_pytorch() -> None:
+    """Partitions of 16-128 positions (fewer, equal to and more than a slot's length; a last
+    partition cut short) combine to the attention of the whole prefix, from either cache."""
+    pytest.importorskip("triton")
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    done = subprocess.run([sys.executable, "-c", SPLIT_CHECK], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert float(done.stdout.strip().splitlines()[-1]) < 2e-3
+
+
+def test_the_default_kernel_stays_the_single_program_one_until_measured() -> None:
+    import pipeline.engine.decode_attention as da
+
+    assert da.KERNEL == "single" and set(da.KERNELS) == {"single", "split"}
