@@ -1,4 +1,4 @@
-"""scripts/spy_summary.py: a py-spy profile of the workers, read per process and thread."""
+"""`python -m pipeline.bench spy-summary`: a py-spy profile of the workers, read per process and thread."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "spy_summary.py"
+ROOT = Path(__file__).resolve().parents[1]
 
 WORKER = 'process 10:"celery worker --gpu 0";process 11:"celery worker --gpu 0"'
 PROFILE = "\n".join([
@@ -26,8 +26,8 @@ PROFILE = "\n".join([
 def summary(tmp_path: Path, *args: str) -> str:
     profile = tmp_path / "spy.txt"
     profile.write_text(PROFILE)
-    done = subprocess.run([sys.executable, str(SCRIPT), str(profile), *args],
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run([sys.executable, "-m", "pipeline.bench", "spy-summary", str(profile), *args],
+                          capture_output=True, text=True, check=True, cwd=ROOT)
     return done.stdout
 
 

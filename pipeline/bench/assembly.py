@@ -4,12 +4,12 @@ Generates ``--hours`` of synthetic sentence WAVs (speech-like noise bursts with 
 them; NOT speech) in a temporary directory, then times ``assemble_audiobook`` to M4B and prints
 the speed as a multiple of real time plus the peak memory of this process and of ffmpeg.
 
-    python scripts/bench_assembly.py --hours 1
-    python scripts/bench_assembly.py --hours 10 --formats m4b mp3
-    python scripts/bench_assembly.py --hours 2 --formats wav --threads 1   # how well threads scale
-    python scripts/bench_assembly.py --hours 7 --formats wav --stitch-in processes threads --threads 0 1
-    python scripts/bench_assembly.py --hours 2 --formats wav --measures fresh ahead
-    python scripts/bench_assembly.py --hours 3 --chapters 1 --m4b-encode pieces chapters   # one long chapter
+    python -m pipeline.bench assembly --hours 1
+    python -m pipeline.bench assembly --hours 10 --formats m4b mp3
+    python -m pipeline.bench assembly --hours 2 --formats wav --threads 1   # how well threads scale
+    python -m pipeline.bench assembly --hours 7 --formats wav --stitch-in processes threads --threads 0 1
+    python -m pipeline.bench assembly --hours 2 --formats wav --measures fresh ahead
+    python -m pipeline.bench assembly --hours 3 --chapters 1 --m4b-encode pieces chapters   # one long chapter
 
 ``--m4b-encode chapters`` encodes every chapter whole, as before long chapters were cut into
 pieces (pipeline/audio/aac.py), for a baseline in the same run.
@@ -23,18 +23,16 @@ With several ``--threads`` / ``--stitch-in`` values, the same book is assembled 
 from __future__ import annotations
 
 import argparse
+import itertools
 import logging
 import os
 import resource
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pipeline.audio import (
     AssemblyOptions,
@@ -48,7 +46,7 @@ from pipeline.audio.measure import measure_ahead, measure_path
 from pipeline.bench.synthetic_audio import speechlike_sentence
 from pipeline.types import BookMetadata
 
-log = logging.getLogger("bench_assembly")
+log = logging.getLogger(__name__)
 
 
 def generate_book(root: Path, hours: float, chapters: int, sentence_seconds: float) -> list[ChapterAudio]:
@@ -125,8 +123,8 @@ PIECE_SECONDS = ahead.MIN_PIECE_SECONDS
 WHOLE_CHAPTERS = 1e9  # seconds: pieces this long leave every chapter whole
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench assembly") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument("--hours", type=float, default=1.0)
     parser.add_argument("--chapters", type=int, default=30)
     parser.add_argument("--sentence-seconds", type=float, default=5.0)
@@ -140,7 +138,7 @@ def main() -> None:
                         help="sentences measured by assembly (fresh) or before it, untimed (ahead)")
     parser.add_argument("--m4b-encode", nargs="+", choices=("pieces", "chapters"), default=["pieces"],
                         help="M4B encodes: long chapters cut into pieces (default) or every chapter whole")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
     root = args.keep or Path(tempfile.mkdtemp(prefix="bench_assembly_"))
@@ -152,22 +150,17 @@ def main() -> None:
             sum(len(c.sentences) for c in book),
             time.monotonic() - began,
         )
-        for threads in args.threads:
-            for stitch_in in args.stitch_in:
-                for measures in args.measures:
-                    for encode in args.m4b_encode:
-                        options = AssemblyOptions(formats=tuple(args.formats), threads=threads,
-                                                  stitch_in_processes=stitch_in == "processes")
-                        prepare_measures(book, measures)
-                        ahead.MIN_PIECE_SECONDS = WHOLE_CHAPTERS if encode == "chapters" else PIECE_SECONDS
-                        print(f"--- {threads or 'one per core'} parallel job(s), chapters stitched in {stitch_in}, "
-                              f"sentences measured {measures}, M4B encoded in {encode}")
-                        time_assembly(book, root / f"run_{threads}_{stitch_in}_{measures}_{encode}", options,
-                                      keep=args.keep is not None)
+        for threads, stitch_in, measures, encode in itertools.product(
+                args.threads, args.stitch_in, args.measures, args.m4b_encode):
+            options = AssemblyOptions(formats=tuple(args.formats), threads=threads,
+                                      stitch_in_processes=stitch_in == "processes")
+            prepare_measures(book, measures)
+            ahead.MIN_PIECE_SECONDS = WHOLE_CHAPTERS if encode == "chapters" else PIECE_SECONDS
+            print(f"--- {threads or 'one per core'} parallel job(s), chapters stitched in {stitch_in}, "
+                  f"sentences measured {measures}, M4B encoded in {encode}")
+            time_assembly(book, root / f"run_{threads}_{stitch_in}_{measures}_{encode}", options,
+                          keep=args.keep is not None)
     finally:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)
-
-
-if __name__ == "__main__":
-    main()
+    return 0

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Where a py-spy profile's samples went, per process, in a few lines instead of 25 MB.
 
 Reads py-spy's raw collapsed stacks (``py-spy record --subprocesses --threads --format raw``:
@@ -6,7 +5,7 @@ one line per distinct stack, frames joined by ``;``, the sample count last) and 
 process, how many samples fell inside frames matching ``--within`` and, of those, how many
 also match each ``--count`` pattern (plain substrings of the stack line)::
 
-    python3 scripts/spy_summary.py spy.txt --within "run (pipeline/engine/generation.py" \\
+    python -m pipeline.bench spy-summary spy.txt --within "run (pipeline/engine/generation.py" \\
         --count _harvest take_finished synchronize Popen triton_key
 
 docs/gpu-kit.md has the py-spy command that records such a profile on the GPU machine.
@@ -58,13 +57,14 @@ def summarize(lines: list[str], within: str, patterns: list[str],
     return table
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench spy-summary") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("profile", type=Path, help="py-spy raw output")
     parser.add_argument("--within", required=True, help="frame text that marks the stacks to look at")
     parser.add_argument("--count", nargs="*", default=[], help="frame texts to count inside them")
     parser.add_argument("--threads", action="store_true", help="a line per thread, not per process")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     table = summarize(args.profile.read_text(errors="replace").splitlines(), args.within, args.count,
                       args.threads)
     for process, counts in sorted(table.items(), key=lambda item: -item[1]["(within)"]):
@@ -76,6 +76,3 @@ def main() -> int:
             print(f"    {pattern:<40} {counts[pattern]:>7} ({counts[pattern] / inside:.0%})")
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -4,7 +4,7 @@ or copy on any stream) with the work on either side and the host call under way 
 CUDA calls the host spent longest in.
 
     TTS_JOBS_BENCH_TRACE=/tmp/t python -m pipeline.bench --synthetic full --device cuda ...
-    python scripts/gpu_trace_gaps.py /tmp/t/trace-fp16-2048.json.gz [--top 20]
+    python -m pipeline.bench trace-gaps /tmp/t/trace-fp16-2048.json.gz [--top 20]
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import argparse
 import bisect
 import gzip
 import json
-import sys
 from collections import defaultdict
+from itertools import pairwise
 from pathlib import Path
 
 DEVICE_WORK = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -44,7 +44,7 @@ def short(name: str, width: int = 60) -> str:
 def report_gaps(title: str, busy: list[tuple[float, float]], work: list[dict],
                 starts: list[float], host: list[dict], origin: float,
                 args: argparse.Namespace) -> None:
-    gaps = [(begin - end, end, begin) for (_, end), (begin, _) in zip(busy, busy[1:])
+    gaps = [(begin - end, end, begin) for (_, end), (begin, _) in pairwise(busy)
             if begin - end >= args.min_gap_us]
     print(f"\nIdle gaps of {title}: {len(gaps)} of >= {args.min_gap_us:.0f} µs, "
           f"{sum(g for g, _, _ in gaps) / 1e3:.1f} ms in all; the longest:")
@@ -59,12 +59,12 @@ def report_gaps(title: str, busy: list[tuple[float, float]], work: list[dict],
               f"| {short(after['name'], 40)} | {short(innermost, 40)} |")
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
+def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench trace-gaps") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument("trace", type=Path)
     parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--min-gap-us", type=float, default=20.0)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     events = load(args.trace)
     work = sorted((e for e in events if e.get("cat") in DEVICE_WORK), key=lambda e: e["ts"])
     if not work:
@@ -104,6 +104,3 @@ def main() -> int:
         print(f"| {name} | {dur / 1e3:.1f} | {count} |")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,62 @@
+"""The CPU measurement tools of ``python -m pipeline.bench``, each run end to end on a small input:
+the GPU trace reader, the ingestion benchmark (alone and through the job path) and the assembly
+benchmark. They measure nothing here; they must run and report what they measured."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def bench(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pipeline.bench", *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=timeout, check=False)
+
+
+def kernel(name: str, start: float, duration: float, stream: int = 7) -> dict:
+    return {"ph": "X", "cat": "kernel", "name": name, "ts": start, "dur": duration, "args": {"stream": stream}}
+
+
+def test_trace_gaps_finds_the_gpu_idle_between_two_kernels_and_the_host_call_meanwhile(tmp_path: Path) -> None:
+    events = [kernel("gemm", 0, 100), kernel("attention", 400, 50),
+              {"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize", "ts": 90, "dur": 320}]
+    trace = tmp_path / "trace-fp16-8.json.gz"
+    with gzip.open(trace, "wt") as out:
+        json.dump({"traceEvents": events}, out)
+
+    done = bench("trace-gaps", str(trace), "--min-gap-us", "100")
+
+    assert done.returncode == 0, done.stderr
+    assert "GPU span 0.5 ms, busy (any stream) 0.1 ms, idle 0.3 ms; 2 kernels/copies" in done.stdout
+    assert "| 0.1 | 300 | gemm | attention | cudaStreamSynchronize |" in done.stdout
+
+
+def test_ingest_reads_a_generated_novel_and_reports_its_size_and_time() -> None:
+    done = bench("ingest", "--size-mb", "0.03")
+
+    assert done.returncode == 0, done.stderr
+    assert "EPUB 0.0 MB" in done.stderr and "read_book + split_sentences" in done.stderr
+    assert "as a job" not in done.stderr
+
+
+def test_ingest_with_jobs_also_times_submit_ingest_and_plan() -> None:
+    done = bench("ingest", "--size-mb", "0.03", "--jobs", "--max-batch", "16")
+
+    assert done.returncode == 0, done.stderr
+    assert "as a job: submit" in done.stderr and "batches of <= 16" in done.stderr
+
+
+@pytest.mark.slow
+def test_assembly_assembles_synthetic_sentences_and_reports_the_speed(tmp_path: Path) -> None:
+    done = bench("assembly", "--hours", "0.01", "--chapters", "2", "--formats", "wav", "--keep", str(tmp_path))
+
+    assert done.returncode == 0, done.stderr
+    assert "x real time" in done.stdout and "formats      wav: 2 file(s)" in done.stdout
+    assert list(tmp_path.rglob("*.wav"))
