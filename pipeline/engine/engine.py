@@ -34,6 +34,7 @@ from pipeline.engine.memory import (
     device_budget_bytes,
     device_capped,
     model_with_widest_slots,
+    release_cached_memory,
 )
 from pipeline.engine.prompts import (
     PromptRow,
@@ -172,6 +173,12 @@ class Engine:
     def release_slots(self) -> None:
         """Free the decode slots and their CUDA graphs (they are kept between batches)."""
         self._runner.release()
+
+    def release_device_memory(self) -> None:
+        """Everything kept between batches given back: slots, graphs (and their pool), the
+        allocator's cached blocks, library workspaces (``oom.py`` calls it before a retry)."""
+        self.release_slots()
+        release_cached_memory(self._torch_device)
 
     # ----------------------------------------------------------------------------- synthesis
     def synthesize(self, requests: Sequence[SynthesisRequest],

@@ -7,6 +7,7 @@ and fits those two numbers, with a margin.
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
@@ -104,6 +105,21 @@ def device_budget_bytes(device: torch.device) -> int | None:
 def device_capped(device: torch.device) -> bool:
     """Whether this process runs ``device`` under a memory cap (:func:`cap_device_memory`)."""
     return device.type == "cuda" and _index(device) in _caps
+
+
+def release_cached_memory(device: torch.device) -> None:
+    """Give back what PyTorch keeps on ``device`` between batches: the caching allocator's free
+    blocks, and cuBLAS's workspaces (one per stream that ran a GEMM, allocated blocks that
+    ``empty_cache`` cannot free and that pin their segments). Call it with no CUDA graph alive:
+    a captured GEMM holds its workspace's address."""
+    gc.collect()  # tracebacks of the failed batch hold its tensors in reference cycles
+    if device.type != "cuda" or not torch.cuda.is_initialized():
+        return
+    torch.cuda.synchronize(device)
+    clear_workspaces = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
+    if clear_workspaces is not None:
+        clear_workspaces()
+    torch.cuda.empty_cache()
 
 
 def _index(device: torch.device) -> int:

@@ -194,6 +194,11 @@ class StepRunner:
             with CAPTURE_LOCK, torch.cuda.graph(graph, pool=self._pool,
                                                 capture_error_mode="thread_local"):
                 decode_step(self.gpt, self.space, self.state, kind)
+        except torch.OutOfMemoryError:
+            # the capture's own allocations (its pool does not share the eager blocks) did not
+            # fit: the batch is too big for this memory, which the out-of-memory policy answers
+            # by halving; graphs stay on for the smaller batches
+            raise
         except RuntimeError as exc:  # an op that cannot be captured: run eagerly from now on
             log.warning("CUDA graph capture failed (%s); decode steps run eagerly", exc)
             self.use_graphs = False

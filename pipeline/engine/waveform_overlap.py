@@ -34,6 +34,20 @@ OnWaveform = Callable[[int, np.ndarray], None]
 PINNED_PIECE = 1 << 23  # floats per pinned host buffer (32 MB): sizes the host allocator keeps
 
 
+def side_stream(device: torch.device) -> torch.cuda.Stream:
+    """The one side stream of ``device``, the same for every batch. A new ``torch.cuda.Stream``
+    per batch cycles through PyTorch's pool of 32: each keeps a cuBLAS workspace of its own
+    (allocated for good, pinning its segment) and its own cached blocks, which no other stream
+    reuses, so a worker's reserved memory crept up batch after batch."""
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if index not in _SIDE_STREAMS:
+        _SIDE_STREAMS[index] = torch.cuda.Stream(index)
+    return _SIDE_STREAMS[index]
+
+
+_SIDE_STREAMS: dict[int, torch.cuda.Stream] = {}
+
+
 class WaveformsAlongside:
     """Use as a context manager: leaving it waits for the decodes still running."""
 
@@ -53,7 +67,7 @@ class WaveformsAlongside:
         self.on_host: list[tuple[torch.cuda.Event, Sequence[int]]] = []  # copies not yet handed on
         self.waves: dict[int, torch.Tensor | np.ndarray] = {}
         device = decoder.device
-        self.side = torch.cuda.Stream(device) if device.type == "cuda" else None
+        self.side = side_stream(device) if device.type == "cuda" else None
         in_thread = self.side is not None if in_thread is None else in_thread
         self.launcher = (ThreadPoolExecutor(max_workers=1, thread_name_prefix="waveforms")
                          if in_thread else None)
