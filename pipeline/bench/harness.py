@@ -64,7 +64,7 @@ def release_device_memory() -> None:
 def host_profile(label: str) -> Iterator[None]:
     """With TTS_JOBS_BENCH_PROFILE=DIR, cProfile the timed region (where the host time goes);
     with TTS_JOBS_BENCH_TRACE=DIR, record it with torch.profiler instead (every kernel and CUDA
-    call on a timeline, for ``scripts/gpu_trace_gaps.py``). Either slows the run it watches."""
+    call on a timeline, for ``python -m pipeline.bench trace-gaps``). Either slows the run it watches."""
     if os.environ.get("TTS_JOBS_BENCH_TRACE"):
         with _device_trace(Path(os.environ["TTS_JOBS_BENCH_TRACE"]) / f"trace-{label}.json.gz"):
             yield

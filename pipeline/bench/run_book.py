@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Time `tts-jobs run BOOK` (the embedded default) on a lent GPU: command start -> audiobook written.
 
 Writes synthetic full-size weights (noise, never speech) and an EPUB 3 of about ``--hours`` of
@@ -8,7 +7,8 @@ one Triton cache (the first run compiles the kernels, as a user's first run does
 them cached, as every later run of a user's does). Each stage line of the run's piped progress is
 time-stamped from the command's start, so the table says where the time went.
 
-    python3 scripts/gpu_run_book.py --hours 6 --runs 2 [--memory-gib 8] [--format m4b]
+    python -m pipeline.bench run-book --hours 6 --runs 2 [--memory-gib 8] [--format m4b]
+    python -m pipeline.bench run-book --cpu-smoke     # tiny weights, a few sentences: the flow only
 
 Needs the kit (docs/gpu-kit.md): ffmpeg from .kit/bin when it is not on PATH.
 """
@@ -25,17 +25,18 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
+from pipeline.bench.kit import kit_ffmpeg
+from pipeline.bench.shelf import write_epub_book
 
-from gpu_harness import kit_ffmpeg, write_epub_book  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 
-def main() -> int:
-    args = parse_args()
+def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench run-book") -> int:
+    args = parse_args(argv, prog)
     scratch = Path(tempfile.mkdtemp(prefix="tts-run-book-"))
     env = dict(os.environ, PYTHONUNBUFFERED="1", TRITON_CACHE_DIR=str(scratch / "triton"))
+    if args.cpu_smoke:
+        env["TTS_JOBS_DEVICE"] = "cpu"
     ffmpeg = None if shutil.which("ffmpeg") else kit_ffmpeg(args.kit / "bin", scratch / "bin")
     if ffmpeg is not None:
         env["PATH"] = f"{ffmpeg}:{env['PATH']}"
@@ -65,8 +66,9 @@ def main() -> int:
     return 0
 
 
-def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def parse_args(argv: list[str] | None, prog: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--hours", type=float, default=6.0)
     parser.add_argument("--chapters", type=int, default=30)
     parser.add_argument("--runs", type=int, default=2)
@@ -74,9 +76,14 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--memory-gib", type=float)
     parser.add_argument("--verbose", action="store_true", help="the runs' debug logs (ChatTTS's load steps too)")
     parser.add_argument("--size", choices=("full", "tiny"), default="full",
-                        help="synthetic weights' size (tiny: to try the script on a CPU)")
+                        help="synthetic weights' size (tiny: to try the tool on a CPU)")
     parser.add_argument("--kit", type=Path, default=ROOT / ".kit")
-    return parser.parse_args()
+    parser.add_argument("--cpu-smoke", action="store_true",
+                        help="tiny weights on the CPU, a few dozen sentences, one run: the flow, no measure")
+    args = parser.parse_args(argv)
+    if args.cpu_smoke:
+        args.size, args.hours, args.chapters, args.runs = "tiny", 0.02, 2, 1
+    return args
 
 
 def write_book(path: Path, hours: float, chapters: int) -> tuple[Path, float]:
@@ -85,7 +92,7 @@ def write_book(path: Path, hours: float, chapters: int) -> tuple[Path, float]:
 
 def tts_jobs(args: list[str], env: dict[str, str]) -> str:
     done = subprocess.run([sys.executable, "-m", "jobs.cli", *args], env=env, capture_output=True,
-                          text=True, check=True)
+                          text=True, check=True, cwd=ROOT)
     return done.stdout
 
 
@@ -106,7 +113,7 @@ def stage_of(line: str) -> str | None:
 def timed_run(command: list[str], env: dict[str, str], number: int) -> dict:
     """One `tts-jobs run`: its wall time, and when each stage began (from its piped progress)."""
     started = time.monotonic()
-    process = subprocess.Popen([sys.executable, "-m", "jobs.cli", *command], env=env, text=True,
+    process = subprocess.Popen([sys.executable, "-m", "jobs.cli", *command], env=env, text=True, cwd=ROOT,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     stages: list[tuple[str, float]] = []
     assert process.stderr is not None
@@ -128,6 +135,3 @@ def timed_run(command: list[str], env: dict[str, str], number: int) -> dict:
           flush=True)
     return {"run": number, "wall_s": wall, "audio_s": audio, "x_realtime": audio / wall, "stages": stages}
 
-
-if __name__ == "__main__":
-    sys.exit(main())

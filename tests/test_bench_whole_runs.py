@@ -1,0 +1,47 @@
+"""The measurements of whole `tts-jobs` runs, in their CPU smoke modes (tiny SYNTHETIC weights: noise,
+never speech; they measure nothing here): `run-book` times `tts-jobs run` of a generated EPUB, and
+`workers-scaling` takes books through Celery workers and the job table."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.slow
+
+
+def bench(*args: str, out: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "OUT": str(out), "OMP_NUM_THREADS": "1"}
+    return subprocess.run([sys.executable, "-m", "pipeline.bench", *args], capture_output=True, text=True,
+                          cwd=ROOT, env=env, timeout=timeout, check=False)
+
+
+def test_run_book_times_a_whole_run_and_says_where_its_stages_began(tmp_path: Path) -> None:
+    done = bench("run-book", "--cpu-smoke", "--format", "wav", out=tmp_path)
+
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    [run] = json.loads((tmp_path / "run_book.json").read_text())
+    assert run["audio_s"] > 0 and run["wall_s"] > 0 and run["stages"]
+    assert "| run | wall s | audio s | x real time |" in done.stdout
+
+
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server on PATH")
+def test_workers_scaling_takes_books_through_celery_workers_and_reports_the_phase(tmp_path: Path) -> None:
+    done = bench("workers-scaling", "--cpu-smoke", "--phases", "one", "--format", "wav",
+                 "--sentences-per-book", "6", "--chapters-per-book", "1", "--budget", "500",
+                 "--kit", str(tmp_path / "no-kit"), out=tmp_path)
+
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-3000:]
+    report = json.loads((tmp_path / "scaling.json").read_text())
+    [phase] = report["phases"]
+    assert phase["phase"] == "one" and phase["sentences"] >= 12 and len(phase["outputs"]) == 2
+    assert "error" not in report and (tmp_path / "logs").is_dir()
+    assert f"| one | 1 | {phase['sentences']} |" in done.stdout
