@@ -71,7 +71,7 @@ def test_each_new_book_is_submitted_once_and_the_output_says_what_was_skipped(
     shutil.copyfile(alpha, inbox / "alpha-renamed.epub")  # same content, new name
     write_markdown(inbox / "beta.md", "Beta", [("One", ["Beta has one chapter."])])
     (inbox / "broken.epub").write_bytes(b"this is not a zip archive")
-    (inbox / "notes.pdf").write_bytes(b"%PDF-1.4")  # not a book type: ignored
+    (inbox / "notes.rtf").write_bytes(b"{\\rtf1 Hello}")  # not a book type: ignored
     small_book(inbox / ".partial.epub", "Hidden")  # a copy tool's temporary: ignored
     settled(*inbox.iterdir())
     os.utime(inbox / "alpha-renamed.epub", (AN_HOUR_AGO + 60, AN_HOUR_AGO + 60))  # the later copy
@@ -90,7 +90,7 @@ def test_each_new_book_is_submitted_once_and_the_output_says_what_was_skipped(
     assert broken.startswith("unreadable")
     [fresh] = lines_about(first.stdout, "fresh.epub")
     assert fresh.startswith("skipped") and "still being copied" in fresh
-    assert not lines_about(first.stdout, "notes.pdf") and not lines_about(first.stdout, ".partial.epub")
+    assert not lines_about(first.stdout, "notes.rtf") and not lines_about(first.stdout, ".partial.epub")
     # one folder per book, OUT/<Author>/<Title> (a Markdown book names no author)
     assert sorted(p.relative_to(out).as_posix() for p in out.glob("*/*")) == ["Test Author/Alpha", "Unknown Author/Beta"]
     assert queued_messages(redis_url) == 2  # the workers were told about both

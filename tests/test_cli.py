@@ -69,7 +69,7 @@ def _corrupt_epub(path: Path) -> Path:
 @pytest.mark.parametrize("command", ["submit", "run"])
 @pytest.mark.parametrize("make_book, problem", [
     (lambda d: d / "nowhere.epub", "no such file"),
-    (lambda d: _write(d / "book.docx", b"PK\x03\x04 not really"), "unsupported"),
+    (lambda d: _write(d / "book.rtf", b"{\\rtf1 not really}"), "unsupported"),
     (lambda d: _corrupt_epub(d / "broken.epub"), "broken.epub"),
 ])
 def test_bad_books_fail_with_one_line_and_exit_code_2(tmp_path: Path, settings_factory, command, make_book,  # type: ignore[no-untyped-def]

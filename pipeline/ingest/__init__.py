@@ -22,6 +22,7 @@ from pipeline.ingest.language import with_language
 from pipeline.ingest.markdown import read_markdown
 from pipeline.ingest.notes import place_notes
 from pipeline.ingest.options import IngestOptions
+from pipeline.ingest.pdf import read_pdf
 from pipeline.ingest.plaintext import read_txt
 from pipeline.ingest.selection import select_chapters
 from pipeline.ingest.titles import ChapterTitle, chapter_titles
@@ -40,6 +41,7 @@ _READERS: dict[str, Callable[[Path, IngestOptions], RawBook]] = {
     ".html": read_html,
     ".htm": read_html,
     ".xhtml": read_html,
+    ".pdf": read_pdf,
 }
 SUPPORTED_EXTENSIONS: frozenset[str] = frozenset(_READERS)
 INTERNAL_ERROR_MARKER = "unexpected error while reading"

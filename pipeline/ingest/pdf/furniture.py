@@ -1,0 +1,130 @@
+"""What stands on a PDF page but is not its prose: running heads and footers, page numbers, and
+footnotes (set aside as notes, read where ``--notes`` says).
+
+A running head is a line at the top or bottom edge of a page whose text (digits aside: '12  THE
+BOOK' and '13  THE BOOK' are one) and size repeat on at least three pages and a twentieth of them.
+A page number is an edge line that is only a number ('12', 'xii', 'Page 12', '- 12 -'). Footnotes are
+the smaller lines at a page's foot, the first of each opening with its mark ('1', '*').
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from pipeline.ingest.pdf.layout import Line, PageLines
+
+_EDGE_ROWS = 2  # rows at the top and at the bottom of a page that may be furniture
+_MIN_PAGES = 3
+_MIN_SHARE = 0.05
+_MAX_HEAD_CHARS = 120
+_PAGE_NUMBER = re.compile(r"^[\s\-–—.\[(]*(?:page\s+)?(?:\d{1,5}|[ivxlcdm]{1,8})[\s\-–—.\])]*$", re.IGNORECASE)
+_DIGITS = re.compile(r"\d+")
+_FOOTNOTE_SHARE = 0.92  # a footnote's font is at most this share of the body's
+_FOOTNOTE_OPENING = re.compile(r"^\s*([\d]{1,3}|[*†‡§]{1,3})[.):]?\s*(?=\S)")
+
+
+@dataclass(frozen=True)
+class PageNote:
+    page: int
+    label: str
+    paragraphs: tuple[str, ...]
+
+
+@dataclass
+class Furniture:
+    """What was taken off the pages."""
+
+    running_heads: list[str] = field(default_factory=list)
+    page_numbers: int = 0
+    notes: list[PageNote] = field(default_factory=list)
+
+
+def without_furniture(pages: list[PageLines], body_size: float) -> tuple[list[PageLines], Furniture]:
+    """The pages without their running heads, page numbers and footnotes; and what was taken off."""
+    furniture = Furniture()
+    repeated = _repeated_edge_keys(pages)
+    kept_pages: list[PageLines] = []
+    for page in pages:
+        edges = _edge_lines(page)
+        kept: list[Line] = []
+        for line in page.lines:
+            if id(line) in edges and _PAGE_NUMBER.match(line.text):
+                furniture.page_numbers += 1
+            elif id(line) in edges and _edge_key(line) in repeated:
+                furniture.running_heads.append(line.text)
+            else:
+                kept.append(line)
+        body, notes = _footnotes(page.number, kept, body_size)
+        furniture.notes.extend(notes)
+        kept_pages.append(PageLines(page.number, page.width, page.height, tuple(body)))
+    return kept_pages, furniture
+
+
+def _edge_lines(page: PageLines) -> set[int]:
+    """The ids of the lines in the top and bottom rows of the page."""
+    tops = sorted({round(line.top) for line in page.lines}, reverse=True)
+    edge_tops = set(tops[:_EDGE_ROWS]) | set(tops[-_EDGE_ROWS:])
+    return {id(line) for line in page.lines if round(line.top) in edge_tops}
+
+
+def _edge_key(line: Line) -> str:
+    if len(line.text) > _MAX_HEAD_CHARS or not re.search(r"\w", line.text):
+        return ""
+    text = _DIGITS.sub("#", " ".join(line.text.casefold().split()))
+    return f"{text}|{round(line.size)}"
+
+
+def _repeated_edge_keys(pages: list[PageLines]) -> set[str]:
+    counts: Counter[str] = Counter()
+    for page in pages:
+        edges = _edge_lines(page)
+        counts.update({_edge_key(line) for line in page.lines if id(line) in edges} - {""})
+    needed = max(_MIN_PAGES, _MIN_SHARE * len(pages))
+    return {key for key, count in counts.items() if count >= needed}
+
+
+def _footnotes(page: int, lines: list[Line], body_size: float) -> tuple[list[Line], list[PageNote]]:
+    """The page's lines less its footnotes (small lines at its foot, opened by a mark), and the notes."""
+    by_height = sorted(lines, key=lambda line: line.top)
+    foot: list[Line] = []
+    for line in by_height:
+        if line.size > _FOOTNOTE_SHARE * body_size:
+            break
+        foot.append(line)
+    foot.sort(key=lambda line: -line.top)
+    while foot and not _FOOTNOTE_OPENING.match(foot[0].text):
+        foot.pop(0)  # small lines above the first mark are the text's (a caption), not notes
+    if not foot:
+        return lines, []
+    notes: list[PageNote] = []
+    label, texts = "", []
+    for line in foot:
+        opening = _FOOTNOTE_OPENING.match(line.text)
+        if opening:
+            if texts:
+                notes.append(PageNote(page, label, (_joined(texts),)))
+            label, texts = opening.group(1), [line.text[opening.end() :]]
+        else:
+            texts.append(line.text)
+    notes.append(PageNote(page, label, (_joined(texts),)))
+    taken = {id(line) for line in foot}
+    return [line for line in lines if id(line) not in taken], notes
+
+
+def _joined(texts: list[str]) -> str:
+    joined = ""
+    for text in texts:
+        joined = join_line(joined, text)
+    return joined
+
+
+def join_line(paragraph: str, line: str) -> str:
+    """``line`` added to ``paragraph``: a word hyphenated at the line's end joined again."""
+    line = line.strip()
+    if not paragraph:
+        return line
+    if paragraph[-1:] in "-\xad\x02" and paragraph[-2:-1].isalpha() and line[:1].islower():
+        return paragraph[:-1] + line
+    return f"{paragraph} {line}"

@@ -1,0 +1,122 @@
+"""PDF books: read in order, column by column, without the page furniture, chapters from the outline
+or the headings; scans and hostile files refused with one line."""
+
+from __future__ import annotations
+
+import re
+from difflib import SequenceMatcher
+from pathlib import Path
+
+import pytest
+
+from pipeline.errors import BookError
+from pipeline.ingest import IngestOptions, read_book
+from pipeline.types import Book
+from tests.pdf_books import (
+    RUNNING_HEAD,
+    PdfChapter,
+    prose,
+    write_flate_bomb_pdf,
+    write_many_pages_pdf,
+    write_pdf,
+    write_scanned_pdf,
+)
+
+CHAPTERS = [
+    PdfChapter("Chapter 1: The Start", prose(1, 14), footnote="A footnote that explains the start."),
+    PdfChapter("Chapter 2: The Middle", prose(2, 10)),
+    PdfChapter("Chapter 3: The End", prose(3, 12)),
+]
+
+
+def words(paragraphs: list[str] | tuple[str, ...]) -> list[str]:
+    return [word for paragraph in paragraphs for word in re.findall(r"\w+", paragraph.casefold())]
+
+
+def prose_read(book: Book) -> list[str]:
+    return words([paragraph for chapter in book.chapters if chapter.title != "Notes"
+                  for paragraph in chapter.paragraphs])
+
+
+def assert_read_in_order(book: Book, chapters: list[PdfChapter]) -> None:
+    """At least 98 % of the source's words read in their order, and no word read twice."""
+    source = words([paragraph for chapter in chapters for paragraph in chapter.paragraphs])
+    read = prose_read(book)
+    matched = sum(block.size for block in SequenceMatcher(None, source, read, autojunk=False).get_matching_blocks())
+    assert matched >= 0.98 * len(source)
+    assert len(read) <= len(source)
+
+
+def test_a_two_column_book_is_read_column_by_column_without_heads_or_page_numbers(tmp_path: Path) -> None:
+    book = read_book(write_pdf(tmp_path / "book.pdf", CHAPTERS))
+
+    assert [chapter.title for chapter in book.chapters] == [
+        "Chapter 1: The Start", "Chapter 2: The Middle", "Chapter 3: The End", "Notes"]
+    assert_read_in_order(book, CHAPTERS)
+    spoken = [paragraph for chapter in book.chapters for paragraph in chapter.paragraphs]
+    assert not any(RUNNING_HEAD.casefold() in paragraph.casefold() for paragraph in spoken)
+    assert not any(re.search(r"\d", paragraph) for paragraph in spoken[:-1])  # no page number, no note mark
+    assert any("running headers" in warning for warning in book.warnings)
+    assert (book.metadata.title, book.metadata.authors) == ("The Test Book", ("Ann Author",))
+
+
+def test_paragraphs_come_back_as_they_were_set(tmp_path: Path) -> None:
+    book = read_book(write_pdf(tmp_path / "book.pdf", CHAPTERS))
+
+    for chapter, source in zip(book.chapters, CHAPTERS):
+        assert [words([paragraph]) for paragraph in chapter.paragraphs] == [
+            words([paragraph]) for paragraph in source.paragraphs]
+
+
+def test_a_footnote_is_a_note_read_where_notes_says(tmp_path: Path) -> None:
+    path = write_pdf(tmp_path / "book.pdf", CHAPTERS)
+
+    at_end = read_book(path)
+    in_chapter = read_book(path, IngestOptions(notes="chapter"))
+    skipped = read_book(path, IngestOptions(notes="skip"))
+
+    assert at_end.chapters[-1].paragraphs == ("Note 1. A footnote that explains the start.",)
+    assert in_chapter.chapters[0].paragraphs[-2:] == ("Notes", "Note 1. A footnote that explains the start.")
+    assert "footnote" not in " ".join(paragraph for chapter in skipped.chapters for paragraph in chapter.paragraphs)
+
+
+def test_without_an_outline_chapters_follow_the_headings(tmp_path: Path) -> None:
+    book = read_book(write_pdf(tmp_path / "book.pdf", CHAPTERS, outline=False, columns=1))
+
+    assert [chapter.title for chapter in book.chapters][:3] == [chapter.title for chapter in CHAPTERS]
+    assert_read_in_order(book, CHAPTERS)
+
+
+def test_without_outline_or_headings_a_chapter_mark_every_ten_pages(tmp_path: Path) -> None:
+    long = [PdfChapter(f"Part {number}", prose(number, 40)) for number in range(1, 4)]
+    book = read_book(write_pdf(tmp_path / "book.pdf", long, outline=False, headings=False, columns=1))
+
+    assert [chapter.title for chapter in book.chapters] == ["Pages 1 to 10", "Pages 11 to 12"]
+    assert any("a chapter mark every 10 pages" in warning for warning in book.warnings)
+    assert_read_in_order(book, long)
+
+
+def test_a_scan_without_text_is_refused_saying_how_many_pages_lack_text(tmp_path: Path) -> None:
+    with pytest.raises(BookError) as refused:
+        read_book(write_scanned_pdf(tmp_path / "scan.pdf", 7))
+
+    assert "no text layer" in str(refused.value) and "7 pages" in str(refused.value)
+    assert "OCR" in refused.value.fix
+
+
+def test_a_pdf_of_100000_pages_is_refused_before_its_pages_are_read(tmp_path: Path) -> None:
+    with pytest.raises(BookError, match="100,000 pages"):
+        read_book(write_many_pages_pdf(tmp_path / "huge.pdf", 100_000))
+
+
+def test_a_decompression_bomb_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(BookError, match="decompression bomb"):
+        read_book(write_flate_bomb_pdf(tmp_path / "bomb.pdf", 64))
+
+
+def test_a_file_that_is_not_a_pdf_is_one_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "fake.pdf"
+    path.write_bytes(b"%PDF-1.4 this is not really a pdf")
+
+    with pytest.raises(BookError, match="not a readable PDF"):
+        read_book(path)
