@@ -58,7 +58,7 @@ def assemble_job(rt: Runtime, job_id: int, on_stage: OnStage | None = None,
         start_helpers(stitch_helpers_wanted(options, repo.chapter_count(session, job_id)))
         chapters = chapters_to_assemble(rt, session, job_id)
         book = recorded_book(rt, session, job)
-        metadata = _book_metadata(rt, job)
+        metadata = book_metadata(rt, job)
         out_dir = _book_folder(rt, job)
         session.commit()
     log.info("job=%s: read %d sentences of %d chapters in %.2f s", job_id,
@@ -153,7 +153,7 @@ def _book_folder(rt: Runtime, job: Job) -> Path:
     return claim_book_folder(default_out_root(rt.settings.data_dir), job.title, job.authors, job.source_sha256)[0]
 
 
-def _book_metadata(rt: Runtime, job: Job) -> BookMetadata:
+def book_metadata(rt: Runtime, job: Job) -> BookMetadata:
     meta = job.book_metadata or {}
     cover = None
     if meta.get("cover_path"):

@@ -1,14 +1,17 @@
 """Assemble ahead: while a book is spoken, the chapters already spoken are assembled (measured,
-levelled, stitched, encoded for the M4B), so that after its last batch only its last chapters are
-left for ``assemble.assemble_job``.
+levelled, stitched, encoded for the M4B and every per-chapter format and read-along EPUB asked
+for), so that after its last batch only the last stretch of chapters is left for
+``assemble.assemble_job``, and then the mux.
 
 The book is planned in waves of whole chapters (``plan.plan_pending``), so that its first
 chapters are spoken before the rest; the chapters newly spoken from the start of the book on are
 prepared in order (``pipeline/audio/ahead.py``). Encodes run at lower priority than the threads
-that feed the GPU. Best effort: a chapter that could not be prepared is left to the assembly,
-which does it as it always did (and reports what is wrong with it).
+that feed the GPU, on all cores but a few. Once the whole book is spoken, nothing more is
+prepared ahead: the assembly does the rest on every core at once. Best effort: a chapter that
+could not be prepared is left to the assembly, which does it as it always did (and reports what
+is wrong with it).
 
-Two homes, one policy (``TTS_JOBS_ASSEMBLE_AHEAD``):
+Two homes, one policy:
 
 - an embedded run (``AssembleAhead``): a thread of its own, asked after each recorded batch; a
   resumed run starts with nothing prepared;
@@ -32,7 +35,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from jobs.assemble import assembly_options, chapters_to_assemble
+from jobs.assemble import assembly_options, book_metadata, chapters_to_assemble
 from jobs.plan import WAVES
 from jobs.runtime import Runtime
 from pipeline.types import GPT_STEPS_PER_SECOND, SAMPLE_RATE
@@ -45,21 +48,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ENCODE_NICENESS = 10  # ffmpeg and stitch helpers beside the GPU yield to the threads that feed it
-RESERVED_CORES = 4  # left to the threads that feed the GPU and write and measure its sentences
-
-
-def encode_threads() -> int:
-    """Encoders beside the GPU: every core but the few that the GPU's feeding, writing and
-    measuring threads need."""
-    from pipeline.audio.parallel import worker_count
-
-    return max(1, worker_count(0) - RESERVED_CORES)
-
-
 def book_ahead(rt: Runtime, job_id: int, prepared: Sequence[PreparedChapter] = ()) -> BookAhead:
     """Job ``job_id``'s chapters as prepared so far (``prepared``), ready to prepare more."""
-    from pipeline.audio.ahead import BookAhead
+    from pipeline.audio.ahead import ENCODE_NICENESS, BookAhead, encode_threads
     from pipeline.audio.stitch_helpers import set_helper_niceness
 
     with rt.read_session() as session:
@@ -67,19 +58,23 @@ def book_ahead(rt: Runtime, job_id: int, prepared: Sequence[PreparedChapter] = (
         options = assembly_options(job)
         chapters = repo.chapter_count(session, job_id)
         steps = repo.job_token_budget(session, job_id)
+        metadata = book_metadata(rt, job)
     set_helper_niceness(ENCODE_NICENESS)
     # pieces cut for a wave (not the book): each wave's encodes spread over the encoding threads,
     # or a wave waits on its longest piece and the next waves queue behind it (seen on an H200:
     # 750-s pieces took ~5 s a wave, and the last chapters were done 30 s late)
     wave = round(steps / GPT_STEPS_PER_SECOND * SAMPLE_RATE / WAVES)
     return BookAhead(rt.artifacts.work_dir(job_id), replace(options, threads=encode_threads()), chapters,
-                     wave, nice=ENCODE_NICENESS, prepared=prepared)
+                     wave, nice=ENCODE_NICENESS, prepared=prepared, metadata=metadata)
 
 
 def spoken_chapters(rt: Runtime, job_id: int, chapters: int) -> int:
-    """How many of the book's first chapters are spoken and may be prepared (never its last)."""
+    """How many of the book's first chapters may be prepared ahead: those spoken, while the book
+    is still being spoken (none once it all is: the assembly, on every core at once, does what
+    is left sooner than a preparation on fewer cores followed by the assembly would)."""
     with rt.read_session() as session:
-        return min(repo.spoken_chapter_prefix(session, job_id), chapters - 1)
+        spoken = repo.spoken_chapter_prefix(session, job_id)
+    return 0 if spoken >= chapters else spoken
 
 
 def chapters_between(rt: Runtime, job_id: int, first: int, end: int | None) -> list[ChapterAudio]:
@@ -100,7 +95,7 @@ class AssembleAhead:
         self._work: list[Future[None]] = []
 
     def poll(self) -> None:
-        """Hand the chapters newly spoken from the book's start on (never its last) to the thread.
+        """Hand the chapters newly spoken from the book's start on to the thread (``spoken_chapters``).
         Called as each batch is recorded; it never fails the recording."""
         try:
             spoken = spoken_chapters(self.rt, self.job_id, self.book.chapters)

@@ -144,22 +144,20 @@ def _stages(rt: Runtime, job_id: int, engine: Engine | EngineLoading, runner: st
     _give_back(rt, job_id)  # a killed run's batches: this run speaks them again
     engine = engine.get() if isinstance(engine, EngineLoading) else engine
     register_synthesis_worker(rt, engine, worker, device_memory_bytes(engine))
-    plan_pending(rt, [job_id])  # in waves of chapters when the first are assembled while the rest is spoken
-    ahead = AssembleAhead(rt, job_id) if rt.settings.assemble_ahead else None
+    plan_pending(rt, [job_id])  # in waves of chapters: the first are assembled while the rest is spoken
+    ahead = AssembleAhead(rt, job_id)
 
     def recorded(_: int | None = None) -> None:
         on_stage(speaking_progress(job_statuses(rt, job_id)[0]))
-        if ahead is not None:
-            ahead.poll()
+        ahead.poll()
 
     recorded()
     try:
         speak_job(rt, engine, job_id, worker=runner, learned_by=worker, on_recorded=recorded)
     except BaseException:
-        if ahead is not None:
-            ahead.abandon()
+        ahead.abandon()
         raise
-    assemble_job(rt, job_id, on_stage, prepared=ahead.finish() if ahead is not None else ())
+    assemble_job(rt, job_id, on_stage, prepared=ahead.finish())
 
 
 def _unheard(progress: StageProgress) -> None:

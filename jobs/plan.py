@@ -36,7 +36,7 @@ WAVES = SchedulingPolicy().waves_per_book  # the stretches of chapters a book is
 def plan_pending(rt: Runtime, job_ids: Sequence[int] | None = None) -> list[int]:
     """Cut every unplanned sentence of active jobs into batches (sorted globally by length).
 
-    With assemble-ahead on (``TTS_JOBS_ASSEMBLE_AHEAD``): each book in the policy's waves of whole
+    Each book in the policy's waves of whole
     chapters in reading order, each of about the same length, planned one after the other (each
     sorted by length; a stream takes them in that order), so that its first chapters are all
     spoken, and can be assembled, while the rest of it is (``jobs/assemble_ahead.py``).
@@ -59,7 +59,7 @@ def plan_pending(rt: Runtime, job_ids: Sequence[int] | None = None) -> list[int]
         limits, memory = plan_limits(rt.settings, live_synthesis_workers(session))
         # another book still being read will add batches behind these: they are not the queue's end
         ends_queue = repo.jobs_being_read(session) == 0
-        stretches = in_waves(sentences, planned, limits.policy.waves(rt.settings.assemble_ahead))
+        stretches = in_waves(sentences, planned, limits.policy.waves())
         planned_at, batches = utcnow(), []
         for number, stretch in enumerate(stretches):
             # each wave a plan of its own, made in order (a stream takes plans in creation order)

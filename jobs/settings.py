@@ -12,7 +12,6 @@
 | TTS_JOBS_MEMORY_FRACTION | 0.85 | share of GPU memory (or of the cap) the planner may plan for |
 | TTS_JOBS_MAX_BATCH | 1024 (GPU) / 16 (CPU) | most sentences in one batch (the pool its decode slots draw from; the planner's memory cap may allow fewer) |
 | TTS_JOBS_SLOTS | (the batch) | most sentences a GPU worker decodes at once; the rest of the batch waits for a free slot |
-| TTS_JOBS_ASSEMBLE_AHEAD | 0 | 1: each book is planned in waves of chapters and each wave's chapters are assembled while later ones are spoken — by `tts-jobs run` itself, in a cluster by the CPU workers (jobs/assemble_ahead.py; not yet the default: docs/benchmarks.md) |
 | TTS_JOBS_STREAM_SECONDS | 60 | how long a synthesis worker goes on claiming the next batch into the decode slots of the one it runs (jobs/batches/stream.py); 0 runs every batch on its own |
 | TTS_JOBS_LEASE_SECONDS | 120 | a running batch whose worker is silent this long is taken over |
 | TTS_JOBS_VISIBILITY_TIMEOUT | 21600 | Redis redelivery of unacknowledged messages (longer than any batch) |
@@ -43,7 +42,6 @@ class Settings:
     max_batch: int | None = None  # None: decided by the device (pipeline/scheduling.py)
     slots: int | None = None  # None: every sentence of a batch decodes at once
     stream_seconds: float = 60.0  # 0: no stream, each batch alone
-    assemble_ahead: bool = False  # a book's first chapters are assembled while the rest is spoken
     measure_helpers: int | None = None  # a synthesis worker's sentence measurers; None: one per 4 cores (8+)
     lease_seconds: float = 120.0
     visibility_timeout: int = 21_600
@@ -70,7 +68,6 @@ class Settings:
             max_batch=int(max_batch) if max_batch else None,
             slots=int(slots) if slots else None,
             stream_seconds=float(env.get("TTS_JOBS_STREAM_SECONDS", "60")),
-            assemble_ahead=env.get("TTS_JOBS_ASSEMBLE_AHEAD", "0") not in ("", "0"),
             measure_helpers=int(measure_helpers) if measure_helpers else None,
             lease_seconds=float(env.get("TTS_JOBS_LEASE_SECONDS", "120")),
             visibility_timeout=int(env.get("TTS_JOBS_VISIBILITY_TIMEOUT", "21600")),

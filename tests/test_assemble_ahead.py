@@ -9,7 +9,7 @@ from pathlib import Path
 from jobs.choices.options import JobOptions
 from jobs.embedded import plan_run, run_book
 from jobs.plan import in_waves
-from jobs.runtime import Runtime, open_runtime
+from jobs.runtime import Runtime
 from jobs.status import job_statuses
 from pipeline.types import PlannedSentence
 from tests.books import write_epub
@@ -32,7 +32,6 @@ def test_the_first_chapters_are_assembled_while_the_rest_is_spoken(
                         lambda chapter, *rest: encoded.append(chapter.index) or real_encode(chapter, *rest))
     book = write_epub(tmp_path / "waves.epub", "Waves", CHAPTERS)
     caplog.set_level(logging.INFO)
-    rt = open_runtime(rt.settings.with_overrides(assemble_ahead=True))
 
     job_id = run_book(rt, plan_run(rt, book, JobOptions(out_dir=tmp_path / "out")), tiny_engine)
 

@@ -109,12 +109,11 @@ def test_a_workers_job_is_spoken_with_its_options_row_by_row(tmp_path: Path, clu
 
 def test_a_cluster_assembles_a_books_first_chapters_while_the_rest_is_spoken(  # type: ignore[no-untyped-def]
         tmp_path: Path, cluster) -> None:
-    """With TTS_JOBS_ASSEMBLE_AHEAD=1, a synthesis worker and a CPU worker: the book is spoken in
+    """A synthesis worker and a CPU worker, default settings: the book is spoken in
     waves of chapters, the CPU worker assembles the spoken chapters ahead while the next are
     spoken, its assembly after the last batch takes them, and the M4B has every chapter in order
     at the times the report gives."""
     settings, env = cluster
-    env = {**env, "TTS_JOBS_ASSEMBLE_AHEAD": "1"}
     chapters = [(f"Part {n}", [f"Sentence {n}.{k} of a book assembled ahead." for k in range(1, 4)])
                 for n in range(1, 6)]
     book = write_epub(tmp_path / "ahead.epub", "Ahead", chapters)

@@ -145,8 +145,9 @@ def synthesize_batch(self, batch_id: int) -> None:  # type: ignore[no-untyped-de
     batch_id, rt = as_id(batch_id, "batch"), runtime()
     speaker = engine()
     speaker.clock.reset()  # one task's GPU timeline (the clock's events would pile up otherwise)
-    assemble_ahead_after = ((lambda batch: messages.send_assemble_ahead(rt, batch))
-                            if rt.settings.assemble_ahead else None)
+    def assemble_ahead_after(batch: int) -> None:  # its books' newly spoken chapters, on the CPU queue
+        messages.send_assemble_ahead(rt, batch)
+
     try:
         if rt.settings.stream_seconds > 0:
             ready: list[int] = []
@@ -157,8 +158,7 @@ def synthesize_batch(self, batch_id: int) -> None:  # type: ignore[no-untyped-de
         else:
             ready = speak.synthesize_batch(rt, speaker, batch_id, worker_name(),
                                            learned_by=synthesis_worker_name())
-            if assemble_ahead_after is not None:
-                assemble_ahead_after(batch_id)
+            assemble_ahead_after(batch_id)
         log_device_time(batch_id, speaker)
     except RETRYABLE:
         raise
@@ -201,8 +201,7 @@ def assemble_job(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
         faults.pause("assemble")
         try:
             with _failing_job_on_final_error(self, job_id):
-                prepared = ahead.take_prepared(rt, job_id) if rt.settings.assemble_ahead else ()
-                assemble.assemble_job(rt, job_id, prepared=prepared)
+                assemble.assemble_job(rt, job_id, prepared=ahead.take_prepared(rt, job_id))
         except AssemblyError as exc:  # recorded on the job; bad audio is not retried
             raise JobFailed(f"job {job_id} failed: {exc}") from exc
 

@@ -15,14 +15,12 @@
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import TypeVar
 
-from pipeline.audio.aac import AacChapterPlan, AacPiece, cut_into_pieces, plan_chapters
+from pipeline.audio.aac import cut_into_pieces, plan_chapters
 from pipeline.audio.ahead import (
     PreparedChapter,
     chapter_pause,
@@ -34,35 +32,43 @@ from pipeline.audio.assembly_types import (
     AssemblyOptions,
     AssemblyReport,
     ChapterAudio,
-    ChapterReport,
     M4bStretch,
     OnStep,
 )
 from pipeline.audio.export import (
-    Loudness,
     chapter_loudness,
     encode_chapter_file,
     encode_m4b_piece,
     encode_readalong_audio,
-    mux_m4b,
-    write_chapter_wav,
 )
-from pipeline.audio.failures import os_error_fix, remove_quietly
-from pipeline.audio.ffmpeg import image_decodes
+from pipeline.audio.failures import remove_quietly
 from pipeline.audio.loudness import integrated_lufs
-from pipeline.audio.names import numbered_names, safe_stem
+from pipeline.audio.m4b import mux_m4b
+from pipeline.audio.names import safe_stem
+from pipeline.audio.outputs import (
+    M4bPart,
+    Treatments,
+    assembly_report,
+    counted,
+    made_ahead,
+    move_into_place,
+    no_step,
+    plan_chapter_files,
+    readalong_audio_paths,
+    split_into_parts,
+    write_cover,
+    write_wav_chapters,
+    writes_from_sentences,
+)
 from pipeline.audio.parallel import bind, run_longest_first
 from pipeline.audio.stitch import MeasuredChapter, StitchedChapter, measure_chapter, stitch_chapter
 from pipeline.audio.stitch_helpers import run_per_chapter
-from pipeline.audio.tags import TrackTags, cover_mime, track_tags
+from pipeline.audio.tags import track_tags
 from pipeline.audio.timeline import chapter_timelines, m4b_stretches
 from pipeline.errors import AssemblyError
-from pipeline.types import SAMPLE_RATE, BookMetadata
+from pipeline.types import BookMetadata
 
 log = logging.getLogger(__name__)
-
-_Chapter = TypeVar("_Chapter", MeasuredChapter, StitchedChapter)
-
 
 
 def assemble_audiobook(
@@ -106,7 +112,7 @@ def assemble_audiobook(
         )
     _make_dirs(out_dir, work_dir)
     began = time.monotonic()
-    step = on_step or _no_step
+    step = on_step or no_step
     step("assembling", 0, len(chapters))
     ahead = still_the_same(chapters, prepared)
     measured_chapters = [p.measured for p in ahead] + measure_book(chapters, options, first=len(ahead))
@@ -130,7 +136,7 @@ def assemble_audiobook(
     readalong_audio: list[Path] = []  # the chapters' audio for a read-along EPUB, when one is asked for
     if writes_from_sentences(options, loudness):
         step("encoding", 0, len(chapters))
-        outputs = write_wav_chapters(measured_chapters, metadata, out_dir, options, loudness)
+        outputs = write_wav_chapters(measured_chapters, metadata, out_dir, options, loudness, ahead)
         step("encoding", len(chapters), len(chapters))
     else:
         stitched = [p.stitched for p in ahead] + stitch_book(measured_chapters, work_dir, options,
@@ -143,12 +149,9 @@ def assemble_audiobook(
         for chapter in stitched:  # on failure they stay, for a look; the next run overwrites them
             remove_quietly(chapter.wav_path)
     log.info("%r: wrote %d file(s) in %.1f s", metadata.title, len(outputs), time.monotonic() - began)
-    return replace(_report(measured_chapters, outputs, loudness, measured),
+    return replace(assembly_report(measured_chapters, outputs, loudness, measured),
                    timeline=chapter_timelines(measured_chapters), m4b_stretches=tuple(stretches),
                    readalong_audio=tuple(readalong_audio))
-
-
-Treatments = Sequence[Loudness]  # one per chapter, in reading order
 
 
 def measure_book(chapters: Sequence[ChapterAudio], options: AssemblyOptions, first: int = 0) -> list[MeasuredChapter]:
@@ -177,29 +180,6 @@ def stitch_book(
     return run_per_chapter(calls, options)
 
 
-def writes_from_sentences(options: AssemblyOptions, loudness: Treatments) -> bool:
-    """Whether every output is a WAV chapter without a limiter, written straight from the
-    sentences (``export.write_chapter_wav``): then no chapter is stitched to the work directory."""
-    return (set(options.formats) - {"srt", "vtt"} == {"wav"}) and all(t.limit_dbfs is None for t in loudness)
-
-
-def write_wav_chapters(
-    chapters: Sequence[MeasuredChapter],
-    metadata: BookMetadata,
-    out_dir: Path,
-    options: AssemblyOptions,
-    loudness: Treatments,
-) -> list[Path]:
-    """Every chapter's final WAV with its gain, from its sentences (as :func:`measure_book`)."""
-    treatment = {chapter.index: t for chapter, t in zip(chapters, loudness, strict=True)}
-    calls = [
-        (len(chapter.sentences), f"writing {final_path}", write_chapter_wav,
-         (chapter, tags, final_path, treatment[chapter.index]))
-        for chapter, _, tags, final_path in plan_chapter_files(chapters, metadata, out_dir, options)
-    ]
-    return run_per_chapter(calls, options)
-
-
 def encode_outputs(
     stitched: Sequence[StitchedChapter],
     metadata: BookMetadata,
@@ -213,7 +193,8 @@ def encode_outputs(
     """Write every requested format; returns the final paths (M4B parts first, then per format),
     where the chapters play in the M4B(s), and the chapters' audio for a read-along EPUB (in
     ``work_dir``). ``on_step`` hears ``encoding`` k/n as each encode ends. The M4B pieces of
-    chapters encoded ``ahead`` are not encoded again."""
+    chapters encoded ``ahead`` are not encoded again, nor are their files made ahead (moved into
+    place) or their read-along audio."""
     m4b_parts = (
         plan_m4b_parts(stitched, metadata, out_dir, work_dir, options, ahead) if "m4b" in options.formats else []
     )
@@ -227,21 +208,21 @@ def encode_outputs(
                                                strict=True)
         if done is None
     ]
+    made = made_ahead(chapter_files, ahead)  # per-chapter files made ahead: moved into place
     file_encodes = [
-        (
-            chapter.samples,
-            bind(encode_chapter_file, chapter, audio_format, tags, final_path, treatment[chapter.index],
-                 options.bitrate),
-        )
+        (chapter.samples, bind(encode_chapter_file, chapter, audio_format, tags, final_path,
+                               treatment[chapter.index], options.bitrate))
+        if final_path not in made else (0, bind(move_into_place, made[final_path], final_path))
         for chapter, audio_format, tags, final_path in chapter_files
     ]
     readalong_audio = readalong_audio_paths(stitched, work_dir) if options.readalong_audio else []
+    readalong_ahead = {a.readalong for a in ahead if a.readalong is not None}
     file_encodes += [
         (chapter.samples, bind(encode_readalong_audio, chapter, path, treatment[chapter.index], options.bitrate))
-        for chapter, path in zip(stitched, readalong_audio)
+        for chapter, path in zip(stitched, readalong_audio) if path not in readalong_ahead
     ]
     # Every encode is independent of the others: one pool for all of them.
-    results = run_longest_first(counted([*aac_encodes, *file_encodes], "encoding", on_step or _no_step),
+    results = run_longest_first(counted([*aac_encodes, *file_encodes], "encoding", on_step or no_step),
                                 options.threads)
     frame_counts = iter(results[: len(aac_encodes)])
     outputs, stretches = [], []
@@ -253,20 +234,6 @@ def encode_outputs(
         for aac_path in part.aac_paths:
             remove_quietly(aac_path)
     return outputs + [final_path for _, _, _, final_path in chapter_files], stretches, readalong_audio
-
-
-@dataclass(frozen=True)
-class M4bPart:
-    """One M4B file to produce: its chapters, the pieces they are encoded in, and its tags."""
-
-    chapters: tuple[StitchedChapter, ...]
-    pieces: tuple[AacPiece, ...]  # each chapter whole, or cut where it is long (pipeline/audio/aac.py)
-    plans: tuple[AacChapterPlan, ...]  # one per piece
-    aac_paths: tuple[Path, ...]  # one per piece
-    tags: TrackTags
-    final_path: Path
-    cover_path: Path | None
-    frames_ahead: tuple[int | None, ...] = ()  # per piece: its frames if encoded ahead, else None
 
 
 def plan_m4b_parts(
@@ -317,112 +284,6 @@ def plan_m4b_parts(
             )
         )
     return parts
-
-
-def plan_chapter_files(
-    stitched: Sequence[_Chapter], metadata: BookMetadata, out_dir: Path, options: AssemblyOptions
-) -> list[tuple[_Chapter, str, TrackTags, Path]]:
-    """(chapter, format, tags, final path) for every per-chapter file, in format then chapter order."""
-    titles = [chapter.title for chapter in stitched]
-    files = []
-    for audio_format in options.chapter_formats:
-        names = numbered_names(titles, audio_format)
-        for number, (chapter, name) in enumerate(zip(stitched, names, strict=True), start=1):
-            tags = track_tags(metadata, options.narrator, chapter.title, number, len(stitched))
-            files.append((chapter, audio_format, tags, out_dir / name))
-    return files
-
-
-def readalong_audio_paths(stitched: Sequence[StitchedChapter], work_dir: Path) -> list[Path]:
-    """Where each chapter's audio for a read-along EPUB is encoded (in ``work_dir``)."""
-    (work_dir / "readalong").mkdir(parents=True, exist_ok=True)
-    return [work_dir / "readalong" / f"chapter_{number:04d}.m4a" for number in range(1, len(stitched) + 1)]
-
-
-def split_into_parts(
-    stitched: Sequence[StitchedChapter], split_hours: float | None
-) -> list[list[StitchedChapter]]:
-    """Group whole chapters into parts of at most ``split_hours`` (a longer chapter is a part alone)."""
-    if split_hours is None:
-        return [list(stitched)]
-    limit = split_hours * 3600 * SAMPLE_RATE
-    parts: list[list[StitchedChapter]] = [[]]
-    length = 0
-    for chapter in stitched:
-        if parts[-1] and length + chapter.samples > limit:
-            parts.append([])
-            length = 0
-        parts[-1].append(chapter)
-        length += chapter.samples
-    return parts
-
-
-def write_cover(metadata: BookMetadata, work_dir: Path) -> Path | None:
-    """Save the cover for ffmpeg; None (with a warning) if there is none or ffmpeg cannot read it."""
-    if not metadata.cover:
-        return None
-    extension = "png" if cover_mime(metadata) == "image/png" else "jpg"
-    path = work_dir / f"cover.{extension}"
-    try:
-        path.write_bytes(metadata.cover)
-    except OSError as exc:
-        raise AssemblyError(f"{path}: cannot write the cover: {exc.strerror} ({os_error_fix(exc)})") from exc
-    if not image_decodes(path):
-        log.warning(
-            "%r: the cover image cannot be decoded; the audiobook is written without a cover", metadata.title
-        )
-        return None
-    return path
-
-
-def _report(
-    stitched: Sequence[MeasuredChapter], outputs: Sequence[Path], loudness: Treatments, measured: float
-) -> AssemblyReport:
-    reports, start = [], 0
-    for chapter in stitched:
-        reports.append(ChapterReport(chapter.title, start / SAMPLE_RATE, chapter.samples / SAMPLE_RATE))
-        start += chapter.samples
-    return AssemblyReport(
-        outputs=tuple(outputs),
-        chapters=tuple(reports),
-        total_seconds=start / SAMPLE_RATE,
-        sentence_seconds=sum(c.sentence_samples for c in stitched) / SAMPLE_RATE,
-        pause_seconds=sum(c.pause_samples for c in stitched) / SAMPLE_RATE,
-        gain_db=_weighted_gain(stitched, loudness),
-        measured_lufs=measured,
-        limiter=any(t.limit_dbfs is not None for t in loudness),
-    )
-
-
-def _weighted_gain(chapters: Sequence[MeasuredChapter], loudness: Treatments) -> float:
-    """The chapters' gains averaged by their length (the report's one figure)."""
-    total = sum(chapter.samples for chapter in chapters)
-    return sum(c.samples * t.gain_db for c, t in zip(chapters, loudness, strict=True)) / total if total else 0.0
-
-
-_Job = TypeVar("_Job")
-
-
-def counted(jobs: Sequence[tuple[int, Callable[[], _Job]]], stage: str,
-            on_step: OnStep) -> list[tuple[int, Callable[[], _Job]]]:
-    """The same ``(weight, job)`` pairs, each telling ``on_step`` ``stage`` k/n as it ends (0/n now)."""
-    lock, finished = threading.Lock(), [0]
-    on_step(stage, 0, len(jobs))
-
-    def telling(job: Callable[[], _Job]) -> Callable[[], _Job]:
-        def run() -> _Job:
-            result = job()
-            with lock:  # jobs end on several threads; each count is told once, in order
-                finished[0] += 1
-                on_step(stage, finished[0], len(jobs))
-            return result
-        return run
-
-    return [(weight, telling(job)) for weight, job in jobs]
-
-
-def _no_step(stage: str, done: int, total: int) -> None:
-    return None
 
 
 def _make_dirs(*directories: Path) -> None:

@@ -1,9 +1,7 @@
 """Encode stitched chapters into the finished files, each written under a temporary name first.
 
 * M4B: every chapter is encoded to AAC on its own (in parallel; see :mod:`pipeline.audio.aac`),
-  then the frames are joined into one file with tags, QuickTime + Nero chapters, the cover as
-  attached picture, ``stik`` = audiobook, brand ``M4B ``, the book's language on the audio and
-  chapter tracks (:mod:`pipeline.audio.mp4lang`) and ``+faststart``.
+  then the frames are joined into one file (:mod:`pipeline.audio.m4b`).
 * MP3 / Ogg Opus / FLAC / WAV: one file per chapter, tagged afterwards with mutagen. A WAV that
   needs no limiter is written here (the gain applied in numpy, bit-identical to ffmpeg's
   ``volume`` filter and ~3.5x faster: no process, one pass); the rest goes through ffmpeg.
@@ -19,30 +17,21 @@ import logging
 import math
 import os
 import wave
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from mutagen import MutagenError
 
-from pipeline.audio.aac import (
-    PRIMING,
-    AacChapterPlan,
-    AacPiece,
-    chapter_starts,
-    count_adts_frames,
-    playable_samples,
-)
+from pipeline.audio.aac import AacChapterPlan, AacPiece, count_adts_frames
 from pipeline.audio.assembly_types import AssemblyOptions
 from pipeline.audio.failures import os_error_fix, remove_quietly
-from pipeline.audio.ffmeta import ChapterMark, render_ffmetadata
 from pipeline.audio.ffmpeg import run_ffmpeg
-from pipeline.audio.languages import container_language
 from pipeline.audio.loudness import integrated_lufs
-from pipeline.audio.mp4lang import TEXT_HANDLER, Mp4StructureError, set_track_language
+from pipeline.audio.mp4lang import Mp4StructureError
 from pipeline.audio.stitch import MeasuredChapter, StitchedChapter, chapter_pcm, is_silence
-from pipeline.audio.tags import GENRE, TrackTags, write_tags
+from pipeline.audio.tags import TrackTags, write_tags
 from pipeline.audio.wavio import canonical_samples_offset
 from pipeline.errors import AssemblyError
 from pipeline.types import SAMPLE_RATE
@@ -50,10 +39,7 @@ from pipeline.types import SAMPLE_RATE
 log = logging.getLogger(__name__)
 
 PARTIAL_SUFFIX = ".partial"
-# The brand audiobook players (Apple Books among them) file a book under; ffmpeg's ipod muxer
-# writes "M4A " (music) otherwise.
-M4B_BRAND = "M4B "
-_BITEXACT = ["-fflags", "+bitexact", "-flags:a", "+bitexact"]
+BITEXACT = ["-fflags", "+bitexact", "-flags:a", "+bitexact"]
 _CODEC_ARGS = {
     "mp3": lambda bitrate: ["-c:a", "libmp3lame", "-b:a", bitrate, "-f", "mp3"],
     "ogg": lambda bitrate: ["-c:a", "libopus", "-b:a", bitrate, "-f", "ogg"],
@@ -118,25 +104,6 @@ def publish(partial: Path, final_path: Path) -> Path:
     return final_path
 
 
-def m4b_tags(tags: TrackTags) -> dict[str, str]:
-    """ffmpeg metadata keys for an M4B (mapped by the mp4 muxer onto iTunes atoms)."""
-    entries = {
-        "title": tags.title,  # ©nam
-        "album": tags.album,  # ©alb
-        "artist": tags.artist,  # ©ART
-        "album_artist": tags.artist,  # aART
-        "composer": tags.narrator,  # ©wrt: where audiobook apps look for the narrator
-        "genre": GENRE,  # ©gen
-        "date": tags.year,  # ©day
-        "description": tags.description,  # desc
-        "comment": tags.description,  # ©cmt
-        "media_type": "2",  # stik = 2: Audiobook
-    }
-    if tags.track_total > 1:
-        entries["track"] = f"{tags.track}/{tags.track_total}"
-    return entries
-
-
 def chapter_loudness(chapter: MeasuredChapter, options: AssemblyOptions) -> Loudness:
     """The gain that brings one chapter to the target loudness, and a limiter only if its peaks
     need one. A chapter's treatment depends on that chapter alone."""
@@ -166,9 +133,9 @@ def encode_m4b_piece(
     args = ["-f", "s16le", "-ar", str(SAMPLE_RATE), "-ac", "1", "-skip_initial_bytes", str(first_byte),
             "-i", str(chapter.wav_path), "-map", "0:a", "-map_metadata", "-1"]
     args += ["-af", f"atrim=end_sample={piece.samples}," + loudness.ffmpeg_filter(plan.input_samples)]
-    args += ["-c:a", "aac", "-aac_coder", "fast", "-b:a", bitrate, *_BITEXACT, "-f", "adts"]
+    args += ["-c:a", "aac", "-aac_coder", "fast", "-b:a", bitrate, *BITEXACT, "-f", "adts"]
     where = f" from {piece.start / SAMPLE_RATE:.1f} s" if piece.start else ""
-    _encode(args, aac_path, f"encode chapter {chapter.index + 1}{where} to AAC", nice=nice)
+    encode_file(args, aac_path, f"encode chapter {chapter.index + 1}{where} to AAC", nice=nice)
     try:
         frames = count_adts_frames(aac_path)
     except ValueError as exc:
@@ -183,60 +150,6 @@ def encode_m4b_piece(
     return frames
 
 
-def mux_m4b(
-    chapters: Sequence[StitchedChapter],
-    pieces: Sequence[AacPiece],
-    aac_paths: Sequence[Path],
-    frame_counts: Sequence[int],
-    tags: TrackTags,
-    final_path: Path,
-    cover_path: Path | None,
-) -> Path:
-    """Join encoded chapters into one M4B with tags, chapter marks and cover (no re-encoding).
-
-    Raises:
-        AssemblyError: ffmpeg failed or the disk is full; no file is left under the final name.
-    """
-    work_dir = aac_paths[0].parent
-    meta_path = work_dir / f".{final_path.stem}.ffmetadata"
-    _write_text(meta_path, render_ffmetadata(m4b_tags(tags), m4b_marks(chapters, pieces, frame_counts),
-                                             SAMPLE_RATE))
-    # The concat protocol joins the ADTS files byte for byte: one continuous stream, no timestamp
-    # seams. Names are relative (run in work_dir) because '|' separates them.
-    joined = "concat:" + "|".join(path.name for path in aac_paths)
-    # The negative input offset makes the muxer write an edit list hiding the first priming frame.
-    args = ["-itsoffset", f"-{PRIMING / SAMPLE_RATE:.9f}", "-f", "aac", "-i", joined]
-    args += ["-f", "ffmetadata", "-i", str(meta_path.resolve())]
-    if cover_path is not None:
-        args += ["-i", str(cover_path.resolve())]
-    args += ["-map", "0:a", "-c:a", "copy"]
-    if cover_path is not None:
-        args += ["-map", "2:v", "-c:v", "copy", "-disposition:v", "attached_pic"]
-    language = container_language(tags.language)
-    args += ["-map_metadata", "1", "-map_chapters", "1", "-metadata:s:a:0", f"language={language}"]
-    if final_path.suffix.lower() == ".m4b":
-        args += ["-brand", M4B_BRAND]
-    args += ["-movflags", "+faststart", *_BITEXACT, "-f", "ipod"]
-    return _encode(args, final_path.resolve(), "write the M4B", cwd=work_dir,
-                   finish=lambda partial: set_track_language(partial, TEXT_HANDLER, language))
-
-
-def m4b_marks(
-    chapters: Sequence[StitchedChapter], pieces: Sequence[AacPiece], frame_counts: Sequence[int]
-) -> list[ChapterMark]:
-    """Chapter marks of one M4B part, from the AAC frames each piece really occupies: a chapter
-    starts where its first piece does."""
-    first_piece_starts: dict[int, int] = {}
-    for start, piece in zip(chapter_starts(frame_counts), pieces, strict=True):
-        first_piece_starts.setdefault(piece.chapter, start)
-    starts = [first_piece_starts[index] for index in range(len(chapters))]
-    ends = starts[1:] + [playable_samples(frame_counts)]
-    return [
-        ChapterMark(chapter.title, start, end)
-        for chapter, start, end in zip(chapters, starts, ends, strict=True)
-    ]
-
-
 def encode_chapter_file(
     chapter: StitchedChapter,
     audio_format: str,
@@ -244,6 +157,7 @@ def encode_chapter_file(
     final_path: Path,
     loudness: Loudness,
     bitrate: str,
+    nice: int = 0,
 ) -> Path:
     """Encode one chapter to MP3/Ogg Opus/FLAC/WAV and tag it; returns the final path."""
     if audio_format == "wav" and loudness.limit_dbfs is None:
@@ -251,22 +165,23 @@ def encode_chapter_file(
         return _write_wav_with_gain(blocks, chapter.samples, tags, final_path, loudness)
     args = ["-i", str(chapter.wav_path), "-map", "0:a", "-map_metadata", "-1"]
     args += ["-af", loudness.ffmpeg_filter(chapter.samples)]
-    args += [*_CODEC_ARGS[audio_format](bitrate), *_BITEXACT]
-    return _encode(args, final_path, f"encode chapter {tags.track} as {audio_format}",
-                   finish=lambda partial: write_tags(partial, audio_format, tags))
+    args += [*_CODEC_ARGS[audio_format](bitrate), *BITEXACT]
+    return encode_file(args, final_path, f"encode chapter {tags.track} as {audio_format}",
+                       finish=lambda partial: write_tags(partial, audio_format, tags), nice=nice)
 
 
 def encode_readalong_audio(
-    chapter: StitchedChapter, final_path: Path, loudness: Loudness, bitrate: str
+    chapter: StitchedChapter, final_path: Path, loudness: Loudness, bitrate: str, nice: int = 0
 ) -> Path:
     """Encode one chapter as AAC in MP4 (an audio type every EPUB 3 reader plays) for a read-along
     EPUB. The MP4's edit list hides the encoder's priming, so the file plays exactly the chapter's
     samples from its first: the timings of its sentences hold in it unchanged."""
     args = ["-i", str(chapter.wav_path), "-map", "0:a", "-map_metadata", "-1"]
     args += ["-af", loudness.ffmpeg_filter(chapter.samples)]
-    args += ["-c:a", "aac", "-aac_coder", "fast", "-b:a", bitrate, *_BITEXACT, "-movflags", "+faststart",
+    args += ["-c:a", "aac", "-aac_coder", "fast", "-b:a", bitrate, *BITEXACT, "-movflags", "+faststart",
              "-f", "mp4"]
-    return _encode(args, final_path, f"encode chapter {chapter.index + 1} for the read-along EPUB")
+    return encode_file(args, final_path, f"encode chapter {chapter.index + 1} for the read-along EPUB",
+                       nice=nice)
 
 
 def encode_clip(wav_path: Path, audio_format: str, final_path: Path, filters: str,
@@ -274,8 +189,8 @@ def encode_clip(wav_path: Path, audio_format: str, final_path: Path, filters: st
     """A short WAV (a preview) as ``audio_format`` (a per-chapter format) through ffmpeg's
     ``filters``, untagged, written as the other files are: under a temporary name, then renamed."""
     args = ["-i", str(wav_path), "-map", "0:a", "-map_metadata", "-1", "-af", filters]
-    args += ["-ar", str(SAMPLE_RATE), *_CODEC_ARGS[audio_format](bitrate), *_BITEXACT]
-    return _encode(args, final_path, f"encode the preview as {audio_format}")
+    args += ["-ar", str(SAMPLE_RATE), *_CODEC_ARGS[audio_format](bitrate), *BITEXACT]
+    return encode_file(args, final_path, f"encode the preview as {audio_format}")
 
 
 WAV_BLOCK_FRAMES = 1 << 20  # samples per pass: a chapter's copy is never all in memory at once
@@ -364,7 +279,7 @@ def _write_wav_with_gain(
     return publish(partial, final_path)
 
 
-def _encode(
+def encode_file(
     args: list[str],
     final_path: Path,
     action: str,
@@ -392,10 +307,3 @@ def _encode(
         remove_quietly(partial)
         raise
     return publish(partial, final_path)
-
-
-def _write_text(path: Path, text: str) -> None:
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise AssemblyError(f"{path}: cannot write: {exc.strerror} ({os_error_fix(exc)})") from exc

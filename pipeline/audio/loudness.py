@@ -4,9 +4,9 @@ Why not ffmpeg's ``loudnorm``? It resamples to 192 kHz and needs two passes; on 
 that alone would blow the time budget. Instead every sentence is measured once
 (:func:`sentence_energies`, by :mod:`pipeline.audio.measure`, mostly while the GPUs still work),
 each chapter's 100 ms energies are put together from its sentences' (:func:`place_energies`),
-and the book's integrated loudness is computed once from all chapters'. One gain then brings the
-whole book to the target, so chapters keep their natural relative levels and every book lands on
-the same loudness. :class:`LoudnessMeter` measures a whole programme as it streams by: the
+and each chapter's integrated loudness gives its gain to the target (``export.chapter_loudness``):
+one pass, chapter by chapter, so a chapter spoken early is levelled and encoded early, and every
+file of the book lands on the same loudness. :class:`LoudnessMeter` measures a whole programme as it streams by: the
 reference the sentence route is tested against (tests/test_audio_measure.py), itself tested
 against ffmpeg's ebur128.
 

@@ -1,6 +1,6 @@
 """Where every sentence's speech lies in the finished audio, exact to the sample: in its chapter's
 audio (as every per-chapter file holds it), and in the M4B, placed by the same count of AAC frames
-that places the M4B's chapter marks (``export.m4b_marks``).
+that places the M4B's chapter marks (``m4b.m4b_marks``).
 
 The layout of a chapter is the one it was measured and stitched with (``stitch.measure_chapter``):
 each sentence's trimmed speech after its pause, the chapter pause last.
