@@ -37,6 +37,7 @@ class JobOptions:
     refine: bool = False  # upstream's refine pass; any style level turns it on
     notes: str = "end"  # footnotes and endnotes: the book's "end", their "chapter", or "skip"
     keep_front_matter: bool = False
+    code: str = "announce"  # code listings: "announce" (and skip), "skip", or "read"
     max_book_mb: int | None = None  # None: the reader's own limits
     fail_on_unsupported_script: bool = False
     chapters: tuple[str, ...] = ()  # numbers, ranges or titles (pipeline/ingest/selection.py); () for all
@@ -56,6 +57,7 @@ class JobOptions:
         from pipeline.ingest.options import IngestOptions  # the ingest package loads every reader
 
         choices: dict[str, Any] = {"notes": self.notes, "keep_front_matter": self.keep_front_matter,
+                                   "code": self.code,
                                    "fail_on_unsupported_script": self.fail_on_unsupported_script,
                                    "chapters": self.chapters}
         if self.max_book_mb is not None:
@@ -83,7 +85,7 @@ class JobOptions:
         return {"formats": list(self.formats), "out_dir": str(self.out_dir) if self.out_dir else None,
                 "voice": self.voice, "priority": self.priority, "refine": self.refine, "notes": self.notes,
                 "keep_front_matter": self.keep_front_matter, "max_book_mb": self.max_book_mb,
-                "fail_on_unsupported_script": self.fail_on_unsupported_script,
+                "code": self.code, "fail_on_unsupported_script": self.fail_on_unsupported_script,
                 "chapters": list(self.chapters), "speed": self.speed,
                 "style": {k: v for k, v in asdict(self.style).items() if v is not None},
                 "lexicon": [list(entry) for entry in self.lexicon], "lexicon_files": list(self.lexicon_files),
@@ -99,6 +101,7 @@ class JobOptions:
                    voice=data.get("voice") or DEFAULT_VOICE, priority=int(data.get("priority") or 0),
                    refine=bool(data.get("refine")), notes=data.get("notes") or "end",
                    keep_front_matter=bool(data.get("keep_front_matter")), max_book_mb=data.get("max_book_mb"),
+                   code=data.get("code") or "announce",
                    fail_on_unsupported_script=bool(data.get("fail_on_unsupported_script")),
                    chapters=tuple(data.get("chapters") or ()), speed=int(data.get("speed") or DEFAULT_SPEED),
                    style=RefineLevels(**(data.get("style") or {})),
@@ -138,7 +141,7 @@ def parse_formats(values: Iterable[str] | None) -> tuple[str, ...]:
 
 def check_choices(options: JobOptions) -> None:
     """Raises OptionError naming an option's value that does not exist, and the ones that do."""
-    from pipeline.ingest.options import NOTES_PLACES
+    from pipeline.ingest.options import CODE_MODES, NOTES_PLACES
     from pipeline.ingest.selection import check_selection
 
     bad = [f for f in options.formats if f not in FORMATS]
@@ -146,6 +149,8 @@ def check_choices(options: JobOptions) -> None:
         raise OptionError(f"unknown output format {', '.join(bad) or '(none)'}: use {', '.join(FORMATS)}")
     if options.notes not in NOTES_PLACES:
         raise OptionError(f"unknown --notes {options.notes}: use {', '.join(NOTES_PLACES)}")
+    if options.code not in CODE_MODES:
+        raise OptionError(f"unknown --code {options.code}: use {', '.join(CODE_MODES)}")
     if options.max_book_mb is not None and options.max_book_mb <= 0:
         raise OptionError(f"--max-book-mb {options.max_book_mb}: give a positive number of megabytes")
     check_speed(options.speed)

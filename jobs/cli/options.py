@@ -59,6 +59,10 @@ def reading_choices(
         "--notes", metavar="PLACE",
         help="Where footnotes and endnotes are read: end (a Notes chapter after the last chapter), chapter "
              "(after each chapter's text) or skip (left out, counted in the warnings).")] = "end",
+    code: Annotated[str, typer.Option(
+        "--code", metavar="MODE",
+        help="Code listings: announce (\"Code listing, 12 lines, skipped.\"), skip (left out without a "
+             "word) or read (read aloud as text); counted in the warnings either way.")] = "announce",
     keep_front_matter: Annotated[bool, typer.Option(
         "--keep-front-matter", help="Also read the cover, title page, copyright page, contents, index and "
                                     "colophon, left out by default.")] = False,
@@ -72,7 +76,7 @@ def reading_choices(
 ) -> Choices:
     """What is read and how it is pronounced."""
     return {"chapters": tuple(chapters or ()), "lexicon_path": lexicon, "speed": speed,
-            "dialogue_voice": dialogue_voice, "notes": notes, "keep_front_matter": keep_front_matter,
+            "dialogue_voice": dialogue_voice, "notes": notes, "keep_front_matter": keep_front_matter, "code": code,
             "max_book_mb": max_book_mb, "fail_on_unsupported_script": fail_on_unsupported_script}
 
 

@@ -19,6 +19,7 @@ from pipeline.ingest.chapters import RawBook, RawChapter
 from pipeline.ingest.epub import read_epub
 from pipeline.ingest.html import read_html
 from pipeline.ingest.language import with_language
+from pipeline.ingest.left_out import left_out_warnings
 from pipeline.ingest.markdown import read_markdown
 from pipeline.ingest.notes import place_notes
 from pipeline.ingest.options import IngestOptions
@@ -168,11 +169,7 @@ def _chapter(
 
 def _left_out_counts(raw: RawBook) -> list[str]:
     """Warnings for what the readers counted as they left it out or stood in for it."""
-    counts = []
-    if raw.formulas:
-        counts.append(
-            f"{raw.formulas} formulas have no text alternative (alttext); each is read as 'formula'"
-        )
+    counts = left_out_warnings(raw.left_out, raw.formulas)
     if raw.line_numbers:
         counts.append(f"left out {raw.line_numbers} line and page numbers (margin numbers are not read)")
     return counts

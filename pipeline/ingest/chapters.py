@@ -15,6 +15,7 @@ import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 
+from pipeline.ingest.left_out import LeftOut
 from pipeline.ingest.xhtml import Block, Note, NoteRef
 from pipeline.types import BookMetadata, ParagraphSource
 
@@ -58,7 +59,8 @@ class RawBook:
     notes: list[Note] = field(default_factory=list)  # set aside from the text; ``at`` is a block index
     note_refs: list[NoteRef] = field(default_factory=list)  # targets keyed as the notes' ids are
     notes_title: str = ""  # what the book calls its notes section
-    formulas: int = 0  # formulas without text, read as 'formula'
+    formulas: int = 0  # formulas without text, stood in for by 'a formula' (once per run)
+    left_out: LeftOut = field(default_factory=LeftOut)  # what else was left out or stood in for
     line_numbers: int = 0  # line and page numbers left out
     lexicon: list[tuple[str, str]] = field(default_factory=list)  # the book's own pronunciations
 

@@ -43,7 +43,8 @@ def read_html(path: Path, options: IngestOptions) -> RawBook:
             "check that the file is an HTML document",
         ) from None
     language = root.get("lang") or root.get("{http://www.w3.org/XML/1998/namespace}lang") or ""
-    extracted = extract_text(root, ExtractOptions(image_alt_text=options.image_alt_text, language=language))
+    extract = ExtractOptions(image_alt_text=options.image_alt_text, language=language, code=options.code)
+    extracted = extract_text(root, extract)
     meta = _meta_tags(root)
     title, authors, chapters, furniture = chapters_from_text_blocks(
         extracted.blocks, clean_title(extracted.title), path.stem
@@ -62,6 +63,7 @@ def read_html(path: Path, options: IngestOptions) -> RawBook:
     ]
     book.note_refs = [replace(ref, target=_fragment(ref.target)) for ref in extracted.note_refs]
     book.formulas, book.line_numbers = extracted.formulas, extracted.line_numbers
+    book.left_out = extracted.left_out
     return book
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 MiB = 1024 * 1024
 NOTES_PLACES = ("end", "chapter", "skip")  # where notes are read: the book's end, their chapter's, nowhere
+CODE_MODES = ("announce", "skip", "read")  # what a code listing becomes (``listings``)
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,7 @@ class IngestOptions:
     image_alt_text: bool = False  # read an image's alt text where the image sits
     notes: str = "end"  # footnotes and endnotes: "end" of the book, end of their "chapter", or "skip"
     fail_on_unsupported_script: bool = False  # BookError instead of a warning for e.g. Cyrillic or kana
+    code: str = "announce"  # code listings: "announce" (and skip), "skip" silently, or "read" as text
     chapters: tuple[str, ...] = ()  # the chapters read, by number or title (``selection``); () for all
     max_file_bytes: int = 1024 * MiB  # the book file itself
     max_uncompressed_bytes: int = 512 * MiB  # all EPUB members read, counted as they decompress
@@ -42,6 +44,8 @@ class IngestOptions:
                 raise ValueError(f"IngestOptions.{name} must be positive")
         if self.notes not in NOTES_PLACES:
             raise ValueError(f"notes must be one of {', '.join(NOTES_PLACES)}, not {self.notes!r}")
+        if self.code not in CODE_MODES:
+            raise ValueError(f"code must be one of {', '.join(CODE_MODES)}, not {self.code!r}")
 
     @classmethod
     def with_size_limit(cls, megabytes: int, **options: object) -> IngestOptions:

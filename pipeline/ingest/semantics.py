@@ -12,7 +12,7 @@ neither says, by their shape:
 - **a back-link** from a note to its reference (``backlink``, or a link that is only ``↩`` or "back");
 - **a line or page number** (class ``linenum``, ``line-number``, ``pagenum``..., ``epub:type``
   ``linenum``, or a number floated into the margin): never read;
-- **math** (MathML): read from its ``alttext``.
+- **math** (MathML): read by ``mathml``.
 """
 
 from __future__ import annotations
@@ -178,31 +178,3 @@ def note_label(text: str) -> str:
         base = 0x2460 if mark <= "\u2473" else 0x2776
         return str(ord(mark) - base + 1)
     return mark
-
-
-_TEX_COMMANDS = {
-    "times": "×", "cdot": "×", "div": "÷", "pm": "±", "leq": "≤", "le": "≤", "geq": "≥", "ge": "≥",
-    "neq": "≠", "ne": "≠", "approx": "≈", "infty": "∞", "sqrt": "√", "lt": "<", "gt": ">",
-}
-_TEX_FRACTION = re.compile(r"\\frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}")
-_TEX_COMMAND = re.compile(r"\\([A-Za-z]+)")
-_TEX_POWER = re.compile(r"\^\s*(?:\{\s*([23])\s*\}|([23]))(?![0-9])")
-
-
-def math_text(element: etree._Element) -> str:
-    """What a MathML formula says, from its ``alttext`` (or ``aria-label``, or a plain-text
-    annotation): '' when it says nothing. TeX in the alttext is made readable where it is simple
-    (fractions, powers of two and three, relations); the rest is left to the text stage."""
-    alt = element.get("alttext") or element.get("aria-label") or element.get("alt") or ""
-    if not alt.strip():
-        for item in element.iter():
-            if local_name(item) == "annotation" and (item.get("encoding") or "").lower() == "text/plain":
-                alt = text_of(item)
-                break
-    alt = " ".join(alt.split())
-    if "\\" in alt or "^" in alt or "{" in alt:
-        alt = _TEX_FRACTION.sub(r"\1 ÷ \2", alt)
-        alt = _TEX_POWER.sub(lambda m: "²" if (m.group(1) or m.group(2)) == "2" else "³", alt)
-        alt = _TEX_COMMAND.sub(lambda m: f" {_TEX_COMMANDS.get(m.group(1), m.group(1))} ", alt)
-        alt = " ".join(alt.replace("{", " ").replace("}", " ").replace("^", " ").replace("_", " ").split())
-    return alt

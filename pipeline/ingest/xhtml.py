@@ -6,17 +6,28 @@ at ``chapter.xhtml#part2`` can start a chapter in the middle of a file.
 
 What is not prose (``semantics``) is kept out of the blocks: notes are set aside with the references
 that point to them, for ``notes`` to place; line and page numbers are counted and left out; math is
-read from its ``alttext``, or as the word "formula" (counted) where it has none.
+read from its ``alttext`` or its simple markup (``mathml``), or stood in for by "a formula" once per
+run of formulas (counted); code listings are announced and skipped (``listings``); navigation lines
+("Parent topic: ...") are left out and letter-spaced words joined (``furniture``).
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
-
 from lxml import etree
 
-from pipeline.ingest.origins import Origin, Part, block_origins
+from pipeline.ingest.block_builder import BlockBuilder
+from pipeline.ingest.blocks import (
+    Block,
+    ExtractOptions,
+    Note,
+    NoteRef,
+    XhtmlText,
+    document_semantics,
+    find_body,
+    head_title,
+)
+from pipeline.ingest.listings import announcement, chinese_around, is_listing, listing_lines
+from pipeline.ingest.mathml import MARKUP, read_formula
 from pipeline.ingest.semantics import (
     BACKLINK,
     EPUB_TYPE,
@@ -28,10 +39,8 @@ from pipeline.ingest.semantics import (
     NOTE_REF,
     NOTES,
     kind,
-    math_text,
     note_label,
     text_of,
-    tokens,
 )
 from pipeline.ingest.xmlsafe import local_name
 from pipeline.types import ParagraphSource, TextPlace
@@ -52,71 +61,9 @@ _SKIPPED = frozenset(
 )
 _CELLS = frozenset(("td", "th"))
 _MAX_DEPTH = 150  # elements nested deeper are read as plain text, keeping Python's recursion bounded
-_XML_SPACE = re.compile(r"[ \t\n\r\f]+")
-_SPACE_AROUND_NEWLINE = re.compile(r" *\n[ \n]*")
-_MULTIPLE_SPACES = re.compile(r" {2,}")
-_FORMULA = "\ue000"  # stands for a formula without text until its block's language is known
-_CJK = re.compile(r"[\u4e00-\u9fff]")
-
-
-@dataclass(frozen=True)
-class Block:
-    """One paragraph-like piece of text; ``level`` is 1-6 for headings, 0 otherwise; ``links``: all of
-    its text is link text; ``frame``: for a block that holds links, its text outside them (a
-    navigation bar 'Previous: <link> | Next: <link>' has the same frame in every chapter)."""
-
-    text: str
-    level: int = 0
-    links: bool = False
-    frame: str = ""
-    number: int = -1  # its place among its document's blocks, those of notes included (-1: none)
-
-
-@dataclass
-class Note:
-    """A footnote or endnote, set aside from the text."""
-
-    ids: tuple[str, ...]  # the element ids inside it, by which references find it
-    label: str  # the mark it is known by ('1', '*'), '' when it shows none
-    paragraphs: list[str]
-    at: int  # the index of the block it stood before
-    sources: list[ParagraphSource | None] = field(default_factory=list)  # per paragraph; [] where unknown
-
-
-@dataclass(frozen=True)
-class NoteRef:
-    """Where the text points to a note."""
-
-    target: str  # the reference's href, as written
-    label: str
-    at: int  # the index of the block it stands in
-
-
-@dataclass
-class XhtmlText:
-    """What a content document says, in reading order."""
-
-    blocks: list[Block] = field(default_factory=list)
-    anchors: dict[str, int] = field(default_factory=dict)  # element id -> index of the block it opens
-    title: str = ""  # <head><title>
-    semantics: frozenset[str] = frozenset()  # epub:type/role tokens of <html>, <body> and their sections
-    link_chars: int = 0  # characters of text inside <a href>, to recognise a contents page
-    text_chars: int = 0
-    images: int = 0
-    notes: list[Note] = field(default_factory=list)
-    note_refs: list[NoteRef] = field(default_factory=list)
-    notes_title: str = ""  # the heading of a notes section ('Notes', '注释'), if it has one
-    line_numbers: int = 0  # line and page numbers left out
-    formulas: int = 0  # formulas without text, read as 'formula'
-    # with extract_text(track=True): each block's characters, by block number, to the text they came
-    # from (None: words the reader supplies, such as a cell separator)
-    origins: dict[int, list[Origin | None]] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class ExtractOptions:
-    image_alt_text: bool = False
-    language: str = ""  # the book's language, for words the reader supplies ('formula' or '公式')
+FORMULA = "\ue000"  # stands for a formula without text until its block's language is known
+_BETWEENFORMULAS = frozenset(("", "and", "or", "和", "与", "及", "或", "，", "、"))
+_LISTINGS = frozenset(("pre", "div", "figure", "code", "table"))  # elements that may hold a code listing
 
 
 def extract_text(
@@ -135,90 +82,18 @@ def extract_text(
         document's role.
     """
     result = XhtmlText()
-    result.title = _head_title(root)
-    result.semantics = _document_semantics(root)
+    result.title = head_title(root)
+    result.semantics = document_semantics(root)
     language = root.get("lang") or root.get("{http://www.w3.org/XML/1998/namespace}lang") or options.language
     walker = _Walker(result, options, language=language, track=track)
-    walker.walk(_find_body(root))
+    walker.walk(find_body(root))
     walker.flush()
     result.text_chars = sum(len(block.text) for block in result.blocks)
     return result
 
 
-class _Walker:
-    """Depth-first walk that accumulates inline text and cuts it into blocks at block elements."""
-
-    def __init__(
-        self,
-        result: XhtmlText,
-        options: ExtractOptions,
-        *,
-        language: str = "",
-        in_note: bool = False,
-        track: bool = False,
-        counter: list[int] | None = None,
-        origins: dict[int, list[Origin | None]] | None = None,
-    ) -> None:
-        self.result = result
-        self.options = options
-        self.language = language
-        self.in_note = in_note
-        self.track = track
-        self.counter = counter if counter is not None else [0]  # blocks numbered so far, notes' included
-        self.origins = origins if origins is not None else result.origins
-        self.sources: list[Part | None] = []  # while tracking: where each of ``parts`` comes from
-        self.first_mark = ""  # in a note: its own mark, which links back to the reference
-        self.parts: list[str] = []
-        self.unlinked: list[str] = []  # the parts outside links, while the block holds any link
-        self.level = 0
-        self.in_link = False
-        self.block_link_chars = 0
-        self.preformatted = False
-        self.depth = 0
-
-    def flush(self) -> None:
-        if not self.parts:
-            return
-        text = _tidy("".join(self.parts))
-        frame = _tidy("".join(self.unlinked)) if self.block_link_chars else ""
-        parts, sources = self.parts, self.sources
-        self.parts, self.unlinked, self.sources = [], [], []
-        linked, self.block_link_chars = self.block_link_chars, 0
-        word = ""
-        if _FORMULA in text:
-            word = "公式" if _CJK.search(text) or self.language.lower().startswith("zh") else "formula"
-            text = _tidy(text.replace(_FORMULA, f" {word} "))
-        if text:
-            links = linked >= len(text.replace(" ", "")) > 0
-            number = self.counter[0]
-            self.counter[0] += 1
-            self.result.blocks.append(Block(text, self.level, links, frame, number))
-            if self.track:
-                self.origins[number] = block_origins(parts, sources, text, _FORMULA, word)
-
-    def text(self, text: str | None, element: etree._Element | None = None, tail: bool = False) -> None:
-        """Add ``text``: ``element``'s text (or with ``tail``, its tail); None: the reader's own."""
-        if not text:
-            return
-        if self.track:
-            self.sources.append((element, tail, text) if element is not None else None)
-        if not self.preformatted and (
-            "\n" in text or "\t" in text or "\r" in text or "  " in text or "\f" in text
-        ):
-            text = _XML_SPACE.sub(" ", text)
-        if self.in_link:
-            chars = len(text.replace(" ", ""))
-            self.result.link_chars += chars
-            self.block_link_chars += chars
-        else:
-            self.unlinked.append(text)
-        self.parts.append(text)
-
-    def _supplied(self, text: str) -> None:
-        """Add words or marks that the reader supplies (kept as they are: no space is folded)."""
-        self.parts.append(text)
-        if self.track:
-            self.sources.append(None)
+class _Walker(BlockBuilder):
+    """Depth-first walk that cuts a document's text into blocks at block elements."""
 
     def walk(self, element: etree._Element) -> None:
         name = local_name(element)
@@ -233,6 +108,9 @@ class _Walker:
             self.result.anchors.setdefault(element_id, len(self.result.blocks))
         if self.depth >= _MAX_DEPTH:  # absurd nesting (hostile or broken): its text, without structure
             self.text("".join(element.itertext()))
+            return
+        if name in _LISTINGS and self.options.code != "read" and is_listing(element, name):
+            self._listing(element)
             return
         if name == "p" and not len(element) and not self.preformatted:
             self._plain_paragraph(element)  # most of a book: a <p> holding only text
@@ -281,6 +159,7 @@ class _Walker:
         self.result.note_refs.extend(NoteRef(ref.target, ref.label, at) for ref in inner.note_refs)
         self.result.line_numbers += inner.line_numbers
         self.result.formulas += inner.formulas
+        self.result.left_out.add(inner.left_out)
 
     def _notes_section(self, element: etree._Element) -> None:
         """A section of notes: each of its items is a note; its heading names it."""
@@ -300,16 +179,31 @@ class _Walker:
                 self._note(child)
 
     def _math(self, element: etree._Element) -> None:
-        spoken = math_text(element)
+        formula = read_formula(element, self.language)
         block = element.get("display") == "block"
         if block:
             self.flush()
-        if spoken:
-            self.text(f" {spoken} ")
+        self.result.left_out.placeholders += formula.placeholder
+        self.result.left_out.formulas_from_markup += formula.source == MARKUP
+        if formula.text:
+            self.text(f" {formula.text} ")
         else:
             self.result.formulas += 1
-            self._supplied(_FORMULA)
+            if not self.joined_to_formula_run():
+                self.supplied(FORMULA)
         if block:
+            self.flush()
+
+    def _listing(self, element: etree._Element) -> None:
+        """A code listing: announced in the language around it, or left out; counted either way."""
+        self.flush()
+        lines = listing_lines(text_of(element))
+        self.result.left_out.code_listings += 1
+        self.result.left_out.code_lines += lines
+        self.result.left_out.code_mode = self.options.code
+        if self.options.code == "announce":
+            nearby = self.result.blocks[-1].text if self.result.blocks else ""
+            self.supplied(announcement(lines, chinese_around(self.language, nearby)))
             self.flush()
 
     def _plain_paragraph(self, element: etree._Element) -> None:
@@ -332,13 +226,13 @@ class _Walker:
 
     def _walk_inline(self, element: etree._Element, name: str) -> None:
         if name == "br":
-            self._supplied("\n")
+            self.supplied("\n")
             return
         if name in ("img", "image"):
             self._image(element)
             return
         if name in _CELLS and "".join(self.parts).strip():
-            self._supplied(", ")  # cells of one row are read as one line, with a pause between them
+            self.supplied(", ")  # cells of one row are read as one line, with a pause between them
         outer_link = self.in_link
         if name == "a" and element.get("href") is not None:
             self.in_link = True
@@ -356,38 +250,6 @@ class _Walker:
         if self.options.image_alt_text:
             alt = (element.get("alt") or "").strip()
             if alt:
-                self._supplied(f" {alt} ")
+                self.supplied(f" {alt} ")
 
 
-def _document_semantics(root: etree._Element) -> frozenset[str]:
-    found = set(tokens(root))
-    body = _find_body(root)
-    found |= tokens(body)
-    for child in body:
-        if local_name(child) in ("section", "div", "article", "nav", "header"):
-            found |= tokens(child)
-    return frozenset(found)
-
-
-def _find_body(root: etree._Element) -> etree._Element:
-    for child in root:
-        if local_name(child) == "body":
-            return child
-    return root
-
-
-def _head_title(root: etree._Element) -> str:
-    for child in root:
-        if local_name(child) == "head":
-            for item in child:
-                if local_name(item) == "title":
-                    return " ".join("".join(item.itertext()).split())
-    return ""
-
-
-def _tidy(text: str) -> str:
-    if "\n" in text:
-        text = _SPACE_AROUND_NEWLINE.sub("\n", text)
-    if "  " in text:
-        text = _MULTIPLE_SPACES.sub(" ", text)
-    return text.strip()

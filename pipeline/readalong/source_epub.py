@@ -50,7 +50,7 @@ def source_edition(timings: BookTimings, source: Path, reading: IngestOptions) -
         package = read_package(archive, source, opf_member, read)
         language = read_metadata(archive, package, source, read).language
         edition = Edition(opf_member, parse_required_xml(archive, opf_member, source), {})
-        extract = ExtractOptions(image_alt_text=reading.image_alt_text, language=language)
+        extract = ExtractOptions(image_alt_text=reading.image_alt_text, language=language, code=reading.code)
         wanted = _wanted_by_document(timings)
         upgrade = not package.version.strip().startswith("3")
         documents = {

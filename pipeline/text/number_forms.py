@@ -48,7 +48,7 @@ _YEAR_AFTER = re.compile(r"(?: [A-Za-z]+| ?$| ?[^\sA-Za-z])")
 _NOT_YEAR_NEXT_WORDS = re.compile(r" (?:[a-z]+s|people|men|women|times|feet|miles|years|days|copies)\b")
 _MODEL_NAME = re.compile(r"(?<![A-Za-z])[A-Z]{2,}[a-z]* $")  # 'RTX ', 'GTX ', 'iPhone' is no model line
 _ZH_MEASURE_WORDS = frozenset(
-    "个只位条本张件次天年人种名头匹辆把块份句双对岁周层座家项门杯瓶碗倍首枚间所台部封群片"
+    "个只位条本张件次天年人种名头匹辆把块份句双对岁周层座家项门杯瓶碗倍首枚间所台部封群片行段节步"
 )
 
 

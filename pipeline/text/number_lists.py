@@ -2,7 +2,8 @@
 
 ``1,234,567`` is one number and ``32,64,96`` three, though both are digits joined by commas: a run
 is a list when its groups cannot be thousands (``32,64``), or when it sits in brackets or after a
-colon and its groups are all of three digits (``sizes: 128,256,512``, ``[100,200,300]``). A colon
+colon and its groups are all of three digits (``sizes: 128,256,512``, ``[100,200,300]``,
+``[64,128,256,512]``). A colon
 between numbers is a time of day (``4:45``) unless it cannot be one (``16:9``, ``1:100``) or the
 sentence speaks of a ratio (``aspect ratio 16:10``, ``比分``).
 
@@ -37,9 +38,11 @@ def number_list(match: re.Match[str], language: str) -> str:
 
 
 def _listed(match: re.Match[str], items: list[str]) -> bool:
-    """Three-digit groups that are still a list: in brackets, or after a colon or an equals sign."""
-    if len(items[0]) != 3:
-        return False  # '1,234' and '12,345' are always numbers
+    """Groups of three digits that are still a list: in brackets, or after a colon or an equals sign,
+    when the first is of three digits too ('[100,200,300]') or three items or more follow a first of
+    two ('[64,128,256,512]'); '1,234' and '12,345' are always numbers."""
+    if len(items[0]) != 3 and not (len(items) >= 3 and len(items[0]) == 2):
+        return False
     text = match.string
     return bool(_LIST_OPENING.search(text, max(0, match.start() - 2), match.start()))
 

@@ -52,5 +52,7 @@ def read_epub(path: Path, options: IngestOptions) -> RawBook:
     book = RawBook("epub", metadata, chapters, reading.warnings, notes, refs, notes_title)
     book.formulas = sum(doc.text.formulas for doc in docs)
     book.line_numbers = sum(doc.text.line_numbers for doc in docs)
+    for doc in docs:
+        book.left_out.add(doc.text.left_out)
     book.lexicon = lexicon
     return book

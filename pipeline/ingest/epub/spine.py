@@ -31,7 +31,7 @@ def spine_documents(
 ) -> list[SpineDocument]:
     """Every readable spine document once, in spine order. A non-linear one (a pop-up note, an
     answer key) is read only when asked for, except for the notes it holds: those are always kept."""
-    extract = ExtractOptions(image_alt_text=options.image_alt_text, language=language)
+    extract = ExtractOptions(image_alt_text=options.image_alt_text, language=language, code=options.code)
     docs: list[SpineDocument] = []
     seen: set[str] = set()
     offset = 0

@@ -1,0 +1,63 @@
+"""Code listings: what a listener hears of a block of program code.
+
+Read aloud token by token, a listing is noise ("tr, th rowspan equals two..."). By default a listing
+is announced and skipped ("Code listing, 12 lines, skipped."), in the language of the text around
+it; ``--code skip`` leaves it out without a word, ``--code read`` reads it as text. Either way the
+listings left out are counted in the book's warnings.
+
+A block is a listing when it is a ``<pre>`` that looks like code (it holds a ``<code>``, a class says
+so, or its text has the punctuation of code), or a ``<div>``/``<code>`` whose class says so
+(``programlisting``, ``codeblock``, ``highlight``, ``sourceCode``...), or a Markdown fence.
+"""
+
+from __future__ import annotations
+
+import re
+
+from lxml import etree
+
+from pipeline.ingest.xmlsafe import local_name
+
+_CODE_CLASS = re.compile(
+    r"(?:^|[\s_-])(?:code|codeblock|code-block|programlisting|program-listing|listing|sourcecode|source"
+    r"|highlight|highlighter|syntax|screen|prettyprint|language-\w+|lang-\w+|brush:?)(?:$|[\s_-])",
+    re.IGNORECASE,
+)
+_POETRY_CLASS = re.compile(r"poem|poetry|verse|stanza|lyrics", re.IGNORECASE)
+# Punctuation that prose in a <pre> (a poem, a letter laid out by hand) seldom holds.
+_CODE_TEXT = re.compile(r"[{};<>=\[\]]|\w\(|\)\s*$|^\s*(?:#|//|def |import |class |\$ )", re.MULTILINE)
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def is_listing(element: etree._Element, name: str) -> bool:
+    """Whether a block element holds a code listing (see the module's docstring)."""
+    classes = f"{element.get('class') or ''} {element.get('data-type') or ''} {element.get('outputclass') or ''}"
+    if name == "pre":
+        if _POETRY_CLASS.search(classes):
+            return False
+        if _CODE_CLASS.search(classes) or any(local_name(child) in ("code", "samp", "kbd") for child in element):
+            return True
+        return bool(_CODE_TEXT.search("".join(element.itertext())))
+    if name in ("div", "figure", "code", "table"):
+        return bool(_CODE_CLASS.search(classes)) and "\n" in "".join(element.itertext()).strip()
+    return False
+
+
+def listing_lines(text: str) -> int:
+    """The lines of a listing that hold anything."""
+    return sum(1 for line in text.splitlines() if line.strip())
+
+
+def announcement(lines: int, chinese: bool) -> str:
+    """What is said in a listing's place: 'Code listing, 12 lines, skipped.' or '代码清单，12行，略过。'
+    (the text stage reads the number in the sentence's language)."""
+    if chinese:
+        return f"代码清单，{lines}行，略过。"
+    return f"Code listing, {lines} {'line' if lines == 1 else 'lines'}, skipped."
+
+
+def chinese_around(language: str, nearby: str) -> bool:
+    """Whether words supplied here are said in Chinese: the document's language, else the text before."""
+    if language:
+        return language.lower().startswith("zh")
+    return bool(_CJK.search(nearby))
