@@ -19,7 +19,7 @@ PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
 
 
 def test_supported_extensions_are_the_documented_ones():
-    assert SUPPORTED_EXTENSIONS == {".epub", ".txt", ".md", ".markdown", ".html", ".htm", ".xhtml", ".pdf"}
+    assert SUPPORTED_EXTENSIONS == {".epub", ".txt", ".md", ".markdown", ".html", ".htm", ".xhtml", ".pdf", ".docx"}
 
 
 @pytest.mark.parametrize("version", [2, 3])

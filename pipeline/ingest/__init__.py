@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pipeline.errors import BookError
 from pipeline.ingest.chapters import RawBook, RawChapter
+from pipeline.ingest.docx import read_docx
 from pipeline.ingest.epub import read_epub
 from pipeline.ingest.html import read_html
 from pipeline.ingest.language import with_language
@@ -43,6 +44,7 @@ _READERS: dict[str, Callable[[Path, IngestOptions], RawBook]] = {
     ".htm": read_html,
     ".xhtml": read_html,
     ".pdf": read_pdf,
+    ".docx": read_docx,
 }
 SUPPORTED_EXTENSIONS: frozenset[str] = frozenset(_READERS)
 INTERNAL_ERROR_MARKER = "unexpected error while reading"
