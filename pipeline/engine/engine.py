@@ -29,11 +29,14 @@ from pipeline.engine.generation import (
 from pipeline.engine.gpt import FusedLlama
 from pipeline.engine.loop_runner import score_tokens
 from pipeline.engine.memory import (
+    PLANNER_SHARE,
     analytic_memory_model,
+    calibrate_capped_memory_model,
     calibrate_memory_model,
     device_budget_bytes,
     device_capped,
     model_with_widest_slots,
+    prefill_bytes_per_position,
     release_cached_memory,
 )
 from pipeline.engine.prompts import (
@@ -116,6 +119,16 @@ class Engine:
         self.clock = PhaseClock(self._torch_device)  # where synthesis time goes (bench)
         self._runner = StepRunner(parts.gpt, self._code_space(),
                                   use_graphs=graphs_wanted(self._torch_device))
+
+    @property
+    def parts(self) -> ModelParts:
+        """The loaded model's parts (GPT, embeddings, Decoder+Vocos), for measurements of one part."""
+        return self._parts
+
+    @property
+    def step_runner(self) -> StepRunner:
+        """The decode slots and the CUDA graphs captured over them, for measurements of one step."""
+        return self._runner
 
     @torch.inference_mode()
     def prepare_slots(self, slots: int, prompt_tokens: int, max_new_tokens: int) -> int:
@@ -435,7 +448,10 @@ class Engine:
                                      min_new_tokens=8) for i, t in enumerate(("warm up", "预热"))]
         self.synthesize(requests)
         if self._torch_device.type == "cuda":
-            self._memory = calibrate_memory_model(self, voice)
+            budget = self.memory_budget_bytes() if self.memory_capped() else None
+            self._memory = (calibrate_capped_memory_model(self, voice, int(PLANNER_SHARE * budget),
+                                                          prefill_bytes_per_position(self._parts.gpt))
+                            if budget else calibrate_memory_model(self, voice))
             log.info("memory model calibrated on %s/%s: %s", self.device, self.precision,
                      self._memory)
 

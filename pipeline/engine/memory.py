@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 import torch
 
 from pipeline.batching import MemoryModel
+from pipeline.errors import OutOfDeviceMemory
 from pipeline.types import SynthesisRequest, SynthesisResult
 
 if TYPE_CHECKING:
@@ -147,17 +148,7 @@ def _parameter_bytes(*modules: torch.nn.Module) -> int:
 
 def calibrate_memory_model(engine: CalibrationTarget, voice: str) -> MemoryModel:
     """Measure peak CUDA memory of a few batch shapes and fit fixed + slope * rows * positions."""
-    prompt = engine.prompt_tokens("校准" * 10)
-    points: list[tuple[float, float]] = []
-    for rows, steps in CALIBRATION_SHAPES:
-        requests = [SynthesisRequest(text="校准" * 10, voice=voice, seed=i, max_new_tokens=steps,
-                                     min_new_tokens=steps) for i in range(rows)]
-        engine.release_slots()  # each point measures slots of its own shape
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-        engine.synthesize(requests)
-        torch.cuda.synchronize()
-        points.append((rows * (prompt + steps), float(torch.cuda.max_memory_allocated())))
+    points = _measured_peaks(engine, voice, CALIBRATION_SHAPES)
     slope, intercept = _fit_line(points)
     analytic = engine.memory_model() if engine.calibrated_memory_model is None else None
     floor = analytic.bytes_per_row_position / MARGIN if analytic else 0
@@ -165,6 +156,98 @@ def calibrate_memory_model(engine: CalibrationTarget, voice: str) -> MemoryModel
                         bytes_per_row_position=int(max(slope, floor) * MARGIN))
     log.debug("calibration points %s -> %s", points, model)
     return model
+
+
+def calibrate_capped_memory_model(engine: CalibrationTarget, voice: str, planner_bytes: int,
+                                  prefill_bytes: int) -> MemoryModel:
+    """The planner's model for a device under a cap, measured where the planner will plan.
+
+    The small shapes of ``calibrate_memory_model`` (<= 5,120 row-steps) all lie below one
+    Decoder + Vocos chunk (16,384 row-steps), so their slope carries the chunk's transients per
+    row (~141 kB per row-position on an H200 against ~34 kB of int8 cache): planned with it, a
+    24 GiB cap peaked at 5.3 GiB. Here two batches sized to 30 % and 55 % of what the planner
+    may fill (by the analytic model) are measured, and the line through
+    them is the model: at a large cap their chunk is full, so the slope is the marginal cost of
+    a row-position; at a small cap it is not, and neither are the planner's batches there.
+    ``prefill_bytes``: a prompt position's transient bytes in a prefill
+    (:func:`prefill_bytes_per_position`), which sets the slope's floor."""
+    analytic = engine.memory_model()
+    prompt = engine.prompt_tokens(CALIBRATION_TEXT)
+    shapes = capped_calibration_shapes(analytic, planner_bytes, prompt)
+    points = _measured_peaks(engine, voice, shapes, skip_out_of_memory=True)
+    if len(points) < 2:
+        log.warning("capped calibration measured %d of %d points; planning with the small shapes",
+                    len(points), len(shapes))
+        return calibrate_memory_model(engine, voice)
+    floor = analytic.bytes_per_row_position / MARGIN + PROMPT_SHARE * prefill_bytes
+    model = model_through(points, floor)
+    log.debug("capped calibration points %s -> %s", points, model)
+    return model
+
+
+CALIBRATION_TEXT = "校准" * 10
+# Shares of what the planner may fill beyond the fixed part, by the analytic model: that model
+# leaves out the prefill's transients (~0.3 x 82 kB per position), so 0.55 of it is ~0.75 real
+CAPPED_SHARES = (0.3, 0.55)
+PLANNER_SHARE = 0.85  # of a capped device's memory the planner fills (TTS_JOBS_MEMORY_FRACTION)
+CAPPED_STEPS = 64  # steps of each capped calibration row: its prompt is ~30 % of its positions
+CAPPED_MARGIN = 1.05  # on the measured slope: the points are where the planner plans
+# A batch's admission prefills all its rows at once: the prefill's cache and activations (~89 kB
+# per prompt position in fp16) come on top of the slots. Peak memory is then the larger of that
+# and the Decoder + Vocos tail, which no line through two points both below the admission's
+# turn foresees; the slope's floor counts it for prompts of this share of a row's positions.
+PROMPT_SHARE = 0.25
+
+
+def capped_calibration_shapes(analytic: MemoryModel, planner_bytes: int, prompt: int,
+                              steps: int = CAPPED_STEPS) -> list[tuple[int, int]]:
+    """(rows, steps) of the batches a capped device is calibrated with: each at one of
+    ``CAPPED_SHARES`` of ``planner_bytes`` beyond ``analytic``'s fixed part, by that model."""
+    free = max(planner_bytes - analytic.fixed_bytes, 0)
+    per_row = analytic.bytes_per_row_position * (prompt + steps)
+    return [(max(8, int(share * free / per_row)), steps) for share in CAPPED_SHARES]
+
+
+def model_through(points: list[tuple[float, float]], floor: float) -> MemoryModel:
+    """A line above every measured (row-positions, peak bytes) point: the fitted slope (never
+    below ``floor`` bytes per row-position) with ``CAPPED_MARGIN``, through the highest point
+    above it, plus ``SLACK_BYTES``."""
+    slope, _ = _fit_line(points)
+    slope = max(slope, floor) * CAPPED_MARGIN
+    fixed = max(peak - slope * x for x, peak in points)
+    return MemoryModel(fixed_bytes=int(fixed + SLACK_BYTES), bytes_per_row_position=int(slope))
+
+
+def prefill_bytes_per_position(gpt: FusedLlama) -> int:
+    """Transient bytes of one prompt position in a prefill: its fp16 keys and values in every
+    layer (``KVCache``) and one layer's activations (x, h, qkv, attention out, gate/up, SiLU)."""
+    item = torch.finfo(gpt.dtype).bits // 8
+    inner = gpt.layers[0].gate_up.out_features // 2
+    return (2 * len(gpt.layers) * gpt.hidden + 6 * gpt.hidden + 3 * inner) * item
+
+
+def _measured_peaks(engine: CalibrationTarget, voice: str, shapes: Sequence[tuple[int, int]],
+                    skip_out_of_memory: bool = False) -> list[tuple[float, float]]:
+    """(rows * (prompt + steps), peak allocated bytes) of one batch per (rows, steps) shape."""
+    prompt = engine.prompt_tokens(CALIBRATION_TEXT)
+    points: list[tuple[float, float]] = []
+    for rows, steps in shapes:
+        requests = [SynthesisRequest(text=CALIBRATION_TEXT, voice=voice, seed=i, max_new_tokens=steps,
+                                     min_new_tokens=steps) for i in range(rows)]
+        engine.release_slots()  # each point measures slots of its own shape
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        try:
+            engine.synthesize(requests)
+        except OutOfDeviceMemory:
+            if not skip_out_of_memory:
+                raise
+            engine.release_slots()
+            release_cached_memory(torch.device("cuda", torch.cuda.current_device()))
+            continue
+        torch.cuda.synchronize()
+        points.append((rows * (prompt + steps), float(torch.cuda.max_memory_allocated())))
+    return points
 
 
 def _fit_line(points: list[tuple[float, float]]) -> tuple[float, float]:
