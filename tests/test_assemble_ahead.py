@@ -12,6 +12,7 @@ from jobs.plan import in_waves
 from jobs.runtime import Runtime
 from jobs.status import job_statuses
 from pipeline.types import PlannedSentence
+from storage import repo
 from tests.books import write_epub
 from tests.e2e_helpers import ffprobe_chapters
 
@@ -84,3 +85,51 @@ def test_a_cluster_task_prepares_only_a_book_still_being_spoken_and_only_one_at_
         assert held
         assert prepare_ahead(rt, job_id) == 0  # another task holds the book
     assert take_prepared(rt, job_id) == []
+
+
+def test_a_chapter_spoken_again_after_a_cpu_task_prepared_it_is_prepared_again(rt: Runtime, tmp_path: Path) -> None:
+    """A CPU task prepares a book's first three spoken chapters (of five) in its work directory;
+    then a retried batch speaks chapter two again into the same files. The next task keeps
+    chapter one as it was and prepares chapter two and the one after it again, from the new audio;
+    the assembly task takes that list. The last chapter is never prepared ahead."""
+    import numpy as np
+    from sqlalchemy import select
+
+    from jobs.assemble_ahead import prepare_ahead, take_prepared
+    from jobs.ingest import ingest_job
+    from jobs.submit import submit_book
+    from pipeline.audio import write_sentence_wav
+    from storage.models import Chapter, Sentence
+
+    book = write_epub(tmp_path / "book.epub", "Respoken", CHAPTERS)
+    job_id = submit_book(rt, book, JobOptions(out_dir=tmp_path / "out"))
+    assert ingest_job(rt, job_id)
+
+    def speak(chapters: set[int], seconds: float) -> None:
+        """Write and record every sentence of these chapters as a tone of ``seconds``."""
+        tone = (0.3 * np.sin(np.arange(round(seconds * 24000)) / 7.0)).astype(np.float32)
+        with rt.session() as session:
+            rows = session.execute(select(Sentence, Chapter.index).join(Chapter, Sentence.chapter_id == Chapter.id)
+                                   .where(Sentence.job_id == job_id)).all()
+            spoken = []
+            for sentence, chapter_index in rows:
+                if chapter_index in chapters:
+                    relative = rt.artifacts.sentence_audio(job_id, chapter_index, sentence.index)
+                    write_sentence_wav(rt.artifacts.resolve(str(relative)), tone, durable=False)
+                    spoken.append(repo.SpokenSentence(sentence.id, str(relative), seconds, 10, False))
+            repo.record_spoken_sentences(session, spoken)
+            session.commit()
+
+    speak({0, 1, 2}, 0.5)
+    assert prepare_ahead(rt, job_id) == 3
+    first = take_prepared(rt, job_id)
+    speak({1}, 1.5)  # a retried batch: the same sentences, new files at the same paths
+    assert prepare_ahead(rt, job_id) == 2  # chapters two and three again; chapter one kept
+    again = take_prepared(rt, job_id)
+
+    assert [c.audio.index for c in again] == [0, 1, 2]
+    assert again[0].stamps == first[0].stamps
+    assert again[1].stamps != first[1].stamps
+    assert again[1].measured.samples > first[1].measured.samples + 24000 * 2  # the new, longer sentences
+    speak({3, 4}, 0.5)
+    assert prepare_ahead(rt, job_id) == 0  # the whole book is spoken: the rest is the assembly's
