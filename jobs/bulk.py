@@ -109,13 +109,13 @@ def find_books(inbox: Path, recursive: bool = False) -> list[Path]:
     Raises:
         TtsJobsError: the inbox is not a readable folder.
     """
-    from pipeline.ingest import SUPPORTED_EXTENSIONS
+    from pipeline.ingest import SUPPORTED_EXTENSIONS, book_extension
 
     if not inbox.is_dir():
         raise TtsJobsError(f"{inbox}: not a folder (pass the folder that holds the books)")
     candidates = inbox.rglob("*") if recursive else inbox.iterdir()
     books = [p for p in candidates
-             if p.is_file() and p.suffix.lower() in SUPPORTED_EXTENSIONS
+             if p.is_file() and book_extension(p) in SUPPORTED_EXTENSIONS
              and not any(part.startswith(".") for part in p.relative_to(inbox).parts)]
     return sorted(books, key=_arrival)
 

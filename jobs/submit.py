@@ -32,13 +32,13 @@ log = logging.getLogger(__name__)
 def validate_book(path: Path, reading: IngestOptions | None = None) -> Book:
     """Read the book the way the job will (``reading``: the job's reading options), so that bad
     input is reported before anything is queued."""
-    from pipeline.ingest import SUPPORTED_EXTENSIONS, read_book
+    from pipeline.ingest import SUPPORTED_EXTENSIONS, book_extension, read_book
 
     if not path.exists():
         raise BookError(path, "no such file", "check the path")
     if not path.is_file():
         raise BookError(path, "not a file", "pass a book file, not a folder")
-    if path.suffix.lower() not in SUPPORTED_EXTENSIONS:
+    if book_extension(path) not in SUPPORTED_EXTENSIONS:
         supported = ", ".join(sorted(SUPPORTED_EXTENSIONS))
         raise BookError(path, f"unsupported file type {path.suffix or '(none)'}",
                         f"convert it to one of {supported}")

@@ -19,7 +19,8 @@ PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
 
 
 def test_supported_extensions_are_the_documented_ones():
-    assert SUPPORTED_EXTENSIONS == {".epub", ".txt", ".md", ".markdown", ".html", ".htm", ".xhtml", ".pdf", ".docx"}
+    assert SUPPORTED_EXTENSIONS == {".epub", ".txt", ".md", ".markdown", ".html", ".htm", ".xhtml", ".pdf", ".docx",
+                                   ".fb2", ".fb2.zip"}
 
 
 @pytest.mark.parametrize("version", [2, 3])

@@ -18,6 +18,7 @@ from pipeline.errors import BookError
 from pipeline.ingest.chapters import RawBook, RawChapter
 from pipeline.ingest.docx import read_docx
 from pipeline.ingest.epub import read_epub
+from pipeline.ingest.fb2 import read_fb2
 from pipeline.ingest.html import read_html
 from pipeline.ingest.language import with_language
 from pipeline.ingest.left_out import left_out_warnings
@@ -31,7 +32,7 @@ from pipeline.ingest.titles import ChapterTitle, chapter_titles
 from pipeline.text import AnnouncedChapter, speakability_warnings, unsupported_script_error
 from pipeline.types import Book, Chapter, ChapterSource, ParagraphSource
 
-__all__ = ["SUPPORTED_EXTENSIONS", "IngestOptions", "read_book"]
+__all__ = ["SUPPORTED_EXTENSIONS", "IngestOptions", "book_extension", "read_book"]
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +46,8 @@ _READERS: dict[str, Callable[[Path, IngestOptions], RawBook]] = {
     ".xhtml": read_html,
     ".pdf": read_pdf,
     ".docx": read_docx,
+    ".fb2": read_fb2,
+    ".fb2.zip": read_fb2,
 }
 SUPPORTED_EXTENSIONS: frozenset[str] = frozenset(_READERS)
 INTERNAL_ERROR_MARKER = "unexpected error while reading"
@@ -94,12 +97,17 @@ def read_book(path: Path, options: IngestOptions | None = None) -> Book:
     return _finished_book(path, raw, options)
 
 
+def book_extension(path: Path) -> str:
+    """The extension that names a book's format: '.fb2.zip' for a zipped FictionBook, else the suffix."""
+    return ".fb2.zip" if path.name.lower().endswith(".fb2.zip") else path.suffix.lower()
+
+
 def _reader_for(path: Path) -> Callable[[Path, IngestOptions], RawBook]:
     if not path.exists():
         raise BookError(path, "file not found", "check the path")
     if not path.is_file():
         raise BookError(path, "is not a regular file", "give the path of a book file")
-    reader = _READERS.get(path.suffix.lower())
+    reader = _READERS.get(book_extension(path))
     if reader is None:
         supported = ", ".join(sorted(SUPPORTED_EXTENSIONS))
         raise BookError(
