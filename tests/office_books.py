@@ -104,3 +104,79 @@ def with_member(path: Path, member: str, data: bytes, out: Path) -> Path:
         target.writestr(member, data)
     out.write_bytes(buffer.getvalue())
     return out
+
+
+def write_odt(path: Path, title: str, chapters: list[OfficeChapter], *, author: str = "Wanda Writer",
+              footnote: str = "", endnote: str = "") -> Path:
+    """An OpenDocument text of the same shape as ``write_docx``'s (odfpy)."""
+    from odf import dc, office, style, table, text
+    from odf.opendocument import OpenDocumentText
+
+    document = OpenDocumentText()
+    document.meta.addElement(dc.Title(text=title))
+    document.meta.addElement(dc.Creator(text=author))
+    document.meta.addElement(dc.Language(text="en"))
+    document.styles.addElement(style.Style(name="Title", family="paragraph"))
+    changes = text.TrackedChanges()
+    region = text.ChangedRegion(id="ct1", qattributes={("http://www.w3.org/XML/1998/namespace", "id"): "ct1"})
+    deletion = text.Deletion()
+    deletion.addElement(office.ChangeInfo())
+    deletion.addElement(text.P(text=DELETED))
+    region.addElement(deletion)
+    changes.addElement(region)
+    document.text.addElement(changes)
+    document.text.addElement(text.P(stylename="Title", text=title))
+    for number, chapter in enumerate(chapters):
+        document.text.addElement(text.H(outlinelevel=1, text=chapter.title))
+        for paragraph in chapter.paragraphs:
+            document.text.addElement(text.P(text=paragraph))
+        if number == 0:
+            document.text.addElement(_odt_manuscript_paragraph(footnote))
+            document.text.addElement(_odt_table())
+        if number == len(chapters) - 1 and endnote:
+            document.text.lastChild.addElement(_odt_note("edn1", "endnote", "i", endnote))
+    document.save(str(path))
+    return path
+
+
+def _odt_manuscript_paragraph(footnote: str):  # type: ignore[no-untyped-def]
+    from odf import dc, office, text
+
+    paragraph = text.P(text="Here the editor worked")
+    if footnote:
+        paragraph.addElement(_odt_note("ftn1", "footnote", "1", footnote))
+    paragraph.addElement(text.Change(changeid="ct1"))
+    paragraph.addElement(text.Span(text=f" {INSERTED}"))
+    paragraph.addElement(text.HiddenText(condition="ooow:1", stringvalue=HIDDEN, text=f" {HIDDEN}"))
+    comment = office.Annotation()
+    comment.addElement(dc.Creator(text="Reviewer"))
+    comment.addElement(text.P(text=COMMENT))
+    paragraph.addElement(comment)
+    paragraph.addElement(text.Span(text=" and stopped."))
+    return paragraph
+
+
+def _odt_note(note_id: str, kind: str, mark: str, words: str):  # type: ignore[no-untyped-def]
+    from odf import text
+
+    note = text.Note(id=note_id, noteclass=kind)
+    note.addElement(text.NoteCitation(text=mark))
+    body = text.NoteBody()
+    body.addElement(text.P(text=words))
+    note.addElement(body)
+    return note
+
+
+def _odt_table():  # type: ignore[no-untyped-def]
+    from odf import table, text
+
+    grid = table.Table(name="Grid")
+    grid.addElement(table.TableColumn(numbercolumnsrepeated=2))
+    for cells in TABLE:
+        row = table.TableRow()
+        for value in cells:
+            cell = table.TableCell(valuetype="string")
+            cell.addElement(text.P(text=value))
+            row.addElement(cell)
+        grid.addElement(row)
+    return grid

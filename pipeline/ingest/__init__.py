@@ -24,6 +24,7 @@ from pipeline.ingest.language import with_language
 from pipeline.ingest.left_out import left_out_warnings
 from pipeline.ingest.markdown import read_markdown
 from pipeline.ingest.notes import place_notes
+from pipeline.ingest.odt import read_odt
 from pipeline.ingest.options import IngestOptions
 from pipeline.ingest.pdf import read_pdf
 from pipeline.ingest.plaintext import read_txt
@@ -48,6 +49,7 @@ _READERS: dict[str, Callable[[Path, IngestOptions], RawBook]] = {
     ".docx": read_docx,
     ".fb2": read_fb2,
     ".fb2.zip": read_fb2,
+    ".odt": read_odt,
 }
 SUPPORTED_EXTENSIONS: frozenset[str] = frozenset(_READERS)
 INTERNAL_ERROR_MARKER = "unexpected error while reading"
