@@ -96,10 +96,11 @@ def test_a_code_listing_is_announced_and_skipped_by_default(tmp_path: Path):
         "Code listing, four lines, skipped.",
         "Use max len equals five hundred twelve here.",
     ]
-    assert book.warnings == (
+    warning = (
         "1 code listing (4 lines) announced and skipped (--code read reads them, --code skip leaves them "
-        "out without a word)",
+        "out without a word)"
     )
+    assert book.warnings == (warning,)
 
 
 def test_code_skip_leaves_listings_out_and_code_read_reads_them(tmp_path: Path):

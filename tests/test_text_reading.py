@@ -28,7 +28,7 @@ def spoken(text: str, **options) -> str:
         ("延迟从120ms降到80 ms。", "延迟从一百二十毫秒降到八十毫秒。"),
         ("参数量为7B，上下文长度32k。", "参数量为七B，上下文长度三十二k。"),
         ("他在 New York 住了3年。", "他在 New York 住了三年。"),
-        ("The model 通义千问 has 7B parameters.", "The model 通义千问 has seven B parameters."),
+        ("The model 通义千问 has 7B parameters.", "The model 通义千问 has seven billion parameters."),
         ("The word 三 means 3.", "The word 三 means three."),
     ],
 )

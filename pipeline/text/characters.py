@@ -83,7 +83,7 @@ _PUNCTUATION = {
     "　": " ",
 }
 # Kept for the number and symbol readers, which speak them.
-SPOKEN_SYMBOLS = frozenset("&+=@%×÷±§≈≠≤≥°√∞~<>$€£¥₩₹₽‰#")
+SPOKEN_SYMBOLS = frozenset("&+=@%×÷±§≈≠≤≥°√∞~<>$€£¥₩₹₽‰#→⟶➔➜⇒")
 _FOLD_SPECIAL = {
     "ß": "ss",
     "ẞ": "SS",

@@ -81,6 +81,8 @@ def normalize_paragraphs(
     if not paragraphs:
         return []
     text = basic_forms(_joined(paragraphs), drops)
+    if "->" in text:
+        text = text.replace("->", " → ")  # an arrow typed in ASCII
     # Languages are judged after the first pass, when quotes and unreadable letters are gone.
     languages = Languages(text.split(SEPARATOR), options.language)
     # Every later step is skipped unless a character it needs is present. Each test of a whole chapter

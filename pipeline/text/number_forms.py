@@ -36,8 +36,9 @@ _REFERENCE_WORDS = {
     "c": ("circa", "约"),
     "ca": ("circa", "约"),
 }
-# Words after which a minus sign only repeats what they say: '下降-3%' is read '下降百分之三'.
-_ZH_FALLING = re.compile(r"(?:下降|降低|减少|下跌|下滑|缩减|减小|跌幅|降幅|回落|亏损)了?\s?$")
+# Words right before a minus sign that only repeat it: '下降-3%' is read '下降百分之三'. A figure
+# given with its sign in a sentence ('MOS下降了-0.05') keeps it: 负零点零五.
+_ZH_FALLING = re.compile(r"(?:下降|降低|减少|下跌|下滑|缩减|减小|跌幅|降幅|回落|亏损)\s?$")
 # Words before a number of 1000-1099 that make it a year ('in 1087'); and words that may follow one.
 _YEAR_BEFORE = re.compile(
     r"(?i:\b(?:in|since|by|from|until|till|before|after|around|circa|c\.|ca\.|year|of|during|between|and|to"
@@ -46,7 +47,13 @@ _YEAR_BEFORE = re.compile(
 _ERA = re.compile(r" ?(?:AD|BC|BCE|CE|A\.D\.|B\.C\.)(?![A-Za-z])")
 _YEAR_AFTER = re.compile(r"(?: [A-Za-z]+| ?$| ?[^\sA-Za-z])")
 _NOT_YEAR_NEXT_WORDS = re.compile(r" (?:[a-z]+s|people|men|women|times|feet|miles|years|days|copies)\b")
-_MODEL_NAME = re.compile(r"(?<![A-Za-z])[A-Z]{2,}[a-z]* $")  # 'RTX ', 'GTX ', 'iPhone' is no model line
+# 'RTX ', 'GTX ', and the models listed after one ('RTX 3080/', 'RTX 3080 和 '); 'iPhone' is no model line
+_MODEL_NAME = re.compile(
+    r"(?<![A-Za-z])[A-Z]{2,}[a-z]* (?:\d{3,4}[A-Za-z]{0,2} ?(?:/|、|,|和|或|与|and |or ) ?)*$"
+)
+_MODEL_LOOK_BACK = 40
+# Capitals written against the digits name a model or part: 'A100', 'H200', 'A10', 'XJ-900'.
+_MODEL_LETTERS = re.compile(r"(?<![A-Za-z])[A-Z]{1,5}(?:-(?=\d{3}))?$")
 _ZH_MEASURE_WORDS = frozenset(
     "个只位条本张件次天年人种名头匹辆把块份句双对岁周层座家项门杯瓶碗倍首枚间所台部封群片行段节步"
 )
@@ -57,6 +64,12 @@ def percent(match: re.Match[str], language: str) -> str:
     if language == "zh":
         return zh_minus(match, sign) + ("千分之" if mark == "‰" else "百分之") + amount(digits, "zh")
     return ("minus " if sign else "") + amount(digits, "en") + (" per mille" if mark == "‰" else " percent")
+
+
+def multiple(match: re.Match[str], language: str) -> str:
+    """'1.8×', '3x': 'one point eight times' (or '一点八倍')."""
+    value = amount(match.group(1), language)
+    return f"{value}倍" if language == "zh" else f"{value} times"
 
 
 def ordinal(match: re.Match[str], language: str) -> str:
@@ -95,8 +108,10 @@ def number_range(match: re.Match[str], language: str) -> str:
         return match.group(0)
     if language == "zh":
         high_end = match.end(2)
-        years = len(low) == 4 and match.string[high_end : high_end + 1] == "年"  # 1990-2000年: digit by digit
-        return f"{zh_digits(low) if years else amount(low, 'zh')}至"
+        after = match.string[high_end : high_end + 1]
+        years = len(low) == 4 and after == "年"  # 1990-2000年: digit by digit
+        percent = "百分之" if after == "%" else ""  # 40-75%: 百分之四十至百分之七十五
+        return f"{percent}{zh_digits(low) if years else amount(low, 'zh')}至"
     if len(low) == 4 and len(high) in (2, 4) and "." not in low + high and 1100 <= _int(low) < 2100:
         return f"{en_year(_int(low))} to"  # 1990–2000, 1990–91
     return f"{amount(low, 'en')} to"
@@ -114,10 +129,13 @@ def _rising(low: str, high: str) -> bool:
 
 
 def hyphen_range(match: re.Match[str], language: str) -> str:
+    """'12-15', '64-128', '0-64', '1.3-1.8': a range; '12-3', '3-2' and codes are no range."""
     low, high = match.group(1), match.group(2)
-    code = in_code_context(match.string, match.start()) or low.startswith("0")
-    if not code and int(low) < int(high) and len(high) <= len(low):  # 1990-2000, pages 12-15
+    code = in_code_context(match.string, match.start()) or (low.startswith("0") and low[1:2].isdigit())
+    if not code and _rising(low, high) and len(high.split(".")[0]) <= len(low.split(".")[0]) + 1:
         return number_range(match, language)
+    if "." in low:
+        return amount(low, language) + ("，" if language == "zh" else ", ")
     # '12-3', '3-2': no range; the low part, a pause, and the high part is read next
     return spoken_code([low], language) + ("，" if language == "zh" else ", ")
 
@@ -182,6 +200,8 @@ def number(match: re.Match[str], language: str) -> str:
     plain = digits.replace(",", "")
     if digits.isdigit() and is_code(match.string, match.start(), digits):
         return spoken_code([digits], language)
+    if language == "zh" and len(digits) >= 2 and digits.isdigit() and _model_letters(match):
+        return spoken_code([digits], language)  # 'A100': A一零零, as the card is named
     if len(digits) == 4 and digits.isdigit() and _after_model_name(match):
         # 'RTX 4090': forty ninety, as a model is named (a code, digit by digit, in Chinese)
         return en_year(int(digits)) if language == "en" else spoken_code([digits], language)
@@ -193,7 +213,11 @@ def number(match: re.Match[str], language: str) -> str:
 
 
 def _after_model_name(match: re.Match[str]) -> bool:
-    return bool(_MODEL_NAME.search(match.string, max(0, match.start() - 12), match.start()))
+    return bool(_MODEL_NAME.search(match.string, max(0, match.start() - _MODEL_LOOK_BACK), match.start()))
+
+
+def _model_letters(match: re.Match[str]) -> bool:
+    return bool(_MODEL_LETTERS.search(match.string, max(0, match.start() - 7), match.start()))
 
 
 def _year(match: re.Match[str], value: int) -> bool:

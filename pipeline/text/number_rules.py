@@ -24,7 +24,7 @@ from pipeline.text.dates import (
     zh_year,
 )
 from pipeline.text.language import Languages
-from pipeline.text.marks import CUBED, DASH_MARK, SEPARATOR, SQUARED
+from pipeline.text.marks import BREAK_MARK, CUBED, DASH_MARK, SEPARATOR, SQUARED
 from pipeline.text.money import CURRENCY_SIGNS, money, money_code
 from pipeline.text.number_forms import (
     decade,
@@ -32,6 +32,7 @@ from pipeline.text.number_forms import (
     dotted,
     fraction,
     hyphen_range,
+    multiple,
     negative,
     number,
     number_range,
@@ -43,32 +44,15 @@ from pipeline.text.number_forms import (
 )
 from pipeline.text.number_lists import number_list, ratio
 from pipeline.text.reading import Reader, read_match
+from pipeline.text.scaled import COUNTED, SCALE_LETTERS, scaled
 from pipeline.text.times import clock_time, hour_with_meridiem
 from pipeline.text.units import UNITS, per_second, unit
 
 _NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 _NOT_IN_WORD = r"(?<![A-Za-z0-9_.])"  # not \b: a Chinese character counts as a word character
 # Abbreviations read as a word before the number that follows them ("pp. 12" → "pages twelve").
-_REFERENCES = (
-    "pp",
-    "p",
-    "Fig",
-    "fig",
-    "Figs",
-    "figs",
-    "Vol",
-    "vol",
-    "Ch",
-    "ch",
-    "Chap",
-    "chap",
-    "Sec",
-    "sec",
-    "Eq",
-    "eq",
-    "c",
-    "ca",
-)
+_REFERENCES = ("pp", "p", "Fig", "fig", "Figs", "figs", "Vol", "vol", "Ch", "ch", "Chap", "chap", "Sec", "sec",
+               "Eq", "eq", "c", "ca")  # fmt: skip
 _UNIT_NAMES = "|".join(sorted((re.escape(name) for name in UNITS), key=len, reverse=True))
 # A dash or tilde after a measure, before the next one: '60%~80%', '10℃–20℃', '$5–$10'.
 _RANGE_TAIL = rf"(?P<to>\s*(?:~|{DASH_MARK})\s*(?=[-+]?[{CURRENCY_SIGNS}]?\d))?"
@@ -112,6 +96,8 @@ _NUMBER_RULES: tuple[tuple[str, str, Reader], ...] = (
     ),
     ("money_code", rf"({_NUM})\s?(USD|EUR|GBP|CNY|RMB|JPY)\b", money_code),
     ("percent", rf"{_NOT_IN_WORD}(-?)({_NUM})\s?(%|‰){_RANGE_TAIL}", _ranged(percent)),
+    ("multiple", rf"{_NOT_IN_WORD}({_NUM})\s?[×xX](?![A-Za-z0-9×])", multiple),
+    ("scaled", rf"{_NOT_IN_WORD}({_NUM})([{SCALE_LETTERS}]) ?(?={COUNTED})", scaled),
     ("scientific", r"(?<![\d.])(\d+(?:\.\d+)?)[eE]([-+]?\d{1,3})(?![A-Za-z0-9])", scientific),
     ("phone", r"\+\d{1,3}(?:[ -]\d{1,4}){2,}(?![\d])", international_phone),
     ("ordinal", r"\b(\d+)(?i:st|nd|rd|th)\b", ordinal),
@@ -129,7 +115,11 @@ _NUMBER_RULES: tuple[tuple[str, str, Reader], ...] = (
         ),
         digit_groups,
     ),
-    ("hyphen_range", r"(?<![\d-])(\d{1,4})-(?=(\d{1,4})(?![\d-]))", hyphen_range),
+    (
+        "hyphen_range",
+        r"(?<![\dA-Za-z.-])(\d{1,4}(?:\.\d+)?)-(?=(\d{1,4}(?:\.\d+)?)(?![\d-]|\.\d))",
+        hyphen_range,
+    ),
     (
         "unit",
         # an abbreviation's period goes with it where the sentence goes on: '5 oz. of flour'
@@ -187,12 +177,14 @@ _FOLLOWING_CHARACTERS: dict[str, str] = {
     "hour": "aApP",
     "money_code": ",.UEGCRJ",
     "percent": ",.%‰",
+    "multiple": ",.×xX",
+    "scaled": ",." + SCALE_LETTERS,
     "scientific": "eE",
     "ordinal": "sndrtSNDRT",
     "decade": "s'",
     "range": ",.~" + DASH_MARK,
     "digit_groups": "-",
-    "hyphen_range": "-",
+    "hyphen_range": "-.",
     "unit": ",." + _UNIT_STARTS,
     "fraction": "/",
     "dotted": ".",
@@ -217,15 +209,19 @@ def spell_numbers(text: str, languages: Languages) -> str:
     """
     pieces: list[str] = []
     done = 0
+    read_to = -1  # where the last number read ends
     for digits in _DIGIT_RUN.finditer(text):
         while digits.start() >= done:  # not yet read as part of an earlier number (a date, a range...)
             found = _first_reading(text, digits.start(), digits.end(), done, languages)
             if found is None:
                 break
             start, end, spoken = found
-            pieces.append(text[done:start])
+            gap = text[done:start]
+            # two numbers parted by a space alone ('GTX 1650 4GB', '75% 1.3×') are never heard as one
+            pieces.append(f" {BREAK_MARK} " if gap and gap.strip(" /-") == "" and done == read_to else gap)
             pieces.append(spoken)
             done = end  # a word before the number ("pp.") ends before its digits: read them next
+            read_to = end if text[start].isdigit() or text[start] in "-+" else -1
     pieces.append(text[done:])
     return "".join(pieces)
 

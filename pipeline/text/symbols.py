@@ -1,4 +1,4 @@
-"""Symbols as words: & + = % × ÷ ± § ≈ ≠ ≤ ≥ ° ~ < > √ ∞ and the powers ² ³."""
+"""Symbols as words: & + = % × ÷ ± § ≈ ≠ ≤ ≥ ° ~ < > √ ∞ → ⇒ and the powers ² ³."""
 
 from __future__ import annotations
 
@@ -28,6 +28,11 @@ _SYMBOL_WORDS = {  # symbol -> (English, Chinese)
     ">": ("greater than", "大于"),
     "√": ("square root of", "根号"),
     "∞": ("infinity", "无穷"),
+    "→": ("to", "到"),  # '8.9 GB → 6.5 GB', 'A → B'
+    "⟶": ("to", "到"),
+    "➔": ("to", "到"),
+    "➜": ("to", "到"),
+    "⇒": ("gives", "得到"),
     SQUARED: ("squared", "平方"),
     CUBED: ("cubed", "立方"),
 }
