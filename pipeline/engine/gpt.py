@@ -70,24 +70,25 @@ class FusedLlamaLayer(nn.Module):
 
 
 def _copy_linear(layer: nn.Linear) -> nn.Linear:
-    out = nn.Linear(layer.in_features, layer.out_features, bias=layer.bias is not None,
-                    device=layer.weight.device, dtype=layer.weight.dtype)
-    out.weight.data.copy_(layer.weight.detach())
-    if layer.bias is not None:
-        out.bias.data.copy_(layer.bias.detach())
-    return out
+    bias = None if layer.bias is None else layer.bias.detach().clone()
+    return _linear_of(layer.weight.detach().clone(), bias)
 
 
 def _fused_linear(*layers: nn.Linear) -> nn.Linear:
     """One Linear whose output is the concatenation of ``layers``' outputs (one GEMM, not three)."""
-    first = layers[0]
-    out_features = sum(layer.out_features for layer in layers)
-    has_bias = first.bias is not None
-    out = nn.Linear(first.in_features, out_features, bias=has_bias,
-                    device=first.weight.device, dtype=first.weight.dtype)
-    out.weight.data.copy_(torch.cat([layer.weight.detach() for layer in layers], 0))
-    if has_bias:
-        out.bias.data.copy_(torch.cat([layer.bias.detach() for layer in layers], 0))
+    has_bias = layers[0].bias is not None
+    bias = torch.cat([layer.bias.detach() for layer in layers], 0) if has_bias else None
+    return _linear_of(torch.cat([layer.weight.detach() for layer in layers], 0), bias)
+
+
+def _linear_of(weight: torch.Tensor, bias: torch.Tensor | None) -> nn.Linear:
+    """A Linear holding these tensors, built on the meta device: no random initialisation to
+    overwrite (seconds for the full model on a CPU)."""
+    with torch.device("meta"):
+        out = nn.Linear(weight.shape[1], weight.shape[0], bias=bias is not None)
+    out.weight = nn.Parameter(weight)
+    if bias is not None:
+        out.bias = nn.Parameter(bias)
     return out
 
 

@@ -1,4 +1,8 @@
-"""Building an Engine: locate and verify weights, load upstream's modules once, set the precision."""
+"""Building an Engine: locate and verify weights, read them into the engine's modules, set the precision.
+
+ChatTTS is not imported here: ``load_upstream_chat`` (upstream's whole ``Chat``) serves the
+benchmark's upstream rows and the tests that compare the engine with it.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +17,13 @@ from pipeline.engine.config import EngineConfig
 from pipeline.engine.engine import Engine, ModelParts
 from pipeline.engine.gpt import KV_CACHE, KV_CACHE_CHOICES, FusedLlama
 from pipeline.engine.memory import cap_device_memory
+from pipeline.engine.modules.audio_encoder import AudioEncoder
+from pipeline.engine.modules.decoder import load_decoder
+from pipeline.engine.modules.embed import load_embed
+from pipeline.engine.modules.llama import load_llama
+from pipeline.engine.modules.speaker import speaker_stats
+from pipeline.engine.modules.tokenizer import TextTokenizer
+from pipeline.engine.modules.vocos import load_vocos
 from pipeline.engine.prompts import TokenEmbeddings
 from pipeline.engine.waveform import WaveformDecoder
 from pipeline.engine.weights import NOISE_WARNING, ModelFiles, build_config, locate_model, verify_real_weights
@@ -31,7 +42,7 @@ TORCHAO_FIX = ("precision int8 on CUDA needs torchao: `pip install torchao==0.18
 
 
 def load_engine(config: EngineConfig, int8_scheme: str = "weight_only") -> Engine:
-    """Load ChatTTS once onto ``config.device`` in ``config.precision``.
+    """Read the ChatTTS weights once onto ``config.device`` in ``config.precision``.
 
     ``int8_scheme`` (CUDA only): "weight_only" (default: int8 weights, fp16 activations; measured
     11x faster than "dynamic" on the H200, docs/engine.md) or "dynamic" (int8 activations too).
@@ -55,13 +66,11 @@ def load_engine(config: EngineConfig, int8_scheme: str = "weight_only") -> Engin
         raise ModelError(f"unknown KV cache {kv_cache!r}: use one of {KV_CACHE_CHOICES} "
                          "(EngineConfig.kv_cache or TTS_JOBS_KV_CACHE)")
     began = time.perf_counter()
-    chat = load_upstream_chat(files, device)
-    loaded = time.perf_counter()
-    parts = _build_parts(chat, device, precision, int8_scheme)
+    parts = _build_parts(files, device, precision, int8_scheme)
     parts.gpt.kv_cache = kv_cache
-    log.info("engine ready: %s, %s, %s weights from %s (upstream modules %.1f s, fused parts %.1f s)",
-             device, precision, "SYNTHETIC (noise)" if files.synthetic else "real", files.root,
-             loaded - began, time.perf_counter() - loaded)
+    log.info("engine ready: %s, %s, %s weights from %s (%.1f s)", device, precision,
+             "SYNTHETIC (noise)" if files.synthetic else "real", files.root,
+             time.perf_counter() - began)
     return Engine(parts, device=str(device), precision=precision, synthetic=files.synthetic,
                   model_root=files.root)
 
@@ -114,31 +123,38 @@ def load_upstream_chat(files: ModelFiles, device: torch.device) -> Any:
     return chat
 
 
-def _build_parts(chat: Any, device: torch.device, precision: str, int8_scheme: str) -> ModelParts:
-    on_gpu = device.type == "cuda"
-    half = {"fp16": torch.float16, "bf16": torch.bfloat16}
-    if precision in half:
-        compute = half[precision]
-    elif precision == "int8" and on_gpu:
-        compute = torch.float16
-    else:
-        compute = torch.float32
-    hf_model = chat.gpt.gpt
-    max_positions = int(hf_model.config.max_position_embeddings)
+def _build_parts(files: ModelFiles, device: torch.device, precision: str,
+                 int8_scheme: str) -> ModelParts:
+    """The engine's modules, read from the files straight onto ``device``, in ``precision``."""
+    compute = _compute_dtype(precision, device)
+    llama = load_llama(files.asset("asset/gpt"), device)
+    max_positions = llama.config.max_position_embeddings
     with torch.no_grad():
-        gpt = FusedLlama(hf_model).eval()
-        embeddings = TokenEmbeddings(chat.embed).eval()
-    del chat.gpt, chat.embed  # the fused copies replace them
+        gpt = FusedLlama(llama).eval()
+        embeddings = TokenEmbeddings(load_embed(files.asset("asset/Embed.safetensors"), device)).eval()
+    del llama  # the fused copy replaces it
     gpt = gpt.to(compute)
     embeddings = embeddings.to(compute)
     if precision == "int8":
-        _quantize_int8(gpt, on_gpu, int8_scheme)
-    waveform = WaveformDecoder(chat.decoder.eval(), chat.vocos.eval(), compute)
-    if on_gpu:
+        _quantize_int8(gpt, device.type == "cuda", int8_scheme)
+    waveform = WaveformDecoder(load_decoder(files.asset("asset/Decoder.safetensors"), device),
+                               load_vocos(files.asset("asset/Vocos.safetensors"), device), compute)
+    std, mean = speaker_stats(files.synthetic, gpt.hidden, device)
+    if device.type == "cuda":
         torch.cuda.empty_cache()
-    return ModelParts(gpt=gpt, embeddings=embeddings, waveform=waveform, tokenizer=chat.tokenizer,
-                      dvae=chat.dvae, speaker_std=chat.speaker.std, speaker_mean=chat.speaker.mean,
+    return ModelParts(gpt=gpt, embeddings=embeddings, waveform=waveform,
+                      tokenizer=TextTokenizer(files.asset("asset/tokenizer")),
+                      dvae=AudioEncoder(files, device), speaker_std=std, speaker_mean=mean,
                       max_positions=max_positions)
+
+
+def _compute_dtype(precision: str, device: torch.device) -> torch.dtype:
+    half = {"fp16": torch.float16, "bf16": torch.bfloat16}
+    if precision in half:
+        return half[precision]
+    if precision == "int8" and device.type == "cuda":
+        return torch.float16  # int8 weights, fp16 activations
+    return torch.float32
 
 
 def _quantize_int8(gpt: FusedLlama, on_gpu: bool, scheme: str) -> None:

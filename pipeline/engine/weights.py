@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline.engine.modules.release import RELEASE_SHA256
+from pipeline.engine.modules.speaker import synthetic_speaker_stats
 from pipeline.errors import ModelError
 from pipeline.files import file_sha256
 
@@ -102,18 +104,8 @@ def build_config(size: str = "full") -> Any:
             backbone=c.Backbone(init_args=c.BackboneInitArgs(**w["vocos"])),
             head=c.FourierHead(init_args=c.FourierHeadInitArgs(dim=w["vocos"]["dim"])),
         ),
-        spk_stat=_speaker_stats(hidden),
+        spk_stat=synthetic_speaker_stats(hidden),
     )
-
-
-def _speaker_stats(dim: int) -> str:
-    """Upstream's speaker statistics string (std then mean, fp16, base16384) for ``dim``."""
-    import numpy as np
-    import pybase16384 as b14
-
-    std = np.full(dim, 1.0, dtype=np.float16)
-    mean = np.zeros(dim, dtype=np.float16)
-    return b14.encode_to_string(np.concatenate([std, mean]).tobytes())
 
 
 def write_synthetic_weights(target: Path, size: str = "tiny", seed: int = 0) -> ModelFiles:
@@ -258,20 +250,16 @@ def locate_model(model_dir: Path | None) -> ModelFiles:
 
 
 def verify_real_weights(files: ModelFiles) -> None:
-    """Check real weights against the sha256 list that the chattts package ships.
+    """Check real weights against the sha256 list of the chattts 0.2.5 release.
 
     Raises:
         ModelError: naming the first file whose digest differs.
     """
     if files.synthetic:
         return
-    import ChatTTS
-
-    sha_file = Path(ChatTTS.__file__).parent / "res" / "sha256_map.json"
-    expected = json.loads(sha_file.read_text())
     for key, rel in ASSET_FILES.items():
         path = files.asset(rel)
-        if file_sha256(path) != expected[key]:
+        if file_sha256(path) != RELEASE_SHA256[key]:
             raise ModelError(f"{path}: sha256 does not match chattts 0.2.5's list; the file is "
                              "corrupt or from another release: download it again "
                              "(`tts-jobs model download`)")
