@@ -20,7 +20,7 @@ PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
 
 def test_supported_extensions_are_the_documented_ones():
     assert SUPPORTED_EXTENSIONS == {".epub", ".txt", ".md", ".markdown", ".html", ".htm", ".xhtml", ".pdf", ".docx",
-                                   ".fb2", ".fb2.zip", ".odt"}
+                                   ".fb2", ".fb2.zip", ".odt", ".mobi", ".azw3", ".azw"}
 
 
 @pytest.mark.parametrize("version", [2, 3])

@@ -20,6 +20,7 @@ from pipeline.ingest.docx import read_docx
 from pipeline.ingest.epub import read_epub
 from pipeline.ingest.fb2 import read_fb2
 from pipeline.ingest.html import read_html
+from pipeline.ingest.kindle import read_kindle
 from pipeline.ingest.language import with_language
 from pipeline.ingest.left_out import left_out_warnings
 from pipeline.ingest.markdown import read_markdown
@@ -50,6 +51,9 @@ _READERS: dict[str, Callable[[Path, IngestOptions], RawBook]] = {
     ".fb2": read_fb2,
     ".fb2.zip": read_fb2,
     ".odt": read_odt,
+    ".mobi": read_kindle,
+    ".azw3": read_kindle,
+    ".azw": read_kindle,
 }
 SUPPORTED_EXTENSIONS: frozenset[str] = frozenset(_READERS)
 INTERNAL_ERROR_MARKER = "unexpected error while reading"

@@ -7,9 +7,7 @@ import ctypes
 import time
 from dataclasses import dataclass
 from pathlib import Path
-
-import pypdfium2 as pdfium
-import pypdfium2.raw as pdfium_c
+from typing import TYPE_CHECKING
 
 from pipeline.errors import BookError
 from pipeline.ingest.options import IngestOptions
@@ -19,6 +17,9 @@ from pipeline.ingest.pdf.streams import refuse_stream_bombs
 MAX_PAGES = 10_000  # more pages than any book: a hostile or generated file
 MAX_SECONDS = 120.0  # reading stops past this, whatever the file makes PDFium do
 _MAX_OUTLINE_ENTRIES = 10_000
+
+if TYPE_CHECKING:  # PDFium is loaded when a PDF is read, not whenever ingestion is imported
+    import pypdfium2 as pdfium
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,8 @@ def open_pdf(path: Path, options: IngestOptions) -> pdfium.PdfDocument:
             "split the book, or raise the limit with --max-book-mb",
         )
     refuse_stream_bombs(path, options)
+    import pypdfium2 as pdfium
+
     try:
         document = pdfium.PdfDocument(path)
     except pdfium.PdfiumError as exc:
@@ -116,6 +119,8 @@ def _fragments(page: pdfium.PdfPage) -> list[Fragment]:
 
 
 def _font_size(textpage: pdfium.PdfTextPage, left: float, bottom: float, top: float) -> float:
+    import pypdfium2.raw as pdfium_c
+
     middle = (bottom + top) / 2
     for tolerance in (1.0, 3.0):
         index = pdfium_c.FPDFText_GetCharIndexAtPos(textpage, left + 1.0, middle, tolerance, tolerance)
@@ -146,6 +151,8 @@ def _metadata(document: pdfium.PdfDocument) -> dict[str, str]:
 
 
 def _catalog_language(document: pdfium.PdfDocument) -> str:
+    import pypdfium2.raw as pdfium_c
+
     getter = getattr(pdfium_c, "FPDFCatalog_GetLanguage", None)
     if getter is None:
         return ""
