@@ -79,3 +79,31 @@ def test_a_scale_letter_before_what_it_counts_is_a_scale(text: str, expected: st
 )
 def test_a_signed_figure_keeps_its_sign(text: str, expected: str):
     assert normalize_text(text) == expected
+
+
+# --- scholarly apparatus ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("V. Weston: From Ritual to Romance; chapter on the Fisher King.",
+         "See Weston: From Ritual to Romance; chapter on the Fisher King."),
+        ("thirty one. V. Tristan und Isolde, i, verses 5-8.",
+         "thirty one. See Tristan und Isolde, one, verses five to eight."),
+        ("V. The Rose", "five. The Rose"),  # a heading's number
+        ("She met V. Woolf, the writer.", "She met V. Woolf, the writer."),  # an initial
+        ("Cf. Ezekiel 2:1.", "Compare Ezekiel chapter two, verse one."),
+        ("Cf. Ps. 23:1-4.", "Compare Ps. chapter twenty three, verses one to four."),
+        ("见以西结书2:1。", "见以西结书二章一节。"),
+        ("The ratio is 2:1.", "The ratio is two to one."),
+        ("Ovid, Metamorphoses, iii. 55-7.", "Ovid, Metamorphoses, three. fifty five to fifty seven."),
+        ("pp. 123-5", "pages one hundred twenty three to one hundred twenty five"),
+        ("from 1990-91", "from nineteen ninety to ninety one"),
+        ("In Parts II and III we see.", "In Parts two and three we see."),
+        ("Books I, II and IV.", "Books one, two and four."),
+        ("a, b, mix, and", "a, b, mix, and"),
+    ],
+)
+def test_references_of_notes_and_citations(text: str, expected: str):
+    assert normalize_text(text) == expected

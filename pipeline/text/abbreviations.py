@@ -48,13 +48,19 @@ _EXPANSIONS = {  # abbreviation -> the words read for it
     "Rep.": "Representative",
     "Pres.": "President",
     "cf.": "compare",
+    "Cf.": "Compare",
     "viz.": "namely",
+    "V.": "See",  # vide, in notes: 'V. Weston: From Ritual to Romance' (only there: see ``_vide``)
 }
+# What follows 'V.' meaning 'see': a reference, with its punctuation or figures, before the sentence ends.
+_REFERENCE_AFTER_VIDE = re.compile(r" [A-Z][^.!?\n]{0,80}?(?:[,:;]|\b(?:line|lines|verse|verses|chapter|p|pp)\b)")
 # After a capitalised word and before no name, these name a street, not a person: "Baker St. and".
 _STREET_WORDS = {"St.": "Street", "Dr.": "Drive"}
 _STREET_TYPES = frozenset(("Ave.", "Blvd.", "Rd."))  # read out only after a name: "Abbey Rd."
 _TITLES = frozenset(  # expanded only before a name
     (
+        "V.",
+        "Cf.",
         "Mr.",
         "Mrs.",
         "Ms.",
@@ -225,6 +231,8 @@ def _expansion(text: str, start: int, end: int, short: str) -> str | None:
         return _STREET_WORDS[short] + ("" if goes_on else ".")  # "Baker St. and", "on Elm Dr."
     if short in _STREET_TYPES and not _after_a_name(text, start):
         return None
+    if short == "V." and not _vide(text, start, end):
+        return None
     if short in _TITLES and not (following[:1] == " " and (next_letter.isupper() or goes_on)):
         return None  # a title only before a name: "Dr. Watson", not "the road ends at St."
     ends_sentence = (
@@ -232,6 +240,14 @@ def _expansion(text: str, start: int, end: int, short: str) -> str | None:
     )
     # "and so on, etc." ends a sentence: its period stays; "etc. and" goes on
     return _EXPANSIONS[short] + ("." if ends_sentence and short not in _TITLES else "")
+
+
+def _vide(text: str, start: int, end: int) -> bool:
+    """Whether 'V.' means 'see': it opens a paragraph or sentence and a reference follows ('V. Weston:
+    From Ritual to Romance'), where 'V. The Rose' numbers a heading and 'Virginia V. Woolf' is a name."""
+    before = text[max(0, start - 2) : start]
+    opens = not before.strip() or before[-1:] == SEPARATOR or before.rstrip()[-1:] in ".;:"
+    return opens and bool(_REFERENCE_AFTER_VIDE.match(text, end))
 
 
 def _after_a_name(text: str, start: int) -> bool:

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from pipeline.text.citations import shortened_range, verse
 from pipeline.text.codes import international_phone
 from pipeline.text.dates import (
     MONTH_BY_PREFIX,
@@ -79,6 +80,7 @@ _NUMBER_RULES: tuple[tuple[str, str, Reader], ...] = (
     ("number_list", r"(?<![\d.,])\d+(?:\.\d+)?(?:,\d+(?:\.\d+)?)+(?!\d)", number_list),
     ("month_day", rf"\b({MONTH_NAME})\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?![:\d])", month_day),
     ("day_month", rf"(?<![\d.])(\d{{1,2}})(st|nd|rd|th)?\s+(?:of\s+)?({MONTH_NAME})\b", day_month),
+    ("verse", rf"(?<![\d:.])(\d{{1,3}}):(\d{{1,3}})(?:[-{DASH_MARK}](\d{{1,3}}))?(?![\d:])", verse),
     ("ratio", r"(?<![\d:.])(\d{1,3}):(\d{1,3})(?::(\d{1,3}))?(?![\d:])", ratio),
     (
         "time",
@@ -115,6 +117,7 @@ _NUMBER_RULES: tuple[tuple[str, str, Reader], ...] = (
         ),
         digit_groups,
     ),
+    ("shortened_range", r"(?<![\dA-Za-z.-])(\d{2,4})-(\d{1,3})(?![\d-]|\.\d)", shortened_range),
     (
         "hyphen_range",
         r"(?<![\dA-Za-z.-])(\d{1,4}(?:\.\d+)?)-(?=(\d{1,4}(?:\.\d+)?)(?![\d-]|\.\d))",
@@ -174,6 +177,8 @@ _FOLLOWING_CHARACTERS: dict[str, str] = {
     "day_month": "sndrto" + "JFMASOND",
     "time": ":",
     "ratio": ":",
+    "verse": ":",
+    "shortened_range": "-",
     "hour": "aApP",
     "money_code": ",.UEGCRJ",
     "percent": ",.%‰",

@@ -58,6 +58,14 @@ _CHAPTER_WORDS = frozenset(
         "Vatican",
     ]
 )
+# Numerals listed after a plural chapter word: 'Parts II and III', 'Books I, II and IV'.
+_LISTED_AFTER_PLURAL = re.compile(
+    r"\b(?:Parts|Chapters|Books|Volumes|Acts|Scenes|Sections|Cantos|Letters|Articles|Psalms|Appendices"
+    r"|PARTS|CHAPTERS|BOOKS|VOLUMES|ACTS|CANTOS)(?: [IVXLCivxlc]{1,8}(?:,| and| or| to| &)?)*$"
+)
+# A lower-case numeral in a citation, between commas or before the lines it numbers: 'Metamorphoses,
+# iii. 55-7', 'Tristan und Isolde, i, verses 5-8'.
+_CITATION_AFTER = re.compile(r"[.,;:] ?(?=[a-z]|$)|[.,] [a-z]")
 # Lone capitals after a chapter word that are letters, not numerals: "Appendix D", "Section C".
 _LETTERS_NOT_NUMERALS = frozenset("LCDMlcdm")
 # Words that follow the pronoun "I" and hardly a king's numeral: "told Charles I would".
@@ -148,7 +156,12 @@ def _numeral_after_word(match: re.Match[str], languages: Languages) -> str:
     look_back = max(0, space - 12)
     previous = text[max(text.rfind(" ", look_back, space) + 1, look_back) : space].rpartition(SEPARATOR)[2]
     previous = previous.rstrip(".")
-    chapter = previous in _CHAPTER_WORDS or text.endswith(("World War", "WORLD WAR"), 0, space)
+    chapter = (
+        previous in _CHAPTER_WORDS
+        or text.endswith(("World War", "WORLD WAR"), 0, space)
+        or bool(_LISTED_AFTER_PLURAL.search(text, max(0, space - 60), space))
+        or _cited(text, previous, numeral, match.end())
+    )
     if len(numeral) == 1 and numeral in _LETTERS_NOT_NUMERALS:
         return ""
     regnal = previous in _REGNAL_NAMES and numeral.isupper() and _regnal_numeral(text, numeral, match.end())
@@ -165,6 +178,12 @@ def _numeral_after_word(match: re.Match[str], languages: Languages) -> str:
     else:
         return ""
     return padded(spoken, text, match.start(1), match.end())
+
+
+def _cited(text: str, previous: str, numeral: str, end: int) -> bool:
+    """A lower-case numeral after a comma that a comma, or a period and the words it numbers, follow."""
+    small = all(ch in "ivx" for ch in numeral)  # books and cantos: 'mix' and 'dim' are words
+    return small and previous.endswith(",") and bool(_CITATION_AFTER.match(text, end))
 
 
 def _regnal_numeral(text: str, numeral: str, end: int) -> bool:
