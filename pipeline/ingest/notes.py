@@ -41,12 +41,14 @@ class _Placed:
     label: str
     position: int  # where it is referenced, else where it stands
     owner: int  # the index of the chapter it belongs to
+    plain: bool = False  # a paragraph of a notes section that is no note (an opening, a part's title)
 
 
 def place_notes(raw: RawBook, place: str) -> tuple[list[RawChapter], list[str]]:
     """The book's chapters with its notes placed as ``place`` ('end', 'chapter' or 'skip') says, and
     the warnings that says so."""
-    chapters, from_sections, section_title = _without_notes_sections(raw.chapters)
+    targets = frozenset(ref.target for ref in raw.note_refs if ref.target)
+    chapters, from_sections, section_title = _without_notes_sections(raw.chapters, targets)
     notes = [*raw.notes, *from_sections]
     if not notes:
         return chapters, []
@@ -54,7 +56,7 @@ def place_notes(raw: RawBook, place: str) -> tuple[list[RawChapter], list[str]]:
         return chapters, [f"left out {len(notes)} notes (--notes end or --notes chapter reads them)"]
     if not chapters:
         chapters = [RawChapter("", [], at=0)]
-    placed = _placed(notes, raw, chapters)
+    placed = _placed(notes, raw, chapters, len(raw.notes))
     chinese = _chinese([paragraph for note in notes for paragraph in note.paragraphs])
     if place == "chapter":
         for index, chapter in enumerate(chapters):
@@ -65,7 +67,8 @@ def place_notes(raw: RawBook, place: str) -> tuple[list[RawChapter], list[str]]:
         return chapters, []
     title = section_title or raw.notes_title or ("注释" if chinese else "Notes")
     notes_chapter = RawChapter(title, [], (title,), max((chapter.at for chapter in chapters), default=0) + 1)
-    grouped = len({item.owner for item in placed}) > 1
+    # notes from a section of their own keep its order and headings; others go under their chapter's title
+    grouped = len({item.owner for item in placed}) > 1 and not from_sections
     for index, chapter in enumerate(chapters):
         own = [item for item in placed if item.owner == index]
         if own and grouped and (chapter.path or chapter.title):
@@ -114,15 +117,18 @@ def is_notes_title(title: str) -> bool:
     return bool(_NOTES_TITLE.match(" ".join(title.split()).strip(" .:：")))
 
 
-def _without_notes_sections(chapters: list[RawChapter]) -> tuple[list[RawChapter], list[Note], str]:
-    """The chapters that are text, and the notes of those titled as notes (one per anchored run of
-    paragraphs, or per paragraph where none is anchored)."""
+def _without_notes_sections(
+    chapters: list[RawChapter], targets: frozenset[str] = frozenset()
+) -> tuple[list[RawChapter], list[Note], str]:
+    """The chapters that are text, and the notes of those titled as notes and holding notes (one per
+    anchored run of paragraphs, or per paragraph where none is anchored). ``targets``: where the
+    book's note references point."""
     kept: list[RawChapter] = []
     notes: list[Note] = []
     title = ""
     for chapter in chapters:
         own_title = chapter.path[-1] if chapter.path else ""  # a title the book gives, not a file name
-        if len(chapters) < 2 or not is_notes_title(own_title):
+        if len(chapters) < 2 or not is_notes_title(own_title) or not _holds_notes(chapter, targets):
             kept.append(chapter)
             continue
         title = title or own_title
@@ -141,13 +147,27 @@ def _without_notes_sections(chapters: list[RawChapter]) -> tuple[list[RawChapter
     return kept, notes, title
 
 
+def _holds_notes(chapter: RawChapter, targets: frozenset[str]) -> bool:
+    """Whether a chapter titled as notes holds them: references point into it, or its paragraphs
+    open with marks ('12. ...', '[3] ...'), or it is empty (its notes were set aside as such, and it
+    names them); an essay titled 'Footnotes' is read where it stands."""
+    if not chapter.paragraphs:
+        return True
+    if any(target in targets for ids in chapter.anchors.values() for target in ids):
+        return True
+    marked = sum(1 for paragraph in chapter.paragraphs if _opening_mark(paragraph)[0])
+    return marked * 2 >= len(chapter.paragraphs) or marked >= 3
+
+
 def _opening_mark(paragraph: str) -> tuple[str, int]:
     """'12. The note.' → ('12', 4): its mark, and where the note's words begin."""
     match = _NOTE_MARK_OPENING.match(paragraph)
     return (match.group(1), match.end()) if match else ("", 0)
 
 
-def _placed(notes: list[Note], raw: RawBook, chapters: list[RawChapter]) -> list[_Placed]:
+def _placed(notes: list[Note], raw: RawBook, chapters: list[RawChapter], own_notes: int) -> list[_Placed]:
+    """Each note where it is read: by its first reference, else where it stands. The notes from a
+    section of notes (those after the first ``own_notes``) keep their section's order."""
     first_ref = {}
     for ref in sorted(raw.note_refs, key=lambda ref: ref.at):
         if ref.target:
@@ -158,10 +178,25 @@ def _placed(notes: list[Note], raw: RawBook, chapters: list[RawChapter]) -> list
         ref = next((first_ref[key] for key in note.ids if key in first_ref), None)
         position = ref.at if ref is not None else note.at
         label = note.label or (ref.label if ref is not None else "")
-        owner = max(bisect_right(starts, position) - 1, 0)
-        placed.append(_Placed(note, label, position, owner))
+        placed.append(_Placed(note, label, position, 0, plain=not label and ref is None))
+    _keep_section_order(placed[own_notes:])
+    for item in placed:
+        item.owner = max(bisect_right(starts, item.position) - 1, 0)
     placed.sort(key=lambda item: item.position)
     return placed
+
+
+def _keep_section_order(section: list[_Placed]) -> None:
+    """A paragraph of a notes section that nothing refers to (its opening, a part's title, a note
+    known by its line) is read with the referenced note after it, so the section keeps its order."""
+    following = None
+    for item in reversed(section):
+        if item.plain or item.position == item.note.at:
+            item.position = following if following is not None else item.position
+        following = item.position
+    previous = -1
+    for item in section:  # never before the note it follows
+        item.position = previous = max(item.position, previous)
 
 
 def _read(placed: list[_Placed], chinese: bool) -> tuple[list[str], list[ParagraphSource | None]]:
@@ -170,7 +205,9 @@ def _read(placed: list[_Placed], chinese: bool) -> tuple[list[str], list[Paragra
     sources: list[ParagraphSource | None] = []
     for item in placed:
         label = item.label
-        if chinese:
+        if item.plain:
+            opening = ""
+        elif chinese:
             opening = f"注{label}：" if label and label[0].isalnum() else "注："
         else:
             opening = f"Note {label}. " if label and label[0].isalnum() else "Note. "
