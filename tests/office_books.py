@@ -30,10 +30,10 @@ class OfficeChapter:
 
 
 def write_docx(path: Path, title: str, chapters: list[OfficeChapter], *, author: str = "Wanda Writer",
-               footnote: str = "", endnote: str = "") -> Path:
+               footnote: str = "", endnote: str = "", manuscript: bool = True) -> Path:
     """A Word document: the title in the Title style, each chapter under a Heading 1; in the first
     chapter a footnote mark, tracked changes, a comment and hidden text, then a table; in the last an
-    endnote mark."""
+    endnote mark. Without ``manuscript``, only the title, headings and paragraphs."""
     document = docx.Document()
     document.core_properties.title = title
     document.core_properties.author = author
@@ -43,7 +43,7 @@ def write_docx(path: Path, title: str, chapters: list[OfficeChapter], *, author:
         document.add_heading(chapter.title, 1)
         for paragraph in chapter.paragraphs:
             document.add_paragraph(paragraph)
-        if number == 0:
+        if number == 0 and manuscript:
             _manuscript_marks(document, footnote)
             table = document.add_table(rows=len(TABLE), cols=2)
             for row, cells in zip(table.rows, TABLE):
@@ -107,7 +107,7 @@ def with_member(path: Path, member: str, data: bytes, out: Path) -> Path:
 
 
 def write_odt(path: Path, title: str, chapters: list[OfficeChapter], *, author: str = "Wanda Writer",
-              footnote: str = "", endnote: str = "") -> Path:
+              footnote: str = "", endnote: str = "", manuscript: bool = True) -> Path:
     """An OpenDocument text of the same shape as ``write_docx``'s (odfpy)."""
     from odf import dc, office, style, table, text
     from odf.opendocument import OpenDocumentText
@@ -130,7 +130,7 @@ def write_odt(path: Path, title: str, chapters: list[OfficeChapter], *, author: 
         document.text.addElement(text.H(outlinelevel=1, text=chapter.title))
         for paragraph in chapter.paragraphs:
             document.text.addElement(text.P(text=paragraph))
-        if number == 0:
+        if number == 0 and manuscript:
             document.text.addElement(_odt_manuscript_paragraph(footnote))
             document.text.addElement(_odt_table())
         if number == len(chapters) - 1 and endnote:

@@ -22,7 +22,7 @@ _MAX_HEAD_CHARS = 120
 _PAGE_NUMBER = re.compile(r"^[\s\-–—.\[(]*(?:page\s+)?(?:\d{1,5}|[ivxlcdm]{1,8})[\s\-–—.\])]*$", re.IGNORECASE)
 _DIGITS = re.compile(r"\d+")
 _FOOTNOTE_SHARE = 0.92  # a footnote's font is at most this share of the body's
-_FOOTNOTE_OPENING = re.compile(r"^\s*([\d]{1,3}|[*†‡§]{1,3})[.):]?\s*(?=\S)")
+_FOOTNOTE_OPENING = re.compile(r"^\s*(\d{1,3}|[*†‡§]{1,3})(?:[.):]\s*|\s+|(?=[^\W\d]))(?=\S)")
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,10 @@ def _repeated_edge_keys(pages: list[PageLines]) -> set[str]:
 
 
 def _footnotes(page: int, lines: list[Line], body_size: float) -> tuple[list[Line], list[PageNote]]:
-    """The page's lines less its footnotes (small lines at its foot, opened by a mark), and the notes."""
+    """The page's lines less its footnotes, and the notes: the small lines at its foot, each note
+    opened by a mark that the page's text raises ('text¹' … '1 The note'). Small lines at the foot
+    without such a mark (a caption, a listing in a small font) stay in the text."""
+    raised = {mark for line in lines for mark in line.marks}
     by_height = sorted(lines, key=lambda line: line.top)
     foot: list[Line] = []
     for line in by_height:
@@ -94,14 +97,14 @@ def _footnotes(page: int, lines: list[Line], body_size: float) -> tuple[list[Lin
             break
         foot.append(line)
     foot.sort(key=lambda line: -line.top)
-    while foot and not _FOOTNOTE_OPENING.match(foot[0].text):
-        foot.pop(0)  # small lines above the first mark are the text's (a caption), not notes
+    while foot and not _opens_note(foot[0], raised):
+        foot.pop(0)
     if not foot:
         return lines, []
     notes: list[PageNote] = []
     label, texts = "", []
     for line in foot:
-        opening = _FOOTNOTE_OPENING.match(line.text)
+        opening = _FOOTNOTE_OPENING.match(line.text) if _opens_note(line, raised) else None
         if opening:
             if texts:
                 notes.append(PageNote(page, label, (_joined(texts),)))
@@ -111,6 +114,11 @@ def _footnotes(page: int, lines: list[Line], body_size: float) -> tuple[list[Lin
     notes.append(PageNote(page, label, (_joined(texts),)))
     taken = {id(line) for line in foot}
     return [line for line in lines if id(line) not in taken], notes
+
+
+def _opens_note(line: Line, raised: set[str]) -> bool:
+    opening = _FOOTNOTE_OPENING.match(line.text)
+    return opening is not None and opening.group(1) in raised
 
 
 def _joined(texts: list[str]) -> str:
