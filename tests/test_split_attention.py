@@ -62,7 +62,7 @@ def test_split_attention_matches_the_single_program_kernel_and_pytorch() -> None
     pytest.importorskip("triton")
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     done = subprocess.run([sys.executable, "-c", SPLIT_CHECK], env=env, capture_output=True,
-                          text=True, timeout=600)
+                          text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     assert float(done.stdout.strip().splitlines()[-1]) < 2e-3
 
