@@ -46,13 +46,13 @@ def decode_step(gpt: FusedLlama, space: TokenSpace, state: SlotState, kind: Step
     b = kind.rows
     step = state.row_step[:b]
     alive = ~state.done[:b]
-    tokens = _sample(space, state, kind, step)
-    _record(state, b, step, tokens)
-    _advance_counters(state, b, step, alive, tokens, space.eos)
+    tokens = sample_tokens(space, state, kind, step)
+    record_tokens(state, b, step, tokens)
+    advance_counters(state, b, step, alive, tokens, space.eos)
     run_gpt_step(gpt, space, state, kind, tokens, alive)
 
 
-def _sample(space: TokenSpace, state: SlotState, kind: StepKind, step: torch.Tensor) -> torch.Tensor:
+def sample_tokens(space: TokenSpace, state: SlotState, kind: StepKind, step: torch.Tensor) -> torch.Tensor:
     b = kind.rows
     sampling = state.sampling.first(b, kind.greedy, kind.penalised, kind.candidates)
     logits = space.logits(state.hidden[:b]) / sampling.temperature
@@ -62,7 +62,7 @@ def _sample(space: TokenSpace, state: SlotState, kind: StepKind, step: torch.Ten
     return choose(logits, sampling, step, state.cells)
 
 
-def _record(state: SlotState, b: int, step: torch.Tensor, tokens: torch.Tensor) -> None:
+def record_tokens(state: SlotState, b: int, step: torch.Tensor, tokens: torch.Tensor) -> None:
     """Token (and the hidden state that chose it) into the slot's column ``row_step``."""
     slots = torch.arange(b, device=step.device)
     column = step.clamp(max=state.shape.steps)  # the scratch column for rows past their end
@@ -72,7 +72,7 @@ def _record(state: SlotState, b: int, step: torch.Tensor, tokens: torch.Tensor) 
     push_window(state.window[:b], step, tokens)
 
 
-def _advance_counters(state: SlotState, b: int, step: torch.Tensor, alive: torch.Tensor,
+def advance_counters(state: SlotState, b: int, step: torch.Tensor, alive: torch.Tensor,
                       tokens: torch.Tensor, eos: int) -> None:
     """EOS ends a row (not counted as a token); reaching ``max_new`` ends it (counted)."""
     chose_eos = (tokens == eos).any(-1)

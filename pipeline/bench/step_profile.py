@@ -2,13 +2,16 @@
 Triton attention against masked SDPA, graph replay time, and a sweep of the attention kernel's
 block size and warps over fp16 and int8 caches.
 
-    python scripts/gpu_step_profile.py --rows 512 --attend 320 --precision fp16 [--kv-cache int8]
+    python -m pipeline.bench step-profile --rows 512 --attend 320 --precision fp16 [--kv-cache int8]
+    python -m pipeline.bench step-profile --cpu-smoke     # tiny weights on the CPU: the flow only
+
+Full-size SYNTHETIC weights (noise, never speech). On a CPU (``--cpu-smoke``) only the profile of
+eager steps and the runner's step time are taken: the Triton kernels and CUDA graphs need a GPU.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -16,7 +19,10 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from pipeline.bench.gpu_timing import seconds_per_run
 from pipeline.engine import EngineConfig, load_engine
+from pipeline.engine import decode_step as ds
+from pipeline.engine import gpt as gpt_module
 from pipeline.engine.decode_step import StepKind, decode_step
 from pipeline.engine.slots import SlotShape
 from pipeline.engine.weights import write_synthetic_weights
@@ -26,9 +32,7 @@ def compare_attention_paths(engine, state, kind: StepKind) -> None:
     """One decode position through the Triton kernels and through masked SDPA (over the same
     cache, dequantized when it is int8): same hidden states? (Writing the same keys/values at
     the same positions twice changes nothing.)"""
-    from pipeline.engine import gpt as gpt_module
-
-    gpt, space = engine._parts.gpt, engine._runner.space
+    gpt, space = engine.parts.gpt, engine.step_runner.space
     b = kind.rows
     tokens = torch.randint(0, space.vocab - 1, (b, space.codebooks), device=state.hidden.device)
     x = space.embed(tokens).unsqueeze(1).to(gpt.dtype)
@@ -81,8 +85,8 @@ def sweep_attention_kernel(rows: int, attend: int, heads: int = 12, dim: int = 6
         for block in (32, 64, 128):
             for warps in (1, 2, 4):
                 da.BLOCK_POSITIONS, da.WARPS = block, warps
-                seconds = _time(lambda: da.decode_attention(query, keys, values, used,
-                                                            key_scales, value_scales))
+                attention = (query, keys, values, used, key_scales, value_scales)
+                seconds = seconds_per_run(lambda tensors=attention: da.decode_attention(*tensors))
                 print(f"| {name} | {block} | {warps} | {seconds * 1e6:.1f} | "
                       f"{positions * per_position / seconds / 1e12:.2f} |")
                 best = min(best or (seconds, block, warps), (seconds, block, warps))
@@ -92,8 +96,8 @@ def sweep_attention_kernel(rows: int, attend: int, heads: int = 12, dim: int = 6
 
 def profile_waveform_chunk(engine, rows: int = 64, steps: int = 256) -> None:
     """Decoder + Vocos of one decode chunk (random hidden states): where its GPU time goes."""
-    waveform = engine._parts.waveform
-    hiddens = [torch.randn(steps, engine._parts.gpt.hidden, device="cuda") for _ in range(rows)]
+    waveform = engine.parts.waveform
+    hiddens = [torch.randn(steps, engine.parts.gpt.hidden, device="cuda") for _ in range(rows)]
     for _ in range(2):
         waveform.decode_on_device(hiddens)
     torch.cuda.synchronize()
@@ -109,12 +113,10 @@ def profile_waveform_chunk(engine, rows: int = 64, steps: int = 256) -> None:
 def time_step_parts(engine, state, kind: StepKind) -> None:
     """GPU time of each part of one decode step, every part captured alone as a CUDA graph (eager
     timing would measure launches): which part is worth making faster."""
-    from pipeline.engine import decode_step as ds
-
-    gpt, space, b = engine._parts.gpt, engine._runner.space, kind.rows
+    gpt, space, b = engine.parts.gpt, engine.step_runner.space, kind.rows
     step = state.row_step[:b]
     alive = ~state.done[:b]
-    tokens = ds._sample(space, state, kind, step)
+    tokens = ds.sample_tokens(space, state, kind, step)
     sampling = state.sampling.first(b, kind.greedy, kind.penalised, kind.candidates)
     logits = space.logits(state.hidden[:b])
     parts = {
@@ -123,9 +125,9 @@ def time_step_parts(engine, state, kind: StepKind) -> None:
             ds.mask_eos(ds.apply_penalty(logits / sampling.temperature, state.window[:b],
                                          sampling.penalty), space.eos, state.min_new[:b] <= step),
             sampling, step, state.cells),
-        "sampling, whole": lambda: ds._sample(space, state, kind, step),
-        "record + counters": lambda: (ds._record(state, b, step, tokens),
-                                      ds._advance_counters(state, b, step, alive, tokens, space.eos)),
+        "sampling, whole": lambda: ds.sample_tokens(space, state, kind, step),
+        "record + counters": lambda: (ds.record_tokens(state, b, step, tokens),
+                                      ds.advance_counters(state, b, step, alive, tokens, space.eos)),
         "GPT one position": lambda: ds.run_gpt_step(gpt, space, state, kind, tokens, alive),
         "whole step": lambda: ds.decode_step(gpt, space, state, kind),
     }
@@ -139,24 +141,60 @@ def time_step_parts(engine, state, kind: StepKind) -> None:
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
             run()
-        print(f"| {name} | {_time(graph.replay) * 1e6:.1f} |")
+        print(f"| {name} | {seconds_per_run(graph.replay) * 1e6:.1f} |")
 
 
-def _time(run, repeats: int = 20) -> float:
+def slots_with_a_full_cache(engine, rows: int, attend: int):
+    """The engine's decode slots for ``rows`` rows at ``attend`` positions, every one filled."""
+    emb = engine.parts.embeddings
+    state = engine.step_runner.slots_for(SlotShape(rows, attend, 64, emb.codebooks, emb.vocab, True))
+    state.write_at.fill_(attend - 2)
+    fill_cache(state)
+    return state
+
+
+def profile_eager_steps(engine, state, kind: StepKind, steps: int, on_gpu: bool) -> None:
+    """torch.profiler's kernel table of ``steps`` eager decode steps."""
+    gpt, space = engine.parts.gpt, engine.step_runner.space
     for _ in range(3):
-        run()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(repeats):
-        run()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / 1e3 / repeats
+        decode_step(gpt, space, state, kind)
+    synchronize(on_gpu)
+    activity = ProfilerActivity.CUDA if on_gpu else ProfilerActivity.CPU
+    with profile(activities=[activity]) as prof:
+        for _ in range(steps):
+            decode_step(gpt, space, state, kind)
+        synchronize(on_gpu)
+    sort = "cuda_time_total" if on_gpu else "cpu_time_total"
+    print(prof.key_averages().table(sort_by=sort, row_limit=40, max_name_column_width=70))
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
+def time_runner_steps(engine, kind: StepKind, rows: int, attend: int, precision: str,
+                      on_gpu: bool) -> None:
+    """The engine runner's step as a worker runs it (a replayed graph on a GPU), and the KV cache
+    bandwidth it reaches."""
+    runner = engine.step_runner
+    runner.step(kind)  # capture
+    runner.step(kind)
+    synchronize(on_gpu)
+    started = time.perf_counter()
+    for _ in range(50):
+        runner.step(kind)
+    synchronize(on_gpu)
+    per_step = (time.perf_counter() - started) / 50
+    kv = rows * attend * engine.parts.gpt.kv_bytes_per_position()
+    print(f"{'graph replay' if runner.use_graphs else 'eager step'}: {per_step * 1e3:.3f} ms/step at "
+          f"{rows} rows x {attend} positions, KV cache {'int8' if engine.quantized_kv() else precision}; "
+          f"KV read {kv / 1e9:.2f} GB -> {kv / per_step / 1e12:.2f} TB/s")
+
+
+def synchronize(on_gpu: bool) -> None:
+    if on_gpu:
+        torch.cuda.synchronize()
+
+
+def parse_args(argv: list[str] | None, prog: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=512)
     parser.add_argument("--attend", type=int, default=320)
     parser.add_argument("--precision", default="fp16")
@@ -166,47 +204,31 @@ def main() -> int:
                         help="tokens ranked per (row, codebook) when sampling (0: a full sort)")
     parser.add_argument("--sweep", action="store_true", help="also sweep the attention kernel")
     parser.add_argument("--waveform", action="store_true", help="also profile Decoder+Vocos")
-    args = parser.parse_args()
+    parser.add_argument("--cpu-smoke", action="store_true",
+                        help="tiny weights on the CPU, a few rows: the flow, no measure")
+    args = parser.parse_args(argv)
+    if args.cpu_smoke:
+        args.rows, args.attend, args.steps, args.precision = 4, 64, 2, "fp32"
+    return args
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench step-profile") -> int:
+    args = parse_args(argv, prog)
+    on_gpu = not args.cpu_smoke
     with tempfile.TemporaryDirectory() as tmp, torch.inference_mode():
-        write_synthetic_weights(Path(tmp), "full", 0)
-        engine = load_engine(EngineConfig(model_dir=Path(tmp), device="cuda",
+        write_synthetic_weights(Path(tmp), "tiny" if args.cpu_smoke else "full", 0)
+        engine = load_engine(EngineConfig(model_dir=Path(tmp), device="cuda" if on_gpu else "cpu",
                                           precision=args.precision, kv_cache=args.kv_cache))
-        emb = engine._parts.embeddings
-        runner = engine._runner
-        state = runner.slots_for(SlotShape(args.rows, args.attend, 64, emb.codebooks, emb.vocab,
-                                           True))
-        state.write_at.fill_(args.attend - 2)
-        fill_cache(state)
+        state = slots_with_a_full_cache(engine, args.rows, args.attend)
         kind = StepKind(rows=args.rows, attend=args.attend, greedy=False, penalised=True,
                         candidates=args.candidates)
-        for _ in range(3):
-            decode_step(engine._parts.gpt, runner.space, state, kind)
-        torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for _ in range(args.steps):
-                decode_step(engine._parts.gpt, runner.space, state, kind)
-            torch.cuda.synchronize()
-        print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=40, max_name_column_width=70))
-        compare_attention_paths(engine, state, kind)
-        time_step_parts(engine, state, kind)
-        runner.step(kind)  # capture
-        runner.step(kind)
-        torch.cuda.synchronize()
-        started = time.perf_counter()
-        for _ in range(50):
-            runner.step(kind)
-        torch.cuda.synchronize()
-        per_step = (time.perf_counter() - started) / 50
-        kv = args.rows * args.attend * engine._parts.gpt.kv_bytes_per_position()
-        print(f"graph replay: {per_step * 1e3:.3f} ms/step at {args.rows} rows x {args.attend} "
-              f"positions, KV cache {'int8' if engine.quantized_kv() else args.precision}; "
-              f"KV read {kv / 1e9:.2f} GB -> {kv / per_step / 1e12:.2f} TB/s")
-        if args.sweep:
+        profile_eager_steps(engine, state, kind, args.steps, on_gpu)
+        if on_gpu:
+            compare_attention_paths(engine, state, kind)
+            time_step_parts(engine, state, kind)
+        time_runner_steps(engine, kind, args.rows, args.attend, args.precision, on_gpu)
+        if args.sweep and on_gpu:
             sweep_attention_kernel(args.rows, args.attend)
-        if args.waveform:
+        if args.waveform and on_gpu:
             profile_waveform_chunk(engine)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
