@@ -35,7 +35,7 @@ except ImportError:  # CPU builds of PyTorch
     tl = None
 
 # Positions per loop iteration and warps per program of the attention kernel (measured on the
-# H200 by scripts/gpu_step_profile.py; docs/engine.md). Overridable for that sweep.
+# H200 by `python -m pipeline.bench step-profile --sweep`; docs/engine.md). Overridable for that sweep.
 BLOCK_POSITIONS = int(os.environ.get("TTS_JOBS_ATTENTION_BLOCK", "32"))
 WARPS = int(os.environ.get("TTS_JOBS_ATTENTION_WARPS", "1"))
 # Which attention kernel ``decode_attention`` runs when its caller names none: "single" (one
