@@ -225,7 +225,8 @@ def preview(
 
 @takes(reading=reading_choices, style=style_choices)
 def bulk_command(
-    inbox: Annotated[Path, typer.Argument(help="Folder of books (.epub, .pdf, .txt, .md, .html).")],
+    inbox: Annotated[Path, typer.Argument(
+        help="Folder of books (.epub, .pdf, .docx, .odt, .fb2, .mobi, .azw3, .txt, .md, .html).")],
     reading: Choices,
     style: Choices,
     out: Annotated[Optional[Path], typer.Option(

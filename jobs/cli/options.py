@@ -24,7 +24,8 @@ from pipeline.delivery import DEFAULT_SPEED
 Command = TypeVar("Command", bound=Callable[..., Any])
 Choices = dict[str, Any]  # JobOptions fields, and "lexicon_path": the --lexicon file to read
 
-BookArg = Annotated[Path, typer.Argument(help="The book: .epub, .pdf, .txt, .md or .html.")]
+BookArg = Annotated[Path, typer.Argument(
+    help="The book: .epub, .pdf, .docx, .odt, .fb2, .mobi, .azw3, .txt, .md or .html.")]
 FormatOpt = Annotated[list[str], typer.Option(
     "--format", "-f", metavar="FMT",
     help=f"Output format(s): {', '.join(FORMATS)} (repeat or comma-separate).")]
