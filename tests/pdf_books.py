@@ -56,17 +56,20 @@ class _Page:
 def write_pdf(path: Path, chapters: list[PdfChapter], *, columns: int = 2, outline: bool = True,
               headings: bool = True, title: str = "The Test Book", author: str = "Ann Author") -> Path:
     """A book of ``chapters``, each opening a page under a 20-pt heading, its text in ``columns``
-    columns, drawn row by row across the columns (as some generators do)."""
+    columns, drawn row by row across the columns (as some generators do). Odd pages are headed by
+    ``RUNNING_HEAD``, even ones by their chapter's title and page number; every page is numbered."""
     pages = _laid_out(chapters, columns, headings)
     pdf = canvas.Canvas(str(path), pagesize=PAGE)
     pdf.setTitle(title)
     pdf.setAuthor(author)
+    current = ""
     for number, (page, chapter_title) in enumerate(pages, start=1):
         if chapter_title and outline:
             key = f"c{number}"
             pdf.bookmarkPage(key)
             pdf.addOutlineEntry(chapter_title, key, level=0)
-        _draw(pdf, page, number)
+        current = chapter_title or current
+        _draw(pdf, page, number, RUNNING_HEAD if number % 2 else f"{current.upper()}  ·  {number}")
         pdf.showPage()
     pdf.save()
     return path
@@ -125,9 +128,9 @@ def _width(text: str) -> float:
     return stringWidth(text.lstrip("\t"), *BODY)
 
 
-def _draw(pdf: canvas.Canvas, page: _Page, number: int) -> None:
+def _draw(pdf: canvas.Canvas, page: _Page, number: int, head: str) -> None:
     pdf.setFont("Times-Italic", 8)
-    pdf.drawString(MARGIN, PAGE[1] - 40, RUNNING_HEAD)
+    pdf.drawString(MARGIN, PAGE[1] - 40, head)
     for line in sorted(page.lines, key=lambda item: (-item.y, item.x)):  # row by row, across columns
         pdf.setFont(*line.font)
         pdf.drawString(line.x, line.y, line.text)

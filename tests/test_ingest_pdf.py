@@ -55,6 +55,7 @@ def test_a_two_column_book_is_read_column_by_column_without_heads_or_page_number
     assert_read_in_order(book, CHAPTERS)
     spoken = [paragraph for chapter in book.chapters for paragraph in chapter.paragraphs]
     assert not any(RUNNING_HEAD.casefold() in paragraph.casefold() for paragraph in spoken)
+    assert not any(chapter.title.upper() in paragraph for chapter in CHAPTERS for paragraph in spoken)
     assert not any(re.search(r"\d", paragraph) for paragraph in spoken[:-1])  # no page number, no note mark
     assert any("running headers" in warning for warning in book.warnings)
     assert (book.metadata.title, book.metadata.authors) == ("The Test Book", ("Ann Author",))

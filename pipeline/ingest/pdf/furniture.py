@@ -19,6 +19,7 @@ _EDGE_ROWS = 2  # rows at the top and at the bottom of a page that may be furnit
 _MIN_PAGES = 3
 _MIN_SHARE = 0.05
 _MAX_HEAD_CHARS = 120
+_PLACE_TOLERANCE = 2.5  # points between the tops of two heads at one place (ascenders differ)
 _PAGE_NUMBER = re.compile(r"^[\s\-–—.\[(]*(?:page\s+)?(?:\d{1,5}|[ivxlcdm]{1,8})[\s\-–—.\])]*$", re.IGNORECASE)
 _DIGITS = re.compile(r"\d+")
 _FOOTNOTE_SHARE = 0.92  # a footnote's font is at most this share of the body's
@@ -45,6 +46,7 @@ def without_furniture(pages: list[PageLines], body_size: float) -> tuple[list[Pa
     """The pages without their running heads, page numbers and footnotes; and what was taken off."""
     furniture = Furniture()
     repeated = _repeated_edge_keys(pages)
+    places = _head_places(pages, repeated)
     kept_pages: list[PageLines] = []
     for page in pages:
         edges = _edge_lines(page)
@@ -52,7 +54,7 @@ def without_furniture(pages: list[PageLines], body_size: float) -> tuple[list[Pa
         for line in page.lines:
             if id(line) in edges and _PAGE_NUMBER.match(line.text):
                 furniture.page_numbers += 1
-            elif id(line) in edges and _edge_key(line) in repeated:
+            elif id(line) in edges and (_edge_key(line) in repeated or _at_head_place(line, places, body_size)):
                 furniture.running_heads.append(line.text)
             else:
                 kept.append(line)
@@ -60,6 +62,22 @@ def without_furniture(pages: list[PageLines], body_size: float) -> tuple[list[Pa
         furniture.notes.extend(notes)
         kept_pages.append(PageLines(page.number, page.width, page.height, tuple(body)))
     return kept_pages, furniture
+
+
+def _head_places(pages: list[PageLines], repeated: set[str]) -> list[tuple[float, int]]:
+    """Where the repeated running heads stand (their top, their size): a head that names a chapter
+    of two pages repeats too little to be known by its text, but stands where the others stand."""
+    places: set[tuple[float, int]] = set()
+    for page in pages:
+        edges = _edge_lines(page)
+        places.update((round(line.top), round(line.size)) for line in page.lines
+                      if id(line) in edges and _edge_key(line) in repeated)
+    return sorted(places)
+
+
+def _at_head_place(line: Line, places: list[tuple[float, int]], body_size: float) -> bool:
+    return line.size <= body_size and any(
+        abs(line.top - top) <= _PLACE_TOLERANCE and round(line.size) == size for top, size in places)
 
 
 def _edge_lines(page: PageLines) -> set[int]:
