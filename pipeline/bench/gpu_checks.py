@@ -1,19 +1,18 @@
-"""One H200 call, one table per question: the decode attention kernels side by side, out of memory
-under a hard cap, the engine bench with each attention kernel, and the engine bench at memory
-caps. Full-size SYNTHETIC weights (noise, never speech). ~4-5 minutes on one H200.
+"""One H200 call, one table per question (sections below). Full-size SYNTHETIC weights (noise,
+never speech). ~4-5 minutes on one H200.
 
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \\
         --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:$PWD
     PYTHONWARNINGS=ignore::SyntaxWarning python -m pipeline.bench.gpu_checks --json $OUT/gpu_checks.json
     python -m pipeline.bench.gpu_checks --cpu-smoke   # tiny weights, CPU, Triton's interpreter (a test)
 
-Sections (each runs on even if one before it failed; the exit status says whether all ran):
+Sections (in this order, each also after one that failed; the exit status says if all ran):
   attention  µs per layer's attention, current kernel ("single") against split-K partitions, at
              256/512/1024 rows x 128/256/512 positions, int8 cache; TB/s over the bytes read
-  oom        96 rows x 300 steps, then a cap between resident memory and that batch's peak: rows
-             spoken, failures, learned rows, reserved memory after the first out-of-memory error
-             (with the engine's release, then with gc + empty_cache only), memory by pool
   kernels    the engine bench (fp16, pool 2048 / 1024 slots, int8 KV) with each attention kernel
+  oom        96 rows x 300 steps, then a cap between resident memory and their peak: rows spoken,
+             failures, learned rows, memory at the first error and retry, by pool when idle;
+             with the engine's release, then with gc + empty_cache only (the old release)
   caps       the engine bench at caps of 4/8/24 GiB: x real time, peak, peak / cap, halvings
 """
 
@@ -248,7 +247,7 @@ def run_sections(args: argparse.Namespace) -> tuple[dict[str, Table], list[str]]
                         repeat=1 if smoke else args.repeat, max_steps=6 if smoke else None,
                         fidelity_sentences=2 if smoke else 16)
     tables: dict[str, Table] = {}
-    failed: list[str] = []
+    failed: list[str] = []  # sections that raised
     with bench_weights(opts) as (model_dir, _):
         jobs: dict[str, Callable[[], Table]] = {
             "attention": lambda: attention_table(smoke),
@@ -264,6 +263,9 @@ def run_sections(args: argparse.Namespace) -> tuple[dict[str, Table], list[str]]
                 failed.append(name)
                 traceback.print_exc()
             print_table(name, tables.get(name, []))
+            if args.json:  # after every section: a call cut short keeps what it measured
+                args.json.write_text(json.dumps({"tables": tables, "failed": failed, "args": vars(args)},
+                                                default=str))
     return tables, failed
 
 
@@ -282,9 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cpu_smoke:
         os.environ.setdefault("TRITON_INTERPRET", "1")  # before anything imports Triton
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    tables, failed = run_sections(args)
-    if args.json:
-        args.json.write_text(json.dumps({"tables": tables, "failed": failed, "args": vars(args)}, default=str))
+    _, failed = run_sections(args)
     print(f"\nsections failed: {', '.join(failed)}" if failed else "\nall sections ran")
     return 1 if failed else 0
 
