@@ -347,7 +347,7 @@ def test_a_big_batch_is_tokenized_in_threads_with_the_ids_of_one_call(engine: En
     from pipeline.engine.engine import TOKENIZE_CHUNK
 
     texts = [f"[Stts][spk_emb]Sentence number {i}, 第{i}句。[Ptts]" for i in range(2 * TOKENIZE_CHUNK + 5)]
-    fast = engine._parts.tokenizer._tokenizer.backend_tokenizer
+    fast = engine._parts.tokenizer.backend_tokenizer
     engine.forget_prompts()
     assert engine._tokenize(texts) == [e.ids for e in fast.encode_batch(texts, add_special_tokens=False)]
 

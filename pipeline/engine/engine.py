@@ -39,6 +39,8 @@ from pipeline.engine.memory import (
     prefill_bytes_per_position,
     release_cached_memory,
 )
+from pipeline.engine.modules.audio_encoder import AudioEncoder
+from pipeline.engine.modules.tokenizer import TextTokenizer
 from pipeline.engine.prompts import (
     PromptRow,
     TokenEmbeddings,
@@ -88,13 +90,13 @@ class RefineParams:
 
 @dataclass
 class ModelParts:
-    """What the engine runs, taken from upstream's loaded ``Chat``."""
+    """What the engine runs, read from the weight files by ``loading.py``."""
 
     gpt: FusedLlama
     embeddings: TokenEmbeddings
     waveform: WaveformDecoder
-    tokenizer: Any  # upstream ChatTTS.model.Tokenizer
-    dvae: Any  # upstream DVAE with encoder (for reference audio)
+    tokenizer: TextTokenizer
+    dvae: AudioEncoder  # upstream's DVAE, loaded on first use (voices from recordings)
     speaker_std: torch.Tensor  # float16 [C]
     speaker_mean: torch.Tensor  # float16 [C]
     max_positions: int
@@ -378,7 +380,7 @@ class Engine:
         # The lists returned are the remembered ones: read them, never change them.
         missing = list(dict.fromkeys(t for t in texts if t not in self._token_ids))
         if missing:
-            encoded = _encode_in_threads(self._parts.tokenizer._tokenizer.backend_tokenizer, missing)
+            encoded = _encode_in_threads(self._parts.tokenizer.backend_tokenizer, missing)
             if len(self._token_ids) + len(missing) > TOKEN_MEMORY:
                 self._token_ids.clear()
             self._token_ids.update(zip(missing, encoded))
@@ -521,8 +523,8 @@ os.register_at_fork(after_in_child=_forget_tokenizer_threads)
 
 def _encode_in_threads(fast: Any, texts: list[str]) -> list[list[int]]:
     """The Rust tokenizer's batch call (the same ids as the transformers wrapper, ~5x faster: the
-    wrapper converts every encoding in Python), on chunks in a few threads. ChatTTS switches the
-    tokenizer's own parallelism off at import (TOKENIZERS_PARALLELISM=false, against fork
+    wrapper converts every encoding in Python), on chunks in a few threads. ``TextTokenizer`` switches
+    the tokenizer's own parallelism off (TOKENIZERS_PARALLELISM=false, against fork
     deadlocks), and the GPU sits idle while a batch is tokenized; ``encode_batch`` releases the
     GIL, so threads give the cores back without touching that setting."""
     global _TOKENIZER_THREADS

@@ -41,12 +41,6 @@ class TextTokenizer:
         self.break_0_ids = self._id_of("[break_0]", path)
         self.eos_token = self._id_of("[Ebreak]", path)
 
-    @property
-    def _tokenizer(self) -> TextTokenizer:
-        """Upstream's ``Tokenizer`` keeps transformers' wrapper here, and the engine reaches the
-        Rust tokenizer as ``tokenizer._tokenizer.backend_tokenizer``; the path stays valid."""
-        return self
-
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
         return [e.ids for e in self.backend_tokenizer.encode_batch(list(texts), add_special_tokens=False)]
 
