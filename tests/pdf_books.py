@@ -3,12 +3,14 @@ words hyphenated at line ends, footnotes and an outline; and the hostile PDFs, w
 
 from __future__ import annotations
 
+import io
 import random
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from reportlab.pdfbase.pdfmetrics import stringWidth
+from reportlab.lib.utils import ImageReader
 from reportlab.pdfgen import canvas
 
 PAGE = (612.0, 792.0)
@@ -54,7 +56,8 @@ class _Page:
 
 
 def write_pdf(path: Path, chapters: list[PdfChapter], *, columns: int = 2, outline: bool = True,
-              headings: bool = True, title: str = "The Test Book", author: str = "Ann Author") -> Path:
+              headings: bool = True, title: str = "The Test Book", author: str = "Ann Author",
+              cover: bytes | None = None) -> Path:
     """A book of ``chapters``, each opening a page under a 20-pt heading, its text in ``columns``
     columns, drawn row by row across the columns (as some generators do). Odd pages are headed by
     ``RUNNING_HEAD``, even ones by their chapter's title and page number; every page is numbered."""
@@ -62,6 +65,9 @@ def write_pdf(path: Path, chapters: list[PdfChapter], *, columns: int = 2, outli
     pdf = canvas.Canvas(str(path), pagesize=PAGE)
     pdf.setTitle(title)
     pdf.setAuthor(author)
+    if cover is not None:  # a page of its own, filled by the picture
+        pdf.drawImage(ImageReader(io.BytesIO(cover)), 0, 0, width=PAGE[0], height=PAGE[1])
+        pdf.showPage()
     current = ""
     for number, (page, chapter_title) in enumerate(pages, start=1):
         if chapter_title and outline:

@@ -121,3 +121,24 @@ def test_a_file_that_is_not_a_pdf_is_one_clear_error(tmp_path: Path) -> None:
 
     with pytest.raises(BookError, match="not a readable PDF"):
         read_book(path)
+
+
+@pytest.mark.parametrize("image_format, mime, magic", [("JPEG", "image/jpeg", b"\xff\xd8"), ("PNG", "image/png", b"\x89PNG")])
+def test_a_picture_that_fills_page_one_is_the_cover(tmp_path: Path, image_format: str, mime: str,
+                                                    magic: bytes) -> None:
+    from io import BytesIO
+
+    from PIL import Image
+
+    picture = BytesIO()
+    Image.new("RGB", (120, 160), (200, 30, 30)).save(picture, image_format)
+    book = read_book(write_pdf(tmp_path / "book.pdf", CHAPTERS, cover=picture.getvalue()))
+
+    assert book.metadata.cover_mime == mime and book.metadata.cover[:len(magic)] == magic
+    red, green, blue = Image.open(BytesIO(book.metadata.cover)).convert("RGB").getpixel((5, 5))
+    assert red > 180 and green < 50 and blue < 50  # the picture (JPEG is lossy: near its colour)
+    assert [chapter.title for chapter in book.chapters][:3] == [chapter.title for chapter in CHAPTERS]
+
+
+def test_a_book_without_a_picture_on_page_one_has_no_cover(tmp_path: Path) -> None:
+    assert read_book(write_pdf(tmp_path / "book.pdf", CHAPTERS)).metadata.cover is None

@@ -16,6 +16,7 @@ from pipeline.errors import BookError
 from pipeline.ingest.chapters import RawBook, RawChapter, Start, clean_title, is_front_matter_title, sections
 from pipeline.ingest.options import IngestOptions
 from pipeline.ingest.pdf.chapters import PAGES_PER_CHAPTER, font_heading_starts, outline_starts, page_starts
+from pipeline.ingest.pdf.cover import first_page_cover
 from pipeline.ingest.pdf.document import PdfPages, open_pdf, read_pages
 from pipeline.ingest.pdf.furniture import Furniture, without_furniture
 from pipeline.ingest.pdf.paragraphs import PdfText, body_size, pdf_blocks
@@ -38,6 +39,7 @@ def read_pdf(path: Path, options: IngestOptions) -> RawBook:
     document = open_pdf(path, options)
     try:
         pages = read_pages(path, document, options)
+        cover, cover_mime = first_page_cover(document)
     finally:
         document.close()
     warnings = _text_layer_warnings(path, pages)
@@ -48,7 +50,7 @@ def read_pdf(path: Path, options: IngestOptions) -> RawBook:
     starts, heading_title = _starts(pages, text, warnings)
     title = metadata.title or clean_title(heading_title) or path.stem
     metadata = BookMetadata(title, metadata.authors, metadata.language, date=metadata.date,
-                            description=metadata.description)
+                            description=metadata.description, cover=cover, cover_mime=cover_mime)
     chapters = _chapters(text, starts, title, options, warnings)
     warnings.extend(_furniture_warnings(furniture))
     book = RawBook("pdf", metadata, chapters, warnings)
