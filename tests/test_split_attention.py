@@ -15,6 +15,7 @@ import math
 import torch
 import pipeline.engine.decode_attention as da
 import pipeline.engine.kv_int8 as kv_int8
+import pipeline.engine.split_attention as sa
 
 torch.manual_seed(5)
 B, H, P, D = 7, 2, 100, 64
@@ -39,13 +40,21 @@ cases = {"fp16": ((k, v, None, None), reference(k, v)),
 worst = 0.0
 for name, (tensors, want) in cases.items():
     single = da.decode_attention(q, tensors[0], tensors[1], used, *tensors[2:], kernel="single")
-    for partition in (16, 32, 64, 128):
+    # fewer programs than partitions (2, 3): each program takes every 2nd / 3rd partition
+    for partition, splits in ((16, 8), (16, 3), (32, 2), (32, 8), (64, 8), (128, 8)):
+        sa.MAX_SPLITS = splits
         got = da.decode_attention(q, tensors[0], tensors[1], used, *tensors[2:], kernel="split",
                                   partition=partition)
         assert got.shape == q.shape and got.dtype == q.dtype, (got.shape, got.dtype)
         assert torch.isfinite(got).all(), (name, partition)
         worst = max(worst, (got.float() - want).abs().max().item(),
                     (got.float() - single.float()).abs().max().item())
+try:
+    da.decode_attention(q, k, v, used, kernel="split", partition=48)
+except ValueError as error:
+    assert "whole number" in str(error)
+else:
+    raise AssertionError("a partition of 48 positions (1.5 blocks) was accepted")
 try:
     da.decode_attention(q, k, v, used, kernel="tiled")
 except ValueError as error:
@@ -58,7 +67,8 @@ print(worst)
 
 def test_split_attention_matches_the_single_program_kernel_and_pytorch() -> None:
     """Partitions of 16-128 positions (fewer, equal to and more than a slot's length; a last
-    partition cut short) combine to the attention of the whole prefix, from either cache."""
+    partition cut short), one program per partition or fewer programs each taking every n-th,
+    combine to the attention of the whole prefix, from either cache."""
     pytest.importorskip("triton")
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     done = subprocess.run([sys.executable, "-c", SPLIT_CHECK], env=env, capture_output=True,

@@ -13,9 +13,12 @@ The int8 path reads keys and values as int8 blocks [BLOCK, D] (contiguous D, ali
 are vectorised) and never makes a dequantized copy: a key's scale multiplies its score, a value's
 scale its softmax weight. The exponent is base 2 with log2(e) folded into the query's scale.
 
-The grid's partition axis covers the cache's capacity, not the slot's length: programs past a
-slot's ``used`` positions store an empty partial (max -inf, sum 0) and the reduce skips them, so
-one launch shape (a CUDA graph) serves every length.
+The grid has ``min(partitions of the cache's capacity, MAX_SPLITS)`` programs per (slot, head),
+whatever the slot's length, so one launch shape (a CUDA graph) serves every length; program p
+takes partitions p, p + splits, p + 2 * splits, ... below the slot's ``used`` positions (a worker's
+slots hold 2,304 positions for sentences of a few hundred: a program per partition of the
+capacity would mostly start and stop). Programs past ``used`` store an empty partial (max -inf,
+sum 0) and the reduce skips them.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ except ImportError:  # CPU builds of PyTorch
     triton = None
     tl = None
 
-PARTITION = 64  # positions per partition program (the GPU check sweeps 64 / 128 / 256)
+PARTITION = 64  # positions per partition (the GPU check sweeps 64 / 128 / 256)
+MAX_SPLITS = 8  # programs per (slot, head) at most
 BLOCK = 32  # positions per loop iteration inside a partition
 WARPS = 1
 LOG2E = 1.4426950408889634
@@ -58,10 +62,11 @@ if triton is not None:  # pragma: no cover
         total = tl.sum(tl.zeros([BLOCK_N], tl.float32), 0)
         acc = tl.zeros([HEAD_DIM], tl.float32)
         start = part * PARTITION_N
-        end = tl.minimum(start + PARTITION_N, used)
-        while start < end:  # a while loop: Triton's CPU interpreter takes no range over a load
+        # a while loop (Triton's CPU interpreter takes no range over a load), block by block
+        # through this program's partitions: at each partition's end it jumps over the others'
+        while start < used:
             positions = start + tl.arange(0, BLOCK_N)
-            inside = positions < end
+            inside = positions < used
             offsets = base + positions[:, None] * stride_kp + dims[None, :]
             keys = tl.load(k_ptr + offsets, mask=inside[:, None], other=0).to(tl.float32)
             values = tl.load(v_ptr + offsets, mask=inside[:, None], other=0).to(tl.float32)
@@ -78,6 +83,7 @@ if triton is not None:  # pragma: no cover
             acc = acc * rescale + tl.sum(weights[:, None] * values, 0)
             best = new_best
             start += BLOCK_N
+            start = tl.where(start % PARTITION_N == 0, start + (parts - 1) * PARTITION_N, start)
         at = (row * tl.num_programs(1) + head) * parts + part
         tl.store(best_ptr + at, best)
         tl.store(total_ptr + at, total)
@@ -111,8 +117,10 @@ def split_decode_attention(query: torch.Tensor, keys: torch.Tensor, values: torc
     positions (default ``PARTITION``). Without int8, ``key_scales``/``value_scales`` are
     placeholders with [N, H, P] strides (never read). Returns [B, H, D] in the query's dtype."""
     rows, heads, dim = query.shape
-    size = partition or PARTITION
-    parts = triton.cdiv(keys.shape[2], size)
+    size, block = partition or PARTITION, min(BLOCK, partition or PARTITION)
+    if size % block:
+        raise ValueError(f"a partition of {size} positions is no whole number of {block}-position blocks")
+    parts = min(triton.cdiv(keys.shape[2], size), MAX_SPLITS)
     # the partials, float32: maximum and sum [B, H, parts], value accumulator [B, H, parts, D]
     best = torch.empty(rows, heads, parts, dtype=torch.float32, device=query.device)
     total = torch.empty_like(best)
@@ -121,7 +129,7 @@ def split_decode_attention(query: torch.Tensor, keys: torch.Tensor, values: torc
         query, keys, values, key_scales, value_scales, used, best, total, acc,
         LOG2E / math.sqrt(dim), query.stride(0), query.stride(1), keys.stride(0), keys.stride(1),
         keys.stride(2), key_scales.stride(0), key_scales.stride(1), QUANTIZED=quantized,
-        PARTITION_N=size, BLOCK_N=min(BLOCK, size), HEAD_DIM=dim, num_warps=WARPS)
+        PARTITION_N=size, BLOCK_N=block, HEAD_DIM=dim, num_warps=WARPS)
     out = torch.empty_like(query)
     _reduce_kernel[(rows, heads)](
         best, total, acc, used, out, parts, out.stride(0), out.stride(1), PARTITION_N=size,
