@@ -21,6 +21,12 @@ DELETED = "struck words never read"
 INSERTED = "added words read aloud"
 HIDDEN = "HIDDEN TEXT NEVER READ"
 TABLE = [("Alpha", "Beta"), ("Gamma", "Delta")]
+CONTENTS_LINE = "Chapter One, page 1"
+# Word's generated table of contents: a content control of the 'Table of Contents' gallery
+CONTENTS_CONTROL = (
+    f'<w:sdt {_W}><w:sdtPr><w:docPartObj><w:docPartGallery w:val="Table of Contents"/></w:docPartObj>'
+    f'</w:sdtPr><w:sdtContent><w:p><w:r><w:t>{CONTENTS_LINE}</w:t></w:r></w:p></w:sdtContent></w:sdt>'
+)
 
 
 @dataclass
@@ -39,6 +45,8 @@ def write_docx(path: Path, title: str, chapters: list[OfficeChapter], *, author:
     document.core_properties.author = author
     document.core_properties.language = "en"
     document.add_heading(title, 0)
+    if manuscript:
+        document.element.body.append(parse_xml(CONTENTS_CONTROL))
     for number, chapter in enumerate(chapters):
         document.add_heading(chapter.title, 1)
         for paragraph in chapter.paragraphs:

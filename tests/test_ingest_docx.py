@@ -11,7 +11,16 @@ import pytest
 
 from pipeline.errors import BookError
 from pipeline.ingest import IngestOptions, read_book
-from tests.office_books import COMMENT, DELETED, HIDDEN, INSERTED, OfficeChapter, with_member, write_docx
+from tests.office_books import (
+    COMMENT,
+    CONTENTS_LINE,
+    DELETED,
+    HIDDEN,
+    INSERTED,
+    OfficeChapter,
+    with_member,
+    write_docx,
+)
 from tests.pdf_books import prose
 from tests.test_ingest_pdf import words
 
@@ -45,6 +54,13 @@ def test_tracked_changes_read_as_accepted_and_comments_and_hidden_text_never(man
 
     assert f"Here the editor worked {INSERTED} and stopped." in text
     assert DELETED not in text and COMMENT not in text and HIDDEN not in text
+
+
+def test_the_generated_table_of_contents_is_left_out_with_a_warning(manuscript: Path) -> None:
+    book = read_book(manuscript)
+
+    assert CONTENTS_LINE not in spoken(book)
+    assert any("table of contents" in warning for warning in book.warnings)
 
 
 def test_tables_are_read_row_by_row_with_a_warning(manuscript: Path) -> None:

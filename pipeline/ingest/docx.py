@@ -52,6 +52,8 @@ def read_docx(path: Path, options: IngestOptions) -> RawBook:
     reader = _BodyReader(levels, notes)
     reader.read(body)
     warnings = []
+    if reader.contents:
+        warnings.append("left out the generated table of contents (Word's, a list of the headings)")
     if reader.tables:
         warnings.append(f"{reader.tables} table(s) read row by row, each row's cells in order")
     return book_from_blocks(path, "docx", reader.blocks, fields, (reader.notes, reader.refs), warnings)
@@ -111,6 +113,7 @@ class _BodyReader:
         self.notes: list[Note] = []
         self.refs: list[NoteRef] = []
         self.tables = 0
+        self.contents = 0  # generated tables of contents left out
 
     def read(self, element: etree._Element) -> None:
         for child in element:
@@ -120,6 +123,8 @@ class _BodyReader:
             elif name == "tbl":
                 self.tables += 1
                 self._table(child)
+            elif name == "sdt" and _is_table_of_contents(child):
+                self.contents += 1
             elif name not in _SKIPPED:
                 self.read(child)  # body, sdt, sdtContent, customXml, ins: containers of paragraphs
 
@@ -151,6 +156,12 @@ class _BodyReader:
         paragraphs = self.sources[kind].pop(note_id, None)
         if paragraphs:
             self.notes.append(Note((target,), label, paragraphs, len(self.blocks)))
+
+
+def _is_table_of_contents(sdt: etree._Element) -> bool:
+    """A content control that holds Word's generated table of contents."""
+    gallery = sdt.find(f"{_W}sdtPr/{_W}docPartObj/{_W}docPartGallery")
+    return gallery is not None and gallery.get(f"{_W}val", "").casefold() == "table of contents"
 
 
 def _paragraph_text(element: etree._Element, on_reference: object) -> str:
