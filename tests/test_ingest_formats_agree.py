@@ -130,3 +130,13 @@ def test_the_cli_inspects_every_format_and_refuses_a_scan_with_exit_2(tmp_path: 
     assert scan.returncode == 2
     errors = [line for line in scan.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "scan.pdf" in errors[0] and "no text layer" in errors[0]
+
+
+def test_the_bulk_inbox_takes_every_format_and_nothing_else(tmp_path: Path) -> None:
+    from jobs.bulk import find_books
+
+    books = ["a.epub", "b.pdf", "c.docx", "d.odt", "e.fb2", "f.fb2.zip", "g.mobi", "h.azw3", "i.azw", "j.txt"]
+    for name in [*books, "notes.zip", "letter.rtf", "scan.tiff"]:
+        (tmp_path / name).write_bytes(b"x")
+
+    assert sorted(path.name for path in find_books(tmp_path)) == books
