@@ -23,6 +23,7 @@ class Tool:
     module: str
     summary: str
     in_child: bool = False  # a jobs/ tool, started as `python -m MODULE`
+    takes_prog: bool = True  # main(argv, prog=...): its help names the command it was run as
 
 
 TOOLS = {
@@ -41,6 +42,8 @@ TOOLS = {
                       "the engine's decode attention kernel against candidate rewrites"),
     "trace-gaps": Tool("pipeline.bench.trace_gaps", "the GPU's idle gaps in a bench trace"),
     "spy-summary": Tool("pipeline.bench.spy_summary", "a py-spy profile, per process and thread"),
+    "gpu-checks": Tool("pipeline.bench.gpu_checks", "one H200 call: attention kernels, OOM under a cap, "
+                       "the bench per kernel and per memory cap", takes_prog=False),
 }
 
 
@@ -64,4 +67,6 @@ def main(argv: Sequence[str] | None = None, prog: str = PROGRAM) -> int:
     if tool.in_child:
         return subprocess.call([sys.executable, "-m", tool.module, "--prog", f"{prog} {name}", *rest])
     runner = importlib.import_module(tool.module)
+    if not tool.takes_prog:
+        return runner.main(rest) or 0
     return runner.main(rest, prog=prog if name == DEFAULT else f"{prog} {name}") or 0
