@@ -54,6 +54,7 @@ class BlockBuilder:
         self.preformatted = False
         self.depth = 0
         self.formula_only = False  # the last block was only a formula's stand-in
+        self.own_text = False  # the block so far holds text of the document, not only the reader's words
 
     def flush(self) -> None:
         if not self.parts:
@@ -62,6 +63,7 @@ class BlockBuilder:
         frame = tidy("".join(self.unlinked)) if self.block_link_chars else ""
         parts, sources = self.parts, self.sources
         self.parts, self.unlinked, self.sources = [], [], []
+        own, self.own_text = self.own_text, False
         linked, self.block_link_chars = self.block_link_chars, 0
         word = ""
         if FORMULA in text:
@@ -78,7 +80,7 @@ class BlockBuilder:
             links = linked >= len(text.replace(" ", "")) > 0
             number = self.counter[0]
             self.counter[0] += 1
-            self.result.blocks.append(Block(text, self.level, links, frame, number))
+            self.result.blocks.append(Block(text, self.level, links, frame, number, supplied=not own))
             if self.track:
                 self.origins[number] = block_origins(parts, sources, text, FORMULA, word)
 
@@ -86,6 +88,8 @@ class BlockBuilder:
         """Add ``text``: ``element``'s text (or with ``tail``, its tail); None: the reader's own."""
         if not text:
             return
+        if element is not None and not self.own_text and text.strip():
+            self.own_text = True
         if self.track:
             self.sources.append((element, tail, text) if element is not None else None)
         if not self.preformatted and ("  " in text or "\xa0" in text):

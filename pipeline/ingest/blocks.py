@@ -29,7 +29,7 @@ class Block:
     links: bool = False
     frame: str = ""
     number: int = -1  # its place among its document's blocks, those of notes included (-1: none)
-    start: int = 0  # characters of its document's text left out before ``text`` (a running header)
+    supplied: bool = False  # only words the reader supplies ('Code listing, ...'): no place in the book
 
 
 @dataclass

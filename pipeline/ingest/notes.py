@@ -48,7 +48,7 @@ def place_notes(raw: RawBook, place: str) -> tuple[list[RawChapter], list[str]]:
     """The book's chapters with its notes placed as ``place`` ('end', 'chapter' or 'skip') says, and
     the warnings that says so."""
     targets = frozenset(ref.target for ref in raw.note_refs if ref.target)
-    chapters, from_sections, section_title = _without_notes_sections(raw.chapters, targets)
+    chapters, from_sections, section = _without_notes_sections(raw.chapters, targets)
     notes = [*raw.notes, *from_sections]
     if not notes:
         return chapters, []
@@ -65,8 +65,10 @@ def place_notes(raw: RawBook, place: str) -> tuple[list[RawChapter], list[str]]:
                 read, sources = _read(own, chinese)
                 _extend(chapter, ["注释" if chinese else "Notes", *read], [None, *sources])
         return chapters, []
-    title = section_title or raw.notes_title or ("注释" if chinese else "Notes")
+    title = (section.path[-1] if section else "") or raw.notes_title or ("注释" if chinese else "Notes")
     notes_chapter = RawChapter(title, [], (title,), max((chapter.at for chapter in chapters), default=0) + 1)
+    if section is not None:  # its heading, where the book shows it, is the one a read-along marks
+        notes_chapter.heading, notes_chapter.heading_source = section.heading, section.heading_source
     # notes from a section of their own keep its order and headings; others go under their chapter's title
     grouped = len({item.owner for item in placed}) > 1 and not from_sections
     for index, chapter in enumerate(chapters):
@@ -119,19 +121,19 @@ def is_notes_title(title: str) -> bool:
 
 def _without_notes_sections(
     chapters: list[RawChapter], targets: frozenset[str] = frozenset()
-) -> tuple[list[RawChapter], list[Note], str]:
-    """The chapters that are text, and the notes of those titled as notes and holding notes (one per
-    anchored run of paragraphs, or per paragraph where none is anchored). ``targets``: where the
-    book's note references point."""
+) -> tuple[list[RawChapter], list[Note], RawChapter | None]:
+    """The chapters that are text, the notes of those titled as notes and holding notes (one per
+    anchored run of paragraphs, or per paragraph where none is anchored), and the first of those.
+    ``targets``: where the book's note references point."""
     kept: list[RawChapter] = []
     notes: list[Note] = []
-    title = ""
+    section: RawChapter | None = None
     for chapter in chapters:
         own_title = chapter.path[-1] if chapter.path else ""  # a title the book gives, not a file name
         if len(chapters) < 2 or not is_notes_title(own_title) or not _holds_notes(chapter, targets):
             kept.append(chapter)
             continue
-        title = title or own_title
+        section = section or chapter
         anchored = bool(chapter.anchors)
         for number, paragraph in enumerate(chapter.paragraphs):
             ids = chapter.anchors.get(number, ())
@@ -144,7 +146,7 @@ def _without_notes_sections(
             if source is not None and skip:
                 source = replace(source, place=replace(source.place, start=source.place.start + skip))
             notes.append(Note(ids, label, [paragraph[skip:]], chapter.at + number, [source]))
-    return kept, notes, title
+    return kept, notes, section
 
 
 def _holds_notes(chapter: RawChapter, targets: frozenset[str]) -> bool:
@@ -166,8 +168,8 @@ def _opening_mark(paragraph: str) -> tuple[str, int]:
 
 
 def _placed(notes: list[Note], raw: RawBook, chapters: list[RawChapter], own_notes: int) -> list[_Placed]:
-    """Each note where it is read: by its first reference, else where it stands. The notes from a
-    section of notes (those after the first ``own_notes``) keep their section's order."""
+    """Each note with the chapter it belongs to: its first reference's, else the one it stands in.
+    The notes from a section of notes (those after the first ``own_notes``) keep its order."""
     first_ref = {}
     for ref in sorted(raw.note_refs, key=lambda ref: ref.at):
         if ref.target:
@@ -182,7 +184,8 @@ def _placed(notes: list[Note], raw: RawBook, chapters: list[RawChapter], own_not
     _keep_section_order(placed[own_notes:])
     for item in placed:
         item.owner = max(bisect_right(starts, item.position) - 1, 0)
-    placed.sort(key=lambda item: item.position)
+    # each chapter's notes in the book's own order, as a reader of its notes pages meets them
+    placed.sort(key=lambda item: (item.owner, item.note.at))
     return placed
 
 

@@ -13,6 +13,7 @@ values add up exactly.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from xml.sax.saxutils import quoteattr
@@ -59,6 +60,27 @@ def chapter_clips(chapter: ChapterTiming, audio: str, marked: Mapping[int, tuple
         document, fragment = marked[index]
         clips.append(Clip(document, fragment, audio, ms(begin), ms(end)))
     return clips
+
+
+def longest_rising(values: Sequence[int]) -> set[int]:
+    """The values of a longest strictly rising subsequence of ``values`` (patience sorting)."""
+    tails: list[int] = []  # tails[k]: the position of the smallest last value of a rising run of k + 1
+    tail_values: list[int] = []
+    before: list[int] = []  # for each position, the position before it in its run (-1: none)
+    for position, value in enumerate(values):
+        k = bisect_right(tail_values, value - 1)
+        before.append(tails[k - 1] if k else -1)
+        if k == len(tails):
+            tails.append(position)
+            tail_values.append(value)
+        else:
+            tails[k], tail_values[k] = position, value
+    kept: set[int] = set()
+    position = tails[-1] if tails else -1
+    while position >= 0:
+        kept.add(values[position])
+        position = before[position]
+    return kept
 
 
 def clock(milliseconds: int) -> str:

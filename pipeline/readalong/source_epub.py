@@ -29,6 +29,7 @@ from pipeline.ingest.xhtml import ExtractOptions, extract_text
 from pipeline.ingest.xmlsafe import local_name, parse_xhtml, parse_xml
 from pipeline.readalong.edition import Edition, fragment_id, xhtml_bytes
 from pipeline.readalong.marking import XHTML, SentenceMark, mark_sentences
+from pipeline.readalong.overlays import longest_rising
 from pipeline.readalong.package import relative, upgrade_to_epub3
 from pipeline.readalong.timings import BookTimings
 from pipeline.types import TextPlace
@@ -95,7 +96,9 @@ def _rewritten(
                 blocks[source.place.block] = paragraph
     taken = set(root.xpath("//@id"))
     marks, keys = [], {}
-    for item in wanted:
+    heard = _heard_in_order(wanted)
+    edition.unmarked += len(wanted) - len(heard)
+    for item in heard:
         block = blocks.get(item.place.block)
         if block is None or block[item.place.start : item.place.end] != item.text:
             edition.unmarked += 1
@@ -116,6 +119,19 @@ def _rewritten(
     if done:
         _link_stylesheet(root, relative(member, edition.member("readalong.css")))
     return xhtml_bytes(root)
+
+
+def _heard_in_order(wanted: list[_Wanted]) -> list[_Wanted]:
+    """The sentences to mark, in the document's order, less those a chapter reads out of that order
+    (an overlay plays its pars in the document's order, and a chapter's audio must never go
+    backwards): of each chapter's, the longest run in both orders is kept; the rest are heard
+    within a neighbour's clip."""
+    in_text = sorted(wanted, key=lambda item: (item.place.block, item.place.start))
+    by_chapter: dict[int, list[int]] = {}
+    for item in in_text:
+        by_chapter.setdefault(item.chapter, []).append(item.sentence)
+    kept = {chapter: longest_rising(sentences) for chapter, sentences in by_chapter.items()}
+    return [item for item in in_text if item.sentence in kept[item.chapter]]
 
 
 def _link_stylesheet(root: etree._Element, href: str) -> None:

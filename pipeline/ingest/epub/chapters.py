@@ -172,7 +172,9 @@ def _add_sources(chapter: RawChapter, section: Section, docs: list[SpineDocument
         block = doc.text.blocks[position - doc.offset]
         return block, ParagraphSource(TextPlace(doc.member, block.number))
 
-    chapter.sources = [source(position)[1] for position in section.positions]
+    chapter.sources = [
+        None if block.supplied else place for block, place in map(source, section.positions)
+    ]
     for position in section.skipped:
         block, heading = source(position)
         if block.level:
