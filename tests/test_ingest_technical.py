@@ -171,3 +171,12 @@ def test_the_code_choice_is_kept_with_the_job_and_a_bad_one_is_refused():
     assert JobOptions.from_json({}).code == "announce"  # a job recorded before the option existed
     with pytest.raises(OptionError, match="unknown --code loud: use announce, skip, read"):
         check_choices(JobOptions(code="loud"))
+
+
+def test_markdown_fences_follow_the_code_choice(tmp_path: Path):
+    path = tmp_path / "b.md"
+    path.write_text("# 第一章\n\n设置如下：\n\n```python\nbuckets = [64, 128]\nmax_len = 512\n```\n\n完。\n", encoding="utf-8")
+    paragraphs = lambda **options: read_book(path, IngestOptions(**options)).chapters[0].paragraphs
+    assert paragraphs() == ("设置如下：", "代码清单，2行，略过。", "完。")
+    assert paragraphs(code="skip") == ("设置如下：", "完。")
+    assert paragraphs(code="read") == ("设置如下：", "buckets = [64, 128]", "max_len = 512", "完。")

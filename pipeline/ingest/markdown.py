@@ -1,7 +1,7 @@
 """Markdown: chapters from ATX (``#``) and setext headings, paragraphs from blank lines.
 
-Markup is removed, not read: emphasis marks, link targets, image sources, table rules. Code blocks are
-left out on purpose (reading code aloud helps no listener) and counted in the book's warnings.
+Markup is removed, not read: emphasis marks, link targets, image sources, table rules. A fenced code
+block is a listing: announced and skipped by default, as ``--code`` says (``listings``), and counted.
 Footnotes (``text[^1]`` with ``[^1]: the note``) are notes: the reference is not read where it stands,
 the note is read where ``--notes`` says.
 """
@@ -13,6 +13,8 @@ import re
 from pathlib import Path
 
 from pipeline.ingest.chapters import RawBook
+from pipeline.ingest.left_out import LeftOut
+from pipeline.ingest.listings import announcement, chinese_around, listing_lines
 from pipeline.ingest.options import IngestOptions
 from pipeline.ingest.plaintext import chapters_from_text_blocks, decode, read_text_file
 from pipeline.ingest.xhtml import Block, Note, NoteRef
@@ -54,19 +56,19 @@ def read_markdown(path: Path, options: IngestOptions) -> RawBook:
     fields, text = _front_matter(text)
     text, definitions = _footnote_definitions(text)
     refs: list[NoteRef] = []
-    blocks, code_blocks = markdown_blocks(text, image_alt_text=options.image_alt_text, refs=refs)
+    language = fields.get("lang") or fields.get("language") or ""
+    left_out = LeftOut(code_mode=options.code)
+    blocks = markdown_blocks(text, image_alt_text=options.image_alt_text, refs=refs, code=left_out, language=language)
     title, authors, chapters, furniture = chapters_from_text_blocks(
         blocks, fields.get("title", ""), path.stem
     )
     warnings = [decoded.warning] if decoded.warning else []
     warnings.extend(furniture)
-    if code_blocks:
-        warnings.append(f"{code_blocks} code block(s) left out: code is not read aloud")
     author_field = fields.get("author") or fields.get("authors") or ""
     metadata = BookMetadata(
         title=title,
         authors=tuple(a.strip(" '\"[]") for a in author_field.split(",") if a.strip(" '\"[]")) or authors,
-        language=fields.get("lang") or fields.get("language") or "",
+        language=language,
         publisher=fields.get("publisher", ""),
         date=fields.get("date", ""),
         description=fields.get("description", ""),
@@ -76,7 +78,9 @@ def read_markdown(path: Path, options: IngestOptions) -> RawBook:
         for name, note in definitions.items()
         if inline_text(note)
     ]
-    return RawBook("md", metadata, chapters, warnings, notes, refs)
+    book = RawBook("md", metadata, chapters, warnings, notes, refs)
+    book.left_out = left_out
+    return book
 
 
 def _footnote_definitions(text: str) -> tuple[str, dict[str, str]]:
@@ -113,16 +117,28 @@ def _front_matter(text: str) -> tuple[dict[str, str], str]:
 
 
 def markdown_blocks(
-    text: str, *, image_alt_text: bool = False, refs: list[NoteRef] | None = None
-) -> tuple[list[Block], int]:
-    """Headings and paragraphs of a Markdown text, and how many code blocks were left out.
+    text: str,
+    *,
+    image_alt_text: bool = False,
+    refs: list[NoteRef] | None = None,
+    code: LeftOut | None = None,
+    language: str = "",
+) -> list[Block]:
+    """Headings and paragraphs of a Markdown text.
 
     ``refs``: where given, footnote references are taken out of the text and added to it.
+    ``code``: what becomes of fenced code (its ``code_mode``: ``listings``), and where the listings
+    left out are counted; None: left out silently.
     """
     blocks: list[Block] = []
     paragraph: list[str] = []
-    code_blocks = 0
     fence = ""
+    listing: list[str] = []
+
+    def end_listing() -> None:
+        if code is not None:
+            blocks.extend(_listing_blocks(listing, code, language, blocks[-1].text if blocks else ""))
+        listing.clear()
 
     def flush() -> None:
         if paragraph:
@@ -138,12 +154,14 @@ def markdown_blocks(
         if fence:
             if line.strip().startswith(fence):
                 fence = ""
+                end_listing()
+            else:
+                listing.append(line)
             continue
         opening = _FENCE.match(line)
         if opening:
             flush()
             fence = opening.group(1)[0] * 3
-            code_blocks += 1
             continue
         if (
             not line.strip()
@@ -180,7 +198,20 @@ def markdown_blocks(
             continue
         paragraph.append(line.strip())
     flush()
-    return blocks, code_blocks
+    if fence:  # a fence never closed runs to the end
+        end_listing()
+    return blocks
+
+
+def _listing_blocks(lines: list[str], code: LeftOut, language: str, nearby: str) -> list[Block]:
+    """A fenced listing as ``code.code_mode`` says: its lines read as text, an announcement, or nothing."""
+    if code.code_mode == "read":
+        return [Block(line.strip()) for line in lines if line.strip()]
+    code.code_listings += 1
+    code.code_lines += listing_lines("\n".join(lines))
+    if code.code_mode == "announce":
+        return [Block(announcement(listing_lines("\n".join(lines)), chinese_around(language, nearby)))]
+    return []
 
 
 def _take_refs(text: str, at: int, refs: list[NoteRef]) -> str:
