@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from pipeline.engine.checksums import verify_real_weights
 from pipeline.engine.config import EngineConfig
 from pipeline.engine.engine import Engine, ModelParts
 from pipeline.engine.gpt import KV_CACHE, KV_CACHE_CHOICES, FusedLlama
@@ -26,7 +27,7 @@ from pipeline.engine.modules.tokenizer import TextTokenizer
 from pipeline.engine.modules.vocos import load_vocos
 from pipeline.engine.prompts import TokenEmbeddings
 from pipeline.engine.waveform import WaveformDecoder
-from pipeline.engine.weights import NOISE_WARNING, ModelFiles, build_config, locate_model, verify_real_weights
+from pipeline.engine.weights import NOISE_WARNING, ModelFiles, build_config, locate_model
 from pipeline.errors import ModelError
 
 log = logging.getLogger(__name__)

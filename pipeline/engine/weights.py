@@ -19,10 +19,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.engine.modules.release import RELEASE_SHA256
 from pipeline.engine.modules.speaker import synthetic_speaker_stats
 from pipeline.errors import ModelError
-from pipeline.files import file_sha256
 
 log = logging.getLogger(__name__)
 
@@ -247,22 +245,6 @@ def locate_model(model_dir: Path | None) -> ModelFiles:
             raise ModelError(f"{marker}: unknown synthetic size {size!r}; rewrite the weights")
         return ModelFiles(root=root, synthetic=True, size=size)
     return ModelFiles(root=root, synthetic=False, size="full")
-
-
-def verify_real_weights(files: ModelFiles) -> None:
-    """Check real weights against the sha256 list of the chattts 0.2.5 release.
-
-    Raises:
-        ModelError: naming the first file whose digest differs.
-    """
-    if files.synthetic:
-        return
-    for key, rel in ASSET_FILES.items():
-        path = files.asset(rel)
-        if file_sha256(path) != RELEASE_SHA256[key]:
-            raise ModelError(f"{path}: sha256 does not match chattts 0.2.5's list; the file is "
-                             "corrupt or from another release: download it again "
-                             "(`tts-jobs model download`)")
 
 
 def download_weights(cache_dir: Path | None = None) -> Path:
