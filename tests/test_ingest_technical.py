@@ -180,3 +180,21 @@ def test_markdown_fences_follow_the_code_choice(tmp_path: Path):
     assert paragraphs() == ("设置如下：", "代码清单，2行，略过。", "完。")
     assert paragraphs(code="skip") == ("设置如下：", "完。")
     assert paragraphs(code="read") == ("设置如下：", "buckets = [64, 128]", "max_len = 512", "完。")
+
+
+# --- running headers run into the first paragraph ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_running_header_run_into_the_first_paragraph_is_left_out_too(tmp_path: Path, language: str):
+    header = "来自 手册 第三版" if language == "zh" else "From The Manual, Version 3.2"
+    documents, entries = [], []
+    for n in range(1, 6):
+        title, text = (f"第{n}章", f"这是第{n}章。") if language == "zh" else (f"Chapter {n}", f"This is part {n}.")
+        opening = f"<p>{header}</p><p>{text}</p>" if n <= 3 else f"<p>{header} {text}</p>"
+        documents.append((f"c{n}.xhtml", xhtml_document(f"{opening}<h1>{title}</h1><p>{text}</p>", language=language)))
+        entries.append(f'<li><a href="c{n}.xhtml">{title}</a></li>')
+    book = read_book(custom_epub(tmp_path / "r.epub", documents, nav=f"<ol>{''.join(entries)}</ol>", language=language))
+    assert all(header not in paragraph for chapter in book.chapters for paragraph in chapter.paragraphs)
+    assert book.chapters[4].paragraphs[0] == ("这是第5章。" if language == "zh" else "This is part 5.")
+    assert book.warnings[0].startswith("left out 5 running headers and footers")

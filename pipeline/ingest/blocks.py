@@ -30,6 +30,7 @@ class Block:
     frame: str = ""
     number: int = -1  # its place among its document's blocks, those of notes included (-1: none)
     supplied: bool = False  # only words the reader supplies ('Code listing, ...'): no place in the book
+    start: int = 0  # characters of its text in the document before ``text`` (a running header cut off)
 
 
 @dataclass

@@ -52,6 +52,33 @@ def running_heads(documents: list[list[Block]], keep: frozenset[str] = frozenset
     return found
 
 
+def glued_running_heads(
+    documents: list[list[Block]], heads: set[str], found: set[tuple[int, int]]
+) -> dict[tuple[int, int], int]:
+    """Where a running header found elsewhere (``heads``, as written) runs on into the first words of
+    a document's first paragraphs ('From The Manual, Version 3.2 This chapter...'): (document, block)
+    → how many characters to cut. ``found``: the blocks that are headers already."""
+    ordered = sorted(heads, key=len, reverse=True)
+    glued: dict[tuple[int, int], int] = {}
+    for number, blocks in enumerate(documents):
+        for index, block in enumerate(blocks[:_EDGE]):
+            if block.level or (number, index) in found:
+                continue
+            cut = _glued_head(block.text, ordered)
+            if cut:
+                glued[number, index] = cut
+    return glued
+
+
+def _glued_head(text: str, heads: list[str]) -> int:
+    folded = text.casefold()
+    for head in heads:
+        end = len(head)
+        if len(text) > end + 1 and folded.startswith(head.casefold()) and text[end] == " ":
+            return end + 1 if text[end + 1].isalnum() else 0
+    return 0
+
+
 def leave_out_running_heads(chapters: list[RawChapter]) -> list[str]:
     """Take the running headers and footers out of ``chapters`` (a book without documents, whose
     chapters stand for them); the warning that says so, if any were found."""

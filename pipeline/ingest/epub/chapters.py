@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import re
 from bisect import bisect_right
+from dataclasses import replace
 
 from pipeline.ingest.chapters import (
     RawChapter,
@@ -22,7 +23,7 @@ from pipeline.ingest.epub.navigation import FrontMembers, TocEntry
 from pipeline.ingest.epub.reading import Reading
 from pipeline.ingest.epub.spine import SpineDocument
 from pipeline.ingest.options import IngestOptions
-from pipeline.ingest.running_heads import line_key, running_heads, running_heads_warning
+from pipeline.ingest.running_heads import glued_running_heads, line_key, running_heads, running_heads_warning
 from pipeline.ingest.xhtml import Block
 from pipeline.types import ParagraphSource, TextPlace
 
@@ -64,7 +65,13 @@ def _leave_out_running_heads(docs: list[SpineDocument], toc: list[TocEntry], rea
     texts = []
     for number, index in sorted(found):
         texts.append(docs[number].text.blocks[index].text)
+    glued = glued_running_heads([doc.text.blocks for doc in docs], {text for text in texts if text}, found)
+    for number, index in sorted(found):
         docs[number].text.blocks[index] = Block("")
+    for (number, index), cut in sorted(glued.items()):  # the header left out, the paragraph kept
+        block = docs[number].text.blocks[index]
+        texts.append(block.text[:cut].rstrip())
+        docs[number].text.blocks[index] = replace(block, text=block.text[cut:], start=block.start + cut)
     if texts:
         reading.warnings.append(running_heads_warning(texts))
 
@@ -170,7 +177,7 @@ def _add_sources(chapter: RawChapter, section: Section, docs: list[SpineDocument
     def source(position: int) -> tuple[Block, ParagraphSource]:
         doc = docs[max(bisect_right(offsets, position) - 1, 0)]
         block = doc.text.blocks[position - doc.offset]
-        return block, ParagraphSource(TextPlace(doc.member, block.number))
+        return block, ParagraphSource(TextPlace(doc.member, block.number, block.start))
 
     chapter.sources = [
         None if block.supplied else place for block, place in map(source, section.positions)
