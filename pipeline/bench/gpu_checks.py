@@ -8,7 +8,8 @@ never speech). ~4-5 minutes on one H200.
 
 Sections (in this order, each also after one that failed; the exit status says if all ran):
   attention  µs per layer's attention, current kernel ("single") against split-K partitions, at
-             256/512/1024 rows x 128/256/512 positions, int8 cache; TB/s over the bytes read
+             256/512/1024 rows x 128/256/512 positions (and 256 in a worker's 2,304-position
+             cache), int8; TB/s over the bytes read
   kernels    the engine bench (fp16, pool 2048 / 1024 slots, int8 KV) with each attention kernel
   oom        96 rows x 300 steps, then a cap between resident memory and their peak: rows spoken,
              failures, learned rows, memory at the first error and retry, by pool when idle;
@@ -46,13 +47,18 @@ def attention_table(smoke: bool) -> Table:
     from pipeline.engine import decode_attention, split_attention
 
     device = torch.device("cpu" if smoke else "cuda")
-    shapes = [(4, 40)] if smoke else [(r, c) for r in (256, 512, 1024) for c in (128, 256, 512)]
+    # (rows, context, cache positions): the bench's slots, and a worker's (2,304 positions held)
+    shapes = ([(4, 40, 64)] if smoke else [(r, c, c) for r in (256, 512, 1024) for c in (128, 256, 512)]
+              + [(1024, 256, 2304)])
     variants = [("single", None, 32, 1)] + [("split", p, b, w) for p in ((16,) if smoke else (64, 128, 256))
                                             for b, w in ((32, 1), (64, 2))]
     rows: Table = []
-    for slots, context in shapes:
+    for slots, context, capacity in shapes:
         tensors = inputs(slots, context, device)
         tensors[3] = torch.randint(context * 7 // 8, context + 1, (slots,), dtype=torch.int32).to(device)
+        grow = capacity - context  # positions the cache holds beyond the rows' lengths
+        tensors[1:3] = [torch.nn.functional.pad(t, (0, 0, 0, grow)) for t in tensors[1:3]]
+        tensors[4:6] = [torch.nn.functional.pad(t, (0, grow)) for t in tensors[4:6]]
         want = reference(*tensors)
         heads, dim = tensors[0].shape[1], tensors[0].shape[2]
         read = int(tensors[3].sum()) * heads * (2 * dim + 8)  # int8 keys and values, two scales
@@ -64,11 +70,11 @@ def attention_table(smoke: bool) -> Table:
             error = relative_error(run(), want)
             seconds = seconds_per_run(run, repeats=1 if smoke else 50, warm_ups=0 if smoke else 5)
             single = seconds if kernel == "single" else single
-            rows.append({"rows": slots, "context": context, "kernel": kernel, "partition": partition,
+            rows.append({"rows": slots, "context": context, "cache": capacity, "kernel": kernel, "partition": partition,
                          "block": block, "warps": warps, "us": seconds * 1e6,
                          "tb_s": read / seconds / 1e12, "vs_single": single / seconds,
                          "rel_error": error})
-    split_attention.BLOCK, split_attention.WARPS = 32, 1
+    split_attention.BLOCK, split_attention.WARPS = 32, 1  # the defaults back
     return rows
 
 
@@ -83,16 +89,15 @@ class OomProbe:
             self.release_device_memory = engine.release_device_memory
 
     def synthesize(self, requests: Any, on_waveform: Any = None) -> Any:
-        if self.calls and not self.calls[-1][1] and "retry_reserved_gib" not in self.after_failure:
-            self.after_failure.update(_memory("retry"))  # what the first retry finds
+        if self.calls and not self.calls[-1][1]:  # what the first retry finds
+            self.after_failure = {**_memory("retry"), **self.after_failure}
         try:
             if self.fail_above is not None and len(requests) > self.fail_above:  # the smoke's cap
                 raise OutOfDeviceMemory(f"{len(requests)} rows over the simulated cap")
             results = self.engine.synthesize(requests, on_waveform=on_waveform)
         except OutOfDeviceMemory:
             self.calls.append((len(requests), False))
-            if "failed_reserved_gib" not in self.after_failure:
-                self.after_failure.update(_memory("failed"))
+            self.after_failure = {**_memory("failed"), **self.after_failure}  # the first one's
             raise
         self.calls.append((len(requests), True))
         return results
@@ -109,7 +114,7 @@ def oom_table(model_dir: Path, device: Any, smoke: bool, rows: int, steps: int) 
     from pipeline.types import SynthesisRequest, SynthesisResult
 
     engine = load_engine(EngineConfig(model_dir=model_dir, device=str(device), precision="fp32" if smoke else "fp16"))
-    engine.warm_up()
+    engine.warm_up()  # calibration included, as a worker starts
     voice = engine.sample_voice(1)
     requests = [SynthesisRequest(text=f"第{i}句话，这是一个用来测试显存不足时自动减半的句子。", voice=voice, seed=i,
                                  max_new_tokens=steps, min_new_tokens=steps) for i in range(rows)]
@@ -169,7 +174,7 @@ def bench_table(model_dir: Path, device: Any, opts: BenchOptions, runs: list[tup
                                     texts, steps, replace(opts, memory_gib=cap), _REFERENCES[key])
         finally:
             decode_attention.KERNEL = "single"
-            halvings.detach()
+            halvings.logger.removeHandler(halvings)
         for row in found:
             say(f"{label}: {row.x_realtime:.1f}x real time, peak {row.peak_gib} GiB, {row.note}")
             table.append({"run": label, "kernel": kernel, "cap_gib": cap, "x_realtime": row.x_realtime,
@@ -191,9 +196,6 @@ class _Counter(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         self.count += 1
 
-    def detach(self) -> None:
-        self.logger.removeHandler(self)
-
 
 def _memory(prefix: str) -> dict[str, float]:
     import torch
@@ -204,8 +206,7 @@ def _memory(prefix: str) -> dict[str, float]:
 
 
 def _pools() -> dict[str, float]:
-    """Reserved and allocated GiB in the default pool and in CUDA graph pools, segments pinned by
-    a live block, and the streams holding segments (after a release, before the cap)."""
+    """GiB reserved / allocated in the default and graph pools, pinned segments, their streams."""
     import torch
 
     found = dict.fromkeys(("default_reserved_gib", "default_allocated_gib", "graph_reserved_gib",
@@ -224,8 +225,7 @@ def _pools() -> dict[str, float]:
 def print_table(title: str, table: Table) -> None:
     print(f"\n### {title}\n" + ("" if table else "(no rows)"))
     columns = list(dict.fromkeys(key for row in table for key in row))
-    print("| " + " | ".join(columns) + " |")
-    print("|" + "---|" * len(columns))
+    print("| " + " | ".join(columns) + " |\n|" + "---|" * len(columns))
     for row in table:
         print("| " + " | ".join(_cell(row.get(c)) for c in columns) + " |", flush=True)
 

@@ -242,6 +242,7 @@ def _measured_peaks(engine: CalibrationTarget, voice: str, shapes: Sequence[tupl
         except OutOfDeviceMemory:
             if not skip_out_of_memory:
                 raise
+            log.warning("calibration batch of %d rows x %d steps ran out of memory; left out", rows, steps)
             engine.release_slots()
             release_cached_memory(torch.device("cuda", torch.cuda.current_device()))
             continue
