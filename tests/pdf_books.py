@@ -57,10 +57,11 @@ class _Page:
 
 def write_pdf(path: Path, chapters: list[PdfChapter], *, columns: int = 2, outline: bool = True,
               headings: bool = True, title: str = "The Test Book", author: str = "Ann Author",
-              cover: bytes | None = None) -> Path:
+              cover: bytes | None = None, heads: bool = True) -> Path:
     """A book of ``chapters``, each opening a page under a 20-pt heading, its text in ``columns``
     columns, drawn row by row across the columns (as some generators do). Odd pages are headed by
-    ``RUNNING_HEAD``, even ones by their chapter's title and page number; every page is numbered."""
+    ``RUNNING_HEAD``, even ones by their chapter's title and page number (unless not ``heads``);
+    every page is numbered."""
     pages = _laid_out(chapters, columns, headings)
     pdf = canvas.Canvas(str(path), pagesize=PAGE)
     pdf.setTitle(title)
@@ -75,7 +76,8 @@ def write_pdf(path: Path, chapters: list[PdfChapter], *, columns: int = 2, outli
             pdf.bookmarkPage(key)
             pdf.addOutlineEntry(chapter_title, key, level=0)
         current = chapter_title or current
-        _draw(pdf, page, number, RUNNING_HEAD if number % 2 else f"{current.upper()}  ·  {number}")
+        head = RUNNING_HEAD if number % 2 else f"{current.upper()}  ·  {number}"
+        _draw(pdf, page, number, head if heads else "")
         pdf.showPage()
     pdf.save()
     return path
