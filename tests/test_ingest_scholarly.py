@@ -92,3 +92,19 @@ def test_a_chapter_titled_footnotes_that_holds_no_notes_is_read_where_it_stands(
         ("Footnotes", ["Footnotes", "This essay is about the notes scholars love."]),
         ("Chapter Two", ["Chapter Two", "More prose."]),
     ]
+
+
+def test_a_table_of_contents_entry_for_the_notes_never_names_the_title_page(tmp_path: Path):
+    body = (
+        '<h1>THE WASTE LAND</h1><p>by T. S. Eliot</p><h2 id="p1">I. THE BURIAL OF THE DEAD</h2>'
+        '<p>April is the cruellest month<a href="#n1">1</a>.</p><section epub:type="endnotes" id="notes">'
+        '<h2>NOTES ON THE WASTE LAND</h2><ol><li id="n1"><p>Line 1. The note.</p></li></ol></section>'
+    )
+    nav = (
+        '<ol><li><a href="w.xhtml#p1">I. The Burial of the Dead</a></li>'
+        '<li><a href="w.xhtml#notes">Notes on the Waste Land</a></li></ol>'
+    )
+    path = custom_epub(tmp_path / "w.epub", [("w.xhtml", xhtml_document(body))], nav=nav, title="The Waste Land")
+    first, _, notes = spoken(read_book(path))
+    assert first == ("THE WASTE LAND", ["THE WASTE LAND", "by T. S. Eliot"])
+    assert notes == ("NOTES ON THE WASTE LAND", ["NOTES ON THE WASTE LAND", "Note one. Line one. The note."])

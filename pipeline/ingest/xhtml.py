@@ -164,6 +164,8 @@ class _Walker(BlockBuilder):
     def _notes_section(self, element: etree._Element) -> None:
         """A section of notes: each of its items is a note; its heading names it."""
         self.flush()
+        if element.get("id"):  # a table of contents may point at it: there, not at the page's top
+            self.result.anchors.setdefault(element.get("id", ""), len(self.result.blocks))
         for child in element:
             name = local_name(child)
             if not name or name in _SKIPPED:
