@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import pipeline.engine.checksums as checksums
+from pipeline.engine import checksums
 from pipeline.engine.weights import ASSET_FILES, SYNTHETIC_MARKER, ModelFiles, locate_model
 from pipeline.errors import ModelError
 from pipeline.files import file_sha256

@@ -73,8 +73,12 @@ def test_the_embeddings_and_heads_are_upstreams(tiny_model_dir: Path, upstream: 
     same_tensors(embed, upstream.embed.state_dict())
     with torch.no_grad():
         ours, theirs = TokenEmbeddings(embed), TokenEmbeddings(upstream.embed)
-    for key, value in theirs.state_dict().items():  # the weight-normalised heads to the bit
-        assert torch.equal(ours.state_dict()[key], value), key
+        for key, value in theirs.state_dict().items():  # the weight-normalised heads to the bit
+            assert torch.equal(ours.state_dict()[key], value), key
+        hidden = torch.randn(3, embed.emb_text.weight.shape[1], generator=torch.Generator().manual_seed(2))
+        expected = torch.stack([head(hidden) for head in upstream.embed.head_code], 1)  # upstream's logits
+        torch.testing.assert_close(ours.code_logits(hidden), expected.float(), rtol=1e-6, atol=1e-6)
+        torch.testing.assert_close(ours.text_logits(hidden)[:, 0], upstream.embed.head_text(hidden))
 
 
 # ------------------------------------------------------------------------------ the waveform
@@ -104,6 +108,23 @@ def test_token_ids_and_decoded_text_are_upstreams(tiny_model_dir: Path, upstream
         theirs.spk_emb_ids, theirs.break_0_ids, theirs.eos_token)
     ids = ours.encode(TEXTS[:4]) + [list(range(0, wrapper.vocab_size, 97)), [ours.eos_token, 5, 6]]
     assert ours.decode(ids) == theirs.decode(ids)
+
+
+def test_the_tokenizer_config_decides_case_and_accents_as_transformers_does(tiny_model_dir: Path,
+                                                                           tmp_path: Path) -> None:
+    from transformers import BertTokenizerFast
+
+    folder = Path(shutil.copytree(asset(tiny_model_dir, "tokenizer"), tmp_path / "tokenizer"))
+    config_path = folder / "tokenizer_config.json"
+    config = json.loads(config_path.read_text())
+    config.update(do_lower_case=False, strip_accents=True)  # tokenizer.json still lowercases
+    config_path.write_text(json.dumps(config))
+    wrapper = BertTokenizerFast.from_pretrained(str(folder))
+
+    ids = TextTokenizer(folder).encode(TEXTS)
+
+    assert ids == [wrapper(t, add_special_tokens=False)["input_ids"] for t in TEXTS]
+    assert ids != TextTokenizer(asset(tiny_model_dir, "tokenizer")).encode(TEXTS)  # it did change
 
 
 def test_speaker_statistics_are_upstreams(upstream: Any) -> None:

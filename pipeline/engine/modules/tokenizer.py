@@ -11,6 +11,7 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from pipeline.engine.modules.state import REDOWNLOAD
 from pipeline.errors import ModelError
@@ -36,7 +37,9 @@ class TextTokenizer:
             raise ModelError(f"{path}: not a readable tokenizer ({exc}); {REDOWNLOAD}") from exc
         if self.backend_tokenizer.decoder is None:  # BertTokenizerFast always decodes WordPiece
             self.backend_tokenizer.decoder = decoders.WordPiece(prefix="##")
-        self.clean_up_spacing = bool(_config(folder).get("clean_up_tokenization_spaces", False))
+        config = _config(folder)
+        _normalize_as_configured(self.backend_tokenizer, config)
+        self.clean_up_spacing = bool(config.get("clean_up_tokenization_spaces", False))
         self.spk_emb_ids = self._id_of("[spk_emb]", path)
         self.break_0_ids = self._id_of("[break_0]", path)
         self.eos_token = self._id_of("[Ebreak]", path)
@@ -62,6 +65,20 @@ def _config(folder: Path) -> dict:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ModelError(f"{path}: not readable ({exc}); {REDOWNLOAD}") from exc
+
+
+def _normalize_as_configured(backend: Any, config: dict) -> None:
+    """Lowercasing, accent stripping and CJK splitting as ``tokenizer_config.json`` says, over
+    what ``tokenizer.json`` says: transformers' ``BertTokenizerFast`` (4.x and 5.x) does so."""
+    from tokenizers import normalizers
+
+    state = json.loads(backend.normalizer.__getstate__()) if backend.normalizer else {}
+    if state.get("type") != "BertNormalizer":
+        return
+    backend.normalizer = normalizers.BertNormalizer(
+        clean_text=state.get("clean_text", True),
+        handle_chinese_chars=config.get("tokenize_chinese_chars", True),
+        strip_accents=config.get("strip_accents"), lowercase=config.get("do_lower_case", True))
 
 
 def _clean_up(text: str) -> str:
