@@ -28,9 +28,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import shutil
-import threading
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -47,6 +45,7 @@ if TYPE_CHECKING:
     from pipeline.audio.ahead import BookAhead, PreparedChapter
 
 log = logging.getLogger(__name__)
+
 
 def book_ahead(rt: Runtime, job_id: int, prepared: Sequence[PreparedChapter] = ()) -> BookAhead:
     """Job ``job_id``'s chapters as prepared so far (``prepared``), ready to prepare more."""
@@ -86,13 +85,13 @@ class AssembleAhead:
     """The chapters of embedded job ``job_id`` prepared so far, and the thread that prepares them."""
 
     def __init__(self, rt: Runtime, job_id: int) -> None:
+        from pipeline.audio.ahead_thread import AheadThread
+
         self.rt, self.job_id = rt, job_id
         shutil.rmtree(rt.artifacts.work_dir(job_id), ignore_errors=True)  # an earlier attempt's is not this run's
         self.book = book_ahead(rt, job_id)
-        self._asked = 0  # chapters handed to the thread so far (a prefix of the book)
-        self._lock = threading.Lock()
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="assemble-ahead")
-        self._work: list[Future[None]] = []
+        self._thread = AheadThread(self.book, lambda first, end: chapters_between(rt, job_id, first, end),
+                                   f"job={job_id}")
 
     def poll(self) -> None:
         """Hand the chapters newly spoken from the book's start on to the thread (``spoken_chapters``).
@@ -102,29 +101,16 @@ class AssembleAhead:
         except Exception as exc:  # noqa: BLE001 - best effort: the assembly does what is not done ahead
             log.warning("job=%s: could not look for spoken chapters (%s)", self.job_id, exc)
             return
-        with self._lock:
-            if spoken <= self._asked:
-                return
-            first, self._asked = self._asked, spoken
-            self._work.append(self._thread.submit(self._prepare, first, spoken))
-
-    def _prepare(self, first: int, end: int) -> None:
-        if self.book.next_position != first:  # an earlier stretch failed: the assembly does the rest
-            return
-        try:
-            self.book.prepare(chapters_between(self.rt, self.job_id, first, end))
-        except Exception as exc:  # noqa: BLE001 - the assembly will do these chapters itself
-            log.warning("job=%s: chapters %d-%d not assembled ahead (%s: %s); the assembly does them",
-                        self.job_id, first + 1, end, type(exc).__name__, exc)
+        self._thread.hand_over(spoken)
 
     def finish(self) -> list[PreparedChapter]:
-        """Wait for what was handed over; the chapters prepared, in reading order."""
-        self._thread.shutdown(wait=True)
-        return list(self.book.prepared)
+        """The book is spoken: the stretch under way ends, the rest is the assembly's; the chapters
+        prepared, in reading order."""
+        return self._thread.finish()
 
     def abandon(self) -> None:
         """Stop preparing (the run stops): what is under way ends, nothing more starts."""
-        self._thread.shutdown(wait=False, cancel_futures=True)
+        self._thread.abandon()
 
 
 # ------------------------------------------------------------------------------ in a cluster

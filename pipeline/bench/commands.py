@@ -30,6 +30,8 @@ TOOLS = {
     "engine": Tool("pipeline.bench.engine_bench",
                    "synthesis throughput, tts-jobs against upstream ChatTTS (the default)"),
     "assembly": Tool("pipeline.bench.assembly", "synthetic sentence audio assembled into audiobooks"),
+    "assembly-tail": Tool("pipeline.bench.assembly_tail",
+                          "the tail after the last sentence, for a recording arriving at a given rate"),
     "ingest": Tool("pipeline.bench.ingest", "a generated novel read and split; --jobs: submit, ingest, plan"),
     "run-book": Tool("pipeline.bench.run_book", "`tts-jobs run` of a generated EPUB, start to audiobook"),
     "workers-scaling": Tool("jobs.bench.workers_scaling",
