@@ -142,3 +142,25 @@ def test_a_picture_that_fills_page_one_is_the_cover(tmp_path: Path, image_format
 
 def test_a_book_without_a_picture_on_page_one_has_no_cover(tmp_path: Path) -> None:
     assert read_book(write_pdf(tmp_path / "book.pdf", CHAPTERS)).metadata.cover is None
+
+
+def test_a_right_column_of_one_line_is_read_after_the_left_column() -> None:
+    from pipeline.ingest.pdf.layout import Fragment, page_lines
+
+    left = [Fragment(f"left line {row}", 72, 700 - 14 * row, 290, 710 - 14 * row, 10) for row in range(8)]
+    right = [Fragment("the last line of the chapter.", 320, 700, 520, 710, 10)]
+
+    page = page_lines(0, [*right, *left], 612, 792)
+
+    assert [line.text for line in page.lines] == [*(f"left line {row}" for row in range(8)), "the last line of the chapter."]
+
+
+def test_a_page_of_full_lines_stays_one_column() -> None:
+    from pipeline.ingest.pdf.layout import Fragment, page_lines
+
+    lines = [Fragment(f"line {row}", 72, 700 - 14 * row, 540, 710 - 14 * row, 10) for row in range(8)]
+    lines.append(Fragment("a short closing line.", 72, 580, 200, 590, 10))
+    lines.append(Fragment("* * *", 290, 566, 322, 576, 10))
+
+    assert [line.text for line in page_lines(0, lines, 612, 792).lines] == [
+        *(f"line {row}" for row in range(8)), "a short closing line.", "* * *"]

@@ -141,7 +141,9 @@ def _gutter(lines: list[Line], width: float) -> float | None:
     crossing, x = best
     left = sum(1 for line in lines if line.right <= x)
     right = sum(1 for line in lines if line.left >= x)
-    if left >= _MIN_COLUMN_LINES and right >= _MIN_COLUMN_LINES and crossing <= 0.25 * min(left, right):
+    # A column may hold a single line (the end of a chapter that just reaches the right column),
+    # as long as the page has lines enough on the whole and few of them cross the gutter.
+    if min(left, right) >= 1 and left + right >= 2 * _MIN_COLUMN_LINES and crossing <= 0.25 * max(left, right):
         return x
     return None
 
