@@ -164,3 +164,19 @@ def test_a_page_of_full_lines_stays_one_column() -> None:
 
     assert [line.text for line in page_lines(0, lines, 612, 792).lines] == [
         *(f"line {row}" for row in range(8)), "a short closing line.", "* * *"]
+
+
+def test_a_password_is_refused_and_an_owner_only_lock_is_read(tmp_path: Path) -> None:
+    from reportlab.lib.pdfencrypt import StandardEncryption
+    from reportlab.pdfgen import canvas
+
+    for name, encryption in (("locked", StandardEncryption("secret")),
+                             ("print-locked", StandardEncryption("", ownerPassword="owner", canPrint=0))):
+        pdf = canvas.Canvas(str(tmp_path / f"{name}.pdf"), encrypt=encryption)
+        pdf.drawString(72, 700, "Words behind a lock.")
+        pdf.showPage()
+        pdf.save()
+
+    with pytest.raises(BookError, match="encrypted with a password"):
+        read_book(tmp_path / "locked.pdf")
+    assert read_book(tmp_path / "print-locked.pdf").chapters[0].paragraphs == ("Words behind a lock.",)
