@@ -198,3 +198,18 @@ def test_a_running_header_run_into_the_first_paragraph_is_left_out_too(tmp_path:
     assert all(header not in paragraph for chapter in book.chapters for paragraph in chapter.paragraphs)
     assert book.chapters[4].paragraphs[0] == ("这是第5章。" if language == "zh" else "This is part 5.")
     assert book.warnings[0].startswith("left out 5 running headers and footers")
+
+
+@pytest.mark.parametrize(
+    "language,body,expected",
+    [
+        ("en", "<p>Call <code>getElementById()</code> with <code>maxLength=512</code>.</p>",
+         "Call get Element By Id with max Length equals five hundred twelve."),
+        ("zh", "<p>调用<code>XMLHttpRequest</code>，设<code>batch_size=32</code>即可。</p>",
+         "调用XML Http Request，设batch size等于三十二即可。"),
+    ],
+)
+def test_inline_code_keeps_identifiers_as_words_and_numbers_in_the_sentence_language(
+    tmp_path: Path, language: str, body: str, expected: str
+):
+    assert sentences(book_of(tmp_path, body, language=language)) == [expected]

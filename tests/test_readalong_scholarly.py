@@ -19,7 +19,7 @@ def technical_book(path: Path) -> Path:
     """A code listing (announced where it stands), navigation lines, model numbers, and footnotes
     referenced in the reverse of the order their page holds them."""
     one = (
-        "<h1>Setup</h1><p>Then run it.</p><pre><code>x = [64,128]\nprint(x)</code></pre>"
+        "<h1>Setup</h1><p>Then call <code>getElementById()</code> in it.</p><pre><code>x = [64,128]\nprint(x)</code></pre>"
         '<p>Second<a epub:type="noteref" href="#n2">2</a> and first<a epub:type="noteref" href="#n1">1</a>.</p>'
         '<aside epub:type="footnote" id="n1"><p>The first note.</p></aside>'
         '<aside epub:type="footnote" id="n2"><p>The second note.</p></aside>'

@@ -14,6 +14,7 @@ from lxml import etree
 
 from pipeline.ingest.blocks import Block, ExtractOptions, XhtmlText, tidy
 from pipeline.ingest.furniture import is_navigation_line, join_letter_spacing
+from pipeline.ingest.listings import identifier_words
 from pipeline.ingest.origins import Origin, Part, block_origins
 
 FORMULA = "\ue000"  # stands for a formula without text until its block's language is known
@@ -55,6 +56,7 @@ class BlockBuilder:
         self.depth = 0
         self.formula_only = False  # the last block was only a formula's stand-in
         self.own_text = False  # the block so far holds text of the document, not only the reader's words
+        self.in_code = False  # inside inline code, whose identifiers are read as words
 
     def flush(self) -> None:
         if not self.parts:
@@ -92,6 +94,8 @@ class BlockBuilder:
             self.own_text = True
         if self.track:
             self.sources.append((element, tail, text) if element is not None else None)
+        if self.in_code:
+            text = identifier_words(text)
         if not self.preformatted and ("  " in text or "\xa0" in text):
             text, joined = join_letter_spacing(text)
             self.result.left_out.letter_spaced += joined

@@ -27,6 +27,8 @@ _POETRY_CLASS = re.compile(r"poem|poetry|verse|stanza|lyrics", re.IGNORECASE)
 # Punctuation that prose in a <pre> (a poem, a letter laid out by hand) seldom holds.
 _CODE_TEXT = re.compile(r"[{};<>=\[\]]|\w\(|\)\s*$|^\s*(?:#|//|def |import |class |\$ )", re.MULTILINE)
 _CJK = re.compile(r"[\u4e00-\u9fff]")
+_CAMEL_CASE = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+INLINE_CODE = frozenset(("code", "kbd", "samp", "var", "tt"))
 
 
 def is_listing(element: etree._Element, name: str) -> bool:
@@ -41,6 +43,15 @@ def is_listing(element: etree._Element, name: str) -> bool:
     if name in ("div", "figure", "code", "table"):
         return bool(_CODE_CLASS.search(classes)) and "\n" in "".join(element.itertext()).strip()
     return False
+
+
+def identifier_words(text: str) -> str:
+    """The words of identifiers in inline code: 'getElementById' → 'get Element By Id', 'XMLHttpRequest'
+    → 'XML Http Request' (underscores already part words), a call's empty brackets silent; numbers stay
+    for the text stage to read."""
+    if "()" in text:
+        text = text.replace("()", "")
+    return _CAMEL_CASE.sub(" ", text) if _CAMEL_CASE.search(text) else text
 
 
 def listing_lines(text: str) -> int:

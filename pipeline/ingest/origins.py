@@ -64,9 +64,17 @@ def _part_origins(part: str, source: Part | None) -> list[Origin | None]:
         return [(element, tail, index) for index in range(len(raw))]
     origins: list[Origin | None] = []
     k = 0
-    for char in part:  # ``part`` is ``raw`` with each run of white space folded into one space
-        origins.append((element, tail, k))
-        if char == " " and k < len(raw) and raw[k] in _SPACES:
+    # ``part`` is ``raw`` with each run of white space folded into one space, spaces put between the
+    # words of an identifier ('get Element'), and those of letter-spaced words taken out ('This')
+    for char in part:
+        if char == " " and not (k < len(raw) and raw[k] in _SPACES):
+            origins.append(None)  # a space the reader put in
+            continue
+        if char != " ":
+            while k < len(raw) and raw[k] != char and raw[k] in _SPACES:
+                k += 1  # a space the reader took out
+        origins.append((element, tail, k) if k < len(raw) else None)
+        if char == " ":
             while k < len(raw) and raw[k] in _SPACES:
                 k += 1
         else:

@@ -26,7 +26,7 @@ from pipeline.ingest.blocks import (
     find_body,
     head_title,
 )
-from pipeline.ingest.listings import announcement, chinese_around, is_listing, listing_lines
+from pipeline.ingest.listings import INLINE_CODE, announcement, chinese_around, is_listing, listing_lines
 from pipeline.ingest.mathml import MARKUP, read_formula
 from pipeline.ingest.semantics import (
     BACKLINK,
@@ -235,11 +235,12 @@ class _Walker(BlockBuilder):
             return
         if name in _CELLS and "".join(self.parts).strip():
             self.supplied(", ")  # cells of one row are read as one line, with a pause between them
-        outer_link = self.in_link
+        outer_link, outer_code = self.in_link, self.in_code
         if name == "a" and element.get("href") is not None:
             self.in_link = True
+        self.in_code = outer_code or name in INLINE_CODE
         self._walk_children(element)
-        self.in_link = outer_link
+        self.in_link, self.in_code = outer_link, outer_code
 
     def _walk_children(self, element: etree._Element) -> None:
         self.text(element.text, element)
