@@ -213,3 +213,12 @@ def test_inline_code_keeps_identifiers_as_words_and_numbers_in_the_sentence_lang
     tmp_path: Path, language: str, body: str, expected: str
 ):
     assert sentences(book_of(tmp_path, body, language=language)) == [expected]
+
+
+def test_a_code_block_of_several_lines_alone_in_its_paragraph_is_a_listing(tmp_path: Path):
+    body = "<p>Before.</p><p><code>x = 1<br/>y = 2<br/>z = 3</code></p><p>Keep <code>x = 1</code> inline.</p>"
+    assert sentences(book_of(tmp_path, body)) == [
+        "Before.",
+        "Code listing, three lines, skipped.",
+        "Keep x equals one inline.",
+    ]

@@ -6,8 +6,9 @@ it; ``--code skip`` leaves it out without a word, ``--code read`` reads it as te
 listings left out are counted in the book's warnings.
 
 A block is a listing when it is a ``<pre>`` that looks like code (it holds a ``<code>``, a class says
-so, or its text has the punctuation of code), or a ``<div>``/``<code>`` whose class says so
-(``programlisting``, ``codeblock``, ``highlight``, ``sourceCode``...), or a Markdown fence.
+so, or its text has the punctuation of code), a ``<code>`` of several lines alone in its paragraph,
+a ``<div>``/``<code>`` whose class says so (``programlisting``, ``codeblock``, ``highlight``,
+``sourceCode``...), or a Markdown fence.
 """
 
 from __future__ import annotations
@@ -40,9 +41,19 @@ def is_listing(element: etree._Element, name: str) -> bool:
         if _CODE_CLASS.search(classes) or any(local_name(child) in ("code", "samp", "kbd") for child in element):
             return True
         return bool(_CODE_TEXT.search("".join(element.itertext())))
+    if name == "code" and _alone_in_its_block(element):  # <p><code>line<br/>line</code></p>
+        return "\n" in "".join(element.itertext()).strip() or any(local_name(child) == "br" for child in element)
     if name in ("div", "figure", "code", "table"):
         return bool(_CODE_CLASS.search(classes)) and "\n" in "".join(element.itertext()).strip()
     return False
+
+
+def _alone_in_its_block(element: etree._Element) -> bool:
+    parent = element.getparent()
+    if parent is None or local_name(parent) not in ("p", "div", "section", "body", "li", "figure", "blockquote"):
+        return False
+    around = (parent.text or "") + (element.tail or "")
+    return not around.strip() and len(parent) == 1
 
 
 def identifier_words(text: str) -> str:
@@ -52,6 +63,12 @@ def identifier_words(text: str) -> str:
     if "()" in text:
         text = text.replace("()", "")
     return _CAMEL_CASE.sub(" ", text) if _CAMEL_CASE.search(text) else text
+
+
+def element_lines(element: etree._Element) -> int:
+    """The lines of a listing element that hold anything, its line breaks (``<br/>``) counted too."""
+    breaks = sum(1 for item in element.iter() if local_name(item) == "br")
+    return max(listing_lines("".join(element.itertext())), breaks + 1 if breaks else 0)
 
 
 def listing_lines(text: str) -> int:

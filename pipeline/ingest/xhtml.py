@@ -26,7 +26,7 @@ from pipeline.ingest.blocks import (
     find_body,
     head_title,
 )
-from pipeline.ingest.listings import INLINE_CODE, announcement, chinese_around, is_listing, listing_lines
+from pipeline.ingest.listings import INLINE_CODE, announcement, chinese_around, element_lines, is_listing
 from pipeline.ingest.mathml import MARKUP, read_formula
 from pipeline.ingest.semantics import (
     BACKLINK,
@@ -199,7 +199,7 @@ class _Walker(BlockBuilder):
     def _listing(self, element: etree._Element) -> None:
         """A code listing: announced in the language around it, or left out; counted either way."""
         self.flush()
-        lines = listing_lines(text_of(element))
+        lines = element_lines(element)
         self.result.left_out.code_listings += 1
         self.result.left_out.code_lines += lines
         self.result.left_out.code_mode = self.options.code
