@@ -222,3 +222,14 @@ def test_a_code_block_of_several_lines_alone_in_its_paragraph_is_a_listing(tmp_p
         "Code listing, three lines, skipped.",
         "Keep x equals one inline.",
     ]
+
+
+def test_announcements_that_close_every_chapter_are_no_running_footer(tmp_path: Path):
+    documents, entries = [], []
+    for n in range(1, 6):
+        body = f"<h1>Chapter {n}</h1><p>Step {n} is shown below.</p>{_LISTING}"
+        documents.append((f"c{n}.xhtml", xhtml_document(body)))
+        entries.append(f'<li><a href="c{n}.xhtml">Chapter {n}</a></li>')
+    book = read_book(custom_epub(tmp_path / "l.epub", documents, nav=f"<ol>{''.join(entries)}</ol>"))
+    assert all(chapter.paragraphs[-1] == "Code listing, 4 lines, skipped." for chapter in book.chapters)
+    assert not any("running headers" in warning for warning in book.warnings)

@@ -116,6 +116,8 @@ def _near_edge(index: int, size: int) -> bool:
 
 
 def _key(block: Block) -> str:
+    if block.supplied:
+        return ""  # the reader's own words ('a formula', 'Code listing, ...') are never page furniture
     if block.frame and not block.links and _NAVIGATION.search(block.frame):
         return "navigation: " + line_key(block.frame)  # 'Previous: <a> | Next: <a>', links aside
     return line_key(block.text)
