@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import wave
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +126,32 @@ def test_the_tokenizer_config_decides_case_and_accents_as_transformers_does(tiny
 
     assert ids == [wrapper(t, add_special_tokens=False)["input_ids"] for t in TEXTS]
     assert ids != TextTokenizer(asset(tiny_model_dir, "tokenizer")).encode(TEXTS)  # it did change
+
+
+def test_upstreams_dvae_is_read_only_for_a_voice_from_a_recording_and_encodes_as_upstream(
+        tiny_model_dir: Path, upstream: Any, tmp_path: Path) -> None:
+    import numpy as np
+
+    from pipeline.engine import EngineConfig, load_engine
+    from pipeline.engine.audio_io import read_reference_audio
+    from pipeline.engine.voices import parse_voice
+
+    engine = load_engine(EngineConfig(model_dir=tiny_model_dir, device="cpu", precision="fp32"))
+    assert not engine.parts.dvae.loaded  # a start that makes no voice from audio never reads it
+    t = np.arange(2 * 16_000) / 16_000
+    clip = tmp_path / "reader.wav"
+    with wave.open(str(clip), "wb") as f:  # 2 s of a wavering tone, mono 16-bit 16 kHz
+        f.setnchannels(1)
+        f.setsampwidth(2)
+        f.setframerate(16_000)
+        f.writeframes((0.3 * np.sin(2 * np.pi * 220 * t) * np.sin(3 * t) * 32767).astype("<i2").tobytes())
+
+    voice = engine.voice_from_audio(clip)
+
+    assert engine.parts.dvae.loaded
+    expected = upstream.dvae.sample_audio(torch.from_numpy(read_reference_audio(clip)))
+    codes = parse_voice(voice, upstream.config.gpt.hidden_size, 4).codes
+    assert np.array_equal(codes, expected.cpu().numpy())
 
 
 def test_speaker_statistics_are_upstreams(upstream: Any) -> None:
