@@ -233,3 +233,8 @@ def test_announcements_that_close_every_chapter_are_no_running_footer(tmp_path: 
     book = read_book(custom_epub(tmp_path / "l.epub", documents, nav=f"<ol>{''.join(entries)}</ol>"))
     assert all(chapter.paragraphs[-1] == "Code listing, 4 lines, skipped." for chapter in book.chapters)
     assert not any("running headers" in warning for warning in book.warnings)
+
+
+def test_letter_spaced_words_in_spans_of_their_own_are_read_as_words(tmp_path: Path):
+    body = '<p><span class="sc">T h i s</span> <span class="sc">s e c t i o n</span> ends here.</p>'
+    assert sentences(book_of(tmp_path, body)) == ["This section ends here."]

@@ -96,7 +96,8 @@ class BlockBuilder:
             self.sources.append((element, tail, text) if element is not None else None)
         if self.in_code:
             text = identifier_words(text)
-        if not self.preformatted and ("  " in text or "\xa0" in text):
+        # letter-spaced words: words parted by wider gaps, or a small-capitals span of its own ('T h i s')
+        if not self.preformatted and ("  " in text or "\xa0" in text or text[1:2] == text[3:4] == " "):
             text, joined = join_letter_spacing(text)
             self.result.left_out.letter_spaced += joined
         if not self.preformatted and (
