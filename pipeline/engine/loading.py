@@ -105,8 +105,8 @@ def resolve_precision(name: str, device: torch.device, size: str = "full") -> st
 
 
 def load_upstream_chat(files: ModelFiles, device: torch.device) -> Any:
-    """Upstream's ``ChatTTS.Chat`` with every module loaded from ``files`` (the engine takes its
-    parts; the benchmark runs it as it is)."""
+    """Upstream's ``ChatTTS.Chat`` with every module loaded from ``files``: the benchmark's
+    upstream rows, and the reference the tests hold the engine's own modules to."""
     import ChatTTS
 
     chat = ChatTTS.Chat(logging.getLogger("ChatTTS"))
