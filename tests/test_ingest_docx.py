@@ -116,3 +116,27 @@ def test_an_archive_without_a_document_is_not_a_word_document(tmp_path: Path) ->
 
     with pytest.raises(BookError, match="not a Word document"):
         read_book(path)
+
+
+def test_a_table_of_contents_field_over_several_paragraphs_is_left_out(tmp_path: Path) -> None:
+    import docx
+    from docx.oxml import parse_xml
+
+    w = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+    document = docx.Document()
+    # as converters (Calibre) write it: the field opens in the first entry's paragraph, ends in the last's
+    document.element.body.append(parse_xml(
+        f'<w:p {w}><w:r><w:fldChar w:fldCharType="begin"/></w:r><w:r><w:instrText> TOC \\h </w:instrText></w:r>'
+        f'<w:r><w:fldChar w:fldCharType="separate"/></w:r><w:r><w:t>Chapter One</w:t></w:r></w:p>'))
+    document.element.body.append(parse_xml(
+        f'<w:p {w}><w:r><w:t>Chapter Two</w:t></w:r><w:r><w:fldChar w:fldCharType="end"/></w:r></w:p>'))
+    for title in ("Chapter One", "Chapter Two"):
+        document.add_heading(title, 1)
+        document.add_paragraph(f"The text of {title}.")
+    document.save(str(tmp_path / "converted.docx"))
+
+    book = read_book(tmp_path / "converted.docx")
+
+    assert [(chapter.title, chapter.paragraphs) for chapter in book.chapters] == [
+        ("Chapter One", ("The text of Chapter One.",)), ("Chapter Two", ("The text of Chapter Two.",))]
+    assert any("table of contents" in warning for warning in book.warnings)

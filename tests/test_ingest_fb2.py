@@ -109,3 +109,16 @@ def test_a_zip_bomb_is_refused(tmp_path: Path) -> None:
 def test_hostile_or_foreign_xml_is_one_clear_error(tmp_path: Path, text: str, problem: str) -> None:
     with pytest.raises(BookError, match=problem):
         read_book(write_fb2(tmp_path / "book.fb2", text))
+
+
+def test_untitled_sections_opened_by_a_bold_line_are_chapters_named_by_it(tmp_path: Path) -> None:
+    sections = "".join(f"<section><p><strong>{title}</strong></p><p>{title} text.</p></section>"
+                       for title in ("First Part", "Second Part"))
+    text = ('<?xml version="1.0"?><FictionBook xmlns="http://www.gribuser.ru/xml/fictionbook/2.0">'
+            "<description><title-info><book-title>Converted</book-title></title-info></description>"
+            f"<body>{sections}</body></FictionBook>")  # as Calibre writes an FB2
+
+    book = read_book(write_fb2(tmp_path / "converted.fb2", text))
+
+    assert [(chapter.title, chapter.paragraphs) for chapter in book.chapters] == [
+        ("First Part", ("First Part text.",)), ("Second Part", ("Second Part text.",))]

@@ -30,6 +30,30 @@ def test_a_mobi_is_read_with_its_chapters_words_and_tags(tmp_path: Path) -> None
     assert book.format == "mobi"  # a read-along is the generated edition, as for TXT and HTML
 
 
+def calibre_style_html() -> str:
+    """Mobipocket markup as converters write it: headings in a large font, a contents page at the
+    end that the guide points to by its byte position."""
+    body = "".join(f'<p><font size="7"><b>{title}</b></font></p>' + "".join(f"<p>{p}</p>" for p in paragraphs)
+                   + "<mbp:pagebreak/>" for title, paragraphs in CHAPTERS.items())
+    contents = ('<p><font size="5"><b>Table of Contents</b></font></p>'
+                + "".join(f"<p><a filepos=0000000000>{title}</a></p>" for title in CHAPTERS) + "<mbp:pagebreak/>")
+    head = '<html><head><guide><reference type="toc" title="Table of Contents" filepos=%010d /></guide></head><body>'
+    at = len((head % 0 + body).encode("utf-8"))
+    return head % at + body + contents + "</body></html>"
+
+
+def test_large_font_headings_are_chapters_and_the_contents_page_is_left_out(tmp_path: Path) -> None:
+    path = write_mobi(tmp_path / "converted.mobi", "Converted", "Kim Kindle", calibre_style_html())
+
+    book = read_book(path)
+    kept = read_book(path, IngestOptions(keep_front_matter=True))
+
+    assert [chapter.title for chapter in book.chapters] == list(CHAPTERS)
+    assert "Table of Contents" not in " ".join(p for chapter in book.chapters for p in chapter.paragraphs)
+    assert any("table of contents" in warning for warning in book.warnings)
+    assert "Table of Contents" in " ".join(p for chapter in kept.chapters for p in chapter.paragraphs)
+
+
 def test_a_drm_protected_book_is_refused_before_unpacking(tmp_path: Path) -> None:
     with pytest.raises(BookError, match="DRM-protected") as refused:
         read_book(write_mobi(tmp_path / "locked.azw3", "Locked", "Someone", HTML, encryption=2))

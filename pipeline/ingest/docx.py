@@ -49,7 +49,7 @@ def read_docx(path: Path, options: IngestOptions) -> RawBook:
             kind: _notes(read_xml(archive, f"{folder}/{kind}s.xml"), kind) for kind in ("footnote", "endnote")
         }
         fields = dublin_core(read_xml(archive, "docProps/core.xml", max_bytes=MAX_PART_XML_BYTES))
-    reader = _BodyReader(levels, notes)
+    reader = _BodyReader(levels, notes, _generated_list_paragraphs(body))
     reader.read(body)
     warnings = []
     if reader.contents:
@@ -106,14 +106,17 @@ def _notes(root: etree._Element | None, kind: str) -> dict[str, list[str]]:
 class _BodyReader:
     """Walks the body in document order into blocks, notes and the references to them."""
 
-    def __init__(self, levels: dict[str, int], notes: dict[str, dict[str, list[str]]]) -> None:
+    def __init__(
+        self, levels: dict[str, int], notes: dict[str, dict[str, list[str]]], generated: set[etree._Element]
+    ) -> None:
         self.levels = levels
+        self.generated = generated  # the paragraphs of generated contents and indexes
         self.sources = notes
         self.blocks: list[Block] = []
         self.notes: list[Note] = []
         self.refs: list[NoteRef] = []
         self.tables = 0
-        self.contents = 0  # generated tables of contents left out
+        self.contents = 1 if generated else 0  # generated tables of contents left out
 
     def read(self, element: etree._Element) -> None:
         for child in element:
@@ -129,6 +132,8 @@ class _BodyReader:
                 self.read(child)  # body, sdt, sdtContent, customXml, ins: containers of paragraphs
 
     def _paragraph(self, paragraph: etree._Element) -> None:
+        if paragraph in self.generated:
+            return
         text = _paragraph_text(paragraph, self._reference)
         if text:
             self.blocks.append(Block(text, self._level(paragraph)))
@@ -156,6 +161,30 @@ class _BodyReader:
         paragraphs = self.sources[kind].pop(note_id, None)
         if paragraphs:
             self.notes.append(Note((target,), label, paragraphs, len(self.blocks)))
+
+
+def _generated_list_paragraphs(body: etree._Element) -> set[etree._Element]:
+    """The paragraphs that show a TOC or INDEX field's result: a table of contents or an index that
+    Word generates from the headings, which may run over many paragraphs."""
+    found: set[etree._Element] = set()
+    fields: list[list[str]] = []  # open complex fields: [instruction, 'result' once separated]
+    for element in body.iter(f"{_W}fldChar", f"{_W}instrText", f"{_W}t"):
+        name = _name(element)
+        kind = element.get(f"{_W}fldCharType", "")
+        if name == "fldChar" and kind == "begin":
+            fields.append(["", ""])
+        elif name == "instrText" and fields:
+            fields[-1][0] += element.text or ""
+        elif name == "fldChar" and kind == "separate" and fields:
+            fields[-1][1] = "result"
+        elif name == "fldChar" and kind == "end" and fields:
+            fields.pop()
+        elif name == "t" and any(state == "result" and instruction.split()[:1] in (["TOC"], ["INDEX"])
+                                 for instruction, state in fields):
+            paragraph = next((parent for parent in element.iterancestors(f"{_W}p")), None)
+            if paragraph is not None:
+                found.add(paragraph)
+    return found
 
 
 def _is_table_of_contents(sdt: etree._Element) -> bool:

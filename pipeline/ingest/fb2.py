@@ -90,9 +90,12 @@ class _BodyReader:
                 self._element(child)
 
     def _section(self, section: etree._Element, depth: int) -> None:
+        stand_in = None if any(local_name(child) == "title" for child in section) else _bold_opening(section)
         for child in section:
             name = local_name(child)
-            if name == "title":
+            if child is stand_in:
+                self.blocks.append(Block(" ".join("".join(child.itertext()).split()), min(depth, _MAX_DEPTH)))
+            elif name == "title":
                 title = _title_text(child)
                 if title:
                     self.blocks.append(Block(title, min(depth, _MAX_DEPTH)))
@@ -161,6 +164,19 @@ class _BodyReader:
                               if local_name(verse) == "v")]
         text = " ".join("".join(element.itertext()).split())
         return [text] if text else []
+
+
+def _bold_opening(section: etree._Element) -> etree._Element | None:
+    """A section's first paragraph when it is all bold or emphasis and short: the title of a section
+    written without ``<title>`` (as converters such as Calibre write them)."""
+    first = next((child for child in section if local_name(child) not in ("epigraph", "image", "empty-line")), None)
+    if first is None or local_name(first) != "p" or (first.text or "").strip() or len(first) != 1:
+        return None
+    inner = first[0]
+    text = " ".join("".join(inner.itertext()).split())
+    if local_name(inner) in ("strong", "emphasis") and not (inner.tail or "").strip() and 0 < len(text) <= 120:
+        return first
+    return None
 
 
 def _is_note_link(link: etree._Element) -> bool:

@@ -9,6 +9,7 @@ byte cap as an EPUB's members, and the EPUB they make is read under the EPUB's c
 
 from __future__ import annotations
 
+import re
 import shutil
 import struct
 import tempfile
@@ -27,6 +28,12 @@ from pipeline.ingest.xmlsafe import HostileXmlError, parse_xml
 _KINDLE_IDENTS = (b"BOOKMOBI", b"TEXtREAd")
 _PALMDB_HEADER = 78
 _DRM_FIX = "use a DRM-free copy of the book"
+# Mobipocket 6 markup: headings are paragraphs set in a large font (sizes 1-7, 3 the text's)
+_FONT_HEADING = re.compile(
+    rb'<p\b[^>]*>\s*<font size="?([5-7])"?>\s*(?:<b>)?((?:(?!</?p\b|</font).){1,400}?)(?:</b>)?\s*</font>\s*</p>',
+    re.DOTALL | re.IGNORECASE,
+)
+_GUIDE_TOC = re.compile(rb'<reference\s+type="toc"[^>]*?filepos=0*(\d{1,10})', re.IGNORECASE)
 
 
 def read_kindle(path: Path, options: IngestOptions) -> RawBook:
@@ -108,7 +115,11 @@ def _read_unpacked(unpacked: Path, options: IngestOptions) -> RawBook:
         return read_epub(unpacked, options)
     if unpacked.suffix == ".pdf":
         return read_pdf(unpacked, options)
+    markup, contents_left_out = _mobipocket_markup(unpacked.read_bytes(), options.keep_front_matter)
+    unpacked.write_bytes(markup)
     book = read_html(unpacked, options)
+    if contents_left_out:
+        book.warnings.append("left out the table of contents page (--keep-front-matter reads it)")
     fields = _opf_fields(unpacked.parent / "content.opf")
     book.metadata = replace(
         book.metadata,
@@ -120,6 +131,21 @@ def _read_unpacked(unpacked: Path, options: IngestOptions) -> RawBook:
         description=fields.get("description", ""),
     )
     return book
+
+
+def _mobipocket_markup(html: bytes, keep_contents: bool) -> tuple[bytes, bool]:
+    """Mobipocket 6 HTML with its large-font paragraphs as headings, and without the table of
+    contents page its guide points to (the page runs to the next page break) unless kept; whether
+    one was left out."""
+    html = _FONT_HEADING.sub(lambda match: b"<h%d>%s</h%d>" % (8 - int(match.group(1)), match.group(2),
+                                                            8 - int(match.group(1))), html)
+    toc = None if keep_contents else _GUIDE_TOC.search(html)
+    start = html.find(b'<a id="filepos%s"' % toc.group(1)) if toc else -1
+    if start < 0:
+        return html, False
+    end = html.find(b"<mbp:pagebreak", start)
+    end = html.find(b"</body>", start) if end < 0 else end
+    return (html[:start] + html[end:], True) if end > start else (html, False)
 
 
 def _opf_fields(opf: Path) -> dict[str, str]:
