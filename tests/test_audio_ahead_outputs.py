@@ -143,3 +143,43 @@ def test_an_index_reserved_too_small_is_written_again_in_front(tmp_path: Path, m
     assert index_first(report.outputs[0])
     assert len(marks(report.outputs[0])) == 3
     assert float(probe(report.outputs[0])["format"]["duration"]) == pytest.approx(report.total_seconds, abs=0.1)
+
+
+def test_when_the_speaking_ends_a_stretch_not_begun_is_left_to_the_assembly(tmp_path: Path) -> None:
+    """Two stretches handed to the thread, the first still being prepared when the book is all
+    spoken: the first is finished and kept, the second is never begun (the assembly, on every
+    core, does it sooner), and the assembly takes the first as prepared."""
+    import threading
+    import time
+
+    from pipeline.audio.ahead_thread import AheadThread
+
+    chapters = tone_book(tmp_path / "sentences", TITLES[:4], body_sentences=2, seconds=0.3)
+    options = AssemblyOptions(threads=2)
+    book = BookAhead(tmp_path / "w", options, chapters=4, expected_samples=20 * SAMPLE_RATE)
+    started, release, loaded = threading.Event(), threading.Event(), []
+
+    def load(first: int, end: int) -> list[ChapterAudio]:
+        loaded.append((first, end))
+        started.set()
+        release.wait(timeout=60)
+        return chapters[first:end]
+
+    thread = AheadThread(book, load, "test")
+    thread.hand_over(1)
+    assert started.wait(timeout=60)
+    second = thread.hand_over(3)
+    finished: list[list] = []
+    finisher = threading.Thread(target=lambda: finished.append(thread.finish()))
+    finisher.start()
+    deadline = time.monotonic() + 60
+    while second is not None and not second.cancelled() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    release.set()
+    finisher.join(timeout=120)
+
+    assert second is not None and second.cancelled()
+    assert loaded == [(0, 1)]
+    assert [c.audio.index for c in finished[0]] == [0]
+    report = assemble_audiobook(chapters, METADATA, tmp_path / "out", tmp_path / "w", options, prepared=finished[0])
+    assert len(report.chapters) == 4

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from pipeline.audio.ahead import BookAhead, PreparedChapter
 from pipeline.audio.assembly_types import ChapterAudio
@@ -32,13 +32,14 @@ class AheadThread:
         self._lock = threading.Lock()
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="assemble-ahead")
 
-    def hand_over(self, end: int) -> None:
-        """The book's chapters up to position ``end`` (exclusive) are spoken: prepare the new ones."""
+    def hand_over(self, end: int) -> Future[None] | None:
+        """The book's chapters up to position ``end`` (exclusive) are spoken: prepare the new ones
+        (their stretch's future; None when there is none new)."""
         with self._lock:
             if end <= self._asked:
-                return
+                return None
             first, self._asked = self._asked, end
-            self._thread.submit(self._prepare, first, end)
+            return self._thread.submit(self._prepare, first, end)
 
     def _prepare(self, first: int, end: int) -> None:
         if self.book.next_position != first:  # an earlier stretch failed: the assembly does the rest
