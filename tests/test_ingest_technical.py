@@ -238,3 +238,15 @@ def test_announcements_that_close_every_chapter_are_no_running_footer(tmp_path: 
 def test_letter_spaced_words_in_spans_of_their_own_are_read_as_words(tmp_path: Path):
     body = '<p><span class="sc">T h i s</span> <span class="sc">s e c t i o n</span> ends here.</p>'
     assert sentences(book_of(tmp_path, body)) == ["This section ends here."]
+
+
+def test_tex_alt_text_is_read_where_simple_and_stood_in_for_where_not(tmp_path: Path):
+    simple = formula(r"\frac{a}{b} \leq \alpha", "<mi>q</mi><mo>+</mo><mtable/>")
+    integral = formula(r"\int_0^1 f(x)\,dx", "<mi>q</mi><mo>+</mo><mtable/>")
+    book = book_of(tmp_path, f"<p>We have {simple} here.</p><p>And {integral} there.</p>")
+    assert sentences(book) == ["We have a divided by b at most alpha here.", "And a formula there."]
+
+
+def test_placeholder_image_alt_text_is_not_read_even_when_alt_text_is_asked_for(tmp_path: Path):
+    body = '<p>See <img src="a.png" alt="image"/> and <img src="b.png" alt="A red door"/> now.</p>'
+    assert sentences(book_of(tmp_path, body, image_alt_text=True)) == ["See and A red door now."]

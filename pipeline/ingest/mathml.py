@@ -43,6 +43,15 @@ _TEX_COMMANDS = {
     "times": "×", "cdot": "×", "div": "÷", "pm": "±", "leq": "≤", "le": "≤", "geq": "≥", "ge": "≥",
     "neq": "≠", "ne": "≠", "approx": "≈", "infty": "∞", "sqrt": "√", "lt": "<", "gt": ">",
 }  # fmt: skip
+_TEX_SPOKEN = frozenset(
+    "sin cos tan log ln exp min max lim det gcd mod alpha beta gamma delta epsilon zeta eta theta iota kappa "
+    "lambda mu nu xi pi rho sigma tau upsilon phi chi psi omega Gamma Delta Theta Lambda Pi Sigma Phi Psi "
+    "Omega".split()
+)  # read as written: function names and Greek letters
+_TEX_SILENT = frozenset("left right mathrm mathit mathbf mathsf text textrm operatorname displaystyle quad qquad".split())
+_TEX_KNOWN = frozenset(_TEX_COMMANDS) | _TEX_SPOKEN | _TEX_SILENT
+_TEX_SPACING = re.compile(r"\\[,;:! ]|\b(?:left|right|mathrm|mathit|mathbf|mathsf|text|textrm|operatorname"
+                          r"|displaystyle|quad|qquad)\b")
 _TEX_FRACTION = re.compile(r"\\frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}")
 _TEX_COMMAND = re.compile(r"\\([A-Za-z]+)")
 _TEX_POWER = re.compile(r"\^\s*(?:\{\s*([23])\s*\}|([23]))(?![0-9])")
@@ -66,9 +75,10 @@ def read_formula(element: etree._Element, language: str = "") -> Formula:
     when that is simple, else nothing (the reader stands in for it)."""
     alt = _alternative_text(element)
     placeholder = bool(alt) and is_placeholder(alt)
-    if alt and not placeholder:
-        return Formula(_readable_tex(alt), ALTTEXT)
-    spoken = markup_text(element, language)
+    readable = _readable_tex(alt) if alt and not placeholder else ""
+    if readable:
+        return Formula(readable, ALTTEXT)
+    spoken = markup_text(element, language)  # no alt text, a placeholder, or TeX no listener follows
     return Formula(spoken, MARKUP if spoken else NONE, placeholder)
 
 
@@ -149,10 +159,14 @@ def _alternative_text(element: etree._Element) -> str:
 
 def _readable_tex(alt: str) -> str:
     """TeX in an alt text made readable where it is simple (fractions, powers of two and three,
-    relations); the rest is left to the text stage."""
+    relations, Greek letters, function names); the rest is left to the text stage. '' for TeX that
+    is not simple (integrals, sums, matrices: '\\int_0^1', '\\begin{pmatrix}')."""
     if "\\" in alt or "^" in alt or "{" in alt:
         alt = _TEX_FRACTION.sub(r"\1 ÷ \2", alt)
         alt = _TEX_POWER.sub(lambda m: "²" if (m.group(1) or m.group(2)) == "2" else "³", alt)
+        if any(command not in _TEX_KNOWN for command in _TEX_COMMAND.findall(alt)):
+            return ""
         alt = _TEX_COMMAND.sub(lambda m: f" {_TEX_COMMANDS.get(m.group(1), m.group(1))} ", alt)
+        alt = _TEX_SPACING.sub(" ", alt)
         alt = " ".join(alt.replace("{", " ").replace("}", " ").replace("^", " ").replace("_", " ").split())
     return alt

@@ -27,7 +27,7 @@ from pipeline.ingest.blocks import (
     head_title,
 )
 from pipeline.ingest.listings import INLINE_CODE, announcement, chinese_around, element_lines, is_listing
-from pipeline.ingest.mathml import MARKUP, read_formula
+from pipeline.ingest.mathml import MARKUP, is_placeholder, read_formula
 from pipeline.ingest.semantics import (
     BACKLINK,
     EPUB_TYPE,
@@ -252,7 +252,7 @@ class _Walker(BlockBuilder):
         self.result.images += 1
         if self.options.image_alt_text:
             alt = (element.get("alt") or "").strip()
-            if alt:
+            if alt and not is_placeholder(alt):  # 'image', 'Alternative text not available': no words
                 self.supplied(f" {alt} ")
 
 
