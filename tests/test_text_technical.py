@@ -20,6 +20,8 @@ from pipeline.text import normalize_text
         ("The GTX 1650 4GB card.", "The GTX sixteen fifty, four gigabytes card."),
         ("The RTX 3080 and 3090 are fast.", "The RTX thirty eighty and thirty ninety are fast."),
         ("An A100 80GB is fast.", "An A one hundred, eighty gigabytes is fast."),
+        ("The RTX3080 and GTX1650 cards.", "The RTX thirty eighty and GTX sixteen fifty cards."),
+        ("显卡RTX3080很快。", "显卡RTX三零八零很快。"),
     ],
 )
 def test_model_numbers_are_names_never_quantities_nor_glued_to_the_next_number(text: str, expected: str):

@@ -53,6 +53,7 @@ _MODEL_NAME = re.compile(
 )
 _MODEL_LOOK_BACK = 40
 # Capitals written against the digits name a model or part: 'A100', 'H200', 'A10', 'XJ-900'.
+_MODEL_LINE = re.compile(r"(?<![A-Za-z])[A-Z]{2,5}$")
 _MODEL_LETTERS = re.compile(r"(?<![A-Za-z])[A-Z]{1,5}(?:-(?=\d{3}))?$")
 _ZH_MEASURE_WORDS = frozenset(
     "个只位条本张件次天年人种名头匹辆把块份句双对岁周层座家项门杯瓶碗倍首枚间所台部封群片行段节步"
@@ -198,6 +199,8 @@ def number(match: re.Match[str], language: str) -> str:
     1000-1099 too where the words around it make it one ('in 1087'). A code is read digit by digit."""
     digits = match.group(0)
     plain = digits.replace(",", "")
+    if language == "en" and len(digits) == 4 and digits.isdigit() and _model_line(match):
+        return en_year(int(digits))  # 'RTX3080': thirty eighty, as the card is named
     if digits.isdigit() and is_code(match.string, match.start(), digits):
         return spoken_code([digits], language)
     if language == "zh" and len(digits) >= 2 and digits.isdigit() and _model_letters(match):
@@ -214,6 +217,11 @@ def number(match: re.Match[str], language: str) -> str:
 
 def _after_model_name(match: re.Match[str]) -> bool:
     return bool(_MODEL_NAME.search(match.string, max(0, match.start() - _MODEL_LOOK_BACK), match.start()))
+
+
+def _model_line(match: re.Match[str]) -> bool:
+    """Two capitals or more written against four digits: a model line and its number ('GTX1650')."""
+    return bool(_MODEL_LINE.search(match.string, max(0, match.start() - 6), match.start()))
 
 
 def _model_letters(match: re.Match[str]) -> bool:
