@@ -26,7 +26,6 @@ _BETWEEN_FORMULAS = frozenset(("", "and", "or", "和", "与", "及", "或", "，
 class BlockBuilder:
     """Inline text accumulated and cut into blocks; ``_Walker`` in ``xhtml`` walks the elements."""
 
-
     def __init__(
         self,
         result: XhtmlText,
@@ -59,6 +58,7 @@ class BlockBuilder:
         self.in_code = False  # inside inline code, whose identifiers are read as words
 
     def flush(self) -> None:
+        """End the block being gathered: add it to the result, unless it holds nothing to read."""
         if not self.parts:
             return
         text = tidy("".join(self.parts))

@@ -44,8 +44,10 @@ def left_out_warnings(left_out: LeftOut, formulas: int) -> list[str]:
             "('Alternative text not available', 'image', a file name...): not read"
         )
     if left_out.formulas_from_markup:
-        warnings.append(f"{_many(left_out.formulas_from_markup, 'formula')} without a text alternative "
-                        "read from the MathML")
+        warnings.append(
+            f"{_many(left_out.formulas_from_markup, 'formula')} without a text alternative "
+            "read from the MathML"
+        )
     if left_out.code_listings:
         done = "announced and skipped" if left_out.code_mode == "announce" else "left out"
         warnings.append(
@@ -53,10 +55,14 @@ def left_out_warnings(left_out: LeftOut, formulas: int) -> list[str]:
             "(--code read reads them, --code skip leaves them out without a word)"
         )
     if left_out.navigation:
-        warnings.append(f"left out {_many(left_out.navigation, 'navigation line')} "
-                        "('Parent topic:', 'Previous topic:', 'Next topic:')")
+        warnings.append(
+            f"left out {_many(left_out.navigation, 'navigation line')} "
+            "('Parent topic:', 'Previous topic:', 'Next topic:')"
+        )
     if left_out.letter_spaced:
-        warnings.append(f"{_many(left_out.letter_spaced, 'letter-spaced word')} (small capitals) read as words")
+        warnings.append(
+            f"{_many(left_out.letter_spaced, 'letter-spaced word')} (small capitals) read as words"
+        )
     return warnings
 
 

@@ -34,15 +34,21 @@ INLINE_CODE = frozenset(("code", "kbd", "samp", "var", "tt"))
 
 def is_listing(element: etree._Element, name: str) -> bool:
     """Whether a block element holds a code listing (see the module's docstring)."""
-    classes = f"{element.get('class') or ''} {element.get('data-type') or ''} {element.get('outputclass') or ''}"
+    classes = (
+        f"{element.get('class') or ''} {element.get('data-type') or ''} {element.get('outputclass') or ''}"
+    )
     if name == "pre":
         if _POETRY_CLASS.search(classes):
             return False
-        if _CODE_CLASS.search(classes) or any(local_name(child) in ("code", "samp", "kbd") for child in element):
+        if _CODE_CLASS.search(classes) or any(
+            local_name(child) in ("code", "samp", "kbd") for child in element
+        ):
             return True
         return bool(_CODE_TEXT.search("".join(element.itertext())))
     if name == "code" and _alone_in_its_block(element):  # <p><code>line<br/>line</code></p>
-        return "\n" in "".join(element.itertext()).strip() or any(local_name(child) == "br" for child in element)
+        return "\n" in "".join(element.itertext()).strip() or any(
+            local_name(child) == "br" for child in element
+        )
     if name in ("div", "figure", "code", "table"):
         return bool(_CODE_CLASS.search(classes)) and "\n" in "".join(element.itertext()).strip()
     return False
@@ -50,7 +56,15 @@ def is_listing(element: etree._Element, name: str) -> bool:
 
 def _alone_in_its_block(element: etree._Element) -> bool:
     parent = element.getparent()
-    if parent is None or local_name(parent) not in ("p", "div", "section", "body", "li", "figure", "blockquote"):
+    if parent is None or local_name(parent) not in (
+        "p",
+        "div",
+        "section",
+        "body",
+        "li",
+        "figure",
+        "blockquote",
+    ):
         return False
     around = (parent.text or "") + (element.tail or "")
     return not around.strip() and len(parent) == 1

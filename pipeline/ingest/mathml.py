@@ -48,10 +48,14 @@ _TEX_SPOKEN = frozenset(
     "lambda mu nu xi pi rho sigma tau upsilon phi chi psi omega Gamma Delta Theta Lambda Pi Sigma Phi Psi "
     "Omega".split()
 )  # read as written: function names and Greek letters
-_TEX_SILENT = frozenset("left right mathrm mathit mathbf mathsf text textrm operatorname displaystyle quad qquad".split())
+_TEX_SILENT = frozenset(
+    "left right mathrm mathit mathbf mathsf text textrm operatorname displaystyle quad qquad".split()
+)
 _TEX_KNOWN = frozenset(_TEX_COMMANDS) | _TEX_SPOKEN | _TEX_SILENT
-_TEX_SPACING = re.compile(r"\\[,;:! ]|\b(?:left|right|mathrm|mathit|mathbf|mathsf|text|textrm|operatorname"
-                          r"|displaystyle|quad|qquad)\b")
+_TEX_SPACING = re.compile(
+    r"\\[,;:! ]|\b(?:left|right|mathrm|mathit|mathbf|mathsf|text|textrm|operatorname"
+    r"|displaystyle|quad|qquad)\b"
+)
 _TEX_FRACTION = re.compile(r"\\frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}")
 _TEX_COMMAND = re.compile(r"\\([A-Za-z]+)")
 _TEX_POWER = re.compile(r"\^\s*(?:\{\s*([23])\s*\}|([23]))(?![0-9])")

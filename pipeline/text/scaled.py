@@ -12,7 +12,12 @@ from decimal import Decimal, InvalidOperation
 
 from pipeline.text.numbers import amount, zh_cardinal
 
-_SCALES = {"k": (10**3, "thousand"), "K": (10**3, "thousand"), "M": (10**6, "million"), "B": (10**9, "billion")}
+_SCALES = {
+    "k": (10**3, "thousand"),
+    "K": (10**3, "thousand"),
+    "M": (10**6, "million"),
+    "B": (10**9, "billion"),
+}
 # Nouns that make the letter before them a scale.
 COUNTED = (
     r"(?:个)?(?:参数|词元|token|样本|用户|条|张|字|词|行)|(?i:parameters?|params|tokens?|words|users|samples"
