@@ -101,6 +101,7 @@ def test_a_signed_figure_keeps_its_sign(text: str, expected: str):
         ("The ratio is 2:1.", "The ratio is two to one."),
         ("Ovid, Metamorphoses, iii. 55-7.", "Ovid, Metamorphoses, three. fifty five to fifty seven."),
         ("pp. 123-5", "pages one hundred twenty three to one hundred twenty five"),
+        ("lines 45-9", "lines forty five to forty nine"),
         ("from 1990-91", "from nineteen ninety to ninety one"),
         ("In Parts II and III we see.", "In Parts two and three we see."),
         ("Books I, II and IV.", "Books one, two and four."),

@@ -22,6 +22,8 @@ _BOOKS = frozenset(
     "Wisdom Sirach Ecclesiasticus Baruch Maccabees Macc".split()
 )
 _ZH_BOOK_END = re.compile(r"(?:记|書|书|篇|歌|传|傳|音|信|录|錄|言|章)\s?$")
+# Where a two-digit range is a citation's: 'iii. 55-7', 'pp. 12-3', 'lines 45-9', 'vv. 10-2'.
+_CITED_BEFORE = re.compile(r"(?:\b[ivxlc]{1,6}\.|\b(?:pp?|ll?|vv?|lines?|verses?|ch|chap|sec|pages?)\.?|§) ?$")
 _WORD_BEFORE = re.compile(r"([A-Za-z]+)\.? ?$")
 
 
@@ -45,6 +47,8 @@ def shortened_range(match: re.Match[str], language: str) -> str:
     low, tail = match.group(1), match.group(2)
     if len(tail) >= len(low) or low.startswith("0"):
         return match.group(0)
+    if len(low) == 2 and not _CITED_BEFORE.search(match.string, max(0, match.start() - 12), match.start()):
+        return match.group(0)  # '12-3' alone is a score as likely as a range
     high = low[: len(low) - len(tail)] + tail
     if int(high) <= int(low) or len(low) == 4:  # '1990-91' is a span of years, read as years are
         return match.group(0)
