@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from pipeline.errors import BookError
 from pipeline.ingest.options import IngestOptions
 from pipeline.ingest.pdf.layout import Fragment, PageLines, page_lines
+from pipeline.ingest.pdf.runs import page_runs
 from pipeline.ingest.pdf.streams import refuse_stream_bombs
 
 MAX_PAGES = 10_000  # more pages than any book: a hostile or generated file
@@ -107,28 +108,9 @@ def read_pages(path: Path, document: pdfium.PdfDocument, options: IngestOptions)
 def _fragments(page: pdfium.PdfPage) -> list[Fragment]:
     textpage = page.get_textpage()
     try:
-        found = []
-        for index in range(textpage.count_rects()):
-            left, bottom, right, top = textpage.get_rect(index)
-            text = textpage.get_text_bounded(left, bottom, right, top)
-            if text.strip():
-                found.append(Fragment(text, left, bottom, right, top, _font_size(textpage, left, bottom, top)))
-        return found
+        return page_runs(textpage)
     finally:
         textpage.close()
-
-
-def _font_size(textpage: pdfium.PdfTextPage, left: float, bottom: float, top: float) -> float:
-    import pypdfium2.raw as pdfium_c
-
-    middle = (bottom + top) / 2
-    for tolerance in (1.0, 3.0):
-        index = pdfium_c.FPDFText_GetCharIndexAtPos(textpage, left + 1.0, middle, tolerance, tolerance)
-        if index >= 0:
-            size = float(pdfium_c.FPDFText_GetFontSize(textpage, index))
-            if size > 0:
-                return size
-    return max(top - bottom, 1.0)
 
 
 def _outline(document: pdfium.PdfDocument) -> list[OutlineEntry]:

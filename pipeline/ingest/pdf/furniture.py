@@ -16,10 +16,12 @@ from dataclasses import dataclass, field
 from pipeline.ingest.pdf.layout import Line, PageLines
 
 _EDGE_ROWS = 2  # rows at the top and at the bottom of a page that may be furniture
+_ISOLATION_EMS = 0.9  # the gap, in line heights, that sets furniture apart from the text
 _MIN_PAGES = 3
 _MIN_SHARE = 0.05
 _MAX_HEAD_CHARS = 120
 _PLACE_TOLERANCE = 2.5  # points between the tops of two heads at one place (ascenders differ)
+_SMALL_SHARE = 0.95  # a head known by its place is set smaller than the body text
 _PAGE_NUMBER = re.compile(r"^[\s\-–—.\[(]*(?:page\s+)?(?:\d{1,5}|[ivxlcdm]{1,8})[\s\-–—.\])]*$", re.IGNORECASE)
 _DIGITS = re.compile(r"\d+")
 _FOOTNOTE_SHARE = 0.92  # a footnote's font is at most this share of the body's
@@ -46,7 +48,7 @@ def without_furniture(pages: list[PageLines], body_size: float) -> tuple[list[Pa
     """The pages without their running heads, page numbers and footnotes; and what was taken off."""
     furniture = Furniture()
     repeated = _repeated_edge_keys(pages)
-    places = _head_places(pages, repeated)
+    places = _head_places(pages, repeated, body_size)
     kept_pages: list[PageLines] = []
     for page in pages:
         edges = _edge_lines(page)
@@ -64,14 +66,27 @@ def without_furniture(pages: list[PageLines], body_size: float) -> tuple[list[Pa
     return kept_pages, furniture
 
 
-def _head_places(pages: list[PageLines], repeated: set[str]) -> list[tuple[float, int]]:
-    """Where the repeated running heads stand (their top, their size): a head that names a chapter
-    of two pages repeats too little to be known by its text, but stands where the others stand."""
+def _head_places(pages: list[PageLines], repeated: set[str], body_size: float) -> list[tuple[float, int]]:
+    """Where running heads stand (their top, their size): where the heads known by their repeated
+    text stand, and where small lines set apart at the top of at least three pages stand, whatever
+    they say (a head that names a chapter of two pages repeats too little to be known by its text).
+    Only the top counts for the second kind: footnotes end at the same place on every page."""
     places: set[tuple[float, int]] = set()
+    small_tops: Counter[tuple[int, int]] = Counter()
     for page in pages:
         edges = _edge_lines(page)
-        places.update((round(line.top), round(line.size)) for line in page.lines
-                      if id(line) in edges and _edge_key(line) in repeated)
+        top_of_text = max((line.top for line in page.lines), default=0.0)
+        for line in page.lines:
+            if id(line) not in edges:
+                continue
+            if _edge_key(line) in repeated:
+                places.add((round(line.top), round(line.size)))
+            elif line.size <= _SMALL_SHARE * body_size and line.top >= top_of_text - line.size:
+                small_tops[round(line.top / _PLACE_TOLERANCE), round(line.size)] += 1
+    for (bucket, size), count in small_tops.items():
+        near = count + small_tops[bucket - 1, size] + small_tops[bucket + 1, size]
+        if near >= _MIN_PAGES:
+            places.add((bucket * _PLACE_TOLERANCE, size))
     return sorted(places)
 
 
@@ -81,10 +96,31 @@ def _at_head_place(line: Line, places: list[tuple[float, int]], body_size: float
 
 
 def _edge_lines(page: PageLines) -> set[int]:
-    """The ids of the lines in the top and bottom rows of the page."""
-    tops = sorted({round(line.top) for line in page.lines}, reverse=True)
-    edge_tops = set(tops[:_EDGE_ROWS]) | set(tops[-_EDGE_ROWS:])
-    return {id(line) for line in page.lines if round(line.top) in edge_tops}
+    """The ids of the lines standing apart at the page's top and bottom: the first (or first two)
+    rows when a gap wider than a line's height separates them from the text below, and likewise the
+    last rows. Lines that follow the text at its own spacing (a listing at a page's top) never are."""
+    rows = _rows(page.lines)
+    edge: list[list[Line]] = []
+    for band in (rows, rows[::-1]):
+        for count in range(1, min(_EDGE_ROWS, len(band) - 1) + 1):
+            inner, nearest = band[count - 1], band[count]
+            upper, lower = (inner, nearest) if band is rows else (nearest, inner)
+            gap = min(line.bottom for line in upper) - max(line.top for line in lower)
+            if gap >= _ISOLATION_EMS * max(line.size for line in inner):
+                edge.extend(band[:count])
+                break
+    return {id(line) for row in edge for line in row}
+
+
+def _rows(lines: tuple[Line, ...]) -> list[list[Line]]:
+    """The page's lines in rows, top row first: lines whose heights overlap share a row."""
+    rows: list[list[Line]] = []
+    for line in sorted(lines, key=lambda item: -item.top):
+        if rows and line.top > min(other.bottom for other in rows[-1]):
+            rows[-1].append(line)
+        else:
+            rows.append([line])
+    return rows
 
 
 def _edge_key(line: Line) -> str:
