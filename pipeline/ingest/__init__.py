@@ -1,10 +1,12 @@
-"""Ingestion: a book file (EPUB, TXT, Markdown, HTML) → ``Book`` of chapters of paragraphs.
+"""Ingestion: a book file (EPUB, PDF, DOCX, ODT, FB2, MOBI/AZW3, TXT, Markdown, HTML) → ``Book`` of
+chapters of paragraphs.
 
     from pipeline.ingest import read_book
     book = read_book(Path("novel.epub"))
 
 Every failure a user can cause with a file (missing, unsupported, corrupt, hostile, DRM-protected,
-empty) is a ``BookError`` naming the file and the problem. Nothing is ever written to disk.
+empty) is a ``BookError`` naming the file and the problem. Nothing is ever written to disk but a
+Kindle book, unpacked into a temporary folder that is removed once it is read.
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ def read_book(path: Path, options: IngestOptions | None = None) -> Book:
     """Read a book file into metadata and chapters in reading order.
 
     Args:
-        path: an .epub, .txt, .md/.markdown or .html/.htm/.xhtml file.
+        path: a book file with one of ``SUPPORTED_EXTENSIONS`` (``book_extension`` names it).
         options: what to read and the safety limits; defaults suit bulk runs.
 
     Returns:
