@@ -93,7 +93,11 @@ def test_a_signed_figure_keeps_its_sign(text: str, expected: str):
          "See Weston: From Ritual to Romance; chapter on the Fisher King."),
         ("thirty one. V. Tristan und Isolde, i, verses 5-8.",
          "thirty one. See Tristan und Isolde, one, verses five to eight."),
+        ("four hundred thirty one. V. Kyd's Spanish Tragedy.", "four hundred thirty one. See Kyd's Spanish Tragedy."),
+        ("307. V. St. Augustine's Confessions: to Carthage.",
+         "three hundred seven. See Saint Augustine's Confessions: to Carthage."),
         ("V. The Rose", "five. The Rose"),  # a heading's number
+        ("IV. The Clover. V. The Rose.", "four. The Clover. five. The Rose."),
         ("She met V. Woolf, the writer.", "She met V. Woolf, the writer."),  # an initial
         ("Cf. Ezekiel 2:1.", "Compare Ezekiel chapter two, verse one."),
         ("Cf. Ps. 23:1-4.", "Compare Ps. chapter twenty three, verses one to four."),

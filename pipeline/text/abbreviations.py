@@ -53,7 +53,13 @@ _EXPANSIONS = {  # abbreviation -> the words read for it
     "V.": "See",  # vide, in notes: 'V. Weston: From Ritual to Romance' (only there: see ``_vide``)
 }
 # What follows 'V.' meaning 'see': a reference, with its punctuation or figures, before the sentence ends.
-_REFERENCE_AFTER_VIDE = re.compile(r" [A-Z][^.!?\n]{0,80}?(?:[,:;]|\b(?:line|lines|verse|verses|chapter|p|pp)\b)")
+_REFERENCE_AFTER_VIDE = re.compile(
+    rf" [A-Z](?:[^.!?\n{SEPARATOR}]|\b(?:St|Vol|vol|ch|p|pp|l|ll)\.){{0,80}}?"
+    r"(?:[,:;]|\b(?:line|lines|verse|verses|chapter|p|pp)\b)"
+)
+# What follows 'V.' as a name's initial ('V. I. Lenin') or as a heading's number after another ('IV. ...').
+_INITIAL_AFTER = re.compile(r" [A-Z]\.")
+_NUMERAL_HEADING_BEFORE = re.compile(r"\bIV\. ")
 # After a capitalised word and before no name, these name a street, not a person: "Baker St. and".
 _STREET_WORDS = {"St.": "Street", "Dr.": "Drive"}
 _STREET_TYPES = frozenset(("Ave.", "Blvd.", "Rd."))  # read out only after a name: "Abbey Rd."
@@ -243,11 +249,17 @@ def _expansion(text: str, start: int, end: int, short: str) -> str | None:
 
 
 def _vide(text: str, start: int, end: int) -> bool:
-    """Whether 'V.' means 'see': it opens a paragraph or sentence and a reference follows ('V. Weston:
-    From Ritual to Romance'), where 'V. The Rose' numbers a heading and 'Virginia V. Woolf' is a name."""
+    """Whether 'V.' means 'see', as in notes: it opens a sentence after another ('431. V. Kyd's Spanish
+    Tragedy.'), or opens a paragraph before a reference ('V. Weston: From Ritual to Romance'); where
+    'V. The Rose' opening a paragraph numbers a heading, and 'Virginia V. Woolf' is a name."""
     before = text[max(0, start - 2) : start]
-    opens = not before.strip() or before[-1:] == SEPARATOR or before.rstrip()[-1:] in ".;:"
-    return opens and bool(_REFERENCE_AFTER_VIDE.match(text, end))
+    opens_paragraph = not before.strip() or before[-1:] == SEPARATOR
+    opens_sentence = before.rstrip()[-1:] in ".;:"
+    if not (opens_paragraph or opens_sentence) or _INITIAL_AFTER.match(text, end):
+        return False
+    if not opens_paragraph and text[end : end + 2][1:].isupper():
+        return not _NUMERAL_HEADING_BEFORE.search(text, max(0, start - 80), start)
+    return bool(_REFERENCE_AFTER_VIDE.match(text, end))
 
 
 def _after_a_name(text: str, start: int) -> bool:
