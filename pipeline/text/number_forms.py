@@ -34,6 +34,8 @@ _REFERENCE_WORDS = {
     "sec": ("section", "节"),
     "eq": ("equation", "公式"),
     "c": ("circa", "约"),
+    "l": ("line", "行"),
+    "ll": ("lines", "行"),
     "ca": ("circa", "约"),
 }
 # Words right before a minus sign that only repeat it: '下降-3%' is read '下降百分之三'. A figure

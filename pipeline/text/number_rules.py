@@ -53,7 +53,7 @@ _NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 _NOT_IN_WORD = r"(?<![A-Za-z0-9_.])"  # not \b: a Chinese character counts as a word character
 # Abbreviations read as a word before the number that follows them ("pp. 12" → "pages twelve").
 _REFERENCES = ("pp", "p", "Fig", "fig", "Figs", "figs", "Vol", "vol", "Ch", "ch", "Chap", "chap", "Sec", "sec",
-               "Eq", "eq", "c", "ca")  # fmt: skip
+               "Eq", "eq", "c", "ca", "l", "ll")  # fmt: skip
 _UNIT_NAMES = "|".join(sorted((re.escape(name) for name in UNITS), key=len, reverse=True))
 # A dash or tilde after a measure, before the next one: '60%~80%', '10℃–20℃', '$5–$10'.
 _RANGE_TAIL = rf"(?P<to>\s*(?:~|{DASH_MARK})\s*(?=[-+]?[{CURRENCY_SIGNS}]?\d))?"
@@ -161,7 +161,7 @@ _FIRST_CHARACTERS = {  # rules that may begin before the digits, and with what (
     "unit": "-0",
     "negative": "-",
     "number_sign": "#N",
-    "reference": "pPfFvVcCsSeE",
+    "reference": "pPfFvVcCsSeEl",
 }
 _UNIT_STARTS = "".join(sorted({name[0] for name in UNITS})) + SQUARED + CUBED
 # The first visible character that may follow a number's first run of digits, per rule that starts at

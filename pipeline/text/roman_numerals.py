@@ -56,6 +56,15 @@ _CHAPTER_WORDS = frozenset(
         "Schedule",
         "Plate",
         "Vatican",
+        "ch",
+        "Ch",
+        "chap",
+        "Chap",
+        "bk",
+        "Bk",
+        "vol",
+        "pt",
+        "Pt",
     ]
 )
 # Numerals listed after a plural chapter word: 'Parts II and III', 'Books I, II and IV'.
@@ -181,9 +190,17 @@ def _numeral_after_word(match: re.Match[str], languages: Languages) -> str:
 
 
 def _cited(text: str, previous: str, numeral: str, end: int) -> bool:
-    """A lower-case numeral after a comma that a comma, or a period and the words it numbers, follow."""
-    small = all(ch in "ivx" for ch in numeral)  # books and cantos: 'mix' and 'dim' are words
-    return small and previous.endswith(",") and bool(_CITATION_AFTER.match(text, end))
+    """A numeral of a citation, which a comma, or a period and the words it numbers, follow: a small
+    one after a comma, a title or another numeral ('Isolde, i,', 'Inferno iii. 55', 'III. i:'), a
+    capital one after a comma ('Antony and Cleopatra, II. ii.')."""
+    if not _CITATION_AFTER.match(text, end):
+        return False
+    after_comma = previous.endswith(",")
+    if all(ch in "ivx" for ch in numeral):  # books and cantos: 'mix' and 'dim' are words
+        after_title = previous[:1].isupper() and previous.isalpha()
+        after_numeral = len(previous) > 1 and previous.isupper() and roman_value(previous) is not None
+        return after_comma or after_title or after_numeral
+    return len(numeral) > 1 and numeral.isupper() and after_comma
 
 
 def _regnal_numeral(text: str, numeral: str, end: int) -> bool:
