@@ -180,3 +180,16 @@ def test_a_password_is_refused_and_an_owner_only_lock_is_read(tmp_path: Path) ->
     with pytest.raises(BookError, match="encrypted with a password"):
         read_book(tmp_path / "locked.pdf")
     assert read_book(tmp_path / "print-locked.pdf").chapters[0].paragraphs == ("Words behind a lock.",)
+
+
+def test_a_contents_entry_in_a_heading_font_is_no_chapter() -> None:
+    from pipeline.ingest.pdf.layout import Line, PageLines
+    from pipeline.ingest.pdf.paragraphs import pdf_blocks
+
+    lines = (Line("Utilities . . . . . . . . 5", 72, 700, 300, 714, 14), Line("Utilities", 72, 650, 160, 664, 14),
+             Line("The tools read a file.", 72, 620, 300, 630, 10))
+
+    blocks = pdf_blocks([PageLines(0, 612, 792, lines)], 10).blocks
+
+    assert [(block.text, block.level) for block in blocks] == [
+        ("Utilities . . . . . . . . 5", 0), ("Utilities", 1), ("The tools read a file.", 0)]

@@ -20,6 +20,8 @@ from pipeline.ingest.xhtml import Block
 _HEADING_SHARE = 1.15  # a heading's font is at least this share of the body's
 _MAX_HEADING_CHARS = 200
 _PARAGRAPH_GAP = 1.4  # a gap between lines this many times the usual leading ends a paragraph
+# a contents entry: its title, a leader of dots, its page ('Utilities . . . . . 5')
+_DOT_LEADER = re.compile(r"(?:\s?\.){4,}\s*(?:\d{1,5}|[ivxlcdm]{1,8})?\s*$", re.IGNORECASE)
 _SENTENCE_END = (".", "!", "?", ":", '"', "”", "’", "。", "！", "？")
 
 
@@ -52,7 +54,7 @@ def pdf_blocks(pages: list[PageLines], body: float) -> PdfText:
         for line in page.lines:
             if not line.text:
                 continue
-            level = levels.get(round(line.size * 2) / 2, 0) if len(line.text) <= _MAX_HEADING_CHARS else 0
+            level = levels.get(round(line.size * 2) / 2, 0) if _may_head(line.text) else 0
             if text.blocks and _continues(text.blocks[-1], previous, line, level, page.number, leading):
                 last = text.blocks[-1]
                 text.blocks[-1] = Block(join_line(last.text, line.text), last.level)
@@ -89,6 +91,11 @@ def _continues(
         return False  # an indented first line
     stops_short = upper.right < previous.column_right - 3 * upper.size
     return not (stops_short and block.text.rstrip().endswith(_SENTENCE_END))
+
+
+def _may_head(text: str) -> bool:
+    """Whether a line may be a heading: short, and not an entry of a table of contents."""
+    return len(text) <= _MAX_HEADING_CHARS and not _DOT_LEADER.search(text)
 
 
 def _usual_leading(pages: list[PageLines]) -> float:
