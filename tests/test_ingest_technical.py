@@ -250,3 +250,11 @@ def test_tex_alt_text_is_read_where_simple_and_stood_in_for_where_not(tmp_path: 
 def test_placeholder_image_alt_text_is_not_read_even_when_alt_text_is_asked_for(tmp_path: Path):
     body = '<p>See <img src="a.png" alt="image"/> and <img src="b.png" alt="A red door"/> now.</p>'
     assert sentences(book_of(tmp_path, body, image_alt_text=True)) == ["See and A red door now."]
+
+
+def test_status_names_a_code_choice_that_is_not_the_default():
+    from jobs.cli.output import describe_options
+    from jobs.choices.options import JobOptions
+
+    assert "code skip" in describe_options(JobOptions(code="skip").shown())
+    assert "code" not in describe_options(JobOptions().shown())

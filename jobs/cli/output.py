@@ -162,6 +162,7 @@ def describe_options(shown: dict[str, Any]) -> str:
         parts.append(f"narrator tag {shown['narrator']}")
     parts += [f"notes {shown['notes']}"] if shown.get("notes", "end") != "end" else []
     parts += ["front matter kept"] if shown.get("keep_front_matter") else []
+    parts += [f"code {shown['code']}"] if shown.get("code", "announce") != "announce" else []
     return ", ".join(parts)
 
 
