@@ -253,8 +253,8 @@ def test_placeholder_image_alt_text_is_not_read_even_when_alt_text_is_asked_for(
 
 
 def test_status_names_a_code_choice_that_is_not_the_default():
-    from jobs.cli.output import describe_options
     from jobs.choices.options import JobOptions
+    from jobs.cli.output import describe_options
 
     assert "code skip" in describe_options(JobOptions(code="skip").shown())
     assert "code" not in describe_options(JobOptions().shown())
