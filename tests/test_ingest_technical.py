@@ -258,3 +258,8 @@ def test_status_names_a_code_choice_that_is_not_the_default():
 
     assert "code skip" in describe_options(JobOptions(code="skip").shown())
     assert "code" not in describe_options(JobOptions().shown())
+
+
+def test_letter_spaced_words_without_wider_gaps_are_joined_into_one_word_not_spelled(tmp_path: Path):
+    body = "<p>Intro: T h i s s e c t i o n describes it.</p>"
+    assert sentences(book_of(tmp_path, body)) == ["Intro: Thissection describes it."]

@@ -96,8 +96,9 @@ class BlockBuilder:
             self.sources.append((element, tail, text) if element is not None else None)
         if self.in_code:
             text = identifier_words(text)
-        # letter-spaced words: words parted by wider gaps, or a small-capitals span of its own ('T h i s')
-        if not self.preformatted and ("  " in text or "\xa0" in text or text[1:2] == text[3:4] == " "):
+        # letter-spaced words ('T h i s'): as many spaces as letters, or words parted by wider gaps
+        spaced = "  " in text or "\xa0" in text or (len(text) > 6 and text.count(" ") * 4 > len(text))
+        if not self.preformatted and spaced:
             text, joined = join_letter_spacing(text)
             self.result.left_out.letter_spaced += joined
         if not self.preformatted and (
