@@ -193,3 +193,21 @@ def test_a_contents_entry_in_a_heading_font_is_no_chapter() -> None:
 
     assert [(block.text, block.level) for block in blocks] == [
         ("Utilities . . . . . . . . 5", 0), ("Utilities", 1), ("The tools read a file.", 0)]
+
+
+def test_lines_go_on_by_their_baselines_not_their_boxes() -> None:
+    from pipeline.ingest.pdf.layout import Line, PageLines
+    from pipeline.ingest.pdf.paragraphs import pdf_blocks
+
+    # boxes hug the letters: 'neda ... datata' has no descender, 'sota.' no ascender, so the
+    # boxes stand 7 pt apart where the other lines' stand 4 pt apart; the baselines 13 pt, as all
+    lines = tuple(Line(text, 60, base - bottom, 290 if number < 3 else 80, base + top, 10, baseline=base)
+                  for number, (text, base, bottom, top) in enumerate([
+                      ("daso fe vugi dabe ne", 600, 2, 7), ("lolori bene gigi ma", 587, 2, 7),
+                      ("neda riribe nesobe datata", 574, 0, 7), ("sota.", 561, 0, 5)]))
+    lines += (Line("Next paragraph.", 72, 533, 200, 542, 10, baseline=535),)
+
+    blocks = pdf_blocks([PageLines(0, 612, 792, lines)], 10).blocks
+
+    assert [block.text for block in blocks] == [
+        "daso fe vugi dabe ne lolori bene gigi ma neda riribe nesobe datata sota.", "Next paragraph."]

@@ -29,6 +29,7 @@ class Fragment:
     right: float
     top: float
     size: float  # font size, points
+    baseline: float = 0.0  # where its letters stand (0: not known)
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class Line:
     size: float
     marks: tuple[str, ...] = ()
     column: int = 0  # 0: the page's only column or a line spanning columns; 1 left, 2 right
+    baseline: float = 0.0  # its main run's (0: not known)
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,7 @@ def _line(group: list[Fragment]) -> Line:
         max(item.top for item in group),
         main.size,
         tuple(marks),
+        baseline=main.baseline,
     )
 
 
@@ -178,4 +181,5 @@ def _column(line: Line, gutter: float) -> int:
 
 
 def _with_column(line: Line, column: int) -> Line:
-    return Line(line.text, line.left, line.bottom, line.right, line.top, line.size, line.marks, column)
+    return Line(line.text, line.left, line.bottom, line.right, line.top, line.size, line.marks, column,
+                line.baseline)

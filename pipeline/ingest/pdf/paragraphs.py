@@ -19,7 +19,7 @@ from pipeline.ingest.xhtml import Block
 
 _HEADING_SHARE = 1.15  # a heading's font is at least this share of the body's
 _MAX_HEADING_CHARS = 200
-_PARAGRAPH_GAP = 1.4  # a gap between lines this many times the usual leading ends a paragraph
+_PARAGRAPH_GAP = 0.25  # space past the usual leading, in ems, that ends a paragraph
 # a contents entry: its title, a leader of dots, its page ('Utilities . . . . . 5')
 _DOT_LEADER = re.compile(r"(?:\s?\.){4,}\s*(?:\d{1,5}|[ivxlcdm]{1,8})?\s*$", re.IGNORECASE)
 _SENTENCE_END = (".", "!", "?", ":", '"', "”", "’", "。", "！", "？")
@@ -50,19 +50,20 @@ def pdf_blocks(pages: list[PageLines], body: float) -> PdfText:
     text = PdfText()
     previous: _Placed | None = None
     for page in pages:
-        rights = _column_rights(page)
+        lefts, rights = _column_edges(page)
         for line in page.lines:
             if not line.text:
                 continue
             level = levels.get(round(line.size * 2) / 2, 0) if _may_head(line.text) else 0
-            if text.blocks and _continues(text.blocks[-1], previous, line, level, page.number, leading):
+            here = _Placed(line, page.number, lefts[line.column], rights[line.column])
+            if text.blocks and _continues(text.blocks[-1], previous, here, level, leading):
                 last = text.blocks[-1]
                 text.blocks[-1] = Block(join_line(last.text, line.text), last.level)
             else:
                 text.blocks.append(Block(line.text, level))
                 text.pages.append(page.number)
             text.marks.extend((len(text.blocks) - 1, page.number, mark) for mark in line.marks)
-            previous = _Placed(line, page.number, rights[line.column])
+            previous = here
     return text
 
 
@@ -70,25 +71,26 @@ def pdf_blocks(pages: list[PageLines], body: float) -> PdfText:
 class _Placed:
     line: Line
     page: int
-    column_right: float  # the right edge of the line's column on its page
+    column_left: float  # the left edge of the line's column on its page
+    column_right: float  # and its right edge
 
 
-def _continues(
-    block: Block, previous: _Placed | None, line: Line, level: int, page: int, leading: float
-) -> bool:
-    """Whether ``line`` goes on with ``block`` rather than opening a paragraph or heading."""
+def _continues(block: Block, previous: _Placed | None, here: _Placed, level: int, leading: float) -> bool:
+    """Whether ``here``'s line goes on with ``block`` rather than opening a paragraph or heading."""
     if previous is None or level != block.level:
         return False
-    upper = previous.line
-    same_place = previous.page == page and upper.column == line.column
+    upper, line = previous.line, here.line
+    same_place = previous.page == here.page and upper.column == line.column
     if level:  # a heading set on two lines
         return same_place and upper.bottom - line.top < upper.size
     if abs(line.size - upper.size) > 0.5:
         return False
-    if same_place and upper.bottom - line.top > (_PARAGRAPH_GAP - 1) * leading + 0.5 * upper.size:
-        return False
+    if same_place and leading and upper.baseline - line.baseline > leading + _PARAGRAPH_GAP * upper.size:
+        return False  # more space than between the lines of a paragraph
     if same_place and line.left - upper.left > 0.8 * line.size:
         return False  # an indented first line
+    if not same_place and line.left - here.column_left > 0.8 * line.size:
+        return False  # an indented first line at the top of a column or page
     stops_short = upper.right < previous.column_right - 3 * upper.size
     return not (stops_short and block.text.rstrip().endswith(_SENTENCE_END))
 
@@ -99,23 +101,26 @@ def _may_head(text: str) -> bool:
 
 
 def _usual_leading(pages: list[PageLines]) -> float:
-    """The median gap between one line's bottom and the next one's top, within a column."""
-    gaps = []
+    """The median distance between the baselines of two lines that follow each other in a column
+    (baselines, not boxes: a line without descenders over one without ascenders looks further apart)."""
+    steps = []
     for page in pages:
         for upper, lower in zip(page.lines, page.lines[1:]):
             if upper.column == lower.column and abs(upper.size - lower.size) < 0.5:
-                gap = upper.bottom - lower.top
-                if 0 <= gap < 3 * upper.size:
-                    gaps.append(gap)
-    return median(gaps) if gaps else 2.0
+                step = upper.baseline - lower.baseline
+                if 0 < step < 3 * upper.size:
+                    steps.append(step)
+    return median(steps) if steps else 0.0
 
 
-def _column_rights(page: PageLines) -> dict[int, float]:
-    """The right edge of each column of the page: the rightmost edge of its lines."""
+def _column_edges(page: PageLines) -> tuple[dict[int, float], dict[int, float]]:
+    """The left and right edges of each column of the page: the outermost edges of its lines."""
+    lefts: dict[int, float] = {}
     rights: dict[int, float] = {}
     for line in page.lines:
+        lefts[line.column] = min(lefts.get(line.column, line.left), line.left)
         rights[line.column] = max(rights.get(line.column, 0.0), line.right)
-    return rights
+    return lefts, rights
 
 
 def _heading_levels(pages: list[PageLines], body: float) -> dict[float, int]:

@@ -35,7 +35,7 @@ class _Run:
 
     def fragment(self) -> Fragment | None:
         text = "".join(self.chars).strip()
-        return Fragment(text, self.left, self.bottom, self.right, self.top, self.size) if text else None
+        return Fragment(text, self.left, self.bottom, self.right, self.top, self.size, self.baseline) if text else None
 
 
 def page_runs(textpage: pdfium.PdfTextPage) -> list[Fragment]:
