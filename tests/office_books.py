@@ -117,7 +117,7 @@ def with_member(path: Path, member: str, data: bytes, out: Path) -> Path:
 def write_odt(path: Path, title: str, chapters: list[OfficeChapter], *, author: str = "Wanda Writer",
               footnote: str = "", endnote: str = "", manuscript: bool = True) -> Path:
     """An OpenDocument text of the same shape as ``write_docx``'s (odfpy)."""
-    from odf import dc, office, style, table, text
+    from odf import dc, office, style, text
     from odf.opendocument import OpenDocumentText
 
     document = OpenDocumentText()

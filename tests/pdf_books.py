@@ -9,8 +9,8 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reportlab.pdfbase.pdfmetrics import stringWidth
 from reportlab.lib.utils import ImageReader
+from reportlab.pdfbase.pdfmetrics import stringWidth
 from reportlab.pdfgen import canvas
 
 PAGE = (612.0, 792.0)

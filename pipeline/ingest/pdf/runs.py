@@ -35,7 +35,9 @@ class _Run:
 
     def fragment(self) -> Fragment | None:
         text = "".join(self.chars).strip()
-        return Fragment(text, self.left, self.bottom, self.right, self.top, self.size, self.baseline) if text else None
+        if not text:
+            return None
+        return Fragment(text, self.left, self.bottom, self.right, self.top, self.size, self.baseline)
 
 
 def page_runs(textpage: pdfium.PdfTextPage) -> list[Fragment]:
@@ -48,8 +50,11 @@ def page_runs(textpage: pdfium.PdfTextPage) -> list[Fragment]:
     for index in range(pdfium_c.FPDFText_CountChars(textpage)):
         code = pdfium_c.FPDFText_GetUnicode(textpage, index)
         char = _HYPHENS.get(chr(code), chr(code)) if code else "\x00"
-        if char in _BREAKS or (char.isspace() and run is None):
-            run = _flush(run, found) if char in _BREAKS else run
+        if char in _BREAKS:
+            _flush(run, found)
+            run = None
+            continue
+        if char.isspace() and run is None:
             continue
         if char.isspace():
             run.chars.append(" ")  # type: ignore[union-attr]
@@ -59,7 +64,8 @@ def page_runs(textpage: pdfium.PdfTextPage) -> list[Fragment]:
         pdfium_c.FPDFText_GetCharOrigin(textpage, index, ctypes.byref(x), ctypes.byref(y))
         size = float(pdfium_c.FPDFText_GetFontSize(textpage, index)) or max(top.value - bottom.value, 1.0)
         if run is not None and not _continues(run, left.value, y.value, size):
-            run = _flush(run, found)
+            _flush(run, found)
+            run = None
         if run is None:
             run = _Run([], left.value, bottom.value, right.value, top.value, size, y.value)
         run.chars.append(char)
@@ -81,4 +87,3 @@ def _continues(run: _Run, left: float, baseline: float, size: float) -> bool:
 def _flush(run: _Run | None, found: list[Fragment]) -> None:
     if run is not None and (fragment := run.fragment()) is not None:
         found.append(fragment)
-    return None
