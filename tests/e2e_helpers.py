@@ -4,12 +4,30 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 TTS_JOBS = [sys.executable, "-m", "jobs.cli"]
+
+
+# A shell that starts the suite in the background ignores SIGINT and SIGQUIT, and a child inherits
+# ignored signals: a Ctrl-C the test sends would then do nothing. Each child starts with the defaults.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM)
+
+
+def default_stop_signals() -> None:
+    """Give the calling process the default action for every stop signal (a ``preexec_fn``)."""
+    for number in STOP_SIGNALS:
+        signal.signal(number, signal.SIG_DFL)
+
+
+def popen_stoppable(command: list[str], env: dict[str, str], **options: object) -> subprocess.Popen:  # type: ignore[type-arg]
+    """Start ``command`` from the repository root so that the signals a test sends it act as a user's."""
+    return subprocess.Popen(command, env=env, cwd=Path(__file__).resolve().parent.parent,  # type: ignore[call-overload]
+                            preexec_fn=default_stop_signals, **options)  # noqa: PLW1509 - tests start no threads
 
 
 def cli(args: list[str], env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -86,14 +104,25 @@ def popen_worker(env: dict[str, str], log_path: Path, loglevel: str = "INFO",
                  *options: str) -> subprocess.Popen:  # type: ignore[type-arg]
     """`tts-jobs worker` (every queue, unless ``options`` say otherwise) logging to ``log_path``."""
     log = open(log_path, "w")  # noqa: SIM115 - the process owns it until it exits
-    return subprocess.Popen(worker_command(loglevel, *options), env=env, stdout=log, stderr=subprocess.STDOUT,
-                            cwd=Path(__file__).resolve().parent.parent, start_new_session=True)
+    return popen_stoppable(worker_command(loglevel, *options), env, stdout=log, stderr=subprocess.STDOUT,
+                           start_new_session=True)
 
 
 def read_log(path: Path) -> str:
     return path.read_text(errors="replace") if path.exists() else ""
 
 
-__all__ = ["cli", "status_json", "wait_for_final_state", "ffprobe_seconds", "ffprobe_chapters",
-           "assert_duration_matches_sentences_plus_pauses", "terminate", "popen_worker", "read_log",
-           "os"]
+__all__ = [
+    "assert_duration_matches_sentences_plus_pauses",
+    "cli",
+    "default_stop_signals",
+    "ffprobe_chapters",
+    "ffprobe_seconds",
+    "os",
+    "popen_stoppable",
+    "popen_worker",
+    "read_log",
+    "status_json",
+    "terminate",
+    "wait_for_final_state",
+]

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from tests.conftest import env_for
-from tests.e2e_helpers import TTS_JOBS, ffprobe_chapters, status_json
+from tests.e2e_helpers import TTS_JOBS, ffprobe_chapters, popen_stoppable, status_json
 from tests.readalong_helpers import epubcheck
 from tests.test_readalong_subtitles import check_cues, srt_cues
 
@@ -51,9 +51,7 @@ def test_a_stopped_and_resumed_run_writes_the_read_along_outputs(tmp_path: Path,
         "-f",
         "m4b,epub,srt",
     ]
-    process = subprocess.Popen(
-        command, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    process = popen_stoppable(command, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 240
     while _spoken(settings.data_dir / "tts-jobs.db") == 0:
         assert process.poll() is None and time.monotonic() < deadline, (

@@ -19,7 +19,7 @@ import pytest
 
 from tests.books import write_epub
 from tests.conftest import env_for
-from tests.e2e_helpers import TTS_JOBS, cli, ffprobe_chapters, ffprobe_seconds, status_json
+from tests.e2e_helpers import TTS_JOBS, cli, ffprobe_chapters, ffprobe_seconds, popen_stoppable, status_json
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = [(f"Chapter {c}", [f"In chapter {c}, paragraph line {i} is read aloud by the narrator, slowly."
@@ -78,7 +78,7 @@ def test_a_stopped_run_resumes_without_speaking_anything_twice(tmp_path: Path, s
     env.pop("TTS_JOBS_BROKER_URL")  # the embedded path needs no broker
     database = settings.data_dir / "tts-jobs.db"
     command = TTS_JOBS + ["run", str(reference["book"]), "--out", str(tmp_path / "out")]
-    process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = popen_stoppable(command, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _wait_until_spoken(database, SPOKEN_BEFORE_THE_SIGNAL, process)
 
     process.send_signal(stop)
@@ -120,8 +120,8 @@ def test_retry_resumes_an_interrupted_run_here_and_never_asks_a_broker(tmp_path:
     settings = settings_factory()
     env = {**env_for(settings), "TTS_JOBS_BROKER_URL": "redis://127.0.0.1:1/0"}  # nothing listens there
     book = write_epub(tmp_path / "book.epub", "A Short Night", CHAPTERS[:2])
-    process = subprocess.Popen(TTS_JOBS + ["run", str(book), "--out", str(tmp_path / "out")], env=env, cwd=ROOT,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = popen_stoppable(TTS_JOBS + ["run", str(book), "--out", str(tmp_path / "out")], env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _wait_until_spoken(settings.data_dir / "tts-jobs.db", SPOKEN_BEFORE_THE_SIGNAL, process)
     process.send_signal(signal.SIGINT)
     process.communicate(timeout=30)
@@ -267,7 +267,7 @@ def test_a_run_on_another_live_runs_book_is_refused(tmp_path: Path, settings_fac
     env = env_for(settings)
     book = write_epub(tmp_path / "book.epub", "A Short Night", CHAPTERS[:2])
     command = TTS_JOBS + ["run", str(book), "--out", str(tmp_path / "out")]
-    first = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = popen_stoppable(command, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         _wait_until_spoken(settings.data_dir / "tts-jobs.db", 1, first)
         second = cli(command[len(TTS_JOBS):], env)
