@@ -114,6 +114,7 @@ def test_a_signed_figure_keeps_its_sign(text: str, expected: str):
         ("V. Götterdämmerung, III. i: the end.", "See Gotterdammerung, three. one: the end."),
         ("Froude, Vol. I, ch. iv, a letter.", "Froude, Vol. one, ch four, a letter."),
         ("He said, i think so.", "He said, i think so."),
+        ("On vi, the tool, ch li runs.", "On vi, the tool, ch li runs."),  # no title opens a sentence
         ("Books I, II and IV.", "Books one, two and four."),
         ("a, b, mix, and", "a, b, mix, and"),
     ],

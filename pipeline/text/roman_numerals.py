@@ -56,17 +56,10 @@ _CHAPTER_WORDS = frozenset(
         "Schedule",
         "Plate",
         "Vatican",
-        "ch",
-        "Ch",
-        "chap",
-        "Chap",
-        "bk",
-        "Bk",
-        "vol",
-        "pt",
-        "Pt",
     ]
 )
+_SAME_WORK = frozenset(("Id", "Ibid", "Ib"))  # 'Id. iii, verse 24': the work just cited
+_CHAPTER_ABBREVIATIONS = frozenset(("ch", "Ch", "chap", "Chap", "bk", "Bk", "vol", "pt", "Pt"))  # with their period
 # Numerals listed after a plural chapter word: 'Parts II and III', 'Books I, II and IV'.
 _LISTED_AFTER_PLURAL = re.compile(
     r"\b(?:Parts|Chapters|Books|Volumes|Acts|Scenes|Sections|Cantos|Letters|Articles|Psalms|Appendices"
@@ -164,12 +157,15 @@ def _numeral_after_word(match: re.Match[str], languages: Languages) -> str:
     numeral = match.group(1)
     look_back = max(0, space - 12)
     previous = text[max(text.rfind(" ", look_back, space) + 1, look_back) : space].rpartition(SEPARATOR)[2]
-    previous = previous.rstrip(".")
+    previous, period = previous.rstrip("."), previous.endswith(".")
+    # 'ch. iv' (its period may be gone already, where a lower-case word follows: 'ch iv, a letter')
+    abbreviation = previous in _CHAPTER_ABBREVIATIONS and (period or bool(_CITATION_AFTER.match(text, match.end())))
     chapter = (
         previous in _CHAPTER_WORDS
+        or abbreviation
         or text.endswith(("World War", "WORLD WAR"), 0, space)
         or bool(_LISTED_AFTER_PLURAL.search(text, max(0, space - 60), space))
-        or _cited(text, previous, numeral, match.end())
+        or _cited(text, previous, numeral, match.end(), _opens_sentence(text, space - len(previous)))
     )
     if len(numeral) == 1 and numeral in _LETTERS_NOT_NUMERALS:
         return ""
@@ -189,18 +185,26 @@ def _numeral_after_word(match: re.Match[str], languages: Languages) -> str:
     return padded(spoken, text, match.start(1), match.end())
 
 
-def _cited(text: str, previous: str, numeral: str, end: int) -> bool:
+def _cited(text: str, previous: str, numeral: str, end: int, first_word: bool) -> bool:
     """A numeral of a citation, which a comma, or a period and the words it numbers, follow: a small
-    one after a comma, a title or another numeral ('Isolde, i,', 'Inferno iii. 55', 'III. i:'), a
-    capital one after a comma ('Antony and Cleopatra, II. ii.')."""
+    one after a comma, a title or another numeral ('Isolde, i,', 'Inferno iii. 55', 'Id. iii,',
+    'III. i:'), a capital one after a comma ('Antony and Cleopatra, II. ii.'). ``first_word``: the
+    word before opens its sentence ('On vi, ...' names no book)."""
     if not _CITATION_AFTER.match(text, end):
         return False
     after_comma = previous.endswith(",")
     if all(ch in "ivx" for ch in numeral):  # books and cantos: 'mix' and 'dim' are words
-        after_title = previous[:1].isupper() and previous.isalpha()
+        named = previous[:1].isupper() and previous.isalpha() and not first_word
+        after_title = named or previous in _SAME_WORK
         after_numeral = len(previous) > 1 and previous.isupper() and roman_value(previous) is not None
         return after_comma or after_title or after_numeral
     return len(numeral) > 1 and numeral.isupper() and after_comma
+
+
+def _opens_sentence(text: str, start: int) -> bool:
+    """Whether the word at ``start`` is the first of its sentence or paragraph."""
+    before = text[max(0, start - 3) : start].rstrip(" ")
+    return not before or before[-1] in ".!?" + SEPARATOR
 
 
 def _regnal_numeral(text: str, numeral: str, end: int) -> bool:
