@@ -152,11 +152,14 @@ def _draw(pdf: canvas.Canvas, page: _Page, number: int, head: str) -> None:
     pdf.drawCentredString(PAGE[0] / 2, MARGIN - 20, str(number))
 
 
-def write_scanned_pdf(path: Path, pages: int) -> Path:
-    """Pages that hold only a drawing, no text: what a scan without OCR looks like to a reader."""
+def write_scanned_pdf(path: Path, pages: int, stamped: int = 0) -> Path:
+    """Pages that hold only a drawing, no text: what a scan without OCR looks like to a reader; the
+    first ``stamped`` of them with a line of text as well (a watermark, a library's stamp)."""
     pdf = canvas.Canvas(str(path), pagesize=PAGE)
-    for _ in range(pages):
+    for number in range(pages):
         pdf.rect(100, 100, 300, 500, fill=1)
+        if number < stamped:
+            pdf.drawString(72, 40, "Digitised by the Test Library.")
         pdf.showPage()
     pdf.save()
     return path

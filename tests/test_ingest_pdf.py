@@ -105,6 +105,15 @@ def test_a_scan_without_text_is_refused_saying_how_many_pages_lack_text(tmp_path
     assert "OCR" in refused.value.fix
 
 
+def test_a_scan_with_a_stamped_line_is_refused_and_a_few_pictures_are_counted(tmp_path: Path) -> None:
+    with pytest.raises(BookError, match="no text layer: 11 of its 12 pages hold no text"):
+        read_book(write_scanned_pdf(tmp_path / "stamped.pdf", 12, stamped=1))
+
+    book = read_book(write_scanned_pdf(tmp_path / "plates.pdf", 4, stamped=2))
+
+    assert "2 of 4 pages hold no text (pictures or scans); they are not read" in book.warnings
+
+
 def test_a_pdf_of_100000_pages_is_refused_before_its_pages_are_read(tmp_path: Path) -> None:
     with pytest.raises(BookError, match="100,000 pages"):
         read_book(write_many_pages_pdf(tmp_path / "huge.pdf", 100_000))

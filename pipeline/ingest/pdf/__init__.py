@@ -26,6 +26,8 @@ from pipeline.types import BookMetadata
 
 __all__ = ["read_pdf"]
 
+_SCAN_SHARE = 0.9  # pages without text past which a PDF is a scan, ...
+_SCAN_MIN_PAGES = 10  # ... once it has this many pages (a short one may be mostly pictures)
 _PDF_DATE = re.compile(r"^D:(\d{4})(\d{2})?(\d{2})?")
 _CONVERTER_TITLE = re.compile(r"^(?:microsoft word - |untitled\b)|\.(?:docx?|odt|rtf|tex|indd)$", re.IGNORECASE)
 
@@ -60,15 +62,18 @@ def read_pdf(path: Path, options: IngestOptions) -> RawBook:
 
 
 def _text_layer_warnings(path: Path, pages: PdfPages) -> list[str]:
-    total = len(pages.pages)
-    if total and pages.without_text == total:
+    """A warning for pages without text; a BookError when (nearly) none has any: a scan, perhaps
+    with a line of text stamped on a page or two, would make an audiobook of almost nothing."""
+    total, blank = len(pages.pages), pages.without_text
+    if total and (blank == total or (total >= _SCAN_MIN_PAGES and blank >= _SCAN_SHARE * total)):
+        counted = f"none of its {total:,} pages holds" if blank == total else f"{blank:,} of its {total:,} pages hold no"
         raise BookError(
             path,
-            f"has no text layer: none of its {total:,} pages holds text (a scan)",
+            f"has no text layer: {counted} text (a scan)",
             "run OCR on it first (for example ocrmypdf) and give the OCRed PDF",
         )
-    if pages.without_text:
-        return [f"{pages.without_text} of {total} pages hold no text (pictures or scans); they are not read"]
+    if blank:
+        return [f"{blank} of {total} pages hold no text (pictures or scans); they are not read"]
     return []
 
 
