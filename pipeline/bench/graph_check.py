@@ -2,9 +2,11 @@
 
 One pool of mixed-length sentences (greedy, and sampled with EOS allowed) runs three ways: eager
 with every row in its own slot, graphs with every row in its own slot, and graphs with fewer
-slots than rows (refills). Prints each way's time and token agreement; exits 1 when a way agrees
-on fewer than 95 % of the rows (fp16 batch-shape effects may flip a rare argmax).
-``tests/gpu/test_gpu_graph_check.py`` asserts the same on a GPU machine.
+slots than rows (refills). Prints each way's time and token agreement; exits 1 when graphs with a
+slot per row agree on fewer than 95 % of the rows. Refills change the batch's shape step by step:
+in fp16 that flips argmaxes on random weights' near-flat logits, and a flipped row differs from
+there on (on an H200 ~35-40 % of fp16 rows stay identical), so refills are held to the eager
+tokens in fp32 (``tests/gpu/test_gpu_graph_check.py``, on a GPU machine).
 
     python -m pipeline.bench graph-check --rows 256 --slots 64 --precision fp16
     python -m pipeline.bench graph-check --cpu-smoke    # tiny weights on the CPU: refills only
@@ -29,6 +31,7 @@ from pipeline.engine.weights import write_synthetic_weights
 from pipeline.types import SynthesisRequest
 
 AGREEMENT_NEEDED = 0.95
+ONE_SLOT_PER_ROW = "graphs, a slot per row"
 
 
 @dataclass(frozen=True)
@@ -85,7 +88,7 @@ def compare_ways(engine: Engine, rows: int, slots: int, longest: int = 280) -> l
     for greedy in (True, False):
         requests = pool(engine, rows, greedy, longest)
         reference, eager_s = timed_codes(engine, requests, None, graphs=False)
-        for label, way_slots in (("graphs, a slot per row", None), (f"graphs, {slots} slots", slots)):
+        for label, way_slots in ((ONE_SLOT_PER_ROW, None), (f"graphs, {slots} slots", slots)):
             codes, seconds = timed_codes(engine, requests, way_slots, graphs=True)
             found.append(Way(sampling="greedy" if greedy else "sampled", label=label,
                              identical_rows=sum(torch.equal(a, b) for a, b in zip(codes, reference)),
@@ -124,4 +127,4 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench gr
         ways = compare_ways(engine, args.rows, args.slots, args.longest)
     for way in ways:
         print(way.line())
-    return 0 if all(way.agreement >= AGREEMENT_NEEDED for way in ways) else 1
+    return 0 if all(way.agreement >= AGREEMENT_NEEDED for way in ways if way.label == ONE_SLOT_PER_ROW) else 1
