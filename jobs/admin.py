@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from jobs.settings import Settings
+
 
 def synthetic_weights_warning() -> str:
     """What every user of synthetic weights must read: they make noise, never speech."""
@@ -34,4 +36,9 @@ def run_benchmark(argv: list[str]) -> int:
     the engine benchmark by default, another tool when its name comes first. Returns the exit code."""
     from pipeline.bench.commands import main
 
+    tuning = Settings.from_env().engine_tuning
+    if tuning is not None:  # TTS_JOBS_FUSED_LAYERS=0 and the like, for an A/B of the kernels
+        from pipeline.engine.loading import apply_tuning
+
+        apply_tuning(tuning)
     return main(argv, prog="tts-jobs bench")

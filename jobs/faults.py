@@ -1,5 +1,5 @@
-"""Fault injection for the reliability tests: the one place that reads their two variables.
-Production never sets them.
+"""Fault injection for the reliability tests: the one place that acts on their two variables
+(read with every other in jobs/settings.py). Production never sets them.
 
 ``TTS_JOBS_FAULT_AFTER_COMMIT`` — a point name, a comma-separated list, or ``all`` — makes the
 process kill itself with SIGKILL right after a commit that a message must follow, once per point
@@ -17,7 +17,8 @@ import logging
 import os
 import signal
 import time
-from pathlib import Path
+
+from jobs.settings import Settings
 
 FAULT_ENV = "TTS_JOBS_FAULT_AFTER_COMMIT"
 PAUSE_ENV = "TTS_JOBS_FAULT_PAUSE"
@@ -28,10 +29,11 @@ log = logging.getLogger(__name__)
 
 def after_commit(point: str) -> None:
     """Die here if the tests asked for it (see the module)."""
-    wanted = os.environ.get(FAULT_ENV, "")
+    settings = Settings.from_env()
+    wanted = settings.fault_after_commit
     if not wanted or (point not in wanted.split(",") and wanted != "all"):
         return
-    marker = Path(os.environ.get("TTS_JOBS_DATA_DIR", ".")) / f".fault-{point}-done"
+    marker = settings.data_dir / f".fault-{point}-done"
     try:
         os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
     except FileExistsError:
@@ -42,7 +44,7 @@ def after_commit(point: str) -> None:
 
 def pause(stage: str) -> None:
     """Hold ``stage`` as long as the tests asked (see the module)."""
-    for entry in os.environ.get(PAUSE_ENV, "").split(","):
+    for entry in Settings.from_env().fault_pause.split(","):
         name, _, seconds = entry.partition(":")
         if name == stage:
             log.critical("fault injection: holding %s for %s s", stage, seconds)

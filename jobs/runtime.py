@@ -95,8 +95,8 @@ class EngineLoading:
 
 
 def open_engine(settings: Settings) -> Engine:
-    """The synthesis engine on the settings' weights, device and precision (loaded now: seconds)."""
-    from pipeline.engine import EngineConfig, load_engine
+    """The synthesis engine on the settings' weights, device, precision and kernel choices
+    (loaded now: seconds)."""
+    from pipeline.engine import load_engine
 
-    return load_engine(EngineConfig(model_dir=settings.model_dir, device=settings.device,
-                                    precision=settings.precision, memory_gib=settings.memory_gib))
+    return load_engine(settings.engine_config())

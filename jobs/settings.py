@@ -17,6 +17,25 @@
 | TTS_JOBS_VISIBILITY_TIMEOUT | 21600 | Redis redelivery of unacknowledged messages (longer than any batch) |
 | TTS_JOBS_MAX_ATTEMPTS | 3 | attempts per batch before its sentences fail |
 | TTS_JOBS_CPU_WORKER_NICE | 10 | niceness of a worker serving only the CPU queue (ingest, planning, assembly), so that it never starves the host threads that feed the GPUs; 0 leaves it alone |
+| TTS_JOBS_MEASURE_HELPERS | one per 4 cores (8+ cores), else 0 | helper processes that measure a synthesis worker's sentences ahead of assembly |
+| TTS_JOBS_LOG_LEVEL | INFO | log level of the command line and of the workers' own lines |
+| TTS_JOBS_KV_CACHE | auto | the decode slots' keys and values: auto (int8 on the GPU's fp16/bf16 path), int8, model |
+| TTS_JOBS_DECODE_ATTENTION | triton | decode-step attention on CUDA in half precision: triton or sdpa (EngineTuning, for measuring) |
+| TTS_JOBS_FUSED_LAYERS | 1 | 0: the PyTorch ops instead of the fused residual/RMSNorm and SiLU kernels (for measuring) |
+| TTS_JOBS_CUDA_GRAPHS | 1 | 0: decode steps run eagerly, not replayed from CUDA graphs (for measuring) |
+| TTS_JOBS_DECODE_CUDNN | 0 | 1: cuDNN for the Decoder and Vocos convolutions (slower: it plans per shape) |
+| TTS_JOBS_ATTENTION_BLOCK | 32 | positions per loop iteration of the Triton attention kernel (for its sweep) |
+| TTS_JOBS_ATTENTION_WARPS | 1 | warps per program of the Triton attention kernel (for its sweep) |
+| TTS_JOBS_FAULT_AFTER_COMMIT | (none) | tests only: a process kills itself after the named commits (jobs/faults.py) |
+| TTS_JOBS_FAULT_PAUSE | (none) | tests only: `stage:seconds`, holds a stage once begun (jobs/faults.py) |
+| CUDA_VISIBLE_DEVICES | (every GPU) | the GPUs `worker --gpus all` serves; a pinned worker's child gets its one GPU here |
+| HF_HOME | ~/.cache/huggingface | the Hugging Face cache searched for 2Noise/ChatTTS when no model dir is given |
+| FLOWER_BASIC_AUTH | (none) | `user:password` of Flower's web UI; read with the rest by `tts-jobs flower` (jobs/cluster/flower.py) |
+| FLOWER_TASKS_COLUMNS | (ours) | Flower's task columns; Flower reads it itself |
+
+Settings are read once per process (``Settings.from_env``) and handed on: the engine gets its
+slice as an ``EngineConfig`` with an ``EngineTuning`` (``engine_config``); a child process that
+must see other values gets them as its own environment (``child_environment``).
 """
 
 from __future__ import annotations
@@ -25,8 +44,15 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pipeline.errors import InputError
+
+if TYPE_CHECKING:  # the engine's package is imported only where an engine is configured
+    from pipeline.engine.config import EngineConfig, EngineTuning
+
+# Read by huggingface_hub and tqdm when they are imported (silence_dependency_bars).
+DEPENDENCY_BARS_OFF = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TQDM_DISABLE": "1"}
 
 
 @dataclass(frozen=True)
@@ -47,6 +73,13 @@ class Settings:
     visibility_timeout: int = 21_600
     max_attempts: int = 3
     cpu_worker_nice: int = 10
+    log_level: str = "INFO"
+    kv_cache: str | None = None  # None: the engine's default ("auto")
+    engine_tuning: EngineTuning | None = None  # None: the engine's own defaults
+    hf_home: Path | None = None  # None: ~/.cache/huggingface
+    visible_gpus: str | None = None  # CUDA_VISIBLE_DEVICES as this process was started with
+    fault_after_commit: str = ""  # tests only (jobs/faults.py)
+    fault_pause: str = ""  # tests only (jobs/faults.py)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -73,7 +106,22 @@ class Settings:
             visibility_timeout=int(env.get("TTS_JOBS_VISIBILITY_TIMEOUT", "21600")),
             max_attempts=int(env.get("TTS_JOBS_MAX_ATTEMPTS", "3")),
             cpu_worker_nice=int(env.get("TTS_JOBS_CPU_WORKER_NICE", "10")),
+            log_level=env.get("TTS_JOBS_LOG_LEVEL", "INFO").upper(),
+            kv_cache=env.get("TTS_JOBS_KV_CACHE") or None,
+            engine_tuning=_engine_tuning(env),
+            hf_home=Path(env["HF_HOME"]).expanduser() if env.get("HF_HOME") else None,
+            visible_gpus=env.get("CUDA_VISIBLE_DEVICES"),
+            fault_after_commit=env.get("TTS_JOBS_FAULT_AFTER_COMMIT", ""),
+            fault_pause=env.get("TTS_JOBS_FAULT_PAUSE", ""),
         )
+
+    def engine_config(self) -> EngineConfig:
+        """The engine's slice: its weights, device, precision, memory cap and kernel choices."""
+        from pipeline.engine.config import EngineConfig
+
+        return EngineConfig(model_dir=self.model_dir, device=self.device, precision=self.precision,
+                            kv_cache=self.kv_cache, memory_gib=self.memory_gib, hf_home=self.hf_home,
+                            tuning=self.engine_tuning)
 
     def measure_helper_count(self) -> int:
         """Helper processes that measure a synthesis worker's sentences ahead of assembly: as
@@ -92,6 +140,45 @@ class Settings:
         from dataclasses import replace
 
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+TUNING_VARIABLES = ("TTS_JOBS_DECODE_ATTENTION", "TTS_JOBS_FUSED_LAYERS", "TTS_JOBS_CUDA_GRAPHS",
+                    "TTS_JOBS_DECODE_CUDNN", "TTS_JOBS_ATTENTION_BLOCK", "TTS_JOBS_ATTENTION_WARPS")
+
+
+def _engine_tuning(env: Mapping[str, str]) -> EngineTuning | None:
+    """The kernel choices set in ``env``; None where none is (the engine's defaults)."""
+    if not any(name in env for name in TUNING_VARIABLES):
+        return None
+    from pipeline.engine.config import EngineTuning
+
+    return EngineTuning(
+        decode_attention=env.get("TTS_JOBS_DECODE_ATTENTION", "triton"),
+        fused_layers=env.get("TTS_JOBS_FUSED_LAYERS", "1") != "0",
+        cuda_graphs=env.get("TTS_JOBS_CUDA_GRAPHS", "1") != "0",
+        decode_cudnn=env.get("TTS_JOBS_DECODE_CUDNN", "0") == "1",
+        attention_block=int(env.get("TTS_JOBS_ATTENTION_BLOCK", "32")),
+        attention_warps=int(env.get("TTS_JOBS_ATTENTION_WARPS", "1")),
+    )
+
+
+def process_environment() -> dict[str, str]:
+    """A copy of this process's environment, for a library that reads variables of its own
+    (Flower) and for a child process."""
+    return dict(os.environ)
+
+
+def child_environment(**changes: str) -> dict[str, str]:
+    """This process's environment with ``changes``: what a child process is started with when
+    it must see a value before it imports anything (CUDA_VISIBLE_DEVICES before torch)."""
+    return {**process_environment(), **changes}
+
+
+def silence_dependency_bars() -> None:
+    """Turn off the progress bars the model's libraries draw (a log file or our own progress
+    line is no place for them). Before they are imported: they read these once, at import."""
+    for name, value in DEPENDENCY_BARS_OFF.items():
+        os.environ.setdefault(name, value)
 
 
 def memory_gib(text: str | None, named: str = "TTS_JOBS_MEMORY_GIB=") -> float | None:

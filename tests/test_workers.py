@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import socket
 
 import pytest
 
 from jobs.cluster import workers
+from jobs.settings import Settings
 
 
 def test_a_gpu_worker_takes_only_synthesis_one_batch_at_a_time_and_is_named_after_its_gpu() -> None:
@@ -25,10 +27,21 @@ def test_a_plain_worker_serves_every_queue_and_unknown_queues_are_refused() -> N
         workers.worker_spec("cpu,gpu", 1, None, False, None)
 
 
-def test_gpu_lists(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert workers.parse_gpu_list("0, 2") == [0, 2]
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,3")
-    assert workers.parse_gpu_list("all") == [1, 3]
+def test_gpu_lists() -> None:
+    assert workers.parse_gpu_list("0, 2", None) == [0, 2]
+    assert workers.parse_gpu_list("all", "1,3") == [1, 3]  # the GPUs this process may see
+
+
+def test_a_pinned_worker_is_started_with_its_gpu_in_its_own_environment_not_ours(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3")
+    settings = Settings.from_env().with_overrides(memory_gib=7.5)
+
+    env = workers.pinned_environment(2, settings)
+
+    assert (env["CUDA_VISIBLE_DEVICES"], env["TTS_JOBS_DEVICE"], env["TTS_JOBS_MEMORY_GIB"]) == ("2", "cuda", "7.5")
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "0,1,2,3"
+    assert Settings.from_env(env).visible_gpus == "2"  # so the started worker runs, not pins again
 
 
 @pytest.mark.parametrize("kind,env_nice,expected", [
@@ -50,6 +63,7 @@ def test_a_cpu_only_worker_lowers_its_priority(kind: str, env_nice: str | None, 
     if env_nice is not None:
         env["TTS_JOBS_CPU_WORKER_NICE"] = env_nice
     code = ("import os; from jobs.cluster.workers import worker_spec, yield_to_gpu_feeders; "
-            f"before = os.nice(0); yield_to_gpu_feeders({spec}); print(os.nice(0) - before)")
+            "from jobs.settings import Settings; "
+            f"before = os.nice(0); yield_to_gpu_feeders({spec}, Settings.from_env()); print(os.nice(0) - before)")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert int(out.stdout) == expected

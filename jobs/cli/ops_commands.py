@@ -3,7 +3,6 @@ Each parses, calls a use case of jobs/ and reports; `jobs/cli/main.py` registers
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -17,7 +16,7 @@ from jobs.cluster import workers
 from jobs.cluster.flower import DEFAULT_PORT, LOOPBACK, FlowerConfigError, FlowerOptions, run_flower
 from jobs.preview import voice_sample
 from jobs.runtime import open_engine, open_runtime, upgrade_database
-from jobs.settings import Settings, memory_gib_option
+from jobs.settings import Settings, memory_gib_option, process_environment
 
 # ---------------------------------------------------------------- worker / flower
 
@@ -39,12 +38,12 @@ def worker(
 ) -> None:
     """Start a Celery worker for this app. With no options it serves every queue."""
     silence_dependency_bars()  # a log file is no place for "Loading weights" bars
-    if memory_gib_option(memory_gib) is not None:  # read by the worker processes' settings
-        os.environ["TTS_JOBS_MEMORY_GIB"] = str(memory_gib)
+    settings = Settings.from_env().with_overrides(memory_gib=memory_gib_option(memory_gib))
     if gpus is not None:
-        raise SystemExit(workers.supervise_gpu_workers(workers.parse_gpu_list(gpus), loglevel))
+        gpu_ids = workers.parse_gpu_list(gpus, settings.visible_gpus)
+        raise SystemExit(workers.supervise_gpu_workers(gpu_ids, loglevel, settings))
     spec = workers.worker_spec(queues=queues, concurrency=concurrency, gpu=gpu, cpu=cpu, name=name)
-    raise SystemExit(workers.run_worker(spec, loglevel))
+    raise SystemExit(workers.run_worker(spec, loglevel, settings))
 
 
 def flower(
@@ -64,7 +63,7 @@ def flower(
     options = FlowerOptions(port=port, address=address, local=local, allow_control=allow_control,
                             state_file=state_file, url_prefix=url_prefix)
     try:
-        code = run_flower(options, os.environ)
+        code = run_flower(options, process_environment())
     except FlowerConfigError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(EXIT_BAD_INPUT) from None

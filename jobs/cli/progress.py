@@ -13,21 +13,21 @@ switched off through the variables those libraries read when they are imported.
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any
 
+from jobs import settings
 from jobs.cli.output import duration
+from jobs.settings import Settings
 from jobs.status import StageProgress
 
 log = logging.getLogger("tts_jobs")
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 NOISY_LOGGERS = ("ChatTTS", "httpx", "numba", "urllib3", "transformers", "alembic")
-DEPENDENCY_BARS_OFF = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TQDM_DISABLE": "1"}
 _BAR_WIDTH = 20
 UNITS = {"speaking": "sentences", "assembling": "chapters"}  # encoding counts M4B pieces or chapter files
 
@@ -41,7 +41,7 @@ class _Loudness:
 def configure_logging() -> None:
     """stderr, at ``TTS_JOBS_LOG_LEVEL`` (INFO); warnings of libraries as log lines too, so that
     they also pass above a live progress line."""
-    level = os.environ.get("TTS_JOBS_LOG_LEVEL", "INFO").upper()
+    level = Settings.from_env().log_level
     logging.basicConfig(level=getattr(logging, level, logging.INFO), stream=sys.stderr, format=LOG_FORMAT)
     logging.captureWarnings(True)
     for noisy in NOISY_LOGGERS:
@@ -63,8 +63,7 @@ def is_quiet() -> bool:
 
 def silence_dependency_bars() -> None:
     """Before the model's libraries are imported: they decide whether to draw bars at import."""
-    for name, value in DEPENDENCY_BARS_OFF.items():
-        os.environ.setdefault(name, value)
+    settings.silence_dependency_bars()
 
 
 def describe(event: StageProgress, compact: bool = False) -> str:

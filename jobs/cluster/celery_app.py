@@ -14,9 +14,6 @@ from jobs.settings import Settings
 CPU_QUEUE = "cpu"
 SYNTH_QUEUE = "synth"
 ALL_QUEUES = (CPU_QUEUE, SYNTH_QUEUE)
-# Set by `tts-jobs worker` so the child process knows whether to load the model after the fork.
-WORKER_QUEUES_ENV = "TTS_JOBS_WORKER_QUEUES"
-WORKER_NAME_ENV = "TTS_JOBS_WORKER_NAME"
 REDIS_TRANSPORT = "jobs.cluster.redis_transport:Transport"
 
 

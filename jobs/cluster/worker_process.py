@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import importlib
 import logging
-import os
 import socket
 import threading
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from celery.signals import worker_process_init, worker_process_shutdown
@@ -21,7 +21,7 @@ from celery.signals import worker_process_init, worker_process_shutdown
 from jobs import faults, ingest, plan
 from jobs.batches import cleanup
 from jobs.cluster import messages, reconcile
-from jobs.cluster.celery_app import ALL_QUEUES, CPU_QUEUE, SYNTH_QUEUE, WORKER_NAME_ENV, WORKER_QUEUES_ENV
+from jobs.cluster.celery_app import ALL_QUEUES, CPU_QUEUE, SYNTH_QUEUE
 from jobs.leases import this_process
 from jobs.runtime import Runtime, open_engine, open_runtime
 from jobs.settings import Settings
@@ -31,9 +31,31 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+
+
+@dataclass(frozen=True)
+class WorkerSetup:
+    """What `tts-jobs worker` started this worker as: its queues, its Celery name and its settings."""
+
+    queues: tuple[str, ...]
+    name: str
+    settings: Settings
+
+
+_setup: WorkerSetup | None = None
 _runtime: Runtime | None = None
 _engine: Engine | None = None
 _lock = threading.Lock()
+
+
+def prepare(setup: WorkerSetup) -> None:
+    """Called by the worker's main process before the pool forks: the pool processes inherit it."""
+    global _setup
+    _setup = setup
+
+
+def _settings() -> Settings:
+    return _setup.settings if _setup is not None else Settings.from_env()
 
 
 def runtime() -> Runtime:
@@ -41,14 +63,14 @@ def runtime() -> Runtime:
     global _runtime
     with _lock:
         if _runtime is None:
-            _runtime = open_runtime(Settings.from_env(), upgrade_schema=False)
+            _runtime = open_runtime(_settings(), upgrade_schema=False)
         return _runtime
 
 
 @worker_process_init.connect
 def _load_after_fork(**_: object) -> None:
     """Load and warm the model in the child process, never in the parent (CUDA is not fork-safe)."""
-    queues = os.environ.get(WORKER_QUEUES_ENV, ",".join(ALL_QUEUES)).split(",")
+    queues = _setup.queues if _setup is not None else ALL_QUEUES
     if SYNTH_QUEUE in queues:
         worker_engine()
     if CPU_QUEUE in queues:
@@ -66,7 +88,7 @@ def worker_engine() -> Engine:
     global _engine
     with _lock:
         if _engine is None:
-            settings = Settings.from_env()
+            settings = _settings()
             _engine = open_engine(settings)
             _engine.slots = settings.slots
             _engine.warm_up()
@@ -115,7 +137,7 @@ def prepare_ingest() -> None:
 
 def synthesis_worker_name() -> str:
     """The Celery worker name (``gpu0@host``): OOM limits are learned per device, not per process."""
-    return os.environ.get(WORKER_NAME_ENV) or f"tts@{socket.gethostname()}"
+    return _setup.name if _setup is not None else f"tts@{socket.gethostname()}"
 
 
 def worker_name() -> str:

@@ -7,6 +7,29 @@ from pathlib import Path
 
 
 @dataclass(frozen=True)
+class EngineTuning:
+    """The GPU path's kernel choices, for measuring one against another (docs/engine.md has what
+    each measures); the defaults are what runs in production. Kernels are compiled once per
+    process, so these hold for every engine of the process (``loading.apply_tuning``).
+
+    decode_attention: the decode step's attention on CUDA in half precision: "triton"
+    (decode_attention.py) or "sdpa" (masked SDPA, also the CPU and fp32 path).
+    fused_layers: residual + RMSNorm and SiLU x up fused (layer_kernels.py) on the Triton path.
+    cuda_graphs: decode steps replayed from CUDA graphs (step_graphs.py); False runs them eagerly.
+    decode_cudnn: cuDNN for the Decoder and Vocos convolutions (it plans per shape: slower here).
+    attention_block, attention_warps: positions per loop iteration and warps per program of the
+    Triton attention kernel (swept by ``python -m pipeline.bench step-profile --sweep``).
+    """
+
+    decode_attention: str = "triton"
+    fused_layers: bool = True
+    cuda_graphs: bool = True
+    decode_cudnn: bool = False
+    attention_block: int = 32
+    attention_warps: int = 1
+
+
+@dataclass(frozen=True)
 class EngineConfig:
     """Where the weights are and how to run them.
 
@@ -16,9 +39,12 @@ class EngineConfig:
     torchao weight-only on CUDA, torch.ao dynamic on CPU).
     kv_cache: the decode slots' keys and values: "auto" (int8 on the GPU's fp16/bf16 path, the
     model's dtype elsewhere; docs/engine.md has what it costs in fidelity), "int8", "model".
-    None: ``TTS_JOBS_KV_CACHE`` (default "auto").
+    None: "auto".
     memory_gib: on CUDA, the most GPU memory this process may use (a hard cap, as a smaller card
     would have): the planner's batches and the decode slots are sized from it. None: the card.
+    hf_home: the Hugging Face home whose cache holds 2Noise/ChatTTS when model_dir is None.
+    tuning: the GPU path's kernel choices (EngineTuning), set for the whole process on load;
+    None leaves them as they are (the defaults, or what a benchmark set).
     """
 
     model_dir: Path | None = None  # None: the Hugging Face cache of 2Noise/ChatTTS
@@ -26,3 +52,5 @@ class EngineConfig:
     precision: str = "auto"
     kv_cache: str | None = None
     memory_gib: float | None = None
+    hf_home: Path | None = None  # None: ~/.cache/huggingface
+    tuning: EngineTuning | None = None  # None: the process's kernel choices as they stand

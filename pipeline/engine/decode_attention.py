@@ -21,7 +21,6 @@ Only on CUDA (Triton ships with CUDA builds of PyTorch); ``gpt.py`` uses masked 
 from __future__ import annotations
 
 import math
-import os
 
 import torch
 
@@ -35,9 +34,10 @@ except ImportError:  # CPU builds of PyTorch
     tl = None
 
 # Positions per loop iteration and warps per program of the attention kernel (measured on the
-# H200 by `python -m pipeline.bench step-profile --sweep`; docs/engine.md). Overridable for that sweep.
-BLOCK_POSITIONS = int(os.environ.get("TTS_JOBS_ATTENTION_BLOCK", "32"))
-WARPS = int(os.environ.get("TTS_JOBS_ATTENTION_WARPS", "1"))
+# H200 by `python -m pipeline.bench step-profile --sweep`; docs/engine.md). Set for that sweep by
+# EngineTuning (loading.apply_tuning).
+BLOCK_POSITIONS = 32
+WARPS = 1
 # Which attention kernel ``decode_attention`` runs when its caller names none: "single" (one
 # program per (slot, head), below) or "split" (partitions of the context and a reduce,
 # ``split_attention.py``). A process that measures both sets this before its steps are captured.

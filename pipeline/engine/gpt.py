@@ -5,7 +5,7 @@ masks and position ids on the host, and syncs on every step. Here the same weigh
 minimal Llama block: fused QKV and gate/up projections, one RoPE table looked up per step, and
 two cache layouts: ``KVCache`` for a prefill (all rows at once), ``SlotCache`` for the decode
 slots (each slot its own length; on the GPU read by the Triton kernels of `decode_attention.py`;
-int8 with a scale per vector where ``TTS_JOBS_KV_CACHE`` asks for it, `kv_int8.py`).
+int8 with a scale per vector where ``EngineConfig.kv_cache`` asks for it, `kv_int8.py`).
 
 Shapes: B rows, S cache positions, H heads, D head width, C = H * D hidden width.
 """
@@ -13,7 +13,6 @@ Shapes: B rows, S cache positions, H heads, D head width, C = H * D hidden width
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -32,17 +31,17 @@ log = logging.getLogger(__name__)
 # every new KV length, i.e. on every decode step (20+ s per first pass on the H200, docs/engine.md).
 _ATTENTION_BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
 # Decode-step attention on CUDA in half precision: "triton" (decode_attention.py, the default) or
-# "sdpa" (masked SDPA, also the CPU and fp32 path). Set by TTS_JOBS_DECODE_ATTENTION; docs/engine.md
+# "sdpa" (masked SDPA, also the CPU and fp32 path). Set by EngineTuning; docs/engine.md
 # has what each measures (FlashAttention's variable-length kernel is no faster than SDPA here).
-DECODE_ATTENTION = os.environ.get("TTS_JOBS_DECODE_ATTENTION", "triton")
+DECODE_ATTENTION = "triton"
 # The decode slots' KV cache: "int8" (kv_int8.py), "model" (the model's dtype), or "auto": int8
 # where the Triton decode path runs (CUDA, fp16/bf16), the model's dtype elsewhere. Measured
 # speed and fidelity of each: docs/engine.md.
-KV_CACHE = os.environ.get("TTS_JOBS_KV_CACHE", "auto")
+KV_CACHE = "auto"
 KV_CACHE_CHOICES = ("auto", "int8", "model")
 # Residual adds fused with RMSNorm, SiLU with its product (layer_kernels.py) where the Triton
 # decode path runs: "1" (default) or "0" (the PyTorch ops, for an A/B in one process).
-FUSED_LAYERS = os.environ.get("TTS_JOBS_FUSED_LAYERS", "1") != "0"
+FUSED_LAYERS = True
 
 
 _KV = tuple[torch.Tensor, torch.Tensor]

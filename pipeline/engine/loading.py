@@ -13,8 +13,12 @@ from typing import Any
 
 import torch
 
+import pipeline.engine.decode_attention as decode_attention  # noqa: PLR0402 (a package import is a circle)
+import pipeline.engine.gpt as gpt  # noqa: PLR0402
+import pipeline.engine.step_graphs as step_graphs  # noqa: PLR0402
+import pipeline.engine.waveform as waveform  # noqa: PLR0402
 from pipeline.engine.checksums import verify_real_weights
-from pipeline.engine.config import EngineConfig
+from pipeline.engine.config import EngineConfig, EngineTuning
 from pipeline.engine.engine import Engine, ModelParts
 from pipeline.engine.gpt import KV_CACHE, KV_CACHE_CHOICES, FusedLlama
 from pipeline.engine.memory import cap_device_memory
@@ -51,7 +55,9 @@ def load_engine(config: EngineConfig, int8_scheme: str = "weight_only") -> Engin
     Raises:
         ModelError: weights missing or corrupt, device unavailable, precision unsupported.
     """
-    files = locate_model(config.model_dir)
+    if config.tuning is not None:
+        apply_tuning(config.tuning)
+    files = locate_model(config.model_dir, config.hf_home)
     if files.synthetic:
         log.warning("%s Model: %s (%s size)", NOISE_WARNING, files.root, files.size)
     else:
@@ -65,7 +71,7 @@ def load_engine(config: EngineConfig, int8_scheme: str = "weight_only") -> Engin
     kv_cache = config.kv_cache or KV_CACHE
     if kv_cache not in KV_CACHE_CHOICES:
         raise ModelError(f"unknown KV cache {kv_cache!r}: use one of {KV_CACHE_CHOICES} "
-                         "(EngineConfig.kv_cache or TTS_JOBS_KV_CACHE)")
+                         "(EngineConfig.kv_cache, TTS_JOBS_KV_CACHE)")
     began = time.perf_counter()
     parts = _build_parts(files, device, precision, int8_scheme)
     parts.gpt.kv_cache = kv_cache
@@ -74,6 +80,17 @@ def load_engine(config: EngineConfig, int8_scheme: str = "weight_only") -> Engin
              time.perf_counter() - began)
     return Engine(parts, device=str(device), precision=precision, synthetic=files.synthetic,
                   model_root=files.root)
+
+
+def apply_tuning(tuning: EngineTuning) -> None:
+    """The kernel choices for this whole process: kernels and CUDA graphs are built once per
+    process and shared by its engines, so the choice is the modules' own."""
+    gpt.DECODE_ATTENTION = tuning.decode_attention
+    gpt.FUSED_LAYERS = tuning.fused_layers
+    step_graphs.CUDA_GRAPHS = tuning.cuda_graphs
+    waveform.DECODE_CUDNN = tuning.decode_cudnn
+    decode_attention.BLOCK_POSITIONS = tuning.attention_block
+    decode_attention.WARPS = tuning.attention_warps
 
 
 def resolve_device(name: str) -> torch.device:

@@ -7,14 +7,13 @@ them all at once. The first time a kind is needed the step runs eagerly (real wo
 warm-up capture needs) and is then captured; later steps of that kind replay. Graphs belong to one
 ``SlotState``: they hold its tensors' addresses, so they are dropped with it.
 
-On CPU, or with ``TTS_JOBS_CUDA_GRAPHS=0``, or if a capture fails (it is logged once), every step
+On CPU, or with ``EngineTuning(cuda_graphs=False)``, or if a capture fails (it is logged once), every step
 runs eagerly: the same code, the same results.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from dataclasses import replace
 
@@ -39,8 +38,11 @@ ATTEND_BUCKET = 64  # attention lengths are rounded up to this (fewer graphs, li
 POSITION_ROUNDING = 128  # slot capacity in cache positions, so that similar batches share slots
 
 
+CUDA_GRAPHS = True  # False: every step eager (EngineTuning.cuda_graphs, set by loading.apply_tuning)
+
+
 def graphs_wanted(device: torch.device) -> bool:
-    return device.type == "cuda" and os.environ.get("TTS_JOBS_CUDA_GRAPHS", "1") != "0"
+    return device.type == "cuda" and CUDA_GRAPHS
 
 
 def row_buckets(capacity: int) -> list[int]:

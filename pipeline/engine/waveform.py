@@ -11,7 +11,6 @@ runs in float32.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Sequence
 
 import numpy as np
@@ -25,6 +24,7 @@ log = logging.getLogger(__name__)
 
 HOP = 256  # samples per mel frame; two mel frames per GPT step
 STEP_BUCKET = 32  # decode chunks are padded to a multiple of this many GPT steps (on the GPU)
+DECODE_CUDNN = False  # EngineTuning.decode_cudnn (set by loading.apply_tuning)
 
 
 class WaveformDecoder:
@@ -42,8 +42,8 @@ class WaveformDecoder:
         self.row_steps_per_chunk = row_steps_per_chunk
         # cuDNN builds an execution plan for every new (rows, frames) shape of a half-precision
         # depthwise conv, which costs seconds per batch on the H200; the native kernels need no
-        # planning. TTS_JOBS_DECODE_CUDNN=1 turns cuDNN on.
-        self.use_cudnn = dtype == torch.float32 or os.environ.get("TTS_JOBS_DECODE_CUDNN") == "1"
+        # planning. EngineTuning.decode_cudnn turns cuDNN on.
+        self.use_cudnn = dtype == torch.float32 or DECODE_CUDNN
         # On the GPU in half precision, every GEMM and inverse FFT runs over fixed tiles of
         # frames (``linear_in_tiles``, ``_inverse_rfft``: no library planning per new shape),
         # and full (non-depthwise) convs become such GEMMs: without cuDNN PyTorch runs them one

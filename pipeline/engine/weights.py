@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -213,9 +212,10 @@ def _write_tokenizer(folder: Path, vocab_size: int) -> None:
         (folder / extra).unlink(missing_ok=True)
 
 
-def hf_cache_snapshot() -> Path | None:
-    """The newest snapshot of 2Noise/ChatTTS in the Hugging Face cache, if there is one."""
-    home = Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface"))
+def hf_cache_snapshot(hf_home: Path | None = None) -> Path | None:
+    """The newest snapshot of 2Noise/ChatTTS in the Hugging Face cache (under ``hf_home``, by
+    default ~/.cache/huggingface), if there is one."""
+    home = hf_home if hf_home is not None else Path.home() / ".cache" / "huggingface"
     snapshots = home / "hub" / "models--2Noise--ChatTTS" / "snapshots"
     if not snapshots.is_dir():
         return None
@@ -223,13 +223,13 @@ def hf_cache_snapshot() -> Path | None:
     return max(candidates, key=lambda p: p.stat().st_mtime) if candidates else None
 
 
-def locate_model(model_dir: Path | None) -> ModelFiles:
-    """Find the weights: ``model_dir`` if given, else the Hugging Face cache.
+def locate_model(model_dir: Path | None, hf_home: Path | None = None) -> ModelFiles:
+    """Find the weights: ``model_dir`` if given, else the Hugging Face cache (under ``hf_home``).
 
     Raises:
         ModelError: nothing usable there, with the commands that fix it.
     """
-    root = model_dir if model_dir is not None else hf_cache_snapshot()
+    root = model_dir if model_dir is not None else hf_cache_snapshot(hf_home)
     fix = ("write test weights with `tts-jobs model synthetic DIR` or fetch the real ones with "
            "`tts-jobs model download`, then pass --model-dir DIR or set TTS_JOBS_MODEL_DIR")
     if root is None:

@@ -1,0 +1,51 @@
+"""Every variable is read by jobs/settings.py and handed on as a typed slice: the engine's kernel
+choices reach the engine through its config, not through the engine reading the environment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from jobs.settings import Settings
+
+BASE = {"TTS_JOBS_DATA_DIR": "/tmp/tts-jobs-settings"}
+
+
+def test_the_engine_gets_its_weights_device_and_kernel_choices_from_the_settings() -> None:
+    env = {**BASE, "TTS_JOBS_MODEL_DIR": "/models/chattts", "TTS_JOBS_KV_CACHE": "model", "HF_HOME": "/hf",
+           "TTS_JOBS_FUSED_LAYERS": "0", "TTS_JOBS_CUDA_GRAPHS": "0", "TTS_JOBS_ATTENTION_BLOCK": "64"}
+
+    config = Settings.from_env(env).engine_config()
+
+    assert (config.model_dir, config.kv_cache, config.hf_home) == (Path("/models/chattts"), "model", Path("/hf"))
+    assert config.tuning is not None
+    assert (config.tuning.fused_layers, config.tuning.cuda_graphs, config.tuning.attention_block) == (False, False, 64)
+    assert config.tuning.decode_attention == "triton"  # what was not set keeps its default
+
+
+def test_with_no_kernel_choice_set_the_engine_keeps_its_own() -> None:
+    assert Settings.from_env(BASE).engine_config().tuning is None
+
+
+def test_loading_applies_the_kernel_choices_to_the_whole_process() -> None:
+    import pipeline.engine.decode_attention as decode_attention
+    import pipeline.engine.gpt as gpt
+    import pipeline.engine.step_graphs as step_graphs
+    from pipeline.engine.config import EngineTuning
+    from pipeline.engine.loading import apply_tuning
+
+    try:
+        apply_tuning(EngineTuning(decode_attention="sdpa", cuda_graphs=False, attention_warps=4))
+        assert (gpt.DECODE_ATTENTION, step_graphs.CUDA_GRAPHS, decode_attention.WARPS) == ("sdpa", False, 4)
+    finally:
+        apply_tuning(EngineTuning())
+    assert (gpt.DECODE_ATTENTION, step_graphs.CUDA_GRAPHS, decode_attention.WARPS) == ("triton", True, 1)
+
+
+def test_the_test_switches_and_the_log_level_are_settings_too() -> None:
+    env = {**BASE, "TTS_JOBS_FAULT_AFTER_COMMIT": "submit", "TTS_JOBS_FAULT_PAUSE": "plan:5",
+           "TTS_JOBS_LOG_LEVEL": "debug", "CUDA_VISIBLE_DEVICES": "1,3"}
+
+    settings = Settings.from_env(env)
+
+    assert (settings.fault_after_commit, settings.fault_pause) == ("submit", "plan:5")
+    assert (settings.log_level, settings.visible_gpus) == ("DEBUG", "1,3")
