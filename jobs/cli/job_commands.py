@@ -17,9 +17,9 @@ from jobs.cli.book_commands import (
 )
 from jobs.cli.output import print_json, print_status, status_view
 from jobs.cli.progress import ProgressDisplay, set_loudness, silence_dependency_bars
-from jobs.cluster.broker import check_broker, queue_or_withdraw
 from jobs.embedded import resume, run_job
-from jobs.lifecycle import cancel_job, fail_job, resumes_in_process, retry_job
+from jobs.lifecycle import cancel_job, resumes_in_process
+from jobs.queueing import retry_on_workers
 from jobs.runners import recognise_interrupted
 from jobs.runtime import EngineLoading, Runtime, open_runtime
 from jobs.settings import Settings
@@ -96,12 +96,5 @@ def retry(
 
 
 def _retry_on_the_workers(rt: Runtime, job: int) -> None:
-    from jobs.cluster import messages
-
-    check_broker()
-    plan = retry_job(rt, job)
-    queue_or_withdraw(job, lambda _: messages.send_next_step(rt, plan),
-                      lambda _: fail_job(rt, job, "could not be queued: the broker did not answer; "
-                                                  f"run `tts-jobs retry {job}` once it does"),
-                      withdrawn="stays failed")
+    plan = retry_on_workers(rt, job)
     typer.echo(f"retrying {job}: {plan.next_step} ({plan.sentences_reset} sentences re-queued)")

@@ -1,7 +1,7 @@
 """The `tts-jobs` command line: the one place where commands are registered.
 
-The commands live by what they act on — books (`cli_books.py`), recorded jobs (`cli_jobs.py`),
-operations (`cli_ops.py`) — and each parses, calls a use case of jobs/ and reports. Heavy modules
+The commands live by what they act on — books (`book_commands.py`, `bulk_commands.py`), recorded
+jobs (`job_commands.py`), operations (`ops_commands.py`) — and each parses, calls a use case of jobs/ and reports. Heavy modules
 (torch, ChatTTS, Celery) are imported inside the use cases that need them, so `tts-jobs status`
 starts instantly.
 """
@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from jobs.cli import book_commands as cli_books
+from jobs.cli import bulk_commands as cli_bulk
 from jobs.cli import job_commands as cli_jobs
 from jobs.cli import ops_commands as cli_ops
 from jobs.cli.book_commands import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, QuietOpt, VerboseOpt, fail
@@ -57,7 +58,7 @@ def _register(group: typer.Typer, name: str, function: Callable[..., Any], examp
 # books
 _register(app, "run", cli_books.run, "run book.epub --out ~/Audiobooks -f m4b,mp3 --chapters 1-3 --speed 4")
 _register(app, "submit", cli_books.submit, "submit book1.epub book2.epub --priority 5")
-_register(app, "bulk", cli_books.bulk_command, "bulk /srv/books/inbox --out /srv/books/audiobooks --wait")
+_register(app, "bulk", cli_bulk.bulk_command, "bulk /srv/books/inbox --out /srv/books/audiobooks --wait")
 _register(app, "inspect", cli_books.inspect, "inspect book.epub --sentences --chapters 1-2 --lexicon n.txt")
 _register(app, "preview", cli_books.preview, "preview book.epub --chapter 3 --speed 4 -o sample.mp3")
 # recorded jobs

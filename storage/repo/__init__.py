@@ -28,6 +28,12 @@ from storage.repo.batches import (
     stale_batches,
     take_over_batch,
 )
+from storage.repo.bulk import (
+    add_bulk_entry,
+    bulk_entry,
+    bulk_jobs_in,
+    delete_bulk_entry,
+)
 from storage.repo.jobs import (
     beat,
     cluster_jobs_in,
@@ -87,6 +93,10 @@ from storage.repo.workers import (
 )
 
 __all__ = [
+    "add_bulk_entry",
+    "bulk_entry",
+    "bulk_jobs_in",
+    "delete_bulk_entry",
     "pending_characters",
     "spoken_batch_spans",
     "spoken_since",
