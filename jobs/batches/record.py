@@ -18,13 +18,15 @@ from jobs.batches.cleanup import remove_audio, unrecorded_audio
 from jobs.batches.work import SentenceOutcome
 from jobs.lifecycle import fail_job_in
 from jobs.runtime import Runtime
+from pipeline.types import SynthesisResult
 from storage import repo
 from storage.models import BatchState, JobState, Sentence, SentenceState
 
 log = logging.getLogger(__name__)
 
 
-def record_batch_results(rt: Runtime, batch_id: int, worker: str, outcomes: Sequence[SentenceOutcome]) -> list[int]:
+def record_batch_results(rt: Runtime, batch_id: int, worker: str,
+                         outcomes: Sequence[SentenceOutcome]) -> list[int]:
     """Record a spoken batch and close it. Returns the jobs now ready to assemble."""
     with rt.session() as session:
         if not repo.holds_lease(session, batch_id, worker):
@@ -96,3 +98,12 @@ def _start_assembly_if_complete(session: Session, job_id: int) -> bool:
     if progress.total == 0 or progress.done < progress.total:
         return False
     return repo.move_job(session, job_id, JobState.ASSEMBLING, only_from=[JobState.SYNTHESIZING])
+
+
+def without_waveform(result: SynthesisResult) -> SynthesisResult:
+    """The result as recorded (steps, limit): its waveform is in the WAV and must not pile up."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    return replace(result, waveform=np.zeros(0, np.float32))

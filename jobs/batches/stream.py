@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from jobs.batches.claim import claim_batch
-from jobs.batches.record import give_back_or_fail, log_batch_done, record_batch_results
+from jobs.batches.record import give_back_or_fail, log_batch_done, record_batch_results, without_waveform
+from jobs.batches.slots import prepare_slots_for_job
 from jobs.batches.speak import learn_from, outcome, speak_claimed_batch, write_sentence
 from jobs.batches.work import ClaimedBatch, SentenceWork, log_requests
 from jobs.choices.voices import with_voice
@@ -105,27 +106,6 @@ def speak_job(rt: Runtime, engine: Engine, job_id: int, worker: str, learned_by:
         claimed, _ = claim_batch(rt, batch_id, worker, take_over_dead=True)
         if claimed is not None:
             _speak(rt, engine, claimed, worker, _unheard, _unheard, learned_by, scope)
-
-
-def prepare_slots_for_job(rt: Runtime, engine: Engine, job_id: int) -> None:
-    """On a GPU with no memory cap: decode slots (and their CUDA graphs) for the job's widest
-    batch at its longest sentence, so that its stream keeps that many rows in flight from the
-    first batch to the last (else a stream's slots are its first batch's: in a book planned in
-    waves of chapters, one wave's). Where they would crowd the device, nothing is prepared."""
-    from pipeline.engine.step_graphs import cache_fits, rounded_positions
-
-    budget = engine.memory_budget_bytes()
-    if budget is None or engine.memory_capped():
-        return
-    with rt.read_session() as session:
-        rows, positions = repo.queued_batch_shape(session, job_id)
-        steps = repo.longest_pending_sentence(session, job_id)
-    if not rows or not cache_fits(rows, rounded_positions(positions), engine.kv_bytes_per_position(), budget):
-        return
-    graphs = engine.prepare_slots(rows, max(positions - steps, 0), steps)
-    engine.slots = rows
-    log.info("job=%s: decode slots for %d sentences of up to %d positions (%d CUDA graphs)", job_id, rows,
-             positions, graphs)
 
 
 def _speak(rt: Runtime, engine: Engine, claimed: ClaimedBatch, worker: str, jobs_ready: JobsReady,
@@ -250,7 +230,7 @@ class _Stream:
         relative = None
         if isinstance(result, SynthesisResult):
             relative = write_sentence(self.rt, self.writer, work, result.waveform)
-            result = _without_waveform(result)
+            result = without_waveform(result)
         with self.lock:
             flight = self.in_flight[batch_id]
             flight.spoken[work.sentence_id] = (work, result, relative)
@@ -314,12 +294,3 @@ def measure_ahead(rt: Runtime) -> MeasureAhead:
         if _measure_ahead is None:
             _measure_ahead = MeasureAhead(rt.settings.measure_helper_count())
         return _measure_ahead
-
-
-def _without_waveform(result: SynthesisResult) -> SynthesisResult:
-    """The result as recorded (steps, limit): its waveform is in the WAV and must not pile up."""
-    from dataclasses import replace
-
-    import numpy as np
-
-    return replace(result, waveform=np.zeros(0, np.float32))

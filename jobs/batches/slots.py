@@ -1,0 +1,36 @@
+"""A synthesis worker's decode slots sized for a whole job before its stream starts
+(jobs/batches/stream.py), so that the stream keeps the job's widest batch in flight throughout."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from jobs.runtime import Runtime
+from storage import repo
+
+if TYPE_CHECKING:
+    from pipeline.engine import Engine
+
+log = logging.getLogger(__name__)
+
+
+def prepare_slots_for_job(rt: Runtime, engine: Engine, job_id: int) -> None:
+    """On a GPU with no memory cap: decode slots (and their CUDA graphs) for the job's widest
+    batch at its longest sentence, so that its stream keeps that many rows in flight from the
+    first batch to the last (else a stream's slots are its first batch's: in a book planned in
+    waves of chapters, one wave's). Where they would crowd the device, nothing is prepared."""
+    from pipeline.engine.step_graphs import cache_fits, rounded_positions
+
+    budget = engine.memory_budget_bytes()
+    if budget is None or engine.memory_capped():
+        return
+    with rt.read_session() as session:
+        rows, positions = repo.queued_batch_shape(session, job_id)
+        steps = repo.longest_pending_sentence(session, job_id)
+    if not rows or not cache_fits(rows, rounded_positions(positions), engine.kv_bytes_per_position(), budget):
+        return
+    graphs = engine.prepare_slots(rows, max(positions - steps, 0), steps)
+    engine.slots = rows
+    log.info("job=%s: decode slots for %d sentences of up to %d positions (%d CUDA graphs)", job_id, rows,
+             positions, graphs)
