@@ -1,7 +1,9 @@
 """Shared fixtures: tiny synthetic ChatTTS weights, databases (SQLite and the real PostgreSQL), Redis.
 
-PostgreSQL and Redis are the real servers on 127.0.0.1 (``.ci/run`` starts them when needed).
-Each test session gets its own PostgreSQL database and Redis database number, wiped around tests.
+PostgreSQL and Redis are the real servers on 127.0.0.1 (``scripts/test`` starts them when needed).
+Each test process gets its own PostgreSQL database and Redis database number, wiped around tests:
+`scripts/test` runs two processes (pytest-xdist), each with its own, so that they never share a
+queue or a job table. A module's tests run in one process, in order (``--dist loadfile``).
 """
 
 from __future__ import annotations

@@ -35,8 +35,10 @@ def tiny_engine(tiny_model_dir: Path):  # type: ignore[no-untyped-def]
 
 @pytest.fixture()
 def rt(settings_factory, database_url: str) -> Runtime:  # type: ignore[no-untyped-def]
-    return open_runtime(settings_factory(database_url, max_attempts=2, max_batch=4),
-                                upgrade_schema=False)
+    # A stream ends when it finds no queued batch; its window (60 s by default) is longer here than
+    # any test runs, so that a loaded machine changes how long a stream takes, never what it speaks.
+    return open_runtime(settings_factory(database_url, max_attempts=2, max_batch=4, stream_seconds=3600.0),
+                        upgrade_schema=False)
 
 
 def _planned_book(rt: Runtime, tmp_path: Path, name: str = "book", refine: bool = False,
