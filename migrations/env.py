@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from alembic import context
+
 from storage.db import make_engine
 from storage.models import Base
 

@@ -19,7 +19,6 @@ from jobs.runtime import Runtime, open_runtime
 from jobs.status import job_statuses
 from jobs.submit import submit_book
 from pipeline.errors import OutOfDeviceMemory
-from storage import repo
 from storage.models import Batch, BatchState, JobState, Sentence, SentenceState
 from tests.books import write_epub
 

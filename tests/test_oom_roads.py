@@ -23,7 +23,6 @@ from jobs.plan import plan_pending, register_synthesis_worker
 from jobs.runtime import Runtime, open_runtime
 from jobs.submit import submit_book
 from pipeline.errors import OutOfDeviceMemory
-from storage import repo
 from storage.models import Batch, BatchState, Sentence, SentenceState, Worker
 from tests.books import write_epub
 

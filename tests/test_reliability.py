@@ -22,7 +22,6 @@ from jobs.plan import plan_pending
 from jobs.runtime import Runtime, open_runtime
 from jobs.status import job_statuses
 from jobs.submit import submit_book
-from storage import repo
 from storage.models import Batch, BatchState
 from tests.books import write_epub
 from tests.conftest import cluster_env, wipe_tables
