@@ -1,4 +1,5 @@
-"""The use cases with the real engine (tiny synthetic weights on CPU) and a real database.
+"""A job's stages as use cases (submit, ingest, plan, speak, assemble; retry, cancel) with the real
+engine (tiny synthetic weights on CPU) and a real database.
 
 Failures are injected at the engine boundary only: the engine itself runs for real.
 """
