@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from jobs.settings import Settings
+from jobs.settings import Settings, keep_tokenizer_threads_off
 from storage.artifacts import ArtifactStore
 from storage.db import make_engine, make_read_session_factory, make_session_factory, upgrade
 
@@ -99,4 +99,5 @@ def open_engine(settings: Settings) -> Engine:
     (loaded now: seconds)."""
     from pipeline.engine import load_engine
 
+    keep_tokenizer_threads_off()
     return load_engine(settings.engine_config())

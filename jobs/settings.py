@@ -53,6 +53,10 @@ if TYPE_CHECKING:  # the engine's package is imported only where an engine is co
 
 # Read by huggingface_hub and tqdm when they are imported (silence_dependency_bars).
 DEPENDENCY_BARS_OFF = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TQDM_DISABLE": "1"}
+# Read by the Rust tokenizer when it tokenizes: its own thread pool stays off, as upstream ChatTTS
+# sets on import (a process forked after using it deadlocks); the engine tokenizes big batches in
+# threads of its own.
+TOKENIZER_THREADS_OFF = {"TOKENIZERS_PARALLELISM": "false"}
 
 
 @dataclass(frozen=True)
@@ -179,6 +183,11 @@ def silence_dependency_bars() -> None:
     line is no place for them). Before they are imported: they read these once, at import."""
     for name, value in DEPENDENCY_BARS_OFF.items():
         os.environ.setdefault(name, value)
+
+
+def keep_tokenizer_threads_off() -> None:
+    """Before an engine is loaded in this process (see TOKENIZER_THREADS_OFF)."""
+    os.environ.update(TOKENIZER_THREADS_OFF)
 
 
 def memory_gib(text: str | None, named: str = "TTS_JOBS_MEMORY_GIB=") -> float | None:

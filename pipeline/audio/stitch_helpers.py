@@ -54,8 +54,7 @@ HELPER_IDLE_SECONDS = 600.0  # a helper with no work for this long ends by itsel
 _HAND_OUT_SECONDS = HELPER_IDLE_SECONDS - 60.0  # idle longer: it may be ending; start another
 _REAP_EVERY_SECONDS = 30.0  # how often idle helpers past _HAND_OUT_SECONDS are stopped
 
-_NICE_VARIABLE = "TTS_JOBS_HELPER_NICE"  # added to the niceness a new helper inherits
-_niceness = 0
+_niceness = 0  # added to the niceness a new helper inherits (an argument of its main)
 
 
 def set_helper_niceness(increment: int) -> None:
@@ -76,10 +75,10 @@ class StitchHelper:
         package_root = str(Path(__file__).resolve().parents[2])  # the folder that holds pipeline/
         search_path = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH", "")) if p)
         self._process = subprocess.Popen(
-            [sys.executable, "-c", f"import {__name__} as helper; helper.main()"],
+            [sys.executable, "-c", f"import {__name__} as helper; helper.main({_niceness:d})"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            env={**os.environ, **_ONE_THREAD, "PYTHONPATH": search_path, _NICE_VARIABLE: str(_niceness)},
+            env={**os.environ, **_ONE_THREAD, "PYTHONPATH": search_path},
         )
         self.idle_since = time.monotonic()  # never later than the helper's own idle clock starts
         self._broken = False
@@ -288,13 +287,13 @@ def serve(requests: BinaryIO, replies: BinaryIO, idle_seconds: float = HELPER_ID
         replies.flush()
 
 
-def main() -> None:
-    """Run as a helper process (what :class:`StitchHelper` starts)."""
+def main(niceness: int = 0) -> None:
+    """Run as a helper process (what :class:`StitchHelper` starts), ``niceness`` below its parent."""
     # Results go to the real stdout; anything else that prints (a library's stray print) goes to
     # stderr instead of corrupting the stream of pickles.
     replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    os.nice(int(os.environ.get(_NICE_VARIABLE) or 0))
+    os.nice(niceness)
     preload_loudness_filter()  # while the helper waits for its first chapter
     serve(sys.stdin.buffer, replies)

@@ -8,7 +8,6 @@ wrapper's own spacing clean-up where the tokenizer's config asks for it.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,9 +26,6 @@ class TextTokenizer:
     def __init__(self, folder: Path) -> None:
         from tokenizers import Tokenizer, decoders
 
-        # As upstream does on import: the Rust tokenizer's own thread pool stays off (a process
-        # forked after using it deadlocks); the engine tokenizes big batches in its own threads.
-        os.environ["TOKENIZERS_PARALLELISM"] = "false"
         path = folder / "tokenizer.json"
         try:
             self.backend_tokenizer = Tokenizer.from_file(str(path))
