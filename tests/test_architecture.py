@@ -1,5 +1,6 @@
 """The house's rules, checked on the source: imports go one way and never in a circle, the CLI
-stays thin, files stay small, and no code tells an exception by its name.
+stays thin, each room of jobs/ keeps to its own, the environment is read in one place, the tools
+take nothing from the tests, files stay small, and no code tells an exception by its name.
 
 Imports are read with ``ast`` from every module of jobs/, pipeline/ and storage/ — at module
 level, inside functions and under ``if TYPE_CHECKING:`` alike: a circle hidden in a function is
@@ -16,7 +17,25 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("jobs", "pipeline", "storage")
-MAX_LINES = 600
+MAX_LINES = 300
+# Modules still over MAX_LINES, each at most as long as today while it is split by concern; a
+# module split below the limit leaves the list (the test says so), and none joins it.
+OVER_THE_LIMIT = {
+    "pipeline/audio/export.py": 309,
+    "pipeline/audio/wavio.py": 324,
+    "pipeline/engine/engine.py": 539,
+    "pipeline/engine/gpt.py": 421,
+    "pipeline/ingest/plaintext.py": 318,
+}
+SETTINGS_MODULE = "jobs/settings.py"
+# Modules that still compose a child process's environment from this one's: the measurement tools
+# (being gathered into one home) and the stitch helpers' start. None joins the list.
+ENVIRONMENT_STILL_READ = {
+    "jobs/bench/scaling_result.py", "jobs/bench/scaling_setup.py", "jobs/bench/workers_scaling.py",
+    "pipeline/audio/stitch_helpers.py", "pipeline/bench/gpu_checks.py", "pipeline/bench/harness.py",
+    "pipeline/bench/kit.py", "pipeline/bench/processes.py", "pipeline/bench/run_book.py",
+}
+ENVIRONMENT_NAMES = {"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"}
 
 
 def _modules() -> dict[str, Path]:
@@ -154,10 +173,75 @@ def test_the_cli_imports_neither_storage_nor_the_engine() -> None:
     assert not wrong
 
 
-def test_no_module_is_over_600_lines() -> None:
-    long = {name: n for name, path in MODULES.items()
-            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
-    assert not long
+def _in(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+@pytest.mark.parametrize("room", ["jobs.choices", "jobs.batches"])
+def test_a_job_choices_and_a_batch_life_know_neither_celery_nor_the_command_line(room: str) -> None:
+    """What a job chose and how a batch is claimed, spoken and recorded run the same in a worker
+    and in `tts-jobs run`: they are given their messages' senders, never import them."""
+    graph = _graph()
+    wrong = sorted(f"{m} -> {t}" for m in graph if _in(m, room) for t in graph[m]
+                   if _in(t, "jobs.cluster") or _in(t, "jobs.cli"))
+    assert not wrong
+
+
+def test_only_the_command_line_imports_the_command_line() -> None:
+    graph = _graph()
+    wrong = sorted(f"{m} -> {t}" for m in graph if not _in(m, "jobs.cli") for t in graph[m] if _in(t, "jobs.cli"))
+    assert not wrong
+
+
+def _reads_the_environment(path: Path) -> list[int]:
+    """Lines of ``path`` that touch the process environment: ``os.environ``, ``os.getenv`` and
+    the like, or those names imported from ``os``."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if (isinstance(node, ast.Attribute) and node.attr in ENVIRONMENT_NAMES
+                and isinstance(node.value, ast.Name) and node.value.id == "os"):
+            lines.append(node.lineno)
+        elif isinstance(node, ast.ImportFrom) and node.module == "os" and any(
+                alias.name in ENVIRONMENT_NAMES for alias in node.names):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_the_environment_is_read_in_the_settings_module_alone() -> None:
+    readers = {str(path.relative_to(ROOT)): lines for path in MODULES.values()
+               if (lines := _reads_the_environment(path))}
+    assert SETTINGS_MODULE in readers  # the check finds what it looks for
+    wrong = {module: lines for module, lines in readers.items()
+             if module != SETTINGS_MODULE and module not in ENVIRONMENT_STILL_READ}
+    assert not wrong, f"read settings from jobs/settings.py (Settings.from_env) and pass them on: {wrong}"
+    assert not ENVIRONMENT_STILL_READ - set(readers), "no longer reads the environment: leave the list"
+
+
+def _tool_modules() -> list[Path]:
+    tools = sorted((ROOT / "scripts").rglob("*.py"))
+    return tools + sorted((ROOT / "pipeline" / "bench").rglob("*.py")) + sorted((ROOT / "jobs" / "bench").rglob("*.py"))
+
+
+def test_no_tool_imports_the_tests() -> None:
+    """The measurement tools and scripts stand on the packages alone: a test helper they need
+    moves into the package (pipeline/bench/books.py writes the benchmark's books)."""
+    assert _tool_modules()
+    wrong = []
+    for path in _tool_modules():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            wrong += [f"{path.relative_to(ROOT)}:{node.lineno} imports {n}" for n in names if _in(n, "tests")]
+    assert not wrong
+
+
+def test_no_production_module_is_over_300_lines() -> None:
+    lengths = {str(path.relative_to(ROOT)): len(path.read_text(encoding="utf-8").splitlines())
+               for path in MODULES.values()}
+    long = {module: n for module, n in lengths.items() if n > MAX_LINES}
+    grown = {module: n for module, n in long.items() if n > OVER_THE_LIMIT.get(module, MAX_LINES)}
+    assert not grown, f"split by concern below {MAX_LINES} lines: {grown}"
+    assert not set(OVER_THE_LIMIT) - set(long), "now within the limit: leave OVER_THE_LIMIT"
 
 
 def _names_an_exception_class(node: ast.AST) -> bool:
