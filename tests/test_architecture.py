@@ -32,7 +32,7 @@ SETTINGS_MODULE = "jobs/settings.py"
 # (being gathered into one home) and the stitch helpers' start. None joins the list.
 ENVIRONMENT_STILL_READ = {
     "jobs/bench/scaling_result.py", "jobs/bench/scaling_setup.py", "jobs/bench/workers_scaling.py",
-    "pipeline/audio/stitch_helpers.py", "pipeline/bench/gpu_checks.py", "pipeline/bench/harness.py",
+    "pipeline/audio/stitch_helpers.py", "pipeline/bench/gpu_checks.py",
     "pipeline/bench/kit.py", "pipeline/bench/processes.py", "pipeline/bench/run_book.py",
 }
 ENVIRONMENT_NAMES = {"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,18 @@ def test_upstream_batches_that_run_out_of_memory_under_a_cap_are_not_the_compari
                     row("upstream", 32, 0.0, "out of memory")])
     assert found == {"tts-jobs fp16 batch 1024 / best upstream (batch 16)": 55.0}
     assert ratios([row("tts-jobs", 1024, 550.0), row("upstream", 32, 0.0, "out of memory")]) == {}
+
+
+def test_profile_writes_where_the_host_time_of_each_timed_run_went(tiny_model_dir: Path, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    from pipeline.bench.engine_bench import _parser as parser
+    from pipeline.bench.engine_bench import options_from, run_bench
+
+    args = parser("bench").parse_args(["--model-dir", str(tiny_model_dir), "--device", "cpu", "--precision",
+                                       "fp32", "--sentences", "2", "--no-upstream", "--profile", str(tmp_path)])
+    opts, _ = options_from(args)
+
+    run_bench(replace(opts, fidelity_sentences=1, batch=2, max_steps=8))
+
+    [profile] = tmp_path.glob("host-*.txt")
+    assert "function calls" in profile.read_text()

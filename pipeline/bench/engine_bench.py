@@ -131,6 +131,7 @@ def options_from(args: argparse.Namespace) -> tuple[BenchOptions, Path | None]:
                         upstream_batches=tuple(args.upstream_batch) if args.upstream_batch else None,
                         upstream=not args.no_upstream, upstream_seconds=args.upstream_seconds,
                         memory_gib=args.memory_gib, repeat=args.repeat,
+                        profile_dir=args.profile, trace_dir=args.trace,
                         scaling_batches=tuple(b for b in scaling if b != 0) if scaling else None)
     return opts, args.json
 
@@ -177,6 +178,10 @@ def _parser(prog: str) -> argparse.ArgumentParser:
                         help="stop an upstream row after the batch that passes this (default: 75)")
     parser.add_argument("--no-upstream", action="store_true", help="leave out the upstream rows")
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the report as JSON")
+    parser.add_argument("--profile", type=Path, metavar="DIR",
+                        help="cProfile each timed run into DIR (where the host time goes; slows the run)")
+    parser.add_argument("--trace", type=Path, metavar="DIR",
+                        help="torch.profiler trace of each timed run into DIR, for trace-gaps (slows the run)")
     return parser
 
 

@@ -161,7 +161,7 @@ def _timed_run(engine: Any, device: Any, label: str, requests: list[SynthesisReq
     engine.forget_prompts()  # the warm-up tokenized these texts; the timed run tokenizes them again
     sync_device(device, reset_peak=True)
     engine.clock.reset()
-    with host_profile(label):
+    with host_profile(label, opts.profile_dir, opts.trace_dir):
         started = time.perf_counter()
         batches = _plan(engine, texts, steps, opts)
         produced = 0

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
-import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -61,16 +60,18 @@ def release_device_memory() -> None:
 
 
 @contextlib.contextmanager
-def host_profile(label: str) -> Iterator[None]:
-    """With TTS_JOBS_BENCH_PROFILE=DIR, cProfile the timed region (where the host time goes);
-    with TTS_JOBS_BENCH_TRACE=DIR, record it with torch.profiler instead (every kernel and CUDA
-    call on a timeline, for ``python -m pipeline.bench trace-gaps``). Either slows the run it watches."""
-    if os.environ.get("TTS_JOBS_BENCH_TRACE"):
-        with _device_trace(Path(os.environ["TTS_JOBS_BENCH_TRACE"]) / f"trace-{label}.json.gz"):
+def host_profile(label: str, profile_dir: Path | None = None,
+                 trace_dir: Path | None = None) -> Iterator[None]:
+    """With ``profile_dir`` (``--profile DIR``), cProfile the timed region (where the host time
+    goes); with ``trace_dir`` (``--trace DIR``), record it with torch.profiler instead (every kernel
+    and CUDA call on a timeline, for ``python -m pipeline.bench trace-gaps``). Either slows the run
+    it watches."""
+    if trace_dir is not None:
+        with _device_trace(trace_dir / f"trace-{label}.json.gz"):
             yield
         return
-    folder = os.environ.get("TTS_JOBS_BENCH_PROFILE")
-    if not folder:
+    folder = profile_dir
+    if folder is None:
         yield
         return
     import cProfile

@@ -56,6 +56,8 @@ class BenchOptions:
     # smaller card); the planner then plans for 0.85 of it, as a worker does
     upstream_seconds: float = 75.0  # stop an upstream row after the batch that passes this
     max_steps: int | None = None  # cap on L, for quick smoke runs only (not the protocol)
+    profile_dir: Path | None = None  # cProfile of each timed region here (where the host time goes)
+    trace_dir: Path | None = None  # a torch.profiler trace of each timed region here instead
 
 
 CAPPED_PLANNER_SHARE = 0.85  # a worker's default TTS_JOBS_MEMORY_FRACTION

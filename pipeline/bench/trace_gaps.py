@@ -1,9 +1,9 @@
 """Where a traced run left the GPU idle: reads a torch.profiler chrome trace (the bench's
-``TTS_JOBS_BENCH_TRACE=DIR``) and prints each stream's busy time, the GPU's idle gaps (no kernel
+``--trace DIR``) and prints each stream's busy time, the GPU's idle gaps (no kernel
 or copy on any stream) with the work on either side and the host call under way meanwhile, and the
 CUDA calls the host spent longest in.
 
-    TTS_JOBS_BENCH_TRACE=/tmp/t python -m pipeline.bench --synthetic full --device cuda ...
+    python -m pipeline.bench --synthetic full --device cuda --trace /tmp/t ...
     python -m pipeline.bench trace-gaps /tmp/t/trace-fp16-2048.json.gz [--top 20]
 """
 
