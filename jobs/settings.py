@@ -32,6 +32,7 @@
 | HF_HOME | ~/.cache/huggingface | the Hugging Face cache searched for 2Noise/ChatTTS when no model dir is given |
 | FLOWER_BASIC_AUTH | (none) | `user:password` of Flower's web UI; read with the rest by `tts-jobs flower` (jobs/cluster/flower.py) |
 | FLOWER_TASKS_COLUMNS | (ours) | Flower's task columns; Flower reads it itself |
+| OUT | (none) | where a measurement tool (`python -m jobs.bench.workers_scaling`) leaves its results, as the device machines name it |
 
 Settings are read once per process (``Settings.from_env``) and handed on: the engine gets its
 slice as an ``EngineConfig`` with an ``EngineTuning`` (``engine_config``); a child process that
@@ -84,6 +85,7 @@ class Settings:
     visible_gpus: str | None = None  # CUDA_VISIBLE_DEVICES as this process was started with
     fault_after_commit: str = ""  # tests only (jobs/faults.py)
     fault_pause: str = ""  # tests only (jobs/faults.py)
+    results_dir: Path | None = None  # OUT: a measurement tool's results
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -117,6 +119,7 @@ class Settings:
             visible_gpus=env.get("CUDA_VISIBLE_DEVICES"),
             fault_after_commit=env.get("TTS_JOBS_FAULT_AFTER_COMMIT", ""),
             fault_pause=env.get("TTS_JOBS_FAULT_PAUSE", ""),
+            results_dir=Path(env["OUT"]) if env.get("OUT") else None,
         )
 
     def engine_config(self) -> EngineConfig:

@@ -31,7 +31,6 @@ SETTINGS_MODULE = "jobs/settings.py"
 # Modules that still compose a child process's environment from this one's: the measurement tools
 # (being gathered into one home) and the stitch helpers' start. None joins the list.
 ENVIRONMENT_STILL_READ = {
-    "jobs/bench/scaling_result.py", "jobs/bench/scaling_setup.py", "jobs/bench/workers_scaling.py",
     "pipeline/audio/stitch_helpers.py", "pipeline/bench/gpu_checks.py",
     "pipeline/bench/kit.py", "pipeline/bench/processes.py", "pipeline/bench/run_book.py",
 }

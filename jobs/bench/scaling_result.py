@@ -4,7 +4,6 @@ Markdown table, the speedup of two workers over one, and $OUT/scaling.json with 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socket
 import subprocess
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from jobs.bench.scaling_setup import Phase
+from jobs.settings import Settings
 from pipeline.bench.run_log import progress
 
 TARGET_SPEEDUP = 1.9
@@ -119,8 +119,8 @@ def machine_facts() -> dict[str, str]:
 
 def save_outputs(report: dict[str, Any], phases: list[Phase]) -> None:
     """$OUT/scaling.json and the tail of every worker log under $OUT/logs (when $OUT is set)."""
-    out = os.environ.get("OUT")
-    if not out:
+    out = Settings.from_env().results_dir
+    if out is None:
         return
     Path(out).mkdir(parents=True, exist_ok=True)
     (Path(out) / "scaling.json").write_text(json.dumps(report, indent=2, ensure_ascii=False, default=str))

@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy import case, create_engine, func, select
 
+from jobs.settings import process_environment
 from pipeline.bench.kit import Tools
 from pipeline.bench.processes import REPO, TTS_JOBS, WorkerProcess
 from pipeline.bench.run_log import STARTED, RunFailed
@@ -120,7 +121,7 @@ class Phase:
 
 
 def phase_env(mode: Mode, tools: Tools, data_dir: Path, redis_url: str, weights: Path) -> dict[str, str]:
-    env = {**os.environ, "TTS_JOBS_DATA_DIR": str(data_dir),
+    env = {**process_environment(), "TTS_JOBS_DATA_DIR": str(data_dir),
            "TTS_JOBS_DATABASE_URL": f"sqlite:///{data_dir / 'tts-jobs.db'}", "TTS_JOBS_BROKER_URL": redis_url,
            "TTS_JOBS_MODEL_DIR": str(weights), "TTS_JOBS_DEVICE": mode.device, "PYTHONUNBUFFERED": "1",
            # each phase's workers compile their Triton kernels from nothing (in their warm-up), so

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
 import shutil
 import signal
 import sys
@@ -62,6 +61,7 @@ from jobs.bench.scaling_result import (
     speedups,
 )
 from jobs.bench.scaling_setup import CPU_SMOKE_MODE, GPU_MODE, Mode, Phase, run_cli
+from jobs.settings import process_environment
 from pipeline.bench.kit import prepare_tools
 from pipeline.bench.processes import REPO
 from pipeline.bench.run_log import RunFailed, progress
@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
                                           args.shelf or ())
         progress(f"books: {', '.join(b.name for b in books)}; at most {cap_seconds:,.0f} s of audio in all")
         weights = scratch / "weights"
-        run_cli(["model", "synthetic", str(weights), "--size", mode.weights], dict(os.environ))
+        run_cli(["model", "synthetic", str(weights), "--size", mode.weights], process_environment())
         progress(f"synthetic {mode.weights} weights in {weights}")
         run_both_phases(mode, tools, scratch, books, weights, args.format, results, phases, args.phases)
         code = 0
