@@ -108,9 +108,9 @@ def test_convolutions_and_linears_as_tiled_gemms_give_upstreams_waveforms(
     monkeypatch.setattr(waveform_module, "GEMM_TILE", 16)
     hiddens = [torch.randn(n, 64) for n in (23, 9, 40)]
     ours = engine.decode_hiddens(hiddens)
-    for hidden, waveform in zip(hiddens, ours):
+    for hidden, row_audio in zip(hiddens, ours):
         expected = upstream._decode_to_wavs([hidden.clone()], True)[0]
-        np.testing.assert_allclose(waveform, expected, atol=1e-5)
+        np.testing.assert_allclose(row_audio, expected, atol=1e-5)
 
 
 def test_waveforms_launched_from_a_thread_of_their_own_land_on_their_rows(
@@ -132,8 +132,8 @@ def test_waveforms_launched_from_a_thread_of_their_own_land_on_their_rows(
         alongside.submit([1], [hiddens[1]])
         got = alongside.collect()
         assert len(alongside.launched) == 3
-    for waveform, want in zip(got, expected):
-        np.testing.assert_allclose(waveform, want, atol=1e-6)
+    for row_audio, want in zip(got, expected):
+        np.testing.assert_allclose(row_audio, want, atol=1e-6)
     assert sorted(row for row, _ in handed) == [0, 1, 2, 3]  # each row handed on once
     assert all(wave is got[row] for row, wave in handed)
 
