@@ -20,7 +20,7 @@ from pipeline.errors import BookError
 from pipeline.ingest.chapters import RawBook
 from pipeline.ingest.office import book_from_blocks, open_archive
 from pipeline.ingest.options import IngestOptions, MiB
-from pipeline.ingest.plaintext import read_text_file
+from pipeline.ingest.text_files import read_text_file
 from pipeline.ingest.xhtml import Block, Note, NoteRef
 from pipeline.ingest.xmlsafe import HostileXmlError, local_name, parse_xhtml
 

@@ -12,7 +12,8 @@ from lxml import etree
 from pipeline.errors import BookError
 from pipeline.ingest.chapters import RawBook, clean_title
 from pipeline.ingest.options import IngestOptions
-from pipeline.ingest.plaintext import chapters_from_text_blocks, decode, read_text_file
+from pipeline.ingest.plaintext import chapters_from_text_blocks
+from pipeline.ingest.text_files import decode, read_text_file
 from pipeline.ingest.xhtml import ExtractOptions, extract_text
 from pipeline.ingest.xmlsafe import HostileXmlError, local_name, parse_html, parse_xhtml
 from pipeline.types import BookMetadata

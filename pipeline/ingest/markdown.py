@@ -16,7 +16,8 @@ from pipeline.ingest.chapters import RawBook
 from pipeline.ingest.left_out import LeftOut
 from pipeline.ingest.listings import announcement, chinese_around, listing_lines
 from pipeline.ingest.options import IngestOptions
-from pipeline.ingest.plaintext import chapters_from_text_blocks, decode, read_text_file
+from pipeline.ingest.plaintext import chapters_from_text_blocks
+from pipeline.ingest.text_files import decode, read_text_file
 from pipeline.ingest.xhtml import Block, Note, NoteRef
 from pipeline.types import BookMetadata
 
