@@ -26,6 +26,7 @@ from jobs.readalong import RecordedBook, recorded_book, write_readalong_outputs
 from jobs.runtime import Runtime
 from jobs.status import OnStage, StageProgress
 from pipeline.errors import AssemblyError
+from pipeline.metadata_record import metadata_from_record
 from pipeline.types import BookMetadata
 from storage import repo
 from storage.models import Job, JobState
@@ -158,7 +159,4 @@ def book_metadata(rt: Runtime, job: Job) -> BookMetadata:
     cover = None
     if meta.get("cover_path"):
         cover = rt.artifacts.resolve(meta["cover_path"]).read_bytes()
-    return BookMetadata(title=job.title, authors=tuple(job.authors), language=job.language,
-                        publisher=meta.get("publisher", ""), date=meta.get("date", ""),
-                        description=meta.get("description", ""), cover=cover,
-                        cover_mime=meta.get("cover_mime", ""))
+    return metadata_from_record(meta, job.title, tuple(job.authors), job.language, cover)

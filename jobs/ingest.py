@@ -21,6 +21,7 @@ from jobs.lifecycle import fail_job
 from jobs.runtime import Runtime
 from pipeline import lengths
 from pipeline.errors import BookError
+from pipeline.metadata_record import metadata_record
 from pipeline.types import Sentence
 from storage import repo
 from storage.models import Job, JobState
@@ -105,8 +106,7 @@ def _record_book(rt: Runtime, session: Session, job: Job, book: Book, chapters: 
     job.authors = list(meta.authors)
     job.language = meta.language
     job.warnings = list(book.warnings)
-    job.book_metadata = {"publisher": meta.publisher, "date": meta.date, "description": meta.description,
-                         "cover_path": None, "cover_mime": meta.cover_mime}
+    job.book_metadata = {**metadata_record(meta), "cover_path": None}
     if meta.cover:
         job.book_metadata = {**job.book_metadata,
                              "cover_path": str(rt.artifacts.store_cover(job.id, meta.cover, meta.cover_mime))}

@@ -30,6 +30,11 @@ class BookMetadata:
     description: str = ""
     cover: bytes | None = field(default=None, repr=False)  # image bytes as stored in the book
     cover_mime: str = ""  # "image/jpeg", "image/png", ...
+    subtitle: str = ""
+    series: str = ""  # the series the book belongs to ('' when none)
+    series_index: str = ""  # its place in the series as the book writes it ("2", "2.5")
+    isbn: str = ""  # digits (and a final X) only
+    subjects: tuple[str, ...] = ()  # the book's subjects / genres, in its order
 
 
 @dataclass(frozen=True)
