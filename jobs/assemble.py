@@ -131,6 +131,7 @@ def _assemble_in_work_dir(rt: Runtime, job_id: int, chapters: list[ChapterAudio]
     emptied work directory (removed after; holding only the chapters ``prepared`` ahead, if
     any); fails the job with the assembly's message."""
     from pipeline.audio import assemble_audiobook
+    from pipeline.audio.library_files import write_library_files
 
     work_dir = rt.artifacts.work_dir(job_id)
     if not prepared:
@@ -139,6 +140,7 @@ def _assemble_in_work_dir(rt: Runtime, job_id: int, chapters: list[ChapterAudio]
     try:
         report = assemble_audiobook(chapters, metadata, out_dir, work_dir, options, on_step, prepared)
         read_along = write_readalong_outputs(job_id, book, report, options, out_dir)
+        write_library_files(out_dir, metadata, options.narrator, options.formats)
         return replace(report, outputs=report.outputs + read_along.outputs), read_along
     except AssemblyError as exc:
         fail_job(rt, job_id, str(exc))

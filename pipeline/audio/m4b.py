@@ -25,8 +25,9 @@ from pipeline.audio.failures import os_error_fix
 from pipeline.audio.ffmeta import ChapterMark, render_ffmetadata
 from pipeline.audio.languages import container_language
 from pipeline.audio.mp4lang import TEXT_HANDLER, set_track_language
+from pipeline.audio.mp4tags import add_freeform_tags
 from pipeline.audio.stitch import StitchedChapter
-from pipeline.audio.tags import GENRE, TrackTags
+from pipeline.audio.tags import TrackTags, m4b_freeform
 from pipeline.errors import AssemblyError
 from pipeline.types import SAMPLE_RATE
 
@@ -53,7 +54,7 @@ def m4b_tags(tags: TrackTags) -> dict[str, str]:
         "artist": tags.artist,  # ©ART
         "album_artist": tags.artist,  # aART
         "composer": tags.narrator,  # ©wrt: where audiobook apps look for the narrator
-        "genre": GENRE,  # ©gen
+        "genre": tags.genre,  # ©gen
         "date": tags.year,  # ©day
         "description": tags.description,  # desc
         "comment": tags.description,  # ©cmt
@@ -83,7 +84,7 @@ def mux_m4b(
     meta_path = work_dir / f".{final_path.stem}.ffmetadata"
     metadata = m4b_tags(tags)
     _write_text(meta_path, render_ffmetadata(metadata, m4b_marks(chapters, pieces, frame_counts), SAMPLE_RATE))
-    reserve = index_bytes(sum(frame_counts), chapters, metadata, cover_path)
+    reserve = index_bytes(sum(frame_counts), chapters, {**metadata, **m4b_freeform(tags)}, cover_path)
     try:
         return _mux(aac_paths, meta_path, cover_path, tags, final_path, ["-moov_size", str(reserve)])
     except IndexNotFirst:
@@ -126,6 +127,7 @@ def _mux(aac_paths: Sequence[Path], meta_path: Path, cover_path: Path | None, ta
         if not index_first(partial):
             raise IndexNotFirst(str(partial))
         set_track_language(partial, TEXT_HANDLER, language)
+        add_freeform_tags(partial, m4b_freeform(tags))
 
     return encode_file(args, final_path.resolve(), "write the M4B", cwd=aac_paths[0].parent, finish=finish)
 

@@ -1,7 +1,14 @@
 """Tags and covers for the per-chapter files (MP3, Ogg Opus, FLAC, WAV), written with mutagen.
 
-The M4B gets its tags from ffmpeg (see :mod:`pipeline.audio.export`); mutagen cannot write MP4
-chapters, and ffmpeg writes tags, chapters and cover in the same pass.
+The M4B gets its tags from ffmpeg (see :mod:`pipeline.audio.m4b`); mutagen cannot write MP4
+chapters, and ffmpeg writes tags, chapters and cover in the same pass; what ffmpeg cannot write
+goes in afterwards as freeform atoms (:func:`m4b_freeform`, :mod:`pipeline.audio.mp4tags`).
+
+What the book states is written where Audiobookshelf (``server/utils/prober.js``) and Apple Books
+look: publisher (ID3 TPUB, PUBLISHER), subtitle (TIT3, SUBTITLE), series and its part (SERIES and
+SERIES-PART: ID3 TXXX frames, Vorbis comments, MP4 freeform atoms), ISBN (ISBN), language (TLAN,
+LANGUAGE) and the book's subjects as its genre, ';'-separated, as Audiobookshelf splits them
+("Audiobook" only where the book states none).
 """
 
 from __future__ import annotations
@@ -11,7 +18,23 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mutagen.flac import FLAC, Picture
-from mutagen.id3 import APIC, COMM, ID3, TALB, TCOM, TCON, TDRC, TIT2, TLAN, TPE1, TPE2, TRCK
+from mutagen.id3 import (
+    APIC,
+    COMM,
+    ID3,
+    TALB,
+    TCOM,
+    TCON,
+    TDRC,
+    TIT2,
+    TIT3,
+    TLAN,
+    TPE1,
+    TPE2,
+    TPUB,
+    TRCK,
+    TXXX,
+)
 from mutagen.oggopus import OggOpus
 from mutagen.wave import WAVE
 
@@ -37,6 +60,32 @@ class TrackTags:
     language: str = ""  # the book's BCP-47 tag ("zh-CN"); ID3 gets its ISO 639-2 code
     cover: bytes | None = None
     cover_mime: str = ""
+    genre: str = GENRE
+    subtitle: str = ""
+    publisher: str = ""
+    series: str = ""
+    series_part: str = ""
+    isbn: str = ""
+
+
+def book_genre(metadata: BookMetadata) -> str:
+    """The book's subjects as one genre tag ('Fiction; Sea stories'), else 'Audiobook'."""
+    subjects = [" ".join(subject.replace(";", ",").split()) for subject in metadata.subjects]
+    return "; ".join(subject for subject in subjects if subject) or GENRE
+
+
+def custom_tags(tags: TrackTags) -> dict[str, str]:
+    """The tags without a standard frame everywhere, by the names Audiobookshelf reads
+    (ID3 TXXX descriptions, Vorbis comment names, MP4 freeform names); empty ones left out."""
+    entries = {"SERIES": tags.series, "SERIES-PART": tags.series_part if tags.series else "", "ISBN": tags.isbn}
+    return {name: value for name, value in entries.items() if value}
+
+
+def m4b_freeform(tags: TrackTags) -> dict[str, str]:
+    """What an M4B carries as freeform atoms: what ffmpeg's mp4 muxer drops (publisher, subtitle,
+    the file-level language) and the custom tags."""
+    entries = {"SUBTITLE": tags.subtitle, "PUBLISHER": tags.publisher, "LANGUAGE": tags.language}
+    return {**{name: value for name, value in entries.items() if value}, **custom_tags(tags)}
 
 
 def book_year(metadata: BookMetadata) -> str:
@@ -59,6 +108,12 @@ def track_tags(metadata: BookMetadata, narrator: str, title: str, track: int, tr
         language=metadata.language,
         cover=metadata.cover,
         cover_mime=cover_mime(metadata),
+        genre=book_genre(metadata),
+        subtitle=metadata.subtitle,
+        publisher=metadata.publisher,
+        series=metadata.series,
+        series_part=metadata.series_index,
+        isbn=metadata.isbn,
     )
 
 
@@ -83,7 +138,7 @@ def _id3_frames(tags: TrackTags, with_cover: bool) -> list:
     frames = [
         TIT2(encoding=3, text=tags.title),
         TALB(encoding=3, text=tags.album),
-        TCON(encoding=3, text=GENRE),
+        TCON(encoding=3, text=tags.genre),
         TRCK(encoding=3, text=f"{tags.track}/{tags.track_total}"),
     ]
     if tags.artist:
@@ -94,6 +149,11 @@ def _id3_frames(tags: TrackTags, with_cover: bool) -> list:
         frames.append(TDRC(encoding=3, text=tags.year))
     if iso639_2(tags.language):
         frames.append(TLAN(encoding=3, text=iso639_2(tags.language)))
+    if tags.subtitle:
+        frames.append(TIT3(encoding=3, text=tags.subtitle))
+    if tags.publisher:
+        frames.append(TPUB(encoding=3, text=tags.publisher))
+    frames += [TXXX(encoding=3, desc=name, text=value) for name, value in custom_tags(tags).items()]
     if tags.description:
         frames.append(COMM(encoding=3, lang="eng", desc="", text=tags.description))
     if with_cover and tags.cover:
@@ -124,12 +184,15 @@ def _vorbis_comments(tags: TrackTags) -> dict[str, str]:
         "ALBUMARTIST": tags.artist,
         "COMPOSER": tags.narrator,
         "PERFORMER": tags.narrator,
-        "GENRE": GENRE,
+        "GENRE": tags.genre,
         "TRACKNUMBER": str(tags.track),
         "TRACKTOTAL": str(tags.track_total),
         "DATE": tags.year,
         "DESCRIPTION": tags.description,
         "LANGUAGE": tags.language,  # Vorbis comments have no code list: the book's BCP-47 tag
+        "SUBTITLE": tags.subtitle,
+        "PUBLISHER": tags.publisher,
+        **custom_tags(tags),
     }
     return {key: value for key, value in comments.items() if value}
 

@@ -1,5 +1,7 @@
 """The book's metadata from the package document: title, authors, language, publisher, date,
-description and cover, EPUB 3 refinements (``<meta refines>``) honoured."""
+description, cover, subtitle, series (EPUB 3 ``belongs-to-collection`` with its ``group-position``,
+else calibre's ``calibre:series``/``series_index``), ISBN and subjects, EPUB 3 refinements
+(``<meta refines>``) honoured."""
 
 from __future__ import annotations
 
@@ -24,7 +26,8 @@ def read_metadata(archive: SafeZip, package: Package, path: Path, reading: Readi
     """The book's metadata; its file name stands in for a missing title."""
     fields: dict[str, list[etree._Element]] = {}
     refines: Refinements = {}
-    legacy_cover = ""  # EPUB 2: <meta name="cover" content="manifest id">
+    named: dict[str, str] = {}  # EPUB 2 <meta name content>: cover (a manifest id), calibre:series...
+    collections: list[tuple[str, str]] = []  # EPUB 3 belongs-to-collection: (id, name)
     if package.metadata is not None:
         for element in package.metadata.iter():
             name = local_name(element)
@@ -32,12 +35,16 @@ def read_metadata(archive: SafeZip, package: Package, path: Path, reading: Readi
                 if element.get("refines") and element.get("property"):
                     refined = refines.setdefault(element.get("refines", "").lstrip("#"), {})
                     refined[element.get("property", "")] = (element.text or "").strip()
-                elif element.get("name") == "cover":
-                    legacy_cover = element.get("content", "")
+                elif element.get("property") == "belongs-to-collection" and (element.text or "").strip():
+                    collections.append((element.get("id", ""), " ".join(element.text.split())))
+                elif element.get("name"):
+                    named.setdefault(element.get("name", ""), element.get("content", "").strip())
             elif name:
                 fields.setdefault(name, []).append(element)
-    title = _main_title(fields.get("title", []), refines) or path.stem
-    cover, cover_mime = read_cover(archive, package, legacy_cover, reading)
+    titles = fields.get("title", [])
+    title = _main_title(titles, refines) or path.stem
+    cover, cover_mime = read_cover(archive, package, named.get("cover", ""), reading)
+    series, series_index = _series(collections, refines, named)
     return BookMetadata(
         title=title,
         authors=_authors(fields.get("creator", []), refines),
@@ -47,7 +54,76 @@ def read_metadata(archive: SafeZip, package: Package, path: Path, reading: Readi
         description=_plain_description(_first_text(fields.get("description", []))),
         cover=cover,
         cover_mime=cover_mime,
+        subtitle=_subtitle(titles, refines, title),
+        series=series,
+        series_index=series_index,
+        isbn=_isbn(fields.get("identifier", [])),
+        subjects=_subjects(fields.get("subject", [])),
     )
+
+
+def _subtitle(titles: list[etree._Element], refines: Refinements, main: str) -> str:
+    for element in titles:
+        if refines.get(element.get("id", ""), {}).get("title-type") == "subtitle" and element_text(element) != main:
+            return element_text(element)
+    return ""
+
+
+def _series(collections: list[tuple[str, str]], refines: Refinements, named: dict[str, str]) -> tuple[str, str]:
+    """The series (EPUB 3 collection of type 'series', else an untyped one, else calibre's) and the
+    book's position in it."""
+    typed = [(ident, name) for ident, name in collections
+             if refines.get(ident, {}).get("collection-type", "series") == "series"]
+    if typed:
+        ident, name = typed[0]
+        return name, series_position(refines.get(ident, {}).get("group-position", ""))
+    if named.get("calibre:series"):
+        return named["calibre:series"], series_position(named.get("calibre:series_index", ""))
+    return "", ""
+
+
+def series_position(text: str) -> str:
+    """A place in a series as people write it: '2.0' -> '2', '2.5' stays, anything else ''."""
+    match = re.fullmatch(r"\s*(\d{1,6})(?:\.(\d{1,3}))?\s*", text)
+    if not match:
+        return ""
+    whole, fraction = match.group(1).lstrip("0") or "0", (match.group(2) or "").rstrip("0")
+    return f"{whole}.{fraction}" if fraction else whole
+
+
+def _isbn(identifiers: list[etree._Element]) -> str:
+    for element in identifiers:
+        scheme = " ".join(value for key, value in element.attrib.items() if local_name_of(key) == "scheme")
+        if found := isbn_in(element_text(element), "isbn" in scheme.lower()):
+            return found
+    return ""
+
+
+def local_name_of(key: str) -> str:
+    return key.rsplit("}", 1)[-1]
+
+
+def isbn_in(text: str, stated: bool = False) -> str:
+    """The ISBN an identifier holds ('urn:isbn:978-…', 'ISBN 0-…', or bare digits when ``stated``
+    or a 978/979 ISBN-13), without hyphens; '' when it holds none."""
+    lowered = text.strip().lower()
+    for prefix in ("urn:isbn:", "isbn:", "isbn"):
+        if lowered.startswith(prefix):
+            lowered, stated = lowered[len(prefix):], True
+            break
+    digits = re.sub(r"[\s-]", "", lowered).upper()
+    if re.fullmatch(r"97[89]\d{10}", digits) or (stated and re.fullmatch(r"\d{9}[\dX]", digits)):
+        return digits
+    return ""
+
+
+def _subjects(elements: list[etree._Element]) -> tuple[str, ...]:
+    subjects: list[str] = []
+    for element in elements:
+        text = element_text(element)
+        if text and text not in subjects:
+            subjects.append(text)
+    return tuple(subjects)
 
 
 def _first_text(elements: list[etree._Element]) -> str:
