@@ -61,11 +61,21 @@ def month_day(match: re.Match[str], language: str) -> str:
     return f"{MONTHS[month - 1]} {en_ordinal(day)}" if _valid_date(month, day) else match.group(0)
 
 
+# Words that already stand where 'the' would ('The 3rd of May', 'on the 3rd', 'his 21st May party')
+_DETERMINER_BEFORE = re.compile(
+    r"\b(?:the|a|an|this|that|these|those|my|your|his|her|its|our|their|whose|each|every|which|what)\s+$",
+    re.IGNORECASE)
+
+
 def day_month(match: re.Match[str], language: str) -> str:
-    """'5 of March' → 'the fifth of March'."""
+    """'5 of March' → 'the fifth of March'; 'the 5th of March' → 'the fifth of March' (no second
+    'the' after an article or determiner)."""
     day = int(match.group(1))
     month = MONTH_BY_PREFIX[match.group(3)[:3].lower()]
-    return f"the {en_ordinal(day)} of {MONTHS[month - 1]}" if _valid_date(month, day) else match.group(0)
+    if not _valid_date(month, day):
+        return match.group(0)
+    determined = _DETERMINER_BEFORE.search(match.string[max(0, match.start() - 12):match.start()])
+    return f"{'' if determined else 'the '}{en_ordinal(day)} of {MONTHS[month - 1]}"
 
 
 def _date(year: int | None, month: int, day: int, language: str) -> str:
