@@ -44,6 +44,28 @@ def _claim_redis_database() -> str:
 REDIS_TEST_URL = os.environ.get("TTS_JOBS_TEST_REDIS") or _claim_redis_database()
 
 
+# The modules that take longest, longest first (measured with `--durations=0`, one module alone).
+# `scripts/test` hands out whole modules in collection order (--dist loadfile --no-loadscope-reorder):
+# these start at once, one per process, and the short modules fill in around them. Left to xdist's
+# own order (most tests first), a long module of few tests started last and set the wall time.
+LONGEST_FIRST = (
+    "tests/test_resume.py",
+    "tests/test_soak.py",
+    "tests/test_reliability.py",
+    "tests/test_reliability_servers.py",
+    "tests/test_reliability_stages.py",
+    "tests/test_cluster.py",
+    "tests/test_bulk.py",
+    "tests/test_readalong_run.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Collect the longest modules first (a stable sort: every module's own order is kept)."""
+    rank = {module: place for place, module in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+
+
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """ChatTTS weights in upstream layout with random values and tiny widths (noise, not speech)."""
