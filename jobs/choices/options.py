@@ -47,6 +47,7 @@ class JobOptions:
     lexicon_files: tuple[str, ...] = ()  # where they came from (shown, not compared)
     dialogue_voice: str | None = None  # quoted speech's voice; None: the narrator reads everything
     narrator: str | None = None  # the narrator tag; None: a description of the voices
+    language: str = ""  # the book's language (BCP-47, --language); "": the book's own, or its text's
 
     def __post_init__(self) -> None:
         if self.style.chosen and not self.refine:
@@ -59,7 +60,7 @@ class JobOptions:
         choices: dict[str, Any] = {"notes": self.notes, "keep_front_matter": self.keep_front_matter,
                                    "code": self.code,
                                    "fail_on_unsupported_script": self.fail_on_unsupported_script,
-                                   "chapters": self.chapters}
+                                   "chapters": self.chapters, "language": self.language}
         if self.max_book_mb is not None:
             return IngestOptions.with_size_limit(self.max_book_mb, **choices)
         return IngestOptions(**choices)
@@ -89,7 +90,7 @@ class JobOptions:
                 "chapters": list(self.chapters), "speed": self.speed,
                 "style": {k: v for k, v in asdict(self.style).items() if v is not None},
                 "lexicon": [list(entry) for entry in self.lexicon], "lexicon_files": list(self.lexicon_files),
-                "dialogue_voice": self.dialogue_voice, "narrator": self.narrator}
+                "dialogue_voice": self.dialogue_voice, "narrator": self.narrator, "language": self.language}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> JobOptions:
@@ -107,7 +108,8 @@ class JobOptions:
                    style=RefineLevels(**(data.get("style") or {})),
                    lexicon=tuple((w, s) for w, s in data.get("lexicon") or ()),
                    lexicon_files=tuple(data.get("lexicon_files") or ()),
-                   dialogue_voice=data.get("dialogue_voice"), narrator=data.get("narrator"))
+                   dialogue_voice=data.get("dialogue_voice"), narrator=data.get("narrator"),
+                   language=data.get("language") or "")
 
     def same_run_as(self, other: JobOptions) -> bool:
         """Whether a job with ``other`` options makes the same audiobook (priority aside, and where
@@ -141,6 +143,7 @@ def parse_formats(values: Iterable[str] | None) -> tuple[str, ...]:
 
 def check_choices(options: JobOptions) -> None:
     """Raises OptionError naming an option's value that does not exist, and the ones that do."""
+    from pipeline.ingest.language import check_language_tag
     from pipeline.ingest.options import CODE_MODES, NOTES_PLACES
     from pipeline.ingest.selection import check_selection
 
@@ -154,6 +157,11 @@ def check_choices(options: JobOptions) -> None:
     if options.max_book_mb is not None and options.max_book_mb <= 0:
         raise OptionError(f"--max-book-mb {options.max_book_mb}: give a positive number of megabytes")
     check_speed(options.speed)
+    if options.language:
+        try:
+            check_language_tag(options.language)
+        except ValueError as exc:
+            raise OptionError(str(exc)) from None
     check_selection(options.chapters)
     if options.dialogue_voice == options.voice:
         raise OptionError(f"--dialogue-voice {options.dialogue_voice} is the narrator's voice too: give "

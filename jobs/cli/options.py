@@ -71,6 +71,10 @@ def reading_choices(
         "--max-book-mb", metavar="MIB",
         help="Largest book to read, in MiB, on disk and unpacked (default 1024 / 512); "
              "raise it for a genuine book refused as too large.")] = None,
+    language: Annotated[str, typer.Option(
+        "--language", metavar="TAG",
+        help="The book's language, e.g. --language en-GB, for its tags and quotation marks (default: "
+             "the one the book states, unless its text is clearly another; else its text's).")] = "",
     fail_on_unsupported_script: Annotated[bool, typer.Option(
         "--fail-on-unsupported-script", help="Fail a book holding letters the voice cannot read (Cyrillic, "
                                              "kana, Hangul...) instead of dropping them with a warning.")] = False,
@@ -78,7 +82,8 @@ def reading_choices(
     """What is read and how it is pronounced."""
     return {"chapters": tuple(chapters or ()), "lexicon_path": lexicon, "speed": speed,
             "dialogue_voice": dialogue_voice, "notes": notes, "keep_front_matter": keep_front_matter, "code": code,
-            "max_book_mb": max_book_mb, "fail_on_unsupported_script": fail_on_unsupported_script}
+            "max_book_mb": max_book_mb, "fail_on_unsupported_script": fail_on_unsupported_script,
+            "language": language.strip().replace("_", "-")}
 
 
 def style_choices(

@@ -23,7 +23,7 @@ from pipeline.ingest.epub import read_epub
 from pipeline.ingest.fb2 import read_fb2
 from pipeline.ingest.html import read_html
 from pipeline.ingest.kindle import read_kindle
-from pipeline.ingest.language import with_language
+from pipeline.ingest.language import language_warning, with_language
 from pipeline.ingest.left_out import left_out_warnings
 from pipeline.ingest.markdown import read_markdown
 from pipeline.ingest.notes import place_notes
@@ -144,10 +144,13 @@ def _finished_book(path: Path, raw: RawBook, options: IngestOptions) -> Book:
     chapters = select_chapters(chapters, options.chapters, path)
     for chapter in chapters:
         warnings.extend(_speakability_warnings(path, chapter, options))
+    # The language the tags carry: the user's, else the one the file states (unless its text is
+    # clearly the other of Chinese and English), else the one its text is written in.
+    metadata = with_language(raw.metadata, chapters, options.language)
+    if not options.language and (overruled := language_warning(raw.metadata.language, metadata.language)):
+        warnings.append(overruled)
     for warning in warnings:
         logger.warning("%s: %s", path, warning)
-    # The language the tags carry: the one the file states, else the one its text is written in.
-    metadata = with_language(raw.metadata, chapters)
     return Book(str(path), raw.format, metadata, tuple(chapters), tuple(warnings), tuple(raw.lexicon))
 
 

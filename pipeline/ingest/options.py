@@ -25,6 +25,7 @@ class IngestOptions:
     fail_on_unsupported_script: bool = False  # BookError instead of a warning for e.g. Cyrillic or kana
     code: str = "announce"  # code listings: "announce" (and skip), "skip" silently, or "read" as text
     chapters: tuple[str, ...] = ()  # the chapters read, by number or title (``selection``); () for all
+    language: str = ""  # the book's language as the user gives it (BCP-47); "" for the book's own or its text's
     max_file_bytes: int = 1024 * MiB  # the book file itself
     max_uncompressed_bytes: int = 512 * MiB  # all EPUB members read, counted as they decompress
     max_member_bytes: int = 128 * MiB  # one EPUB member
