@@ -43,12 +43,35 @@ def test_apostrophes_quotes_within_quotes_and_a_speech_running_on() -> None:
         (DIALOGUE, "“Don’t say ‘never,’ Tom,”"), (NARRATOR, "she said. The dogs’ bowls were full.")]
     # a speech that goes on in the next paragraph leaves its closing mark off
     assert roles("“It was the ’90s, and I was young.") == [(DIALOGUE, "“It was the ’90s, and I was young.")]
-    assert roles('He is 6\'2" tall and "very, very" strong.')[0] == (NARRATOR, "He is 6'2\" tall and")
+    assert roles('He is 6\'2" tall. "Very, very strong," she said.')[0] == (NARRATOR, "He is 6'2\" tall.")
 
 
 def test_titles_and_scare_quotes_stay_with_the_narrator() -> None:
     assert roles("They sailed on the “Pequod” with a so-called “expert” aboard.") == [
         (NARRATOR, "They sailed on the “Pequod” with a so-called “expert” aboard.")]
+
+
+@pytest.mark.parametrize("paragraph", [
+    'He read "The Old Man and the Sea" twice that summer.',  # a title of many words
+    'The so-called "experts," who had never sailed, said nothing.',  # scare quotes, American comma
+    'They sang "Happy Birthday, Dear Anna" at the table.',  # a title holding a comma
+    '"The Old Man and the Sea" is a short novel.',  # a title opening the paragraph
+    'He called the plan "nonsense." Nobody argued.',  # a word quoted at a sentence's end
+    "她读了“红楼梦”这本书。",
+])
+def test_quoted_titles_and_words_inside_a_sentence_are_the_narrators(paragraph: str) -> None:
+    assert [role for role, _ in roles(paragraph)] == [NARRATOR]
+
+
+@pytest.mark.parametrize("paragraph, speech", [
+    ('He shouted "Get out of my house!" and slammed the door.', '"Get out of my house!"'),
+    ('She said "yes" and left.', '"yes"'),
+    ('The sign read "Keep out. This means you." in red letters.', '"Keep out. This means you."'),
+    ('She looked up, "Is it you?"', '"Is it you?"'),
+    ("他说“你好”。", "“你好”"),
+])
+def test_speech_inside_a_sentence_is_still_speech(paragraph: str, speech: str) -> None:
+    assert (DIALOGUE, speech) in roles(paragraph)
 
 
 def test_sentences_keep_a_quotations_edges_and_every_word_once_in_order() -> None:

@@ -12,9 +12,14 @@ said-clause between two quotations (``"Come," she said, "now."``) is the narrato
   which opens with a mark again.
 - A straight ``'`` is an apostrophe, and so is ’ between two letters (don’t); a ``"`` right
   after a digit is an inch mark.
-- A short quotation without punctuation (a title, a word in scare quotes: the “Pequod”, a
-  so-called “expert”) stays with the narrator: only a quotation holding punctuation, or at least
-  ``SPEECH_WORDS`` words, is speech.
+- Only real speech is speech. A quotation inside a sentence, right after a word (a title, a word
+  in scare quotes: he read “The Old Man and the Sea” twice, the so-called “experts,” who…), stays
+  with the narrator unless that word says it is speech (said, asked, shouted…, 说, 问…), the
+  quotation holds a sentence of its own (a stop followed by more words), or it ends in a question,
+  an exclamation or a CJK stop (彼は『どこへ行くの？』と聞いた). A quotation that opens the paragraph
+  or follows punctuation (“Come,” she said / she said: “Come.”) is speech when it ends in
+  punctuation, or holds ``SPEECH_WORDS`` words and does not run on into the sentence (“The Old Man
+  and the Sea” is short: a title).
 """
 
 from __future__ import annotations
@@ -45,7 +50,7 @@ def split_roles(paragraph: str, language: str = "") -> list[tuple[str, str]]:
     """``paragraph`` as (role, text) stretches in order: NARRATOR, or DIALOGUE inside quotation
     marks (the marks included). Joined, the texts give ``paragraph`` back."""
     spans = [span for span in _quotations(paragraph, quotation_marks(language))
-             if _is_speech(paragraph[span[0]:span[1]])]
+             if _is_speech(paragraph, *span)]
     stretches: list[tuple[str, str]] = []
     at = 0
     for start, end in spans:
@@ -103,5 +108,36 @@ def _closes(text: str, at: int) -> bool:
     return not (before.isalnum() and after.isalnum())
 
 
-def _is_speech(quotation: str) -> bool:
-    return bool(_PUNCTUATION.search(quotation)) or len(_WORDS.findall(quotation)) >= SPEECH_WORDS
+_SPEECH_VERBS = frozenset("""
+say says said ask asks asked shout shouts shouted cry cries cried whisper whispers whispered reply
+replies replied answer answers answered yell yells yelled mutter mutters muttered
+murmur murmurs murmured scream screamed exclaim exclaimed add added continue continued begin began
+repeat repeated roar roared snap snapped hiss hissed sigh sighed insist insisted demand demanded
+""".split())
+_CJK_SPEECH = frozenset("说道问喊叫答讲曰云")
+_SENTENCE_INSIDE = re.compile(r"[.!?…。！？](?:[\"'”’»«」』)\]]*)\s*[^\W_]")
+_QUESTION_OR_CRY = re.compile(r"[!?。！？…]\W*$")
+_ENDS_IN_PUNCTUATION = re.compile(r"[.,!?;:…—–。，！？；：、]\W*$")
+
+
+def _is_speech(text: str, start: int, end: int) -> bool:
+    """Whether the quotation ``text[start:end]`` (its marks included) is speech, by what it holds
+    and where it stands in its sentence."""
+    quotation = text[start:end]
+    before = text[:start].rstrip()
+    inner = quotation[1:-1] if end < len(text) or _closed(quotation) else quotation[1:]
+    if _SENTENCE_INSIDE.search(inner.strip()):
+        return True
+    if before and before[-1].isalnum():  # inside a sentence, right after a word
+        word = re.findall(r"[\w'’-]+$", before)  # 'so-called' is not 'called'
+        return ((bool(word) and word[0].lower() in _SPEECH_VERBS) or before[-1] in _CJK_SPEECH
+                or bool(_QUESTION_OR_CRY.search(inner)))
+    if _ENDS_IN_PUNCTUATION.search(inner):
+        return True
+    after = text[end:].lstrip()
+    runs_on = bool(after) and (after[0].isalnum())
+    return not runs_on and len(_WORDS.findall(quotation)) >= SPEECH_WORDS
+
+
+def _closed(quotation: str) -> bool:
+    return len(quotation) > 1 and not quotation[-1].isalnum()
