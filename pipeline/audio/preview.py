@@ -1,6 +1,8 @@
 """A short sample of how a book or a voice will sound: a few sentences' waveforms, trimmed and
-joined with the audiobook's own pauses, brought to its loudness and written as one file (WAV, MP3,
-Ogg Opus or FLAC, by the file's extension)."""
+joined with the audiobook's own pauses, levelled as the book's chapters are (one static gain to the
+target loudness, and the limiter only where the peaks need it: ``export.chapter_loudness``, not
+ffmpeg's dynamic ``loudnorm``, which rides the level up and down within the clip), and written as
+one file (WAV, MP3, Ogg Opus or FLAC, by the file's extension)."""
 
 from __future__ import annotations
 
@@ -12,8 +14,9 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.audio.assembly_types import CHAPTER_FORMATS, AssemblyOptions, SentenceAudio
-from pipeline.audio.export import encode_clip
-from pipeline.audio.stitch import pause_before
+from pipeline.audio.export import Loudness, chapter_loudness, encode_clip
+from pipeline.audio.loudness import place_energies, sentence_energies, true_peak
+from pipeline.audio.stitch import MeasuredChapter, pause_before
 from pipeline.audio.trim import trim_silence
 from pipeline.audio.wavio import float_to_pcm16
 from pipeline.errors import OptionError
@@ -49,9 +52,18 @@ def write_preview(clips: Sequence[tuple[np.ndarray, int]], path: Path,
             out.setsampwidth(2)
             out.setframerate(SAMPLE_RATE)
             out.writeframes(samples.tobytes())
-        loudness = f"loudnorm=I={options.target_lufs}:TP={options.true_peak_db}"
-        encode_clip(joined, audio_format, path, loudness, options.bitrate)
+        encode_clip(joined, audio_format, path, preview_loudness(samples, options).ffmpeg_filter(len(samples)),
+                    options.bitrate)
     return len(samples) / SAMPLE_RATE
+
+
+def preview_loudness(samples: np.ndarray, options: AssemblyOptions) -> Loudness:
+    """The gain (and limiter) a chapter made of ``samples`` (int16) gets in the book."""
+    energies = place_energies([(0, sentence_energies(samples, SAMPLE_RATE))], len(samples), SAMPLE_RATE)
+    peak = int(np.abs(samples.astype(np.int32)).max()) if samples.size else 0
+    measured = MeasuredChapter(index=0, title="", sentences=(), trailing_silence=0, peak=peak,
+                               true_peak=true_peak(samples), step_energies=energies)
+    return chapter_loudness(measured, options)
 
 
 def _joined(clips: Sequence[tuple[np.ndarray, int]], options: AssemblyOptions) -> np.ndarray:
