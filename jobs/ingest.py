@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session, configure_mappers
 
+from jobs.book_names import as_given
 from jobs.choices.options import recorded_options
 from jobs.lifecycle import fail_job
 from jobs.runtime import Runtime
@@ -50,7 +51,7 @@ def ingest_job(rt: Runtime, job_id: int) -> bool:
     if ready is not None:
         return ready
     try:
-        book = read_book(source_path, options.reading())
+        book = as_given(read_book(source_path, options.reading()), source_path, source_name)
         # the rows too (token limits, seeds) before the transaction: it holds SQLite's write lock
         speaking = options.speaking(book)
         chapters = [(chapter, [_new_sentence(book_sha256, chapter.index, s, options.speed)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
 
+from jobs.book_names import as_given
 from jobs.choices.options import JobOptions, recorded_options
 from jobs.runtime import Runtime
 from pipeline.errors import AssemblyError, BookError
@@ -45,6 +46,7 @@ class RecordedBook:
     identifier: str
     # (chapter, sentence) -> (text, audio path), for the sentences with audio
     recorded: dict[tuple[int, int], tuple[str, str]]
+    given_name: str = ""  # the file the user gave (the book's name where it states no title)
 
 
 def recorded_book(rt: Runtime, session: Session, job: Job) -> RecordedBook:
@@ -62,6 +64,7 @@ def recorded_book(rt: Runtime, session: Session, job: Job) -> RecordedBook:
         recorded_options(job),
         f"urn:sha256:{job.source_sha256}",
         recorded,
+        job.source_name,
     )
 
 
@@ -79,7 +82,7 @@ def write_readalong_outputs(
     reading = book.options.reading()
     try:
         with _ingest_warnings_unsaid():
-            read = read_book(book.source, reading)
+            read = as_given(read_book(book.source, reading), book.source, book.given_name or book.source.name)
     except BookError as exc:
         raise AssemblyError(
             f"{book.source}: cannot read the book again for its timings: {exc.problem}"
