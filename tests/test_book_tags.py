@@ -126,3 +126,34 @@ def test_run_tags_the_book_and_writes_audiobookshelf_metadata_beside_it(tmp_path
         "The Storm", "Being the Second Voyage", "9780306406157")
     assert (library["publishedYear"], library["language"]) == ("1999", "en")
     assert (m4b.parent / "desc.txt").read_text(encoding="utf-8").strip() == "Two sailors and a storm."
+
+
+def test_fb2_docx_and_pdf_carry_their_series_isbn_and_keywords(tmp_path: Path) -> None:
+    import docx
+    from reportlab.pdfgen import canvas
+
+    from tests.office_books import OfficeChapter, write_docx
+    from tests.test_ingest_fb2 import fb2_document, write_fb2
+
+    fb2 = fb2_document().replace(
+        "<lang>en</lang>", '<lang>en</lang><keywords>sea, storms</keywords><sequence name="The Voyages" number="2"/>'
+    ).replace("<publisher>Test Press</publisher>", "<publisher>Test Press</publisher><isbn>978-0-306-40615-7</isbn>")
+    meta = read_book(write_fb2(tmp_path / "b.fb2", fb2)).metadata
+    assert (meta.series, meta.series_index, meta.isbn, meta.subjects) == (
+        "The Voyages", "2", "9780306406157", ("sea", "storms"))
+
+    path = write_docx(tmp_path / "b.docx", "The Storm", [OfficeChapter("One", ["The wind rose over the sea."])])
+    document = docx.Document(str(path))
+    document.core_properties.keywords = "Fiction; Sea stories"
+    document.core_properties.category = "Novel"
+    document.core_properties.identifier = "ISBN 978-0-306-40615-7"
+    document.save(str(path))
+    meta = read_book(path).metadata
+    assert (meta.subjects, meta.isbn) == (("Fiction", "Sea stories", "Novel"), "9780306406157")
+
+    pdf = canvas.Canvas(str(tmp_path / "b.pdf"))
+    pdf.setTitle("The Storm")
+    pdf.setKeywords("Fiction, Sea stories")
+    pdf.drawString(72, 720, "The wind rose over the sea, and the ship turned for home at last.")
+    pdf.save()
+    assert read_book(tmp_path / "b.pdf").metadata.subjects == ("Fiction", "Sea stories")

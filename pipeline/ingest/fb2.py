@@ -4,7 +4,8 @@ The main body's sections nest as parts and chapters do; each section's ``<title>
 its epigraphs, poems (a stanza per paragraph, a verse per line), citations and subtitles are read
 where they stand. The body named 'notes' (or 'comments') holds the notes that ``<a type="note">``
 points to, placed by ``--notes``. The ``<description>`` gives the title, authors, language, date,
-publisher, annotation and cover image. Parsed by the hardened XML parser; the ZIP under the EPUB's caps.
+publisher, annotation, keywords, ISBN, series (``<sequence>``) and cover image. Parsed by the hardened XML
+parser; the ZIP under the EPUB's caps.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from lxml import etree
 
 from pipeline.errors import BookError
 from pipeline.ingest.chapters import RawBook
+from pipeline.ingest.identifiers import series_position
 from pipeline.ingest.office import book_from_blocks, open_archive
 from pipeline.ingest.options import IngestOptions, MiB
 from pipeline.ingest.text_files import read_text_file
@@ -60,6 +62,10 @@ def read_fb2(path: Path, options: IngestOptions) -> RawBook:
     cover, mime = _cover(root, cover_id)
     if cover:
         book.metadata = replace(book.metadata, cover=cover, cover_mime=mime)
+    sequence = next(iter(root.iter("{*}sequence")), None)  # title-info's, else publish-info's
+    if sequence is not None and (sequence.get("name") or "").strip():
+        book.metadata = replace(book.metadata, series=" ".join(sequence.get("name", "").split()),
+                                series_index=series_position(sequence.get("number") or ""))
     return book
 
 
@@ -204,7 +210,7 @@ def _description(root: etree._Element) -> tuple[dict[str, str], str]:
         authors = [_person(author) for author in _children(info, "author")]
         fields["creator"] = "; ".join(author for author in authors if author)
         for name, field in (("book-title", "title"), ("lang", "language"), ("date", "date"),
-                            ("annotation", "description")):
+                            ("annotation", "description"), ("keywords", "keywords")):
             element = next(_children(info, name), None)
             if element is not None:
                 fields[field] = " ".join("".join(element.itertext()).split()) or element.get("value", "")
@@ -213,6 +219,9 @@ def _description(root: etree._Element) -> tuple[dict[str, str], str]:
     publisher = next(iter(root.iter("{*}publisher")), None)
     if publisher is not None:
         fields["publisher"] = " ".join("".join(publisher.itertext()).split())
+    isbn = next(iter(root.iter("{*}isbn")), None)
+    if isbn is not None:
+        fields["identifier"] = "isbn:" + "".join(isbn.itertext())
     return fields, cover
 
 

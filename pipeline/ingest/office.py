@@ -4,6 +4,7 @@ from a run of blocks the way TXT, Markdown and HTML build theirs (chapters at he
 
 from __future__ import annotations
 
+import re
 import zipfile
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from lxml import etree
 
 from pipeline.errors import BookError
 from pipeline.ingest.chapters import RawBook
+from pipeline.ingest.identifiers import isbn_in
 from pipeline.ingest.options import IngestOptions, MiB
 from pipeline.ingest.plaintext import chapters_from_text_blocks
 from pipeline.ingest.safezip import SafeZip
@@ -74,9 +76,23 @@ def dublin_core(root: etree._Element | None) -> dict[str, str]:
     for element in root.iter():
         name = local_name(element)
         text = " ".join("".join(element.itertext()).split()) if name else ""
-        if text:
+        if text and name == "keyword" and name in found:  # OpenDocument: one element a keyword
+            found[name] += f"; {text}"
+        elif text:
             found.setdefault(name, text)
     return found
+
+
+def office_subjects(fields: dict[str, str]) -> tuple[str, ...]:
+    """The keywords (DOCX ``cp:keywords``, ';' or ',' between them; ODT ``meta:keyword``) and the
+    category, as the book's subjects."""
+    found: list[str] = []
+    listed = fields.get("keywords") or fields.get("keyword") or ""
+    for subject in [*re.split(r"[;,]", listed), fields.get("category", "")]:
+        subject = subject.strip()
+        if subject and subject not in found:
+            found.append(subject)
+    return tuple(found)
 
 
 def book_from_blocks(
@@ -97,6 +113,8 @@ def book_from_blocks(
         publisher=fields.get("publisher", ""),
         date=fields.get("created") or fields.get("creation-date") or fields.get("date", ""),
         description=fields.get("description", "") or fields.get("subject", ""),
+        subjects=office_subjects(fields),
+        isbn=isbn_in(fields.get("identifier", "")),
     )
     book = RawBook(format_name, metadata, chapters, [*warnings, *furniture])
     book.notes, book.note_refs = notes

@@ -14,6 +14,7 @@ from pipeline.ingest.epub.cover import read_cover
 from pipeline.ingest.epub.members import element_text
 from pipeline.ingest.epub.package import Package
 from pipeline.ingest.epub.reading import Reading
+from pipeline.ingest.identifiers import isbn_in, series_position
 from pipeline.ingest.safezip import SafeZip
 from pipeline.ingest.xmlsafe import local_name
 from pipeline.types import BookMetadata
@@ -82,15 +83,6 @@ def _series(collections: list[tuple[str, str]], refines: Refinements, named: dic
     return "", ""
 
 
-def series_position(text: str) -> str:
-    """A place in a series as people write it: '2.0' -> '2', '2.5' stays, anything else ''."""
-    match = re.fullmatch(r"\s*(\d{1,6})(?:\.(\d{1,3}))?\s*", text)
-    if not match:
-        return ""
-    whole, fraction = match.group(1).lstrip("0") or "0", (match.group(2) or "").rstrip("0")
-    return f"{whole}.{fraction}" if fraction else whole
-
-
 def _isbn(identifiers: list[etree._Element]) -> str:
     for element in identifiers:
         scheme = " ".join(value for key, value in element.attrib.items() if local_name_of(key) == "scheme")
@@ -101,20 +93,6 @@ def _isbn(identifiers: list[etree._Element]) -> str:
 
 def local_name_of(key: str) -> str:
     return key.rsplit("}", 1)[-1]
-
-
-def isbn_in(text: str, stated: bool = False) -> str:
-    """The ISBN an identifier holds ('urn:isbn:978-…', 'ISBN 0-…', or bare digits when ``stated``
-    or a 978/979 ISBN-13), without hyphens; '' when it holds none."""
-    lowered = text.strip().lower()
-    for prefix in ("urn:isbn:", "isbn:", "isbn"):
-        if lowered.startswith(prefix):
-            lowered, stated = lowered[len(prefix):], True
-            break
-    digits = re.sub(r"[\s-]", "", lowered).upper()
-    if re.fullmatch(r"97[89]\d{10}", digits) or (stated and re.fullmatch(r"\d{9}[\dX]", digits)):
-        return digits
-    return ""
 
 
 def _subjects(elements: list[etree._Element]) -> tuple[str, ...]:

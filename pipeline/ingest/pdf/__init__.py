@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from dataclasses import replace
 from pathlib import Path
 
 from pipeline.errors import BookError
@@ -51,8 +52,7 @@ def read_pdf(path: Path, options: IngestOptions) -> RawBook:
     metadata = _metadata(pages.metadata, path)
     starts, heading_title = _starts(pages, text, warnings)
     title = metadata.title or clean_title(heading_title) or path.stem
-    metadata = BookMetadata(title, metadata.authors, metadata.language, date=metadata.date,
-                            description=metadata.description, cover=cover, cover_mime=cover_mime)
+    metadata = replace(metadata, title=title, cover=cover, cover_mime=cover_mime)
     chapters = _chapters(text, starts, title, options, warnings)
     warnings.extend(_furniture_warnings(furniture))
     book = RawBook("pdf", metadata, chapters, warnings)
@@ -137,4 +137,6 @@ def _metadata(found: dict[str, str], path: Path) -> BookMetadata:
         language=found.get("Lang", ""),
         date="-".join(part for part in date.groups() if part) if date else "",
         description=found.get("Subject", "") if found.get("Subject", "") != "unspecified" else "",
+        subjects=tuple(dict.fromkeys(word.strip() for word in re.split(r"[;,]", found.get("Keywords", ""))
+                                     if word.strip())),
     )
