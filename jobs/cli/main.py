@@ -13,6 +13,7 @@ from importlib import metadata
 from typing import Annotated, Any
 
 import typer
+from typer._click import exceptions as click  # typer carries its own click
 
 from jobs.cli import book_commands as cli_books
 from jobs.cli import bulk_commands as cli_bulk
@@ -101,13 +102,46 @@ def main() -> None:
     command = typer.main.get_command(app)
     readable_help(command)
     try:
-        command(prog_name=PROG)
+        code = command.main(prog_name=PROG, standalone_mode=False)
+    except click.NoArgsIsHelpError as exc:  # a group named alone: its help, as click shows it
+        typer.echo(exc.ctx.get_help() if exc.ctx else exc.format_message())
+        raise SystemExit(EXIT_BAD_INPUT) from None
+    except click.UsageError as exc:
+        fail(usage_line(exc), EXIT_BAD_INPUT)
+    except click.ClickException as exc:
+        fail(exc.format_message(), exc.exit_code)
+    except typer.Abort:
+        fail("aborted", EXIT_FAILED)
     except (BookError, InputError, BrokerUnreachable) as exc:
         fail(str(exc), EXIT_BAD_INPUT)
     except TtsJobsError as exc:
         fail(str(exc), EXIT_FAILED)
     except KeyboardInterrupt:  # before a job started (or outside one): nothing to resume
         fail("interrupted", EXIT_INTERRUPTED)
+    raise SystemExit(code if isinstance(code, int) else 0)
+
+
+def usage_line(exc: click.UsageError) -> str:
+    """A mistake on the command line (an unknown option, a value of the wrong kind, a missing
+    argument) as one line naming it and where the command's options are listed: the same form as
+    every other bad input, not click's boxed usage text."""
+    where = exc.ctx.command_path if exc.ctx is not None else PROG
+    return f"{_mistake(exc)} (see `{where} --help`)"
+
+
+_VALUE_KINDS = {"int_parsing": "not a whole number", "float_parsing": "not a number",
+                "int_from_float": "not a whole number", "bool_parsing": "not yes or no"}
+
+
+def _mistake(exc: click.UsageError) -> str:
+    """``--speed fast: not a whole number`` for a value of the wrong kind; click's words otherwise."""
+    errors = getattr(exc.__cause__, "errors", None)  # typer checks values with a pydantic adapter
+    if isinstance(exc, click.BadParameter) and exc.param is not None and callable(errors):
+        error = errors()[0]
+        name = exc.param.opts[0] if exc.param.param_type_name == "option" else (exc.param.metavar or exc.param.name or "").upper()
+        return f"{name} {error.get('input')}: {_VALUE_KINDS.get(error['type'], error['msg'].lower())}"
+    message = " ".join(exc.format_message().split()).rstrip(".")
+    return message[:1].lower() + message[1:]
 
 
 def readable_help(command: Any) -> None:
