@@ -5,6 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+PRECISIONS = ("fp32", "fp16", "bf16", "int8")  # besides "auto"
+DEVICES = ("auto", "cpu", "cuda")  # and "cuda:N"
+
+
+def unknown_choice(device: str, precision: str) -> str:
+    """What is wrong with a device or precision name, or '' for names an engine takes (whether
+    this machine has that device is known only once torch is loaded)."""
+    if device not in DEVICES and not (device.startswith("cuda:") and device[5:].isdigit()):
+        return f"unknown device {device!r}: use auto, cpu, cuda or cuda:N"
+    if precision != "auto" and precision not in PRECISIONS:
+        return f"unknown precision {precision!r}: use auto, {', '.join(PRECISIONS)}"
+    return ""
+
 
 @dataclass(frozen=True)
 class EngineTuning:

@@ -18,7 +18,7 @@ import pipeline.engine.gpt as gpt  # noqa: PLR0402
 import pipeline.engine.step_graphs as step_graphs  # noqa: PLR0402
 import pipeline.engine.waveform as waveform  # noqa: PLR0402
 from pipeline.engine.checksums import verify_real_weights
-from pipeline.engine.config import EngineConfig, EngineTuning
+from pipeline.engine.config import PRECISIONS, EngineConfig, EngineTuning
 from pipeline.engine.engine import Engine, ModelParts
 from pipeline.engine.gpt import KV_CACHE, KV_CACHE_CHOICES, FusedLlama
 from pipeline.engine.memory import cap_device_memory
@@ -36,7 +36,6 @@ from pipeline.errors import ModelError
 
 log = logging.getLogger(__name__)
 
-PRECISIONS = ("fp32", "fp16", "bf16", "int8")
 INT8_SCHEMES = ("dynamic", "weight_only")
 # "auto" on a CPU, by model size, as measured on the 2-core build machine (docs/engine.md): dynamic
 # INT8 is 3.7x faster than fp32 at upstream's full widths (the GPT step is bound by reading its
