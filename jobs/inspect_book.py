@@ -38,5 +38,7 @@ def inspect_book(path: Path, options: JobOptions = JobOptions(), with_sentences:
     meta = book.metadata
     return {"title": meta.title, "authors": list(meta.authors), "language": meta.language,
             "publisher": meta.publisher, "date": meta.date, "has_cover": meta.cover is not None,
+            "subtitle": meta.subtitle, "series": meta.series, "series_index": meta.series_index,
+            "isbn": meta.isbn, "subjects": list(meta.subjects),
             "chapters": chapters, "lexicon": {"book": len(book.lexicon), "user": len(options.lexicon)},
             "warnings": list(book.warnings)}

@@ -113,6 +113,10 @@ def test_run_tags_the_book_and_writes_audiobookshelf_metadata_beside_it(tmp_path
     book = custom_epub(tmp_path / "storm.epub", [("c.xhtml", chapter_xhtml("One", ["The wind rose."]))],
                        title="The Storm", extra_metadata=SERIES_METADATA)
 
+    shown = cli(["inspect", str(book)], env, timeout=120)
+    assert shown.returncode == 0 and "series: The Voyages #2" in shown.stdout, shown.stderr
+    assert "ISBN 9780306406157" in shown.stdout
+
     result = cli(["run", str(book), "--out", str(tmp_path / "out")], env)
 
     assert result.returncode == 0, result.stderr

@@ -163,6 +163,7 @@ def describe_options(shown: dict[str, Any]) -> str:
     parts += [f"notes {shown['notes']}"] if shown.get("notes", "end") != "end" else []
     parts += ["front matter kept"] if shown.get("keep_front_matter") else []
     parts += [f"code {shown['code']}"] if shown.get("code", "announce") != "announce" else []
+    parts += [f"language {shown['language']}"] if shown.get("language") else []
     return ", ".join(parts)
 
 
@@ -209,6 +210,14 @@ def print_inspection(report: dict[str, Any], sentences: bool) -> None:
     console = Console()
     console.print(f"[bold]{report['title']}[/bold] — {', '.join(report['authors']) or 'unknown author'}"
                   f" ({report['language'] or 'language unknown'})")
+    if report.get("series"):
+        part = f" #{report['series_index']}" if report.get("series_index") else ""
+        console.print(f"series: {escape(report['series'])}{part}")
+    tagged = [f"{name} {escape(str(report[key]))}" for name, key in
+              (("publisher", "publisher"), ("ISBN", "isbn"), ("published", "date")) if report.get(key)]
+    tagged += [f"genres {escape('; '.join(report['subjects']))}"] if report.get("subjects") else []
+    if tagged:
+        console.print(", ".join(tagged))
     table = Table("#", "chapter", "sentences", "characters", "est. duration")
     for c in report["chapters"]:
         table.add_row(str(c["number"]), escape(c["title"]), str(c["sentences"]), str(c["characters"]),
