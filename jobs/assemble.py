@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
 
-from jobs.book_folders import claim_book_folder, default_out_root
+from jobs.book_folders import claim_book_folder, default_out_root, disown_replaced
 from jobs.choices.options import recorded_options
 from jobs.lifecycle import fail_job
 from jobs.readalong import RecordedBook, recorded_book, write_readalong_outputs
@@ -83,6 +83,7 @@ def _record_done(rt: Runtime, job_id: int, report: AssemblyReport, read_along: R
             session.commit()
             return False
         job.outputs = [str(p) for p in report.outputs]
+        disown_replaced(session, job)
         job.report = {"total_seconds": round(report.total_seconds, 3),
                       "sentence_seconds": round(report.sentence_seconds, 3),
                       "pause_seconds": round(report.pause_seconds, 3),

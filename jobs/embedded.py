@@ -70,6 +70,7 @@ class RunPlan:
     book: Path
     options: JobOptions
     resume_job: int | None = None
+    finished_job: int | None = None  # a done job made this audiobook with these choices: nothing to do
 
 
 def plan_run(rt: Runtime, book: Path, options: JobOptions, fresh: bool = False) -> RunPlan:
@@ -87,7 +88,9 @@ def plan_run(rt: Runtime, book: Path, options: JobOptions, fresh: bool = False) 
     if unfinished is not None and fresh:
         _supersede(rt, unfinished.id)
         unfinished = None
-    return RunPlan(book=book, options=options, resume_job=unfinished.id if unfinished else None)
+    finished = None if unfinished is not None or fresh else _finished_job(rt, file_sha256(book), options)
+    return RunPlan(book=book, options=options, resume_job=unfinished.id if unfinished else None,
+                   finished_job=finished)
 
 
 def run_book(rt: Runtime, plan: RunPlan, engine: Engine | EngineLoading,
@@ -95,6 +98,8 @@ def run_book(rt: Runtime, plan: RunPlan, engine: Engine | EngineLoading,
     """The whole job in this process (a new one, or ``plan.resume_job`` continued). Returns its id.
 
     The job ends done, failed or, stopped by a signal (RunStopped), interrupted."""
+    if plan.finished_job is not None:
+        return plan.finished_job
     if plan.resume_job is not None:
         job_id = resume(rt, plan.resume_job)
     else:
@@ -190,6 +195,17 @@ def _unfinished_job(rt: Runtime, book: Path, sha256: str, options: JobOptions) -
                     "anew (`tts-jobs retry %s` resumes that one with its own options)",
                     book, other.id, other.id)
     return same[-1] if same else None
+
+
+def _finished_job(rt: Runtime, sha256: str, options: JobOptions) -> int | None:
+    """The newest done job that made this book's audiobook with these choices, every file of it
+    still where it was written (one whose files were removed or replaced is made again)."""
+    options = replace(options, out_dir=options.out_dir or default_out_root(rt.settings.data_dir))
+    with rt.read_session() as session:
+        done = [j.id for j in repo.find_jobs_by_sha256(session, sha256)
+                if j.job_state == JobState.DONE and options.same_run_as(recorded_options(j))
+                and j.outputs and all(Path(path).is_file() for path in j.outputs)]
+    return done[-1] if done else None
 
 
 def _supersede(rt: Runtime, job_id: int) -> None:

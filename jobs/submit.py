@@ -76,7 +76,7 @@ def add_job(rt: Runtime, session: Session, path: Path, book: Book, options: JobO
     and store its copy; the caller commits."""
     title = book.metadata.title or path.stem
     out_root = options.out_dir or default_out_root(rt.settings.data_dir)
-    folder, _ = claim_book_folder(out_root, title, book.metadata.authors, sha256)
+    folder, _ = claim_book_folder(out_root, title, book.metadata.authors, sha256, options)
     try:
         job = Job(source_name=path.name, source_path="", source_sha256=sha256,
                   book_format=book.format, title=title,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tests.books import write_epub
 from tests.conftest import env_for
 from tests.e2e_helpers import cli, ffprobe_chapters, status_json
 
@@ -36,3 +37,47 @@ def test_a_book_without_a_title_is_named_after_its_file(tmp_path: Path, settings
     assert [c["tags"]["title"] for c in ffprobe_chapters(m4b)] == ["night walk"]
     [status] = status_json(env)
     assert status["title"] == "night walk"
+
+
+def _duration(path: Path) -> float:
+    import mutagen
+
+    return mutagen.File(path).info.length
+
+
+def test_a_finished_book_is_never_replaced_behind_its_jobs_back(tmp_path: Path, settings_factory) -> None:  # type: ignore[no-untyped-def]
+    """Other choices make another edition beside the first; the same choices make nothing new
+    (done, and where); --fresh makes it again, and the first job no longer claims the files."""
+    env = env_for(settings_factory())
+    book = write_epub(tmp_path / "book.epub", "Two Rooms", [("One", ["A first short line."]),
+                                                             ("Two", ["A second short line."])])
+    out = ["--out", str(tmp_path / "out")]
+    first = cli(["run", str(book), *out], env)
+    assert first.returncode == 0, first.stderr
+    [whole] = [Path(line) for line in first.stdout.splitlines()]
+    whole_seconds = _duration(whole)
+
+    part = cli(["run", str(book), *out, "--chapters", "1"], env)
+
+    assert part.returncode == 0, part.stderr
+    [one] = [Path(line) for line in part.stdout.splitlines()]
+    assert one == tmp_path / "out" / "Test Author" / "Two Rooms (chapters 1)" / "Two Rooms.m4b"
+    assert whole.is_file() and _duration(whole) == whole_seconds  # the first edition untouched
+    assert len(ffprobe_chapters(whole)) == 2 and len(ffprobe_chapters(one)) == 1
+    jobs = {s["id"]: s for s in status_json(env)}
+    assert jobs[1]["outputs"] == [str(whole)] and jobs[2]["outputs"] == [str(one)]
+
+    again = cli(["run", str(book), *out], env)
+
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.splitlines() == [str(whole)]
+    assert "done already, by job 1" in again.stderr and str(whole.parent) in again.stderr
+    assert len(status_json(env)) == 2  # no new job, nothing spoken again
+
+    fresh = cli(["run", str(book), *out, "--fresh"], env)
+
+    assert fresh.returncode == 0, fresh.stderr
+    assert fresh.stdout.splitlines() == [str(whole)]
+    jobs = {s["id"]: s for s in status_json(env)}
+    assert jobs[3]["outputs"] == [str(whole)] and jobs[1]["outputs"] == []
+    assert any("made again by job 3" in warning for warning in status_json(env, 1)["warnings"])

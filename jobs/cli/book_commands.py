@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from jobs.choices.voices import DEFAULT_VOICE
+from jobs.choices.voices import DEFAULT_VOICE, check_voice_names
 from jobs.cli.options import (
     DEFAULT_FORMAT,
     BookArg,
@@ -30,7 +30,14 @@ from jobs.embedded import RunStopped, plan_run, run_book
 from jobs.inspect_book import inspect_book
 from jobs.preview import DEFAULT_SENTENCES, plan_preview, speak_preview
 from jobs.queueing import submit_to_workers
-from jobs.runtime import EngineLoading, Runtime, open_engine, open_runtime
+from jobs.runtime import (
+    EngineLoading,
+    Runtime,
+    check_engine_settings,
+    open_engine,
+    open_existing_runtime,
+    open_runtime,
+)
 from jobs.settings import Settings, memory_gib_option
 from jobs.status import StageProgress, job_statuses
 
@@ -78,19 +85,25 @@ def run(
     precision: PrecisionOpt = None,
     memory_gib: MemoryGibOpt = None,
     fresh: Annotated[bool, typer.Option(
-        "--fresh", help="Start over instead of resuming this book's unfinished run.")] = False,
+        "--fresh", help="Start over instead of resuming this book's unfinished run, or make a finished "
+                        "one again (replacing its files).")] = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
     """Convert one book here and now (embedded default: SQLite, no servers). Prints the output path.
 
-    An interrupted run of the same book with the same options is resumed: what was spoken is kept."""
+    An interrupted run of the same book with the same options is resumed: what was spoken is kept;
+    a finished one is not made again (it says where it is; --fresh makes it again)."""
     set_loudness(quiet, verbose)
     settings = Settings.from_env().with_overrides(model_dir=model_dir, device=device, precision=precision,
                                                   memory_gib=memory_gib_option(memory_gib))
+    check_engine_settings(settings)  # the device, precision and weights, before a job is recorded
     rt = open_runtime(settings)
     options = job_options({**reading, **style}, settings.data_dir, fmt, out, voice, 0, narrator)
     plan = plan_run(rt, book, options, fresh=fresh)  # bad input ends here, before the model loads
+    if plan.finished_job is not None:
+        print_done_already(rt, book, plan.finished_job)
+        return
     with stopped_with_a_word(), ProgressDisplay(book.name) as display:
         display(StageProgress("resuming" if plan.resume_job else "loading the model"))
         silence_dependency_bars()
@@ -107,6 +120,15 @@ def print_finished(rt: Runtime, job_id: int, display: ProgressDisplay | None = N
     if display is not None:
         folder = status.out_dir or (str(Path(status.outputs[0]).parent) if status.outputs else "")
         display.finish(Finished(status.title, status.shown_audio_seconds, folder))
+    for path in status.outputs:
+        typer.echo(path)
+
+
+def print_done_already(rt: Runtime, book: Path, job_id: int) -> None:
+    """A book already made with these choices: where it is (stderr), its files (stdout); exit 0."""
+    status = job_statuses(rt, job_id)[0]
+    log.warning("%s: done already, by job %s with these choices: files in %s (--fresh makes it again)",
+                book, job_id, status.out_dir or Path(status.outputs[0]).parent)
     for path in status.outputs:
         typer.echo(path)
 
@@ -165,7 +187,10 @@ def inspect(
 
     With the options of a run (--chapters, --lexicon, --speed, --dialogue-voice...) it shows what
     that run would read: `--sentences` lists the text the voice is given."""
-    report = inspect_book(book, job_options(reading, Settings.from_env().data_dir), with_sentences=sentences)
+    settings = Settings.from_env()
+    options = job_options(reading, settings.data_dir)
+    check_voice_names(open_existing_runtime(settings), options.voice, options.dialogue_voice)
+    report = inspect_book(book, options, with_sentences=sentences)
     if as_json:
         print_json(report)
         return
@@ -196,6 +221,7 @@ def preview(
     """Hear a few sentences as the job would speak them (same options, same seeds), in seconds.
     Records no job. Prints the file's path."""
     settings = Settings.from_env().with_overrides(model_dir=model_dir, device=device, precision=precision)
+    check_engine_settings(settings)
     rt = open_runtime(settings)
     options = job_options({**reading, **style}, settings.data_dir, voice=voice)
     path = output or Path(f"{book.stem}.preview.wav")
