@@ -20,6 +20,7 @@ from jobs.batches.speak import refined
 from jobs.batches.work import SentenceWork
 from jobs.choices.delivery import Delivery
 from jobs.choices.options import JobOptions
+from jobs.choices.places import check_new_file
 from jobs.choices.voices import resolve_voice, with_voice
 from jobs.ingest import sentence_seed
 from jobs.runtime import Runtime
@@ -63,10 +64,9 @@ def plan_preview(rt: Runtime, book: Path, options: JobOptions, path: Path, chapt
     Raises:
         BookError, OptionError, VoiceError: bad input, before any model loads.
     """
-    from pipeline.audio.preview import preview_format
     from pipeline.text import split_sentences
 
-    preview_format(path)
+    check_sample_path(path, "--output")
     if sentences < 1:
         raise OptionError(f"--sentences {sentences}: give 1 or more")
     check_options(rt, options)
@@ -84,6 +84,15 @@ def plan_preview(rt: Runtime, book: Path, options: JobOptions, path: Path, chapt
     work = [_work(number, picked.index, s, delivery, seed, options.speed)
             for number, (s, seed) in enumerate(zip(spoken, seeds))]
     return PreviewPlan(path, picked.index + 1, picked.title, work, [s.paragraph_index for s in spoken])
+
+
+def check_sample_path(path: Path, option: str) -> None:
+    """Raises OptionError for a sample file that could not be written at ``path`` (its extension
+    names no format, its folder is missing or not writable), before any synthesis is spent on it."""
+    from pipeline.audio.preview import preview_format
+
+    preview_format(path)
+    check_new_file(path, option)
 
 
 def speak_preview(plan: PreviewPlan, engine: Engine) -> Preview:
@@ -106,9 +115,7 @@ def speak_preview(plan: PreviewPlan, engine: Engine) -> Preview:
 
 def voice_sample(rt: Runtime, engine: Engine, voice: str, path: Path) -> Preview:
     """A few sentences in voice ``voice`` (English and Chinese) at ``path``, as a preview is written."""
-    from pipeline.audio.preview import preview_format
-
-    preview_format(path)
+    check_sample_path(path, "--sample")
     with rt.read_session() as session:
         spec = resolve_voice(session, voice)
     delivery = Delivery.of(JobOptions(voice=voice), spec, None)

@@ -8,11 +8,13 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from jobs.settings import Settings, keep_tokenizer_threads_off
+from pipeline.errors import InputError, ModelError
 from storage.artifacts import ArtifactStore
 from storage.db import make_engine, make_read_session_factory, make_session_factory, upgrade
 
@@ -54,6 +56,25 @@ def open_runtime(settings: Settings, upgrade_schema: bool | None = None) -> Runt
                    artifacts=ArtifactStore(settings.data_dir))
 
 
+def database_file(settings: Settings) -> Path | None:
+    """The embedded SQLite file the settings name (None for a database server)."""
+    from sqlalchemy.engine import make_url
+
+    url = make_url(settings.database_url)
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        return None
+    return Path(url.database)
+
+
+def open_existing_runtime(settings: Settings) -> Runtime | None:
+    """The runtime of a database that is there already; None where the embedded SQLite file is
+    not (a command that only looks creates no database, and no data folder)."""
+    path = database_file(settings)
+    if path is not None and not path.is_file():
+        return None
+    return open_runtime(settings)
+
+
 def upgrade_database(settings: Settings, revision: str = "head") -> None:
     """Apply the schema migrations up to ``revision`` (a cluster does this once per deployment)."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -92,6 +113,31 @@ class EngineLoading:
             raise self._error
         assert self._engine is not None
         return self._engine
+
+
+QUICKSTART_WEIGHTS = Path(__file__).resolve().parent.parent / "models" / "tiny"  # scripts/quickstart's
+
+
+def check_engine_settings(settings: Settings, weights: bool = True) -> None:
+    """Raises InputError for a device or precision no engine takes and, with ``weights``, for
+    ChatTTS weights that are not where the settings say: before a job is recorded or a model loads.
+    The error says how to point at weights, those scripts/quickstart wrote where they exist."""
+    from pipeline.engine.config import unknown_choice
+    from pipeline.engine.weights import locate_model
+
+    problem = unknown_choice(settings.device, settings.precision)
+    if problem:
+        raise InputError(f"{problem} (--device/--precision, or TTS_JOBS_DEVICE/TTS_JOBS_PRECISION)")
+    if not weights:
+        return
+    try:
+        locate_model(settings.model_dir, settings.hf_home)
+    except ModelError as exc:
+        hint = ""
+        if settings.model_dir is None and (QUICKSTART_WEIGHTS / "asset").is_dir():
+            hint = (f"; scripts/quickstart's synthetic weights (noise, not speech) are in {QUICKSTART_WEIGHTS}: "
+                    f"export TTS_JOBS_MODEL_DIR={QUICKSTART_WEIGHTS}")
+        raise InputError(f"{exc}{hint}") from None
 
 
 def open_engine(settings: Settings) -> Engine:

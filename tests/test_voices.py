@@ -54,4 +54,4 @@ def test_unknown_voices_and_unreadable_recordings_are_clear_errors(tmp_path: Pat
     assert bad.returncode != 0 and "junk.wav" in bad.stderr and "Traceback" not in bad.stderr
     assert cli(["voice", "new", "narrator", "--seed", "1"], env).returncode == 0
     again = cli(["voice", "new", "narrator", "--seed", "2"], env)
-    assert again.returncode == 1 and "exists already" in again.stderr
+    assert again.returncode == 2 and "exists already" in again.stderr

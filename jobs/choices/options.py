@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from jobs.choices.places import check_out_folder
 from jobs.choices.voices import DEFAULT_VOICE
 from pipeline.audio.assembly_types import SUPPORTED_FORMATS
 from pipeline.delivery import DEFAULT_SPEED, RefineLevels, check_speed
@@ -142,7 +143,8 @@ def parse_formats(values: Iterable[str] | None) -> tuple[str, ...]:
 
 
 def check_choices(options: JobOptions) -> None:
-    """Raises OptionError naming an option's value that does not exist, and the ones that do."""
+    """Raises OptionError naming an option's value that does not exist, and the ones that do, or
+    an `--out` folder that cannot be written."""
     from pipeline.ingest.language import check_language_tag
     from pipeline.ingest.options import CODE_MODES, NOTES_PLACES
     from pipeline.ingest.selection import check_selection
@@ -163,6 +165,8 @@ def check_choices(options: JobOptions) -> None:
         except ValueError as exc:
             raise OptionError(str(exc)) from None
     check_selection(options.chapters)
+    if options.out_dir is not None:
+        check_out_folder(options.out_dir)
     if options.dialogue_voice == options.voice:
         raise OptionError(f"--dialogue-voice {options.dialogue_voice} is the narrator's voice too: give "
                           "another voice (`tts-jobs voice list`), or leave the option out")

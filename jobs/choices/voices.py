@@ -7,6 +7,7 @@ engine samples for that seed (``with_voice``), so a seed voice sounds the same o
 
 from __future__ import annotations
 
+import re
 import secrets
 import threading
 from dataclasses import dataclass, replace
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy.orm import Session
 
 from jobs.runtime import Runtime, open_engine
-from pipeline.errors import TtsJobsError, VoiceError
+from pipeline.errors import VoiceError
 from pipeline.types import SynthesisRequest
 from storage import repo
 
@@ -34,21 +35,23 @@ class VoiceEntry:
     source: str  # "seed N", a recording's path, or "seed N (built in)"
 
 
+def builtin_voice() -> VoiceEntry:
+    return VoiceEntry(DEFAULT_VOICE, f"seed {DEFAULT_VOICE_SEED} (built in)")
+
+
 def list_voices(rt: Runtime) -> list[VoiceEntry]:
     """The voices books can be read with, the built-in one first."""
     with rt.read_session() as session:
         stored = [VoiceEntry(v.name, v.source) for v in repo.list_voices(session)]
-    return [VoiceEntry(DEFAULT_VOICE, f"seed {DEFAULT_VOICE_SEED} (built in)"), *stored]
+    return [builtin_voice(), *stored]
 
 
 def create_voice(rt: Runtime, name: str, seed: int | None = None, from_audio: Path | None = None,
                  engine: Engine | None = None) -> VoiceEntry:
     """Record a named voice from a seed (default: a random one) or a reference recording (which
-    ``engine`` encodes; loaded here when not given). Raises TtsJobsError when the name is taken."""
-    with rt.read_session() as session:
-        taken = name == DEFAULT_VOICE or repo.get_voice(session, name) is not None
-    if taken:
-        raise TtsJobsError(f"voice {name!r} exists already: pick another name")
+    ``engine`` encodes; loaded here when not given). Raises VoiceError for a name that cannot be
+    taken and a recording that cannot be read, before any engine loads."""
+    check_new_voice(rt, name, from_audio)
     embedding = ""
     if from_audio is not None:
         embedding, source = (engine or open_engine(rt.settings)).voice_from_audio(from_audio), str(from_audio)
@@ -59,6 +62,32 @@ def create_voice(rt: Runtime, name: str, seed: int | None = None, from_audio: Pa
         repo.add_voice(session, name, embedding, seed, source)
         session.commit()
     return VoiceEntry(name, source)
+
+
+# Letters (any script), digits, and '.', '_', '-', "'" or single spaces inside: a name a shell,
+# a file name and `--voice NAME` all carry as it is.
+_VOICE_NAME = re.compile(r"[^\W_](?:[\w.'-]| (?! ))*")
+_NAME_LENGTH = 64
+
+
+def check_new_voice(rt: Runtime, name: str, from_audio: Path | None = None) -> None:
+    """Raises VoiceError for a name no voice can have or one that is taken, and for a recording
+    that cannot be read (it is read again when encoded; it is short)."""
+    example = "e.g. `tts-jobs voice new narrator --seed 42`"
+    if not name.strip():
+        raise VoiceError(f"voice name {name!r} is empty: give the voice a name, {example}")
+    if not _VOICE_NAME.fullmatch(name) or name.endswith(" ") or len(name) > _NAME_LENGTH:
+        raise VoiceError(f"voice name {name!r}: use letters, digits, '.', '_', '-' or single spaces inside, "
+                         f"at most {_NAME_LENGTH} characters, {example}")
+    with rt.read_session() as session:
+        taken = name == DEFAULT_VOICE or repo.get_voice(session, name) is not None
+    if taken:
+        raise VoiceError(f"voice {name!r} exists already: pick another name (`tts-jobs voice list` "
+                         "shows the names taken)")
+    if from_audio is not None:
+        from pipeline.engine.audio_io import read_reference_audio
+
+        read_reference_audio(from_audio)
 
 
 def resolve_voice(session: Session, name: str, option: str = "--voice") -> str:
@@ -73,6 +102,20 @@ def resolve_voice(session: Session, name: str, option: str = "--voice") -> str:
     known = ", ".join([DEFAULT_VOICE] + [v.name for v in repo.list_voices(session)])
     raise VoiceError(f"unknown voice {name!r} ({option}): use one of {known}, or create it with "
                      f"`tts-jobs voice new {name}`")
+
+
+def check_voice_names(rt: Runtime | None, voice: str, dialogue_voice: str | None = None) -> None:
+    """Raises VoiceError for a --voice or --dialogue-voice no job could be read with; ``rt`` None
+    (no database yet) knows the built-in voice alone."""
+    named = [("--voice", voice)] + ([("--dialogue-voice", dialogue_voice)] if dialogue_voice else [])
+    if rt is not None:
+        with rt.read_session() as session:
+            for option, name in named:
+                resolve_voice(session, name, option)
+    for option, name in named if rt is None else ():
+        if name != DEFAULT_VOICE:
+            raise VoiceError(f"unknown voice {name!r} ({option}): use {DEFAULT_VOICE}, or create it with "
+                             f"`tts-jobs voice new {name}`")
 
 
 _seed_speakers: dict[str, str] = {}

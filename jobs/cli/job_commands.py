@@ -8,10 +8,12 @@ from typing import Annotated, Optional
 import typer
 
 from jobs.cli.book_commands import (
+    EXIT_BAD_INPUT,
     JsonOpt,
     ModelDirOpt,
     QuietOpt,
     VerboseOpt,
+    fail,
     print_finished,
     stopped_with_a_word,
 )
@@ -21,9 +23,10 @@ from jobs.embedded import resume, run_job
 from jobs.lifecycle import cancel_job, resumes_in_process
 from jobs.queueing import retry_on_workers
 from jobs.runners import recognise_interrupted
-from jobs.runtime import EngineLoading, Runtime, open_runtime
+from jobs.runtime import EngineLoading, Runtime, check_engine_settings, database_file, open_existing_runtime
 from jobs.settings import Settings
 from jobs.status import StageProgress, job_statuses
+from pipeline.errors import NoSuchJob
 
 JobArg = Annotated[int, typer.Argument(help="Job id.")]
 
@@ -39,7 +42,11 @@ def status(
     header line. Speed: audio seconds per second, over the last 5 minutes while a job is spoken,
     over the time its batches ran once it is done. ETA: the text still to speak at the recent rate
     (none until a batch has finished)."""
-    rt = open_runtime(Settings.from_env())
+    settings = Settings.from_env()
+    rt = open_existing_runtime(settings)
+    if rt is None:  # nothing was ever run with these settings: say where we looked, make nothing
+        _no_database(settings, job, as_json)
+        return
     if watch and not as_json:
         _watch_status(rt, job)
         return
@@ -49,6 +56,26 @@ def status(
         print_json(payload[0] if job is not None else payload)
         return
     print_status(statuses, detail=job is not None)
+
+
+def _no_database(settings: Settings, job: int | None, as_json: bool) -> None:
+    where = (f"no database at {database_file(settings)} (TTS_JOBS_DATA_DIR={settings.data_dir}): nothing was run "
+             "with these settings; a run's jobs are where its TTS_JOBS_DATA_DIR was (scripts/quickstart's: "
+             "./data in the checkout)")
+    if job is not None:
+        fail(f"no job {job}: {where}", EXIT_BAD_INPUT)
+    if as_json:
+        print_json([])
+    else:
+        typer.echo(f"no jobs: {where}", err=True)
+
+
+def _existing_runtime(job: int, settings: Settings) -> Runtime:
+    """The runtime of the database that holds ``job``; no job (exit 2) where there is no database."""
+    rt = open_existing_runtime(settings)
+    if rt is None:
+        raise NoSuchJob(job)
+    return rt
 
 
 def _watch_status(rt: Runtime, job: int | None) -> None:
@@ -68,7 +95,7 @@ def _watch_status(rt: Runtime, job: int | None) -> None:
 
 def cancel(job: JobArg) -> None:
     """Stop a job; its finished sentence audio is kept for a later retry."""
-    cancel_job(open_runtime(Settings.from_env()), job)
+    cancel_job(_existing_runtime(job, Settings.from_env()), job)
     typer.echo(f"cancelled {job}")
 
 
@@ -83,9 +110,10 @@ def retry(
     A job of `tts-jobs run` resumes here, in this process; a cluster job goes back to the workers."""
     set_loudness(quiet, verbose)
     settings = Settings.from_env().with_overrides(model_dir=model_dir)
-    rt = open_runtime(settings)
+    rt = _existing_runtime(job, settings)
     recognise_interrupted(rt)
     if resumes_in_process(rt, job):
+        check_engine_settings(settings)  # before the job is reopened
         with stopped_with_a_word(), ProgressDisplay(f"job {job}") as display:
             display(StageProgress("loading the model"))
             silence_dependency_bars()

@@ -14,8 +14,14 @@ from jobs.cli.book_commands import EXIT_BAD_INPUT, ModelDirOpt
 from jobs.cli.progress import silence_dependency_bars
 from jobs.cluster import workers
 from jobs.cluster.flower import DEFAULT_PORT, LOOPBACK, FlowerConfigError, FlowerOptions, run_flower
-from jobs.preview import voice_sample
-from jobs.runtime import open_engine, open_runtime, upgrade_database
+from jobs.preview import check_sample_path, voice_sample
+from jobs.runtime import (
+    check_engine_settings,
+    open_engine,
+    open_existing_runtime,
+    open_runtime,
+    upgrade_database,
+)
 from jobs.settings import Settings, memory_gib_option, process_environment
 
 # ---------------------------------------------------------------- worker / flower
@@ -39,6 +45,7 @@ def worker(
     """Start a Celery worker for this app. With no options it serves every queue."""
     silence_dependency_bars()  # a log file is no place for "Loading weights" bars
     settings = Settings.from_env().with_overrides(memory_gib=memory_gib_option(memory_gib))
+    check_engine_settings(settings, weights=False)
     if gpus is not None:
         gpu_ids = workers.parse_gpu_list(gpus, settings.visible_gpus)
         raise SystemExit(workers.supervise_gpu_workers(gpu_ids, loglevel, settings))
@@ -110,14 +117,16 @@ def voice_new(
     model_dir: ModelDirOpt = None,
 ) -> None:
     """Create a named voice from a seed (default: random) or a reference recording."""
-    from pipeline.audio.preview import preview_format
-
     silence_dependency_bars()
     settings = Settings.from_env().with_overrides(model_dir=model_dir)
+    needs_engine = sample is not None or from_audio is not None
+    if needs_engine:
+        check_engine_settings(settings)
     rt = open_runtime(settings)
-    if sample is not None:
-        preview_format(sample)  # a name no sample can take is refused before the voice is made
-    engine = open_engine(settings) if sample is not None else None
+    voices.check_new_voice(rt, name, from_audio)  # the name, the recording and the sample's place
+    if sample is not None:  # are checked before the model loads
+        check_sample_path(sample, "--sample")
+    engine = open_engine(settings) if needs_engine else None
     voice = voices.create_voice(rt, name, seed=seed, from_audio=from_audio, engine=engine)
     typer.echo(f"voice {voice.name}: {voice.source}")
     if engine is not None and sample is not None:
@@ -126,7 +135,8 @@ def voice_new(
 
 def voice_list() -> None:
     """The voices books can be read with."""
-    for voice in voices.list_voices(open_runtime(Settings.from_env())):
+    rt = open_existing_runtime(Settings.from_env())
+    for voice in voices.list_voices(rt) if rt is not None else [voices.builtin_voice()]:
         typer.echo(f"{voice.name}\t{voice.source}")
 
 
