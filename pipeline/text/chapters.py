@@ -13,17 +13,18 @@ and says so in its ``role``; the announcement is always the narrator's.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pipeline.errors import BookError
 from pipeline.text.characters import scan_drops
 from pipeline.text.dialogue import split_roles
 from pipeline.text.drops import Drops
 from pipeline.text.marks import SEPARATOR
-from pipeline.text.normalize import normalize_paragraphs
+from pipeline.text.normalize import normalize_paragraphs, normalize_text
 from pipeline.text.options import TextOptions
 from pipeline.text.sentences import split_paragraphs
 from pipeline.text.sources import with_written_spans
+from pipeline.text.titles import title_parts
 from pipeline.types import NARRATOR, Chapter, Sentence
 
 logger = logging.getLogger(__name__)
@@ -62,9 +63,13 @@ def segment_chapter(chapter: Chapter, options: TextOptions | None = None) -> Cha
     options = options or TextOptions()
     drops = Drops()
     title = spoken_title(chapter)
-    sources = _stretches(chapter, title, options)
+    parts = title_parts(title) if title.strip() else []
+    sources = _stretches(chapter, [text for text, _ in parts], options)
     spoken = options.lexicon.apply([text for _, _, text in sources])
     normalized = normalize_paragraphs(spoken, options, drops)
+    if len(parts) > 1:  # a title in two languages: each part read in its own (what it drops is counted)
+        for number, (_, language) in enumerate(parts):
+            normalized[number] = normalize_text(spoken[number], replace(options, language=language))
     pieces = split_paragraphs(normalized, options.max_chars, options.min_chars, options.cjk_weight)
     numbered = [
         (paragraph_index, role, piece)
@@ -85,10 +90,11 @@ def segment_chapter(chapter: Chapter, options: TextOptions | None = None) -> Cha
     return ChapterText(tuple(sentences), warnings)
 
 
-def _stretches(chapter: Chapter, title: str, options: TextOptions) -> list[tuple[int, str, str]]:
-    """(paragraph index, role, text) of what is read, in order: the announcement (the narrator's),
-    then each paragraph, cut at its quotations when dialogue has a voice of its own."""
-    stretches = [(TITLE_PARAGRAPH, NARRATOR, title)] if title.strip() else []
+def _stretches(chapter: Chapter, title: list[str], options: TextOptions) -> list[tuple[int, str, str]]:
+    """(paragraph index, role, text) of what is read, in order: the announcement (the narrator's;
+    a title in two languages in its parts, ``titles.py``), then each paragraph, cut at its
+    quotations when dialogue has a voice of its own."""
+    stretches = [(TITLE_PARAGRAPH, NARRATOR, part) for part in title]
     for index, paragraph in enumerate(chapter.paragraphs):
         if options.dialogue:
             stretches += [(index, role, text) for role, text in split_roles(paragraph, options.book_language)]
