@@ -31,6 +31,9 @@
 | CUDA_VISIBLE_DEVICES | (every GPU) | the GPUs `worker --gpus all` serves; a pinned worker's child gets its one GPU here |
 | HF_HOME | ~/.cache/huggingface | the Hugging Face cache searched for 2Noise/ChatTTS when no model dir is given |
 | FLOWER_BASIC_AUTH | (none) | `user:password` of Flower's web UI; read with the rest by `tts-jobs flower` (jobs/cluster/flower.py) |
+| TTS_JOBS_DATABASE_PASSWORD_FILE | (none) | a file holding the database password (a Compose secret), put into TTS_JOBS_DATABASE_URL |
+| TTS_JOBS_BROKER_PASSWORD_FILE | (none) | a file holding the Redis password (a Compose secret), put into TTS_JOBS_BROKER_URL |
+| FLOWER_BASIC_AUTH_FILE | (none) | a file holding FLOWER_BASIC_AUTH's `user:password` (a Compose secret) |
 | FLOWER_TASKS_COLUMNS | (ours) | Flower's task columns; Flower reads it itself |
 | OUT | (none) | where a measurement tool (`python -m jobs.bench.workers_scaling`) leaves its results, as the device machines name it |
 
@@ -46,6 +49,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from pipeline.errors import InputError
 
@@ -97,8 +101,10 @@ class Settings:
         measure_helpers = env.get("TTS_JOBS_MEASURE_HELPERS")
         return cls(
             data_dir=data_dir,
-            database_url=env.get("TTS_JOBS_DATABASE_URL") or f"sqlite:///{data_dir / 'tts-jobs.db'}",
-            broker_url=env.get("TTS_JOBS_BROKER_URL") or "redis://127.0.0.1:6379/0",
+            database_url=with_password(env.get("TTS_JOBS_DATABASE_URL") or f"sqlite:///{data_dir / 'tts-jobs.db'}",
+                                       read_secret(env, "TTS_JOBS_DATABASE_PASSWORD_FILE")),
+            broker_url=with_password(env.get("TTS_JOBS_BROKER_URL") or "redis://127.0.0.1:6379/0",
+                                     read_secret(env, "TTS_JOBS_BROKER_PASSWORD_FILE")),
             model_dir=Path(model_dir).expanduser() if model_dir else None,
             device=env.get("TTS_JOBS_DEVICE", "auto"),
             precision=env.get("TTS_JOBS_PRECISION", "auto"),
@@ -173,6 +179,43 @@ def process_environment() -> dict[str, str]:
     """A copy of this process's environment, for a library that reads variables of its own
     (Flower) and for a child process."""
     return dict(os.environ)
+
+
+def flower_environment() -> dict[str, str]:
+    """This process's environment for Flower: FLOWER_BASIC_AUTH read from FLOWER_BASIC_AUTH_FILE
+    where that is set (a Compose secret)."""
+    env = process_environment()
+    auth = read_secret(env, "FLOWER_BASIC_AUTH_FILE")
+    return {**env, "FLOWER_BASIC_AUTH": auth} if auth is not None else env
+
+
+def read_secret(env: Mapping[str, str], name: str) -> str | None:
+    """The contents of the file variable ``name`` names (a Compose secret, one line), or None
+    when it is not set. A file that cannot be read is the operator's mistake, said in one line."""
+    path = env.get(name)
+    if not path:
+        return None
+    try:
+        value = Path(path).read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise InputError(f"{name}={path}: cannot read it ({exc.strerror}); mount the secret there "
+                         f"or unset {name}") from None
+    if not value:
+        raise InputError(f"{name}={path}: the file is empty; write the secret into it")
+    return value
+
+
+def with_password(url: str, password: str | None) -> str:
+    """``url`` with ``password`` as its password (quoted for a URL), when one is given."""
+    if password is None:
+        return url
+    parts = urlsplit(url)
+    if not parts.hostname:
+        raise InputError(f"a password file is set but {url!r} has no host to use it with")
+    user = parts.username or ""
+    host = parts.netloc.rpartition("@")[2]
+    netloc = f"{user}:{quote(password, safe='')}@{host}"
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def child_environment(**changes: str) -> dict[str, str]:

@@ -22,7 +22,7 @@ from jobs.runtime import (
     open_runtime,
     upgrade_database,
 )
-from jobs.settings import Settings, memory_gib_option, process_environment
+from jobs.settings import Settings, flower_environment, memory_gib_option
 
 # ---------------------------------------------------------------- worker / flower
 
@@ -70,7 +70,7 @@ def flower(
     options = FlowerOptions(port=port, address=address, local=local, allow_control=allow_control,
                             state_file=state_file, url_prefix=url_prefix)
     try:
-        code = run_flower(options, process_environment())
+        code = run_flower(options, flower_environment())
     except FlowerConfigError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(EXIT_BAD_INPUT) from None

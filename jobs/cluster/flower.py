@@ -81,6 +81,8 @@ def flower_argv(options: FlowerOptions, env: Mapping[str, str]) -> list[str]:
             f"--max_tasks={options.max_tasks}",
             # Workers that vanished (a host died) are dropped from the list after an hour.
             "--purge_offline_workers=3600"]
+    if has_auth:  # read from a secret file (FLOWER_BASIC_AUTH_FILE) too, which Flower does not read
+        argv.append(f"--basic_auth={env[AUTH_ENV]}")
     if not env.get(COLUMNS_ENV):  # Flower reads the variable itself; an option would override it
         argv.append(f"--tasks_columns={TASK_COLUMNS}")
     if options.state_file is not None:
