@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -30,8 +31,10 @@ from tests.test_flower import free_port, popen_flower, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_FILE = ROOT / "docker-compose.yml"
-SECRETS = {"POSTGRES_PASSWORD": "pg-secret-1", "REDIS_PASSWORD": "redis-secret-2",
-           "FLOWER_BASIC_AUTH": "ops:flower-secret-3"}
+SECRETS = {"postgres_password": "pg-secret-1", "redis_password": "redis-secret-2",
+           "flower_basic_auth": "ops:flower-secret-3"}
+SECRETS_DIR = "/run/tts-jobs-test-secrets"  # where compose is told the secret files are
+ENV = {"TTS_JOBS_SECRETS": SECRETS_DIR}
 WORKERS = ("cpu-worker", "gpu-workers")
 LONG_RUNNING = ("redis", "postgres", "flower", *WORKERS)
 
@@ -49,30 +52,74 @@ def compose(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess
 
 @pytest.fixture(scope="module")
 def services() -> dict[str, Any]:
-    result = compose(["config"], SECRETS)
+    return _config()["services"]
+
+
+def _config(env: dict[str, str] | None = None) -> dict[str, Any]:
+    result = compose(["config"], env or ENV)
     assert result.returncode == 0, result.stderr
-    return yaml.safe_load(result.stdout)["services"]
+    return yaml.safe_load(result.stdout)
 
 
 def test_compose_file_is_valid() -> None:
-    result = compose(["config", "-q"], SECRETS)
+    result = compose(["config", "-q"], ENV)
     assert result.returncode == 0, result.stderr
 
 
-@pytest.mark.parametrize("missing", sorted(SECRETS))
-def test_compose_refuses_to_start_without_each_secret(missing: str) -> None:
-    env = {k: v for k, v in SECRETS.items() if k != missing}
-    result = compose(["config", "-q"], env)
-    assert result.returncode != 0
-    assert missing in result.stderr
+def test_passwords_are_secret_files_never_in_environment_or_command_lines(services: dict[str, Any]) -> None:
+    secrets = _config()["secrets"]
+    assert {name: Path(entry["file"]) for name, entry in secrets.items()} == {
+        name: Path(SECRETS_DIR) / name for name in SECRETS}
+    rendered = yaml.safe_dump(services)
+    assert "PASSWORD:" not in rendered and "FLOWER_BASIC_AUTH:" not in rendered
+    assert "requirepass" not in " ".join(services["redis"]["command"][:-1])  # only in its stdin
+    assert not re.search(r"://[^/@]*:[^/@]*@", rendered), "a password in a URL"
+    mounted = {name: {entry["source"] for entry in service.get("secrets", [])} for name, service in services.items()}
+    assert mounted["postgres"] == {"postgres_password"}
+    assert mounted["redis"] == {"redis_password"}
+    assert mounted["flower"] == {"redis_password", "flower_basic_auth"}
+    for name in ("migrate", *WORKERS, "bulk"):
+        assert mounted[name] == {"postgres_password", "redis_password"}, name
+        env = services[name]["environment"]
+        assert env["TTS_JOBS_DATABASE_PASSWORD_FILE"] == "/run/secrets/postgres_password"
+        assert env["TTS_JOBS_DATABASE_URL"] == "postgresql://tts@postgres:5432/tts_jobs"
+    assert services["postgres"]["environment"]["POSTGRES_PASSWORD_FILE"] == "/run/secrets/postgres_password"
 
 
-def test_redis_persists_the_queue_never_evicts_and_needs_the_password(services: dict[str, Any]) -> None:
-    command = services["redis"]["command"]
-    assert _option(command, "--appendonly") == "yes"
-    assert _option(command, "--maxmemory-policy") == "noeviction"
-    assert _option(command, "--requirepass") == SECRETS["REDIS_PASSWORD"]
-    assert ("redis", "/data") in _volumes(services["redis"])
+def test_redis_persists_the_queue_never_evicts_and_reads_its_password_from_the_secret(
+        tmp_path: Path, services: dict[str, Any]) -> None:
+    """The service's own command runs here against the real redis-server, on a spare port."""
+    shell, flag, script = services["redis"]["command"]
+    assert (shell, flag) == ("sh", "-c") and ("redis", "/data") in _volumes(services["redis"])
+    secret = tmp_path / "redis_password"
+    secret.write_text(SECRETS["redis_password"] + "\n")
+    port = free_port()
+    script = (script.replace("$$", "$").replace("/run/secrets/redis_password", str(secret))
+              .replace("noeviction", f"noeviction --port {port} --dir {tmp_path}"))
+    with open(tmp_path / "redis.log", "w") as log:
+        redis = subprocess.Popen(["sh", "-c", script], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        def cli(*args: str, password: str | None = None) -> str:
+            env = {"PATH": os.environ["PATH"], **({"REDISCLI_AUTH": password} if password else {})}
+            return subprocess.run(["redis-cli", "-p", str(port), *args], env=env, capture_output=True,
+                                  text=True, timeout=10).stdout.strip()
+        wait_until(lambda: cli("ping") != "", 30, f"redis to start ({read_log(tmp_path / 'redis.log')})")
+        assert "NOAUTH" in cli("ping")
+        assert cli("ping", password=SECRETS["redis_password"]) == "PONG"
+        assert cli("config", "get", "maxmemory-policy", password=SECRETS["redis_password"]).split() == [
+            "maxmemory-policy", "noeviction"]
+        assert cli("config", "get", "appendonly", password=SECRETS["redis_password"]).split()[-1] == "yes"
+        with open(f"/proc/{redis.pid}/cmdline") as cmdline:  # the shell became redis-server, no password
+            assert SECRETS["redis_password"] not in cmdline.read()
+        [kind, check] = services["redis"]["healthcheck"]["test"]
+        check = check.replace("$$", "$").replace("/run/secrets/redis_password", str(secret))
+        check = check.replace("redis-cli ping", f"redis-cli -p {port} ping")
+        assert kind == "CMD-SHELL" and _passes(check, {"PATH": os.environ["PATH"]})
+        secret.write_text("wrong")
+        assert not _passes(check, {"PATH": os.environ["PATH"]})
+    finally:
+        redis.terminate()
+        assert redis.wait(timeout=30) == 0, "SIGTERM reaches redis-server (no shell in between)"
 
 
 def test_redis_and_postgres_are_not_published_and_flower_only_on_loopback(services: dict[str, Any]) -> None:
@@ -84,10 +131,23 @@ def test_redis_and_postgres_are_not_published_and_flower_only_on_loopback(servic
             assert published.startswith("127.0.0.1:"), (name, port)
 
 
-def test_every_service_talks_to_redis_with_the_password(services: dict[str, Any]) -> None:
-    expected = f"redis://:{SECRETS['REDIS_PASSWORD']}@redis:6379/0"
+def test_every_service_talks_to_redis_with_the_password_from_its_secret(services: dict[str, Any]) -> None:
     for name in ("migrate", "flower", *WORKERS, "bulk"):
-        assert services[name]["environment"]["TTS_JOBS_BROKER_URL"] == expected, name
+        env = services[name]["environment"]
+        assert env["TTS_JOBS_BROKER_URL"] == "redis://redis:6379/0", name
+        assert env["TTS_JOBS_BROKER_PASSWORD_FILE"] == "/run/secrets/redis_password", name
+
+
+def test_every_service_rotates_its_logs(services: dict[str, Any]) -> None:
+    for name, service in services.items():
+        logging = service["logging"]
+        assert logging["driver"] == "json-file" and logging["options"]["max-size"], name
+        assert int(logging["options"]["max-file"]) >= 2, name
+
+
+def test_the_cpu_worker_may_finish_its_step_before_it_is_killed(services: dict[str, Any]) -> None:
+    cpu = services["cpu-worker"]
+    assert cpu["stop_grace_period"] == "10m" and cpu["init"] is True
 
 
 def test_postgres_keeps_its_data_in_a_volume(services: dict[str, Any]) -> None:
@@ -104,7 +164,7 @@ def test_workers_start_only_after_the_migration_succeeded(services: dict[str, An
 
 def test_flower_requires_basic_auth_and_is_read_only(services: dict[str, Any]) -> None:
     flower = services["flower"]
-    assert flower["environment"]["FLOWER_BASIC_AUTH"] == SECRETS["FLOWER_BASIC_AUTH"]
+    assert flower["environment"]["FLOWER_BASIC_AUTH_FILE"] == "/run/secrets/flower_basic_auth"
     assert flower["command"][:2] == ["tts-jobs", "flower"]
     assert "--allow-control" not in flower["command"] and "--local" not in flower["command"]
 
@@ -122,7 +182,7 @@ def test_one_cpu_worker_and_one_service_running_a_worker_per_gpu(services: dict[
 
 
 def test_the_gpu_workers_can_serve_chosen_cards() -> None:
-    result = compose(["config"], {**SECRETS, "TTS_JOBS_GPUS": "0,2"})
+    result = compose(["config"], {**ENV, "TTS_JOBS_GPUS": "0,2"})
     assert result.returncode == 0, result.stderr
     assert yaml.safe_load(result.stdout)["services"]["gpu-workers"]["command"][-1] == "0,2"
 
@@ -137,29 +197,62 @@ def test_every_long_running_service_has_a_health_check(services: dict[str, Any])
 @pytest.mark.slow
 def test_the_workers_health_check_follows_a_real_worker(
         tmp_path: Path, services: dict[str, Any], settings_factory, redis_url: str) -> None:  # type: ignore[no-untyped-def]
-    check = _shell_check(services["cpu-worker"])
+    ready_check, alive_check = _shell_check(services["cpu-worker"]), _liveness_check()
     # Not niced as a CPU worker is by default: on a loaded machine a niced worker's start waits
     # minutes for the cores, and the check follows its heartbeats, not its priority.
     env = {**env_for(settings_factory()), "TMPDIR": str(tmp_path), "TTS_JOBS_CPU_WORKER_NICE": "0"}
-    alive = tmp_path / "tts-jobs-alive"
-    assert _passes(check, env) is False, "no worker yet"
+    alive, ready = tmp_path / "tts-jobs-alive", tmp_path / "tts-jobs-ready"
+    host = socket.gethostname()
+    # a worker of an earlier container run, and one of another host on a shared /tmp: not alive
+    alive.mkdir()
+    (alive / "cpu@health-test").write_text(f"{_dead_pid()} {host}\n")
+    (alive / "gpu0@other-host").write_text(f"{os.getpid()} other-host\n")
+    assert _passes(alive_check, env) is False and _passes(ready_check, env) is False
+    (alive / "gpu0@other-host").unlink()
     log_path = tmp_path / "worker.log"
     with open(log_path, "w") as log:
         worker = subprocess.Popen([*TTS_JOBS, "worker", "--cpu", "--name", "cpu@health-test"], env=env,
                                   stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        wait_until(lambda: _passes(check, env), 120, f"the check to pass (log: {read_log(log_path)[-2000:]})")
+        wait_until(lambda: _passes(ready_check, env), 120, f"the check to pass (log: {read_log(log_path)[-2000:]})")
+        assert _passes(alive_check, env)
         [beat] = list(alive.iterdir())
-        assert beat.name == "cpu@health-test"
+        assert beat.name == "cpu@health-test" and beat.read_text().split() == [str(worker.pid), host]
+        [pool_pid, pool_host] = (ready / "cpu@health-test").read_text().split()
+        assert pool_host == host and int(pool_pid) != worker.pid  # a pool process, loaded
         first = beat.stat().st_mtime
-        wait_until(lambda: beat.stat().st_mtime > first, 10, "the next heartbeat to touch the file")
+        wait_until(lambda: beat.stat().st_mtime > first, 10, "the next heartbeat to rewrite the file")
     finally:
         terminate(worker)
-    assert _passes(check, env) is True, "a minute's grace after the last heartbeat"
-    os.utime(beat, (time.time() - 61, time.time() - 61))  # a minute without a heartbeat
-    assert _passes(check, env) is False
-    (alive / "gpu1@health-test").touch()  # the worker of another card is alive...
-    assert _passes(check, env) is False  # ...but one that is not makes the service unhealthy
+    # a worker gone is at once neither alive nor ready (no minute's wait for a stale file)
+    assert _passes(alive_check, env) is False and _passes(ready_check, env) is False
+    # alive but not ready (a GPU worker still loading its model): liveness passes, readiness not
+    (alive / "gpu0@health-test").write_text(f"{os.getpid()} {host}\n")
+    assert _passes(alive_check, env) is True and _passes(ready_check, env) is False
+    ready.mkdir(exist_ok=True)
+    (ready / "gpu0@health-test").write_text(f"{os.getpid()} {host}\n")
+    assert _passes(ready_check, env) is True
+    (alive / "gpu1@health-test").write_text(f"{os.getpid()} {host}\n")  # another card's worker, not ready...
+    assert _passes(ready_check, env) is False  # ...makes the service not ready
+    (ready / "gpu1@health-test").write_text(f"{os.getpid()} {host}\n")
+    os.utime(alive / "gpu1@health-test", (time.time() - 61, time.time() - 61))  # a minute without a heartbeat
+    assert _passes(alive_check, env) is False and _passes(ready_check, env) is False
+
+
+def test_only_ready_workers_let_the_bulk_run_start(services: dict[str, Any]) -> None:
+    for name in WORKERS:
+        assert services["bulk"]["depends_on"][name]["condition"] == "service_healthy"
+
+
+def _liveness_check() -> str:
+    """The liveness-only check the compose file documents (an x- extension, not rendered)."""
+    return yaml.safe_load(COMPOSE_FILE.read_text())["x-worker-liveness"].replace("$$", "$")
+
+
+def _dead_pid() -> int:
+    process = subprocess.Popen(["true"])
+    process.wait()
+    return process.pid
 
 
 @pytest.mark.slow
@@ -170,12 +263,16 @@ def test_the_flower_health_check_needs_no_password(tmp_path: Path, services: dic
     port = free_port()
     command = [sys.executable if program == "python" else program,
                *[arg.replace("127.0.0.1:5555", f"127.0.0.1:{port}") for arg in args]]
-    env = {**env_for(settings_factory()), "FLOWER_BASIC_AUTH": "ops:s3cret"}
+    secret = tmp_path / "flower_basic_auth"
+    secret.write_text("ops:s3cret\n")
+    env = {**env_for(settings_factory()), "FLOWER_BASIC_AUTH_FILE": str(secret)}
+    env.pop("FLOWER_BASIC_AUTH", None)
     assert subprocess.run(command, check=False, capture_output=True, timeout=30).returncode != 0, "no Flower yet"
     flower = popen_flower(["--port", str(port)], env, tmp_path / "flower.log")
     try:
         wait_until(lambda: requests.get(f"http://127.0.0.1:{port}/", timeout=5).status_code == 401, 60,
                    "Flower to start, behind its password")
+        assert requests.get(f"http://127.0.0.1:{port}/", auth=("ops", "s3cret"), timeout=5).status_code == 200
         result = subprocess.run(command, check=False, capture_output=True, text=True, timeout=30)
     finally:
         terminate(flower)
@@ -217,8 +314,18 @@ def test_dockerfile_builds_the_shared_image_with_ffmpeg_and_the_locked_dependenc
     assert "apt-get install -y --no-install-recommends ffmpeg" in dockerfile
     assert "COPY requirements.lock ./\nRUN pip install --require-hashes -r requirements.lock\n" in dockerfile
     assert "pip install --no-deps ." in dockerfile and "\nUSER tts" in dockerfile
+    # the GPU's INT8 path (torchao), installed hash-checked at the version pyproject's gpu extra names
+    assert "COPY requirements-gpu.lock ./\nRUN pip install --require-hashes --no-deps -r requirements-gpu.lock\n" \
+        in dockerfile
+    [gpu_extra] = [r for r in map(Requirement, requires("tts-jobs") or []) if r.marker and r.marker.evaluate(
+        {"extra": "gpu"}) and not r.marker.evaluate({"extra": ""})]
+    assert _locked(ROOT / "requirements-gpu.lock") == {canonicalize_name(gpu_extra.name): str(
+        gpu_extra.specifier).removeprefix("==")}
+    # No digest is made up: the tag is pinned, and the file says how to add the digest.
+    assert "docker buildx imagetools inspect python:3.11-slim" in dockerfile
+    assert not re.search(r"@sha256:[0-9a-f]{64}", dockerfile)
     ignored = (ROOT / ".dockerignore").read_text().split()
-    assert {".venv", ".git", "models", "*.safetensors", ".env"} <= set(ignored)
+    assert {".venv", ".git", "models", "*.safetensors", ".env", "secrets"} <= set(ignored)
 
 
 def test_the_locks_pin_every_dependency_with_hashes_and_torch_as_pyproject_does() -> None:

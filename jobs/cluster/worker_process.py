@@ -20,7 +20,7 @@ from celery.signals import worker_process_init, worker_process_shutdown
 
 from jobs import faults, ingest, plan
 from jobs.batches import cleanup
-from jobs.cluster import messages, reconcile
+from jobs.cluster import health, messages, reconcile
 from jobs.cluster.celery_app import ALL_QUEUES, CPU_QUEUE, SYNTH_QUEUE
 from jobs.leases import this_process
 from jobs.runtime import Runtime, open_engine, open_runtime
@@ -75,11 +75,15 @@ def _load_after_fork(**_: object) -> None:
         worker_engine()
     if CPU_QUEUE in queues:
         prepare_cpu_worker()
+    if _setup is not None:  # a worker started by `tts-jobs worker` says it is ready (health.py)
+        health.stamp(health.ready_file(_setup.name))
     start_sweeper()
 
 
 @worker_process_shutdown.connect
 def _close(**_: object) -> None:
+    if _setup is not None:
+        health.remove(health.ready_file(_setup.name), only_own=True)
     log.info("worker process shutting down")
 
 

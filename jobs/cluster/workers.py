@@ -8,11 +8,10 @@ its pool processes through the fork (``worker_process.prepare``), not through th
 A GPU worker is a prefork pool with one child (not ``solo``, so time limits, heartbeats and child
 recycling work); the child loads the model after the fork, so CUDA is never touched in a parent.
 
-Every worker shows it is alive in a file, ``$TMPDIR/tts-jobs-alive/<worker name>``, touched each time
-its main process sends Celery's heartbeat to the broker (every 2 s, from a few seconds after the
-start; a GPU worker's model loads meanwhile in its pool process). A container's health check reads
-the files' ages: a worker whose file is a minute old has lost the broker, hangs or died
-(docker-compose.yml).
+Every worker shows that it is alive and that it is ready in files a container's health check
+reads (jobs/cluster/health.py, docker-compose.yml): its main process stamps the alive file at each
+heartbeat it sends to the broker; its pool process writes the ready file once it can work (a GPU
+worker's model loaded and warmed up).
 """
 
 from __future__ import annotations
@@ -24,18 +23,14 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
+from jobs.cluster import health
 from jobs.cluster.celery_app import ALL_QUEUES, CPU_QUEUE, SYNTH_QUEUE
 from jobs.settings import Settings, child_environment
 
 log = logging.getLogger(__name__)
-
-ALIVE_FOLDER = "tts-jobs-alive"
-
 
 @dataclass(frozen=True)
 class WorkerSpec:
@@ -72,7 +67,8 @@ def run_worker(spec: WorkerSpec, loglevel: str, settings: Settings) -> int:
 
     worker_process.prepare(worker_process.WorkerSetup(queues=spec.queues, name=name, settings=settings))
 
-    report_liveness(alive_file(name))
+    health.clear_for_start(name)
+    health.report_liveness(name)
     log.info("worker %s: queues %s, %d process(es)%s", spec.name, ",".join(spec.queues), spec.concurrency,
              f", GPU {spec.gpu}" if spec.gpu is not None else "")
     # app.start, not app.worker_main, which drops the worker's exit code (Celery's EX_FAILURE
@@ -82,6 +78,8 @@ def run_worker(spec: WorkerSpec, loglevel: str, settings: Settings) -> int:
         "--queues", ",".join(spec.queues), "--hostname", spec.name, "--loglevel", loglevel,
         "--without-gossip", "--without-mingle",
     ])
+    health.remove(health.alive_file(name))
+    health.remove(health.ready_file(name))
     if code:
         log.error("worker %s stopped with exit code %s", spec.name, code)
     return int(code or 0)
@@ -103,34 +101,6 @@ def _become_pinned_worker(spec: WorkerSpec, gpu: int, loglevel: str, settings: S
     argv = [sys.executable, "-m", "jobs.cli", "worker", "--gpu", str(gpu), "--name", spec.name,
             "--loglevel", loglevel]
     os.execve(sys.executable, argv, pinned_environment(gpu, settings))
-
-
-def alive_file(worker_name: str) -> Path:
-    """The file that worker ``worker_name`` touches while it is alive."""
-    return Path(tempfile.gettempdir()) / ALIVE_FOLDER / worker_name
-
-
-def report_liveness(path: Path) -> None:
-    """Touch ``path`` at every heartbeat this process sends to the broker, from now on.
-
-    A file left by an earlier run of the worker (a restarted container keeps /tmp) is removed
-    first: the worker counts as alive from its first heartbeat, not before. Connected before the
-    worker starts: Celery looks for receivers when it builds the heartbeat.
-    """
-    from celery.signals import heartbeat_sent
-
-    def touch(**_: object) -> None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.touch()
-        except OSError:  # a health file must never stop the worker; the check then reports it
-            log.debug("cannot touch %s", path, exc_info=True)
-
-    try:
-        path.unlink(missing_ok=True)
-    except OSError:
-        log.debug("cannot remove %s", path, exc_info=True)
-    heartbeat_sent.connect(touch, weak=False)
 
 
 def yield_to_gpu_feeders(spec: WorkerSpec, settings: Settings) -> None:
