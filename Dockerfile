@@ -1,6 +1,13 @@
 # The one image every tts-jobs service runs (workers, migration, Flower, bulk runs).
 #   docker build -t tts-jobs .      (docker-compose.yml builds it as tts-jobs:latest)
 # GPU workers need the NVIDIA Container Toolkit on the host; the CUDA runtime comes with torch's wheels.
+#
+# The base image is pinned by tag only: its digest could not be looked up where this file is
+# written (no registry access but Python's package index), and a digest is never written down
+# unverified. To pin it, resolve the tag where Docker Hub is reachable and add the digest:
+#   docker buildx imagetools inspect python:3.11-slim     # prints "Digest: sha256:..."
+#   FROM python:3.11-slim@sha256:<that digest>
+# (docs/operations.md, "Pinning the images", does the same for redis and postgres.)
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -25,6 +32,10 @@ WORKDIR /app
 # the test suite runs on, and pip checks each file's hash (scripts/lock writes it).
 COPY requirements.lock ./
 RUN pip install --require-hashes -r requirements.lock
+# torchao, for INT8 on the GPU (TTS_JOBS_PRECISION=int8), hash-checked like the rest;
+# it needs nothing more at run time (requirements-gpu.lock).
+COPY requirements-gpu.lock ./
+RUN pip install --require-hashes --no-deps -r requirements-gpu.lock
 
 COPY pyproject.toml README.md ./
 COPY jobs ./jobs
