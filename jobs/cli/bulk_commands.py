@@ -66,6 +66,12 @@ def bulk_command(
     """Submit every book in INBOX not submitted before (known by content, so renamed copies are skipped).
 
     Exit code: 1 if a book failed (with --wait), else 2 if a file could not be read, else 0.
+
+    Nightly at 01:30 from cron (crontab -e; the cluster's variables above it, docs/operations.md):
+
+    30 1 * * * tts-jobs bulk /srv/inbox --out /srv/audiobooks --wait >>/var/log/bulk.log 2>&1
+
+    With compose: 30 1 * * * cd /srv/tts-jobs && docker compose run --rm bulk >>/var/log/bulk.log 2>&1
     """
     set_loudness(quiet, verbose)
     settings = Settings.from_env()
