@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from celery import shared_task
 from celery.exceptions import Reject
+from sqlalchemy import select
 from sqlalchemy.exc import InterfaceError, OperationalError
 
 from jobs import assemble, faults, ingest, plan
@@ -31,7 +32,7 @@ from jobs.lifecycle import fail_job
 from jobs.runtime import Runtime
 from jobs.status import job_statuses
 from pipeline.errors import AssemblyError, TtsJobsError
-from storage.models import JobState
+from storage.models import JobState, Sentence, SentenceState
 
 if TYPE_CHECKING:
     from pipeline.engine import Engine
@@ -138,14 +139,18 @@ def plan_pending(self) -> None:  # type: ignore[no-untyped-def]
     messages.send_batches(rt, batch_ids)
 
 
-@shared_task(name=messages.SYNTHESIZE, **TASK_OPTIONS)
+@shared_task(name=messages.SYNTHESIZE, throws=(JobFailed,), **TASK_OPTIONS)
 def synthesize_batch(self, batch_id: int) -> None:  # type: ignore[no-untyped-def]
     """Speak batch ``batch_id`` (and, streaming, the queued batches after it); hand finished jobs
-    to assembly."""
+    to assembly. A sentence of these batches that failed its book ends the task as JobFailed
+    (FAILURE), once recorded and never retried."""
     batch_id, rt = as_id(batch_id, "batch"), runtime()
     speaker = engine()
     speaker.clock.reset()  # one task's GPU timeline (the clock's events would pile up otherwise)
+    recorded: list[int] = []
+
     def assemble_ahead_after(batch: int) -> None:  # its books' newly spoken chapters, on the CPU queue
+        recorded.append(batch)
         messages.send_assemble_ahead(rt, batch)
 
     try:
@@ -168,6 +173,22 @@ def synthesize_batch(self, batch_id: int) -> None:  # type: ignore[no-untyped-de
             raise self.retry(exc=exc, countdown=5 * (self.request.retries + 1))
         raise
     messages.send_assemblies(rt, ready)
+    raise_if_sentences_failed(rt, recorded)
+
+
+def raise_if_sentences_failed(rt: Runtime, batch_ids: list[int]) -> None:
+    """JobFailed naming the first sentence of ``batch_ids`` that failed (its job failed with it)."""
+    if not batch_ids:
+        return
+    with rt.session() as session:
+        failed = session.execute(
+            select(Sentence.job_id, Sentence.error).where(Sentence.batch_id.in_(batch_ids),
+                                                           Sentence.state == SentenceState.FAILED.value)
+            .order_by(Sentence.job_id, Sentence.id)).all()
+    if failed:
+        jobs = sorted({job for job, _ in failed})
+        raise JobFailed(f"job {', '.join(map(str, jobs))} failed: {len(failed)} sentence(s) could not be "
+                        f"spoken ({failed[0].error})")
 
 
 def log_device_time(batch_id: int, speaker: Engine) -> None:
