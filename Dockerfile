@@ -7,7 +7,7 @@
 # unverified. To pin it, resolve the tag where Docker Hub is reachable and add the digest:
 #   docker buildx imagetools inspect python:3.11-slim     # prints "Digest: sha256:..."
 #   FROM python:3.11-slim@sha256:<that digest>
-# (docs/operations.md, "Pinning the images", does the same for redis and postgres.)
+# (docs/cluster.md, "docker compose", says the same of the redis and postgres images.)
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
