@@ -98,7 +98,10 @@ def everywhere(
 
 def main() -> None:
     """Console entry point: one-line errors, no tracebacks for problems the user can fix."""
-    configure_logging()
+    try:
+        configure_logging()
+    except InputError as exc:  # a setting that cannot be used (a secret file): before anything else
+        fail(str(exc), EXIT_BAD_INPUT)
     command = typer.main.get_command(app)
     readable_help(command)
     try:
