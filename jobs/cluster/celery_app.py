@@ -10,6 +10,7 @@ from celery import Celery
 from kombu import Exchange, Queue
 
 from jobs.settings import Settings
+from pipeline.errors import InputError
 
 CPU_QUEUE = "cpu"
 SYNTH_QUEUE = "synth"
@@ -55,4 +56,14 @@ def make_celery(settings: Settings) -> Celery:
     return app
 
 
-app = make_celery(Settings.from_env())
+def _settings_for_import() -> Settings:
+    """The settings the app is built with when this module is imported. A secret file that
+    cannot be read is not this import's to report: the command reads the settings itself and
+    ends with its one error line (until then the app holds the defaults and sends nothing)."""
+    try:
+        return Settings.from_env()
+    except InputError:
+        return Settings.from_env({})
+
+
+app = make_celery(_settings_for_import())
