@@ -37,6 +37,12 @@ def test_a_book_without_a_title_is_named_after_its_file(tmp_path: Path, settings
     assert [c["tags"]["title"] for c in ffprobe_chapters(m4b)] == ["night walk"]
     [status] = status_json(env)
     assert status["title"] == "night walk"
+    # the run's summary and status give one speed, and both say what was cut at the length limit
+    summary = next(line for line in result.stderr.splitlines() if "done night walk:" in line)
+    assert f"({status['x_realtime']:.1f}× real time)" in summary
+    cut = status["sentences_hit_limit"]
+    assert (f"; {cut} sentence{'s' if cut > 1 else ''} cut at the length limit" in summary) == (cut > 0)
+    assert f"{cut} cut at the length limit" in cli(["status", str(status["id"])], env).stdout
 
 
 def _duration(path: Path) -> float:

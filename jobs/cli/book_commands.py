@@ -119,7 +119,8 @@ def print_finished(rt: Runtime, job_id: int, display: ProgressDisplay | None = N
         fail(f"job {job_id} {status.state}: {status.error}", EXIT_FAILED)
     if display is not None:
         folder = status.out_dir or (str(Path(status.outputs[0]).parent) if status.outputs else "")
-        display.finish(Finished(status.title, status.shown_audio_seconds, folder))
+        display.finish(Finished(status.title, status.shown_audio_seconds, folder, status.x_realtime,
+                                status.sentences_hit_limit, job_id))
     for path in status.outputs:
         typer.echo(path)
 

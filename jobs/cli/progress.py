@@ -100,6 +100,9 @@ class Finished:
     title: str
     audio_seconds: float  # the audiobook's length
     folder: str  # where the files are
+    x_realtime: float | None = None  # the job's speed, as `status` gives it
+    cut: int = 0  # sentences cut at the length limit
+    job_id: int | None = None
 
 
 class ProgressDisplay:
@@ -137,12 +140,16 @@ class ProgressDisplay:
             self._live = None
 
     def finish(self, done: Finished) -> None:
-        """The closing summary: time, audio length, × real time, where the files are."""
+        """The closing summary: time, audio length, × real time (the speed `status` gives the job),
+        the sentences cut at the length limit, where the files are."""
         if is_quiet():
             return
         took = time.monotonic() - self.began
-        speed = f" ({done.audio_seconds / took:.1f}× real time)" if took > 0 and done.audio_seconds else ""
+        speed = f" ({done.x_realtime:.1f}× real time)" if done.x_realtime else ""
         line = f"{done.title}: {duration(done.audio_seconds)} of audio in {duration(took)}{speed}"
+        if done.cut:
+            line += (f"; {done.cut} sentence{'s' if done.cut > 1 else ''} cut at the length limit "
+                     f"(may end mid-word; `tts-jobs status {done.job_id}`)")
         if sys.stderr.isatty():
             from rich.console import Console
             from rich.text import Text
