@@ -50,6 +50,7 @@ REDIS_TEST_URL = os.environ.get("TTS_JOBS_TEST_REDIS") or _claim_redis_database(
 # own order (most tests first), a long module of few tests started last and set the wall time.
 LONGEST_FIRST = (
     "tests/test_resume.py",
+    "tests/test_run_commands.py",
     "tests/test_soak.py",
     "tests/test_reliability.py",
     "tests/test_reliability_servers.py",
