@@ -6,7 +6,7 @@ Pure: no torch, no database. The engine's memory model supplies the per-batch es
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pipeline.scheduling import SchedulingPolicy
 from pipeline.types import Batch, PlannedSentence
@@ -33,7 +33,7 @@ class PlanLimits:
     max_rows: int = 256  # never more rows than this in one batch
     workers: int = 1  # synthesis workers that will share the batches (see _split_the_last_batches)
     ends_queue: bool = True  # False: more sentences are on their way (another book being read)
-    policy: SchedulingPolicy = SchedulingPolicy()  # the size of the queue's end pieces
+    policy: SchedulingPolicy = field(default_factory=SchedulingPolicy)  # the size of the end pieces
 
     @classmethod
     def of(cls, policy: SchedulingPolicy, workers: int = 1, ends_queue: bool = True) -> PlanLimits:

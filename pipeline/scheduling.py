@@ -56,6 +56,12 @@ class SchedulingPolicy:
     # A book is planned in this many stretches of whole chapters, so that its first chapters are
     # spoken, and can be assembled, while the rest of it is.
     waves_per_book: int = 8
+    # A batch whose holder died goes back in its place. It runs alone, never in a stream, once
+    # suspect: when a death was its doing (it alone was held: ``solo_deaths``) or it was held by
+    # this many holders that died. One death among a stream's batches is nobody's in particular
+    # (a kill, a crash of another batch): run alone one at a time, a killed book's batches fell
+    # behind every book submitted after it.
+    suspect_after_deaths: int = 2
     queue_order: tuple[QueueKey, ...] = (QueueKey.PRIORITY, QueueKey.PLAN, QueueKey.LONGEST,
                                          QueueKey.OLDEST)
 
@@ -93,6 +99,10 @@ class SchedulingPolicy:
         """Whether ``queued_batches`` are enough for a stream to claim its next batch as soon as a
         slot is free, and to record batches without waiting for their measures."""
         return queued_batches > self.deep_queue
+
+    def is_suspect(self, holder_deaths: int, solo_deaths: int) -> bool:
+        """Whether a batch runs alone rather than in a stream (``suspect_after_deaths``)."""
+        return solo_deaths > 0 or holder_deaths >= self.suspect_after_deaths
 
     def waves(self, assemble_ahead: bool = True) -> int:
         """Stretches of chapters each book is planned in."""

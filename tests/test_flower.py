@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 OPS_CLI = [sys.executable, "-m", "jobs.cli"]
 CREDENTIALS = ("ops", "s3cret-flower")
 TASK_NAMES = {"tts_jobs.ingest_job", "tts_jobs.plan_pending", "tts_jobs.synthesize_batch",
-              "tts_jobs.assemble_job"}
+              "tts_jobs.assemble_ahead", "tts_jobs.assemble_job"}
 
 
 def free_port() -> int:
@@ -170,12 +170,13 @@ def test_flower_shows_the_worker_and_the_jobs_tasks_behind_basic_auth(
         job = int(submitted.stdout.strip())
         status = wait_for_final_state(env, job)
         assert status["state"] == "done", (status, read_log(tmp_path / "worker.log")[-4000:])
-        tasks = wait_until(lambda: _finished_tasks(base), 60, "Flower to record all four tasks")
+        tasks = wait_until(lambda: _finished_tasks(base), 60, "Flower to record all five tasks")
 
         assert {t["name"] for t in tasks} == TASK_NAMES
         assert all(t["state"] == "SUCCESS" and t["worker"] in workers for t in tasks)
         args = {t["name"]: t["args"] for t in tasks}  # what the task list shows, in words
         assert args["tts_jobs.ingest_job"] == args["tts_jobs.assemble_job"] == f"job {job}"
+        assert args["tts_jobs.assemble_ahead"] == f"job {job}"
         assert re.fullmatch(r"batch \d+", args["tts_jobs.synthesize_batch"])
 
         _assert_credentials_are_required(base)

@@ -26,6 +26,8 @@ from tests.books import write_epub
 
 CHAPTERS = [("One", ["The first sentence.", "The second sentence, a little longer than the first."]),
             ("Two", ["第二章的句子。", "And a last one."])]
+# a book of one chapter is planned as one batch (a longer book in waves of chapters: jobs/plan.py)
+ONE_CHAPTER = [("One", [sentence for _, sentences in CHAPTERS for sentence in sentences])]
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +67,7 @@ def _ingested_job(rt: Runtime, tmp_path: Path, chapters=CHAPTERS, name: str = "b
 
 
 def test_a_duplicate_delivery_leaves_a_leased_batch_alone(rt, tmp_path: Path, tiny_engine) -> None:  # type: ignore[no-untyped-def]
-    job_id = _ingested_job(rt, tmp_path)
+    job_id = _ingested_job(rt, tmp_path, ONE_CHAPTER)
     [batch_id] = plan_pending(rt)
     with rt.session() as s:
         repo.claim_batch(s, batch_id, "gpu0", rt.settings.lease_seconds)
@@ -148,7 +150,7 @@ def test_gpu_workers_record_their_batches_while_a_book_is_assembled(rt, tmp_path
     first = _ingested_job(rt, tmp_path, name="first")
     for batch_id in plan_pending(rt):
         synthesize_batch(rt, tiny_engine, batch_id, "gpu0")
-    second = _ingested_job(rt, tmp_path, name="second")
+    second = _ingested_job(rt, tmp_path, ONE_CHAPTER, name="second")
     [batch_id] = plan_pending(rt)
     real_assembly = audio.assemble_audiobook
     recorded = []
@@ -170,7 +172,7 @@ def test_gpu_workers_record_their_batches_while_a_book_is_read(rt, tmp_path: Pat
     """Reading a big book takes seconds; the same rule as for assembly: no open transaction."""
     import pipeline.ingest as ingest
 
-    first = _ingested_job(rt, tmp_path, name="first")
+    first = _ingested_job(rt, tmp_path, ONE_CHAPTER, name="first")
     [batch_id] = plan_pending(rt)
     book = write_epub(tmp_path / "second.epub", "Second", CHAPTERS)
     second = submit_book(rt, book, JobOptions(formats=("wav",)))
@@ -196,7 +198,7 @@ def test_each_sentence_is_handed_to_the_wav_writer_as_the_engine_finishes_it(rt,
     writes are handed in before synthesis returns, once each, and the batch records them all."""
     import pipeline.audio.wavio as wavio
 
-    job_id = _ingested_job(rt, tmp_path)
+    job_id = _ingested_job(rt, tmp_path, ONE_CHAPTER)
     [batch_id] = plan_pending(rt)
     real_synthesize = tiny_engine.synthesize
     returned = []
@@ -225,7 +227,7 @@ def test_each_sentence_is_handed_to_the_wav_writer_as_the_engine_finishes_it(rt,
 
 
 def test_a_cancelled_job_is_not_planned_or_spoken(rt, tmp_path: Path, tiny_engine) -> None:  # type: ignore[no-untyped-def]
-    job_id = _ingested_job(rt, tmp_path)
+    job_id = _ingested_job(rt, tmp_path, ONE_CHAPTER)
     [batch_id] = plan_pending(rt)
     cancel_job(rt, job_id)
     with pytest.raises(TtsJobsError, match="cancelled already"):

@@ -178,9 +178,11 @@ def test_a_worker_survives_malformed_messages_and_serves_the_next_book(tmp_path:
         _assert_complete_and_clean(settings, status)
 
 
-def test_a_book_whose_worker_child_was_killed_keeps_its_place(tmp_path: Path, cluster) -> None:  # type: ignore[no-untyped-def]
-    """Same priority, submitted in order: after a child SIGKILL mid-batch, the first book still
-    finishes first (its batches go back to the queue in their place, not behind the second)."""
+@pytest.mark.parametrize("kill", ["child", "whole worker"])
+def test_a_killed_book_keeps_its_place(tmp_path: Path, cluster, kill: str) -> None:  # type: ignore[no-untyped-def]
+    """Same priority, submitted in order: after a SIGKILL mid-stream — of the worker's pool child,
+    or of the whole worker, a new one started — the first book still finishes first (its batches
+    go back to the queue in their place and stream again, not one at a time behind the second)."""
     settings, env = cluster
     rt = open_runtime(settings, upgrade_schema=False)
     worker = popen_worker(env, tmp_path / "worker.log")
@@ -188,7 +190,11 @@ def test_a_book_whose_worker_child_was_killed_keeps_its_place(tmp_path: Path, cl
         first = _submit(env, write_epub(tmp_path / "first.epub", "Killed First", LONG_CHAPTERS))
         second = _submit(env, write_epub(tmp_path / "second.epub", "Submitted Second", LONG_CHAPTERS))
         _, holder = _running_batch(rt)
-        os.kill(int(holder.rpartition(":")[2]), signal.SIGKILL)
+        if kill == "child":
+            os.kill(int(holder.rpartition(":")[2]), signal.SIGKILL)
+        else:
+            _kill_worker(worker)
+            worker = popen_worker(env, tmp_path / "worker-2.log")
         statuses = [wait_for_final_state(env, job, timeout=400) for job in (first, second)]
     finally:
         terminate(worker)

@@ -79,6 +79,13 @@ def test_the_engine_loop_admits_as_the_policy_says() -> None:
     assert fetches_at(64, SchedulingPolicy(admit_share=16))
 
 
+def test_a_batch_is_suspect_when_a_death_was_its_doing_or_it_was_in_two() -> None:
+    policy = SchedulingPolicy(suspect_after_deaths=2)
+    assert not policy.is_suspect(holder_deaths=1, solo_deaths=0)  # one of a stream's batches
+    assert policy.is_suspect(holder_deaths=1, solo_deaths=1)  # it alone was held
+    assert policy.is_suspect(holder_deaths=2, solo_deaths=0)
+
+
 def test_a_deep_queue_is_the_policys() -> None:
     assert SchedulingPolicy(deep_queue=4).queue_is_deep(5)
     assert not SchedulingPolicy(deep_queue=4).queue_is_deep(4)
@@ -103,5 +110,37 @@ def test_the_queue_hands_out_batches_in_the_policys_order(database_url: str) -> 
         session.commit()
         assert repo.next_queued_batch(session, suspects=True) == old[0].id
         longest_first = (QueueKey.PRIORITY, QueueKey.LONGEST, QueueKey.PLAN, QueueKey.OLDEST)
-        assert repo.next_queued_batch(session, suspects=True, order=longest_first) == new[0].id
+        policy = replace(SchedulingPolicy(), queue_order=longest_first)
+        assert repo.next_queued_batch(session, suspects=True, policy=policy) == new[0].id
+    engine.dispose()
+
+
+def test_a_dead_streams_batches_go_back_in_their_place_and_stream_again(database_url: str) -> None:
+    """A stream holding the first book's batches dies (not their doing): they go back before a
+    later book's batches and a new stream takes them; a batch in a second dying holder, or one
+    that died alone, is left for a task of its own."""
+    from sqlalchemy import update
+
+    from storage import repo
+    from storage.db import make_engine, make_session_factory
+    from storage.models import Batch as BatchRow
+    from storage.models import utcnow
+
+    engine = make_engine(database_url)
+    with make_session_factory(engine)() as session:
+        first = repo.create_batches(session, [Batch(sentence_ids=(), estimated_bytes=0, longest_positions=300)] * 3,
+                                    planned_at=utcnow())
+        later = repo.create_batches(session, [Batch(sentence_ids=(), estimated_bytes=0, longest_positions=900)],
+                                    planned_at=utcnow() + timedelta(seconds=1))
+        for batch in first:
+            repo.claim_batch(session, batch.id, "host:1", lease_seconds=60)
+        assert repo.return_dead_holders_batches(session, "host:1", its_doing=True) == [b.id for b in first]
+        session.commit()
+        assert repo.next_queued_batch(session) == first[0].id  # streamable, in its place
+        session.execute(update(BatchRow).where(BatchRow.id == first[0].id).values(holder_deaths=2))
+        session.execute(update(BatchRow).where(BatchRow.id == first[1].id).values(solo_deaths=1))
+        session.commit()
+        assert repo.next_queued_batch(session) == first[2].id
+        assert repo.next_queued_batch(session, suspects=True) == first[0].id  # a task's own first
+        assert later[0].id != repo.next_queued_batch(session)
     engine.dispose()

@@ -2,8 +2,9 @@
 
 A batch held by a live lease elsewhere (a duplicate delivery) is left alone; a batch whose holder
 died on this host is taken over; a batch that killed every worker that ran it alone fails for good
-instead of killing the next one (deaths of a worker that held several batches only make each a
-suspect, run alone from then on: an unrelated kill is not held against a batch).
+instead of killing the next one. A batch becomes a suspect, run alone from then on, as the
+scheduling policy says (``SchedulingPolicy.is_suspect``): a death among a stream's batches is held
+against none of them until one of them is in a second.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from jobs.batches.work import ClaimedBatch, SentenceWork
 from jobs.choices.delivery import Delivery
 from jobs.leases import take_over_from_dead_local_worker, this_parent, this_process
 from jobs.runtime import Runtime
+from pipeline.scheduling import SchedulingPolicy
 from storage import repo
 
 log = logging.getLogger(__name__)
@@ -40,7 +42,8 @@ def claim_batch(rt: Runtime, batch_id: int, worker: str, take_over_dead: bool = 
                                 "while speaking it alone (out of memory? try a smaller TTS_JOBS_MAX_BATCH)")
             session.commit()
             return None, []
-        failures, suspect = batch.failures, batch.holder_deaths > 0
+        failures = batch.failures
+        suspect = SchedulingPolicy().is_suspect(batch.holder_deaths, batch.solo_deaths)
         session.commit()
     with rt.read_session() as session:  # leased now: read without holding the write lock
         sentences = repo.batch_pending_sentences(session, batch_id)

@@ -208,8 +208,7 @@ class _Stream:
         as does a batch that could not be recorded (a full disk would fail every batch after it)."""
         while time.monotonic() < self.deadline and not self._recording_failed():
             with self.rt.read_session() as session:
-                batch_id = repo.next_queued_batch(session, job_id=self.scope.job_id,
-                                                  order=self.policy.queue_order)
+                batch_id = repo.next_queued_batch(session, job_id=self.scope.job_id, policy=self.policy)
                 refines = batch_id is not None and repo.batch_needs_refine(session, batch_id)
                 # many left for the other workers: the next one may be claimed as soon as a slot is free
                 self.queue_deep = self.policy.queue_is_deep(

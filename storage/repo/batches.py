@@ -70,17 +70,19 @@ def claim_batch(session: Session, batch_id: int, worker: str, lease_seconds: flo
 
 
 def next_queued_batch(session: Session, suspects: bool = False, job_id: int | None = None,
-                      order: Sequence[QueueKey] = SchedulingPolicy().queue_order) -> int | None:
-    """The queued batch a streaming worker takes next, in the scheduling policy's ``order``
+                      policy: SchedulingPolicy | None = None) -> int | None:
+    """The queued batch a streaming worker takes next, in the scheduling ``policy``'s queue order
     (pipeline/scheduling.py says why: priority, then plan after plan, then longest first).
 
-    A batch whose holder died (``holder_deaths``) is a suspect: it runs alone, never joins a running
-    stream; ``suspects`` includes it (a new task's first batch). ``job_id``: only batches holding
-    that job's sentences (an embedded run speaks its own book, whatever else the database holds).
-    """
+    A suspect batch (``policy.is_suspect``: a holder's death was its doing) runs alone, never joins
+    a running stream; ``suspects`` includes it (a new task's first batch). ``job_id``: only batches
+    holding that job's sentences (an embedded run speaks its own book, whatever else the database
+    holds)."""
+    policy = policy or SchedulingPolicy()
     query = _of_job(select(Batch.id).where(Batch.state == BatchState.QUEUED.value), job_id)
     if not suspects:
-        query = query.where(Batch.holder_deaths == 0)
+        query = query.where(Batch.solo_deaths == 0, Batch.holder_deaths < policy.suspect_after_deaths)
+    order = policy.queue_order
     return session.scalar(query.order_by(*(_QUEUE_COLUMNS[key] for key in order)).limit(1))
 
 
