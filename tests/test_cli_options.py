@@ -34,6 +34,8 @@ def test_inspect_shows_the_chapters_pronunciations_and_dialogue_a_run_would_read
     names = tmp_path / "names.txt"
     names.write_text("# pronunciations\nharpooneer = harpoon-eer\n1851 = eighteen fifty-one\n", encoding="utf-8")
     choices = ["--lexicon", str(names), "--dialogue-voice", "anna", "--speed", "3"]
+    made = cli(["voice", "new", "anna", "--seed", "7"], env)  # inspect, as run, knows the voices there are
+    assert made.returncode == 0, made.stderr
 
     whole = json.loads(cli(["inspect", str(book), "--json", "--sentences", *choices], env).stdout)
     chosen = cli(["inspect", str(book), "--json", "--sentences", "--chapters", "carpet", "--chapters", "1",

@@ -8,16 +8,14 @@ from typing import Annotated, Optional
 import typer
 
 from jobs.cli.book_commands import (
-    EXIT_BAD_INPUT,
     JsonOpt,
     ModelDirOpt,
     QuietOpt,
     VerboseOpt,
-    fail,
     print_finished,
     stopped_with_a_word,
 )
-from jobs.cli.output import print_json, print_status, status_view
+from jobs.cli.output import NO_JOBS, print_json, print_status, status_view
 from jobs.cli.progress import ProgressDisplay, set_loudness, silence_dependency_bars
 from jobs.embedded import resume, run_job
 from jobs.lifecycle import cancel_job, resumes_in_process
@@ -59,15 +57,14 @@ def status(
 
 
 def _no_database(settings: Settings, job: int | None, as_json: bool) -> None:
-    where = (f"no database at {database_file(settings)} (TTS_JOBS_DATA_DIR={settings.data_dir}): nothing was run "
-             "with these settings; a run's jobs are where its TTS_JOBS_DATA_DIR was (scripts/quickstart's: "
-             "./data in the checkout)")
-    if job is not None:
-        fail(f"no job {job}: {where}", EXIT_BAD_INPUT)
+    if job is not None:  # the same line as cancel and retry give for a job that is not there
+        raise NoSuchJob(job)
     if as_json:
         print_json([])
-    else:
-        typer.echo(f"no jobs: {where}", err=True)
+        return
+    typer.echo(f"{NO_JOBS}; nothing was run with these settings: no database at {database_file(settings)} "
+               f"(TTS_JOBS_DATA_DIR={settings.data_dir}); a run's jobs are where its TTS_JOBS_DATA_DIR was "
+               "(scripts/quickstart's: ./data in the checkout)", err=True)
 
 
 def _existing_runtime(job: int, settings: Settings) -> Runtime:
