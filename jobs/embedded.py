@@ -17,12 +17,13 @@ import signal
 import socket
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jobs.assemble import assemble_job
 from jobs.assemble_ahead import AssembleAhead
+from jobs.batches import cleanup
 from jobs.batches.stream import speak_job
 from jobs.book_folders import default_out_root
 from jobs.choices.options import JobOptions, recorded_options
@@ -30,11 +31,12 @@ from jobs.ingest import ingest_job
 from jobs.leases import this_process
 from jobs.lifecycle import RETRYABLE_BY_RUN, fail_job, interrupt_job_in, retry_job
 from jobs.plan import device_memory_bytes, plan_pending, register_synthesis_worker
+from jobs.run_claims import RunClaim, RunClaimed, claim_run
 from jobs.runners import recognise_interrupted, run_heartbeat
 from jobs.runtime import EngineLoading, Runtime
 from jobs.status import OnStage, StageProgress, job_statuses, speaking_progress
 from jobs.submit import check_options, submit_book, validate_book
-from pipeline.errors import AssemblyError, TtsJobsError
+from pipeline.errors import AssemblyError, NoSuchJob
 from pipeline.files import file_sha256
 from storage import repo
 from storage.models import BatchState, Job, JobMode, JobState
@@ -71,26 +73,48 @@ class RunPlan:
     options: JobOptions
     resume_job: int | None = None
     finished_job: int | None = None  # a done job made this audiobook with these choices: nothing to do
+    claim: RunClaim | None = field(default=None, compare=False)  # this run's hold on the book (run_claims.py)
 
 
 def plan_run(rt: Runtime, book: Path, options: JobOptions, fresh: bool = False) -> RunPlan:
-    """Check the book and every option, and find the unfinished job this run continues.
+    """Check the book and every option, claim the book for this run, and find the unfinished job
+    this run continues.
 
-    Raises BookError / InputError for bad input, TtsJobsError when another live `run` is reading
-    the same book — all before anything is recorded or any model loads."""
+    Raises BookError / InputError for bad input, RunClaimed (exit 2) when another live `run` is
+    reading the same book with the same choices — all before anything is recorded or any model
+    loads. The claim is let go when ``run_book`` ends (or this process does)."""
     check_options(rt, options)
     validate_book(book, options.reading())
-    recognise_interrupted(rt)
-    unfinished = _unfinished_job(rt, book, file_sha256(book), options)
-    if unfinished is not None and unfinished.job_state in JobState.active():
-        raise TtsJobsError(f"{book}: job {unfinished.id} is reading this book right now "
-                           f"(process {unfinished.runner}); wait for it, or stop it first")
-    if unfinished is not None and fresh:
-        _supersede(rt, unfinished.id)
-        unfinished = None
-    finished = None if unfinished is not None or fresh else _finished_job(rt, file_sha256(book), options)
+    sha256 = file_sha256(book)
+    claim = claim_run(rt.settings.data_dir, sha256, _with_library(rt, options).run_key(), str(book))
+    try:
+        recognise_interrupted(rt)
+        unfinished = _unfinished_job(rt, book, sha256, options)
+        if unfinished is not None and unfinished.job_state in JobState.active():  # a run on another host
+            raise RunClaimed(f"{book}: job {unfinished.id} is reading this book right now "
+                             f"(process {unfinished.runner}); wait for it, or stop it first")
+        if unfinished is not None and fresh:
+            _supersede(rt, unfinished.id)
+            unfinished = None
+        finished = None if unfinished is not None or fresh else _finished_job(rt, sha256, options)
+    except BaseException:
+        claim.release()
+        raise
+    if finished is not None:
+        claim.release()  # nothing to speak
     return RunPlan(book=book, options=options, resume_job=unfinished.id if unfinished else None,
-                   finished_job=finished)
+                   finished_job=finished, claim=None if finished is not None else claim)
+
+
+def claim_job_run(rt: Runtime, job_id: int) -> RunClaim:
+    """The claim a `run` of job ``job_id``'s book with its choices takes: `retry` of an embedded
+    job takes it too, so a retry and a run never speak one book together. Raises RunClaimed."""
+    with rt.read_session() as session:
+        job = repo.get_job(session, job_id)
+        if job is None:
+            raise NoSuchJob(job_id)
+        sha256, options, name = job.source_sha256, recorded_options(job), job.source_name
+    return claim_run(rt.settings.data_dir, sha256, _with_library(rt, options).run_key(), name)
 
 
 def run_book(rt: Runtime, plan: RunPlan, engine: Engine | EngineLoading,
@@ -100,12 +124,16 @@ def run_book(rt: Runtime, plan: RunPlan, engine: Engine | EngineLoading,
     The job ends done, failed or, stopped by a signal (RunStopped), interrupted."""
     if plan.finished_job is not None:
         return plan.finished_job
-    if plan.resume_job is not None:
-        job_id = resume(rt, plan.resume_job)
-    else:
-        job_id = submit_book(rt, plan.book, plan.options, mode=JobMode.EMBEDDED, runner=this_process())
-    run_job(rt, job_id, engine, on_stage)
-    return job_id
+    try:
+        if plan.resume_job is not None:
+            job_id = resume(rt, plan.resume_job)
+        else:
+            job_id = submit_book(rt, plan.book, plan.options, mode=JobMode.EMBEDDED, runner=this_process())
+        run_job(rt, job_id, engine, on_stage)
+        return job_id
+    finally:
+        if plan.claim is not None:
+            plan.claim.release()
 
 
 def resume(rt: Runtime, job_id: int) -> int:
@@ -147,6 +175,7 @@ def _stages(rt: Runtime, job_id: int, engine: Engine | EngineLoading, runner: st
     if not ingest_job(rt, job_id):
         return
     _give_back(rt, job_id)  # a killed run's batches: this run speaks them again
+    cleanup.remove_dead_writers_of_jobs(rt, [job_id])  # and the files it was writing when it died
     engine = engine.get() if isinstance(engine, EngineLoading) else engine
     register_synthesis_worker(rt, engine, worker, device_memory_bytes(engine))
     plan_pending(rt, [job_id])  # in waves of chapters: the first are assembled while the rest is spoken
@@ -179,12 +208,16 @@ def _give_back(rt: Runtime, job_id: int, interrupted_by: str | None = None) -> N
         session.commit()
 
 
+def _with_library(rt: Runtime, options: JobOptions) -> JobOptions:
+    """``options`` as a job records them: with the library folder it was given, the default one too."""
+    return replace(options, out_dir=options.out_dir or default_out_root(rt.settings.data_dir))
+
+
 def _unfinished_job(rt: Runtime, book: Path, sha256: str, options: JobOptions) -> Job | None:
     """The newest embedded job of this book with these options that did not finish (or None).
     One made with other options (another speed, voice, lexicon...) is left as it is, and said so:
     its sentences were cut and spoken for those options."""
-    # a job records the library folder it was given, the default one too
-    options = replace(options, out_dir=options.out_dir or default_out_root(rt.settings.data_dir))
+    options = _with_library(rt, options)
     with rt.read_session() as session:
         unfinished = [j for j in repo.find_jobs_by_sha256(session, sha256)
                       if j.embedded and j.job_state not in (JobState.DONE, JobState.CANCELLED)]
@@ -200,7 +233,7 @@ def _unfinished_job(rt: Runtime, book: Path, sha256: str, options: JobOptions) -
 def _finished_job(rt: Runtime, sha256: str, options: JobOptions) -> int | None:
     """The newest done job that made this book's audiobook with these choices, every file of it
     still where it was written (one whose files were removed or replaced is made again)."""
-    options = replace(options, out_dir=options.out_dir or default_out_root(rt.settings.data_dir))
+    options = _with_library(rt, options)
     with rt.read_session() as session:
         done = [j.id for j in repo.find_jobs_by_sha256(session, sha256)
                 if j.job_state == JobState.DONE and options.same_run_as(recorded_options(j))

@@ -19,7 +19,15 @@ import pytest
 
 from tests.books import write_epub
 from tests.conftest import env_for
-from tests.e2e_helpers import TTS_JOBS, cli, ffprobe_chapters, ffprobe_seconds, popen_stoppable, status_json
+from tests.e2e_helpers import (
+    TTS_JOBS,
+    cli,
+    ffprobe_chapters,
+    ffprobe_seconds,
+    killed_mid_write,
+    popen_stoppable,
+    status_json,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = [(f"Chapter {c}", [f"In chapter {c}, paragraph line {i} is read aloud by the narrator, slowly."
@@ -97,6 +105,7 @@ def test_a_stopped_run_resumes_without_speaking_anything_twice(tmp_path: Path, s
     assert job["resume"] == "tts-jobs retry 1"
     kept = _spoken(database)
     assert SPOKEN_BEFORE_THE_SIGNAL <= len(kept) < job["sentences_total"]
+    killed_mid_write(settings.data_dir / "jobs" / "1" / "audio" / "c0003" / "s00015.wav")  # as SIGKILL can
 
     resumed = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
 
@@ -114,6 +123,8 @@ def test_a_stopped_run_resumes_without_speaking_anything_twice(tmp_path: Path, s
     starts = [float(c["start_time"]) for c in ffprobe_chapters(output)]
     assert all(abs(a - float(b["start_time"])) <= tolerance for a, b in zip(starts, reference["chapters"]))
     assert abs(ffprobe_seconds(output) - reference["seconds"]) <= tolerance
+    assert not [p for folder in (settings.data_dir, tmp_path / "out") for pattern in (".*.tmp", ".*.part*")
+                for p in folder.rglob(pattern)]  # the resumed run removed what the stopped one was writing
 
 
 def test_retry_resumes_an_interrupted_run_here_and_never_asks_a_broker(tmp_path: Path, settings_factory) -> None:  # type: ignore[no-untyped-def]
@@ -134,18 +145,37 @@ def test_retry_resumes_an_interrupted_run_here_and_never_asks_a_broker(tmp_path:
     assert job["state"] == "done" and Path(retried.stdout.strip().splitlines()[-1]).is_file()
 
 
-def test_a_run_on_another_live_runs_book_is_refused(tmp_path: Path, settings_factory) -> None:  # type: ignore[no-untyped-def]
-    """Two `run`s of one book at once would speak it twice: the second says who is reading it."""
+def test_two_runs_of_one_book_started_together_speak_it_once(tmp_path: Path, settings_factory) -> None:  # type: ignore[no-untyped-def]
+    """Started at the same instant, one `run` reads the book and the other is refused at once (exit 2),
+    naming the process that reads it: one job (no second one speaking it into a folder of its own)."""
     settings = settings_factory()
     env = env_for(settings)
     book = write_epub(tmp_path / "book.epub", "A Short Night", CHAPTERS[:2])
     command = TTS_JOBS + ["run", str(book), "--out", str(tmp_path / "out")]
-    first = popen_stoppable(command, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    runs = [popen_stoppable(command, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(2)]
     try:
-        _wait_until_spoken(settings.data_dir / "tts-jobs.db", 1, first)
-        second = cli(command[len(TTS_JOBS):], env)
-        assert second.returncode == 1
-        assert f"job 1 is reading this book right now (process {os.uname().nodename}:{first.pid})" in second.stderr
+        refused = _first_to_end(runs, timeout=120)
+        reading = next(run for run in runs if run is not refused)
+        _, said = refused.communicate(timeout=30)
+        assert refused.returncode == 2, said
+        assert said.strip().splitlines()[-1] == (
+            f"error: {book}: another `tts-jobs run` is reading this book with these choices right now "
+            f"(process {os.uname().nodename}:{reading.pid}); wait for it, or stop it first")
+        _wait_until_spoken(settings.data_dir / "tts-jobs.db", 1, reading)
+        assert [job["id"] for job in status_json(env)] == [1]
     finally:
-        first.send_signal(signal.SIGINT)
-        first.communicate(timeout=30)
+        for run in runs:
+            if run.poll() is None:
+                run.send_signal(signal.SIGINT)
+                run.communicate(timeout=30)
+
+
+def _first_to_end(runs: list[subprocess.Popen], timeout: float) -> subprocess.Popen:  # type: ignore[type-arg]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ended = [run for run in runs if run.poll() is not None]
+        if ended:
+            return ended[0]
+        time.sleep(0.1)
+    raise AssertionError(f"neither run ended in {timeout} s: both are reading the book")

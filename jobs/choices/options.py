@@ -3,6 +3,8 @@ place, and stored with the job so that a retried or resumed job keeps every choi
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -116,6 +118,10 @@ class JobOptions:
         """Whether a job with ``other`` options makes the same audiobook (priority aside, and where
         the pronunciations were read from: the same entries make the same book)."""
         return _compared(self) == _compared(other)
+
+    def run_key(self) -> str:
+        """A short name of the audiobook these options make: equal for options ``same_run_as``."""
+        return hashlib.sha256(json.dumps(_compared(self), sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     def shown(self) -> dict[str, Any]:
         """The choices as `status` shows them: the lexicon by its size and files, the narrator tag

@@ -17,7 +17,7 @@ from jobs.cli.book_commands import (
 )
 from jobs.cli.output import NO_JOBS, print_json, print_status, status_view
 from jobs.cli.progress import ProgressDisplay, set_loudness, silence_dependency_bars
-from jobs.embedded import resume, run_job
+from jobs.embedded import claim_job_run, resume, run_job
 from jobs.lifecycle import cancel_job, resumes_in_process
 from jobs.queueing import retry_on_workers
 from jobs.runners import recognise_interrupted
@@ -111,10 +111,14 @@ def retry(
     recognise_interrupted(rt)
     if resumes_in_process(rt, job):
         check_engine_settings(settings)  # before the job is reopened
-        with stopped_with_a_word(), ProgressDisplay(f"job {job}") as display:
-            display(StageProgress("loading the model"))
-            silence_dependency_bars()
-            run_job(rt, resume(rt, job), EngineLoading(settings), display)
+        claim = claim_job_run(rt, job)  # never beside a `run` of the same book (exit 2)
+        try:
+            with stopped_with_a_word(), ProgressDisplay(f"job {job}") as display:
+                display(StageProgress("loading the model"))
+                silence_dependency_bars()
+                run_job(rt, resume(rt, job), EngineLoading(settings), display)
+        finally:
+            claim.release()
         print_finished(rt, job, display)
         return
     _retry_on_the_workers(rt, job)
