@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
 
+from jobs.batches import cleanup
 from jobs.book_folders import claim_book_folder, default_out_root, disown_replaced
 from jobs.choices.options import recorded_options
 from jobs.lifecycle import fail_job
@@ -62,6 +63,7 @@ def assemble_job(rt: Runtime, job_id: int, on_stage: OnStage | None = None,
         metadata = book_metadata(rt, job)
         out_dir = _book_folder(rt, job)
         session.commit()
+    cleanup.remove_dead_writers_of_jobs(rt, [job_id], out_dir)  # a killed assembly's half-written files
     log.info("job=%s: read %d sentences of %d chapters in %.2f s", job_id,
              sum(len(c.sentences) for c in chapters), len(chapters), time.monotonic() - began)
     report, read_along = _assemble_in_work_dir(rt, job_id, chapters, metadata, out_dir, options,

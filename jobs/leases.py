@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from sqlalchemy.orm import Session
 
 from jobs.runtime import Runtime
+from pipeline.temp_files import process_alive
 from storage import repo
 from storage.models import Batch, BatchState, utcnow
 
@@ -48,17 +49,6 @@ def death_was_its_doing(parent: str | None) -> bool:
     if host != socket.gethostname() or not pid.isdigit():
         return True
     return process_alive(int(pid))
-
-
-def process_alive(pid: int) -> bool:
-    """Whether process ``pid`` exists on this host (one of another user's counts as alive)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def holder_gone(holder: str | None, heartbeat: datetime | None, lease_seconds: float) -> bool:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from pathlib import Path
+
+from pipeline.temp_files import temporary_sibling
 
 _COVER_SUFFIX = {"image/jpeg": ".jpg", "image/png": ".png", "image/gif": ".gif", "image/webp": ".webp"}
 
@@ -78,7 +79,8 @@ class ArtifactStore:
 def atomic_write_bytes(target: Path, data: bytes) -> None:
     """Write ``data`` to ``target`` via a temporary sibling and a rename, fsynced."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
+    tmp = temporary_sibling(target, "part")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

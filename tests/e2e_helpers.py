@@ -156,3 +156,27 @@ __all__ = [
     "terminate",
     "wait_for_final_state",
 ]
+
+
+HALF_WRITE_THEN_HANG = """
+import sys, time
+from pathlib import Path
+from pipeline.temp_files import temporary_sibling
+partial = temporary_sibling(Path(sys.argv[1]), sys.argv[2])
+partial.write_bytes(b"RIFF half a file")
+print(partial, flush=True)
+time.sleep(600)
+"""
+
+
+def killed_mid_write(final: Path, kind: str = "tmp") -> Path:
+    """What a writer killed by SIGKILL mid-write leaves: its temporary sibling of ``final``."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    writer = subprocess.Popen([sys.executable, "-c", HALF_WRITE_THEN_HANG, str(final), kind], cwd=Path(__file__).resolve().parent.parent,
+                              stdout=subprocess.PIPE, text=True)
+    assert writer.stdout is not None
+    partial = Path(writer.stdout.readline().strip())
+    writer.send_signal(signal.SIGKILL)
+    writer.wait(timeout=30)
+    assert partial.is_file() and partial.parent == final.parent and partial.name.startswith(f".{final.name}")
+    return partial

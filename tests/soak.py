@@ -43,8 +43,9 @@ from tests.e2e_helpers import (
     ffprobe_chapters,
 )
 
-# Temporary names the project writes before an atomic rename: artifacts (`.x.part`), sentence WAVs
-# (`.x.wav.XXXX.tmp`), exported audiobooks (`.x.m4b.partial`). None may survive a finished job.
+# Temporary names the project writes before an atomic rename (pipeline/temp_files.py): artifacts
+# (`.x~host~pid~token.part`), sentence WAVs (`…tmp`), exported audiobooks (`…partial`). None may
+# survive a finished job.
 TEMP_PATTERNS = ("*.part", "*.tmp", "*.partial")
 ACTIVE_JOB_STATES = ("queued", "ingesting", "synthesizing", "assembling")
 FINAL_JOB_STATES = ("done", "failed", "cancelled")

@@ -76,7 +76,7 @@ def fake_ffmpeg(tmp_path, exit_code_for_m4b: int, message: str):
     script.write_text(f"""#!/bin/sh
 for last; do :; done
 case "$last" in
-  *.m4b.partial) printf 'half an m4b' > "$last"; echo "{message}" >&2; exit {exit_code_for_m4b};;
+  *.m4b~*.partial) printf 'half an m4b' > "$last"; echo "{message}" >&2; exit {exit_code_for_m4b};;
 esac
 exec {real} "$@"
 """)

@@ -167,8 +167,10 @@ def start_sweeper() -> None:
 
 
 def sweep(rt: Runtime) -> None:
-    """Send again whatever nothing will move (jobs/cluster/reconcile.py); a blip waits for the next sweep."""
+    """Send again whatever nothing will move (jobs/cluster/reconcile.py), and remove the temporary
+    files a killed writer left in the jobs in flight; a blip waits for the next sweep."""
     try:
+        cleanup.remove_dead_writers_of_jobs(rt)
         resends = reconcile.stranded_work(rt)
         if resends:
             faults.after_commit("reconcile")

@@ -6,8 +6,8 @@
   needs no limiter is written here (the gain applied in numpy, bit-identical to ffmpeg's
   ``volume`` filter and ~3.5x faster: no process, one pass); the rest goes through ffmpeg.
 
-Every file is produced as ``.<final name>.partial`` in the output directory (same file system, so
-the final ``os.replace`` is atomic) and renamed only once encoded and tagged. Bit-exact flags keep
+Every file is produced under a hidden name in the output directory that names its writer
+(``pipeline/temp_files.py``: same file system, so the final ``os.replace`` is atomic) and renamed only once encoded and tagged. Bit-exact flags keep
 encoder version strings out, so re-running assembly reproduces identical bytes.
 """
 
@@ -34,11 +34,11 @@ from pipeline.audio.stitch import MeasuredChapter, StitchedChapter, chapter_pcm,
 from pipeline.audio.tags import TrackTags, write_tags
 from pipeline.audio.wavio import canonical_samples_offset
 from pipeline.errors import AssemblyError
+from pipeline.temp_files import temporary_sibling
 from pipeline.types import SAMPLE_RATE
 
 log = logging.getLogger(__name__)
 
-PARTIAL_SUFFIX = ".partial"
 BITEXACT = ["-fflags", "+bitexact", "-flags:a", "+bitexact"]
 _CODEC_ARGS = {
     "mp3": lambda bitrate: ["-c:a", "libmp3lame", "-b:a", bitrate, "-f", "mp3"],
@@ -89,7 +89,7 @@ class Loudness:
 
 def partial_path(final_path: Path) -> Path:
     """The temporary name a file is written under until it is complete."""
-    return final_path.with_name(f".{final_path.name}{PARTIAL_SUFFIX}")
+    return temporary_sibling(final_path, "partial")
 
 
 def publish(partial: Path, final_path: Path) -> Path:

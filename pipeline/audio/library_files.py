@@ -14,6 +14,7 @@ from pipeline.audio.assembly_types import READALONG_FORMATS
 from pipeline.audio.failures import os_error_fix
 from pipeline.audio.tags import book_year
 from pipeline.errors import AssemblyError
+from pipeline.temp_files import temporary_sibling
 from pipeline.types import BookMetadata
 
 METADATA_JSON = "metadata.json"
@@ -55,7 +56,7 @@ def write_library_files(folder: Path, metadata: BookMetadata, narrator: str, for
 
 
 def _write(path: Path, text: str) -> Path:
-    partial = path.with_name(f".{path.name}.partial")
+    partial = temporary_sibling(path, "partial")
     try:
         partial.write_text(text, encoding="utf-8")
         os.replace(partial, path)

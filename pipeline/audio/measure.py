@@ -34,6 +34,7 @@ from pipeline.audio.stitch_helpers import call_in_helper, set_helper_niceness
 from pipeline.audio.trim import cut_speech, speech_bounds
 from pipeline.audio.wavio import read_sentence_samples
 from pipeline.errors import AssemblyError
+from pipeline.temp_files import temporary_sibling
 from pipeline.types import SAMPLE_RATE
 
 log = logging.getLogger(__name__)
@@ -237,7 +238,7 @@ def _keep(path: Path, identity: tuple[int, int, int], trim: bool, measure: Sente
     payload = np.ascontiguousarray(measure.energies, dtype="<f4").tobytes()
     header = _HEADER.pack(_MAGIC, _VERSION, int(trim), *identity, measure.start, measure.end, measure.peak,
                           measure.true_peak, len(measure.energies), zlib.crc32(payload))
-    partial = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    partial = temporary_sibling(path)
     try:
         partial.write_bytes(header + payload)
         os.replace(partial, path)

@@ -28,6 +28,7 @@ from pipeline.audio.measure import measure_sentence
 from pipeline.audio.trim import cut_speech
 from pipeline.audio.wavio import SAMPLE_WIDTH, read_sentence_samples
 from pipeline.errors import AssemblyError
+from pipeline.temp_files import temporary_sibling
 from pipeline.types import SAMPLE_RATE
 
 log = logging.getLogger(__name__)
@@ -211,7 +212,7 @@ def stitch_chapter(chapter: MeasuredChapter, wav_path: Path) -> StitchedChapter:
     Raises:
         AssemblyError: a sentence WAV is missing or corrupt, or the work directory is full.
     """
-    tmp_path = wav_path.with_name(f".{wav_path.name}.tmp")
+    tmp_path = temporary_sibling(wav_path)
     try:
         with wave.open(str(tmp_path), "wb") as out:
             out.setnchannels(1)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import os
 import struct
-import tempfile
 import threading
 import wave
 from collections.abc import Callable, Sequence
@@ -23,6 +22,7 @@ from pydub.exceptions import CouldntDecodeError
 
 from pipeline.audio.failures import os_error_fix, remove_quietly
 from pipeline.errors import AssemblyError
+from pipeline.temp_files import temporary_sibling
 from pipeline.types import SAMPLE_RATE
 
 log = logging.getLogger(__name__)
@@ -73,7 +73,7 @@ def write_sentence_wav(path: Path, waveform: np.ndarray, *, durable: bool = True
     pcm = float_to_pcm16(waveform)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        fd = os.open(tmp_name := temporary_sibling(path), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     except OSError as exc:
         raise AssemblyError(f"{path}: cannot create the file: {exc.strerror} ({os_error_fix(exc)})") from exc
     try:

@@ -24,6 +24,7 @@ from pipeline.readalong.overlays import Clip, chapter_clips, duration, smil_docu
 from pipeline.readalong.package import Additions, Overlay, add_overlays, relative
 from pipeline.readalong.source_epub import source_edition
 from pipeline.readalong.timings import BookTimings
+from pipeline.temp_files import temporary_sibling
 from pipeline.types import Book
 
 _STORED = (".m4a", ".mp3", ".mp4", ".jpg", ".jpeg", ".png", ".gif", ".woff", ".woff2")  # compressed already
@@ -120,7 +121,7 @@ def _package_bytes(root: etree._Element) -> bytes:
 def _write_zip(path: Path, members: dict[str, bytes], files: dict[str, Path]) -> None:
     """The EPUB container: ``mimetype`` first and uncompressed, as OCF requires; written under a
     temporary name and renamed when complete."""
-    partial = path.with_name(f".{path.name}.partial")
+    partial = temporary_sibling(path, "partial")
     try:
         with zipfile.ZipFile(partial, "w") as archive:
             archive.writestr(zipfile.ZipInfo("mimetype", _EPOCH), b"application/epub+zip", zipfile.ZIP_STORED)

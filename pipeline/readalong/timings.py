@@ -18,6 +18,7 @@ from typing import Any
 
 from pipeline.audio.assembly_types import ChapterTimeline, M4bStretch
 from pipeline.errors import AssemblyError
+from pipeline.temp_files import temporary_sibling
 from pipeline.types import SAMPLE_RATE, Sentence, WrittenSpan
 
 
@@ -177,7 +178,7 @@ def _written(span: WrittenSpan | None) -> dict[str, Any] | None:
 
 def write_text_file(path: Path, text: str) -> Path:
     """Write ``text`` to ``path`` under a temporary name first, then rename: never half a file."""
-    partial = path.with_name(f".{path.name}.partial")
+    partial = temporary_sibling(path, "partial")
     try:
         partial.write_text(text, encoding="utf-8")
         partial.replace(path)

@@ -97,6 +97,11 @@ def delete_job(session: Session, job_id: int) -> None:
         session.delete(job)
 
 
+def job_ids_in(session: Session, states: Iterable[JobState]) -> list[int]:
+    """The ids of the jobs in one of ``states``, oldest first."""
+    return list(session.scalars(select(Job.id).where(Job.state.in_([s.value for s in states])).order_by(Job.id)))
+
+
 def embedded_jobs_in(session: Session, states: Iterable[JobState]) -> list[Job]:
     """Jobs of `tts-jobs run` processes in one of ``states``."""
     return list(session.scalars(select(Job).where(
