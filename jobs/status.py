@@ -15,7 +15,7 @@ Speed and ETA come from what was measured, never from a guess:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from jobs.choices.options import recorded_options
+from jobs.leases import holder_gone
 from jobs.lifecycle import require_job
 from jobs.runners import recognise_interrupted
 from jobs.runtime import Runtime
@@ -60,6 +61,7 @@ class JobStatus:
     synthesis_seconds: float | None = None  # the time its batches ran (a done job's speed divides by it)
     created_at: str | None = None  # ISO 8601, UTC
     finished_at: str | None = None
+    waiting: str | None = None  # what will move a stage no worker holds (a lost message: the sweep)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -104,7 +106,8 @@ def job_statuses(rt: Runtime, job_id: int | None = None) -> list[JobStatus]:
         jobs = [require_job(session, job_id)] if job_id is not None else repo.list_jobs(session)
         progress = repo.job_progress(session, [j.id for j in jobs])
         measures = _measures(session, jobs, utcnow())
-        return [_status(session, job, progress[job.id], measures[job.id], detail=job_id is not None)
+        return [replace(_status(session, job, progress[job.id], measures[job.id], detail=job_id is not None),
+                        waiting=_waiting(job, rt.settings.lease_seconds, measures[job.id].now))
                 for job in jobs]
 
 
@@ -171,6 +174,20 @@ def _speed(job: Job, p: repo.Progress, m: _Measures) -> float | None:
     if job.job_state == JobState.DONE and m.synthesis_seconds:
         return round(p.audio_seconds / m.synthesis_seconds, 2)
     return None
+
+
+def _waiting(job: Job, lease_seconds: float, now: datetime) -> str | None:
+    """For a cluster job whose reading or assembly no live worker has held for a lease (its message
+    lost while the broker was down, its worker killed): what moves it. None while all is well."""
+    if job.embedded or job.job_state not in (JobState.INGESTING, JobState.ASSEMBLING):
+        return None
+    if not holder_gone(job.runner, job.heartbeat_at, lease_seconds):
+        return None
+    if now - _aware(job.updated_at) < timedelta(seconds=lease_seconds):
+        return None  # its message is young: a worker takes it in turn
+    stage = "reading" if job.job_state == JobState.INGESTING else "assembly"
+    return (f"no worker holds its {stage}: a running worker's sweep sends it again within a minute "
+            f"(`tts-jobs retry {job.id}` sends it now)")
 
 
 def _resume_command(job: Job) -> str | None:

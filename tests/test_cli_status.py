@@ -174,3 +174,23 @@ def test_status_rows_have_no_ansi_even_when_colour_is_forced(rt, tmp_path: Path)
     result = cli(["status"], {**env_for(rt.settings), "FORCE_COLOR": "1"}, timeout=60)
     assert result.returncode == 0 and not re.search(r"\x1b\[", result.stdout)
     assert result.stdout.splitlines()[0].startswith("id\ttitle")
+
+
+def test_an_assembly_no_worker_holds_says_what_will_move_it(rt, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A lost assembly message (Redis down) waits for a worker's sweep: status says so, and how to
+    send it now; a fresh one, or one a live worker holds, reads plain 'assembling'."""
+    lost, fresh = (_submitted(rt, tmp_path, title, name) for title, name in (("Lost", "lost"), ("Fresh", "fresh")))
+    with rt.session() as session:
+        for job, age in ((lost, 2 * rt.settings.lease_seconds), (fresh, 0)):
+            row = session.get(Job, job)
+            row.state, row.runner = JobState.ASSEMBLING.value, None
+            row.updated_at = utcnow() - timedelta(seconds=age)
+        session.commit()
+
+    waiting = {s.id: s.waiting for s in job_statuses(rt)}
+    shown = cli(["status", str(lost)], env_for(rt.settings), timeout=60)
+
+    assert waiting[fresh] is None
+    assert waiting[lost] == ("no worker holds its assembly: a running worker's sweep sends it again within a "
+                             f"minute (`tts-jobs retry {lost}` sends it now)")
+    assert shown.returncode == 0 and f"tts-jobs retry {lost}` sends it now" in shown.stdout

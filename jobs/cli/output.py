@@ -107,6 +107,8 @@ def _note(s: JobStatus) -> str:
     note = s.error if s.error else ", ".join(s.outputs)
     if s.resume and s.state == "interrupted":
         note = f"{note}; resume: {s.resume}"
+    if s.waiting:
+        note = s.waiting
     return note
 
 
@@ -134,7 +136,7 @@ def _detail_fields(s: JobStatus) -> list[tuple[str, str]]:
         ("speed", f"{s.x_realtime:.1f}× real time" if s.x_realtime else ""),
         ("elapsed", duration(s.elapsed_seconds)), ("ETA", duration(s.eta_seconds)),
         ("folder", s.out_dir or ""), *[("output", path) for path in s.outputs],
-        ("error", s.error or ""), ("resume", s.resume or ""), *[("warning", w) for w in s.warnings]]
+        ("error", s.error or ""), ("resume", s.resume or ""), ("waiting", s.waiting or ""), *[("warning", w) for w in s.warnings]]
     return [(key, value) for key, value in fields if value]
 
 
