@@ -15,7 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from jobs.leases import process_alive
+# One compute thread per process, this one and every worker or `run` it starts (they inherit the
+# environment): the suite runs two test processes on two cores, each starting model processes,
+# and torch's default of a thread per core, OpenMP threads spinning while they wait, made every
+# such test two to four times slower than alone. Set before torch is first imported.
+for _threads in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_threads, "1")
+
+from jobs.leases import process_alive  # noqa: E402 - after the thread settings
 
 PG_ADMIN_URL = os.environ.get("TTS_JOBS_TEST_PG_ADMIN", "postgresql://postgres@127.0.0.1:5432/test")
 REDIS_SERVER = os.environ.get("TTS_JOBS_TEST_REDIS_SERVER", "redis://127.0.0.1:6379")
