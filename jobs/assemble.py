@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy.orm import Session
 
 from jobs.batches import cleanup
-from jobs.book_folders import claim_book_folder, default_out_root, disown_replaced
+from jobs.book_folders import claim_book_folder, default_out_root, disown_replaced, format_folders
 from jobs.choices.options import recorded_options
 from jobs.lifecycle import fail_job
 from jobs.readalong import RecordedBook, recorded_book, write_readalong_outputs
@@ -141,9 +141,11 @@ def _assemble_in_work_dir(rt: Runtime, job_id: int, chapters: list[ChapterAudio]
         shutil.rmtree(work_dir, ignore_errors=True)
     work_dir.mkdir(parents=True, exist_ok=True)
     try:
+        options = replace(options, format_folders=format_folders(out_dir, options.formats))
         report = assemble_audiobook(chapters, metadata, out_dir, work_dir, options, on_step, prepared)
         read_along = write_readalong_outputs(job_id, book, report, options, out_dir)
-        write_library_files(out_dir, metadata, options.narrator, options.formats)
+        for folder in (out_dir, *(folder for _, folder in options.format_folders)):  # each a library's book
+            write_library_files(folder, metadata, options.narrator, options.formats)
         return replace(report, outputs=report.outputs + read_along.outputs), read_along
     except AssemblyError as exc:
         fail_job(rt, job_id, str(exc))

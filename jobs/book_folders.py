@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 from jobs.choices.options import JobOptions
 from jobs.choices.voices import DEFAULT_VOICE
 from pipeline.delivery import DEFAULT_SPEED
-from pipeline.errors import TtsJobsError
+from pipeline.errors import AssemblyError, TtsJobsError
 from storage import repo
 from storage.artifacts import atomic_write_bytes
 from storage.models import Job
@@ -106,6 +106,27 @@ def claim_book_folder(out_root: Path, title: str, authors: Sequence[str], sha256
     except OSError as exc:
         raise TtsJobsError(f"{parent}: cannot create the book's folder ({exc.strerror or exc}): "
                            "pass an --out folder this user can write to") from exc
+
+
+def format_folders(folder: Path, formats: Sequence[str]) -> tuple[tuple[str, Path], ...]:
+    """One audiobook per folder: a library lists every folder of audio as a book, so the M4B (or
+    the first per-chapter format asked for) stays in the book's ``folder`` and each other
+    per-chapter format gets a sibling named after it, ``<Title> (MP3)``, with the book's marker.
+    Returns (format, folder) of those siblings, created; raises AssemblyError when one cannot be."""
+    from pipeline.audio.assembly_types import CHAPTER_FORMATS
+
+    audio = [f for f in formats if f == "m4b" or f in CHAPTER_FORMATS]
+    others = [f for f in audio if f != ("m4b" if "m4b" in audio else audio[0])] if audio else []
+    siblings = tuple((f, folder.with_name(f"{folder.name} ({f.upper()})")) for f in others)
+    try:
+        for _, sibling in siblings:
+            sibling.mkdir(exist_ok=True)
+            if (folder / MARKER).is_file() and not (sibling / MARKER).is_file():
+                atomic_write_bytes(sibling / MARKER, (folder / MARKER).read_bytes())
+    except OSError as exc:
+        raise AssemblyError(f"{folder.parent}: cannot create the folder of a second format "
+                           f"({exc.strerror or exc}): pass an --out folder this user can write to") from exc
+    return siblings
 
 
 def release_book_folder(folder: Path) -> None:

@@ -87,3 +87,31 @@ def test_a_finished_book_is_never_replaced_behind_its_jobs_back(tmp_path: Path, 
     jobs = {s["id"]: s for s in status_json(env)}
     assert jobs[3]["outputs"] == [str(whole)] and jobs[1]["outputs"] == []
     assert any("made again by job 3" in warning for warning in status_json(env, 1)["warnings"])
+
+
+AUDIO = {".m4b", ".mp3", ".ogg", ".flac", ".wav"}
+
+
+def test_two_audio_formats_make_two_audiobooks_each_in_its_own_folder(tmp_path: Path, settings_factory) -> None:  # type: ignore[no-untyped-def]
+    """A library lists a folder of audio as one book: `-f m4b,mp3` is the M4B in the book's folder
+    and the MP3s (with their subtitles) in `<Title> (MP3)` beside it, never both in one."""
+    env = env_for(settings_factory())
+    book = write_epub(tmp_path / "book.epub", "Two Shelves", [("One", ["A first short line."]),
+                                                               ("Two", ["A second short line."])])
+
+    result = cli(["run", str(book), "--out", str(tmp_path / "out"), "-f", "m4b,mp3,srt"], env)
+
+    assert result.returncode == 0, result.stderr
+    made = [Path(line) for line in result.stdout.splitlines()]
+    shelf = tmp_path / "out" / "Test Author"
+    by_folder = {folder.name: sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
+                 for folder in shelf.iterdir()}
+    assert {name: [f for f in files if Path(f).suffix in AUDIO | {".srt"}] for name, files in by_folder.items()} == {
+        "Two Shelves": ["Two Shelves.m4b", "Two Shelves.srt"],
+        "Two Shelves (MP3)": ["01 - One.mp3", "01 - One.srt", "02 - Two.mp3", "02 - Two.srt"],
+    }
+    for files in by_folder.values():  # one audiobook a folder, each with what a library reads of it
+        assert len({Path(f).suffix for f in files if Path(f).suffix in AUDIO}) == 1 and "metadata.json" in files
+    [status] = status_json(env)
+    assert sorted(map(Path, status["outputs"])) == sorted(made) and all(p.is_file() for p in made)
+    assert status["out_dir"] == str(shelf / "Two Shelves")

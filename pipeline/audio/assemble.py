@@ -110,7 +110,7 @@ def assemble_audiobook(
             f"{out_dir}: used as both output and work directory (give assembly a separate scratch "
             "directory, so the output only ever holds finished files)"
         )
-    _make_dirs(out_dir, work_dir)
+    _make_dirs(out_dir, work_dir, *(folder for _, folder in options.format_folders))
     began = time.monotonic()
     step = on_step or no_step
     step("assembling", 0, len(chapters))

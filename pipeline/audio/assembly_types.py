@@ -60,6 +60,9 @@ class AssemblyOptions:
     narrator: str = ""
     threads: int = 0  # parallel stitching/encoding jobs; 0 = one per available core
     stitch_in_processes: bool = True  # chapters stitched in helper processes (False: threads here)
+    # (format, folder) of a per-chapter audio format written outside the book's folder: one
+    # audiobook per folder (jobs/book_folders.format_folders); the rest go to the book's folder
+    format_folders: tuple[tuple[str, Path], ...] = ()
 
     def __post_init__(self) -> None:
         # Normalise: "MP3" or a bare string work, and a format asked twice is written once (two
@@ -82,6 +85,10 @@ class AssemblyOptions:
     def chapter_formats(self) -> tuple[str, ...]:
         """The per-chapter audio formats asked for."""
         return tuple(f for f in self.formats if f in CHAPTER_FORMATS)
+
+    def folder_for(self, audio_format: str, out_dir: Path) -> Path:
+        """Where the files of ``audio_format`` go: its own folder, else the book's ``out_dir``."""
+        return dict(self.format_folders).get(audio_format, out_dir)
 
     @property
     def readalong_audio(self) -> bool:

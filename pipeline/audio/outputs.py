@@ -118,7 +118,7 @@ def plan_chapter_files(
         names = numbered_names(titles, audio_format)
         for number, (chapter, name) in enumerate(zip(stitched, names, strict=True), start=1):
             tags = track_tags(metadata, options.narrator, chapter.title, number, len(stitched))
-            files.append((chapter, audio_format, tags, out_dir / name))
+            files.append((chapter, audio_format, tags, options.folder_for(audio_format, out_dir) / name))
     return files
 
 

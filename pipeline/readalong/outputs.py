@@ -105,8 +105,11 @@ def _write_subtitles(
     timings: BookTimings, formats: Sequence[str], options: AssemblyOptions, out_dir: Path, stem: str
 ) -> list[Path]:
     chapter_names: list[str] = []
-    if options.chapter_formats:  # the per-chapter audio's names, less their extension
+    chapter_folder = out_dir
+    if options.chapter_formats:  # the per-chapter audio's names, less their extension; beside that audio
         titles = [chapter.title for chapter in timings.chapters]
         chapter_names = [Path(name).stem for name in numbered_names(titles, options.chapter_formats[0])]
+        chapter_folder = options.folder_for(options.chapter_formats[0], out_dir)
     files = subtitle_files(timings, formats, chapter_names, stem)
-    return [write_text_file(out_dir / name, text) for name, text in files.items()]
+    return [write_text_file((chapter_folder if Path(name).stem in chapter_names else out_dir) / name, text)
+            for name, text in files.items()]
