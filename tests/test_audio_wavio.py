@@ -9,7 +9,7 @@ import pytest
 from pydub import AudioSegment
 
 from pipeline.audio import write_sentence_wav
-from pipeline.audio.wavio import read_sentence_audio, segment_samples
+from pipeline.audio.wav_reading import read_sentence_audio, segment_samples
 from pipeline.errors import AssemblyError
 from pipeline.types import SAMPLE_RATE
 
@@ -117,7 +117,7 @@ def test_a_batch_write_that_cannot_create_a_file_names_it(tmp_path):
 def test_sentence_samples_read_the_same_whatever_the_layout_and_name_a_bad_file(tmp_path):
     """The quick read of the writer's own files and the general one (other rates and channels,
     extra chunks, truncation) give what ``read_sentence_audio`` gives, or its error."""
-    from pipeline.audio.wavio import read_sentence_samples
+    from pipeline.audio.wav_reading import read_sentence_samples
 
     own = tmp_path / "own.wav"
     write_sentence_wav(own, np.random.default_rng(1).uniform(-0.8, 0.8, 4801).astype(np.float32))

@@ -81,7 +81,7 @@ def test_each_batch_is_measured_for_assembly_while_the_stream_goes_on(
     very numbers assembly would take from the audio — so assembly need not read it twice."""
     from pipeline.audio.measure import MeasureAhead, measure_path, take_measure
     from pipeline.audio.stitch_helpers import stop_idle_helpers
-    from pipeline.audio.wavio import read_sentence_audio, segment_samples
+    from pipeline.audio.wav_reading import read_sentence_audio, segment_samples
 
     measurer = MeasureAhead(helpers=1)
     monkeypatch.setattr(batch_stream, "_measure_ahead", measurer)

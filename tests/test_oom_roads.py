@@ -134,7 +134,7 @@ def _outcome(rt: Runtime) -> dict[str, Any]:
 @pytest.mark.parametrize("mid_stream", [False, True], ids=["stream-cannot-start", "next-batch-does-not-fit"])
 def test_both_roads_halve_isolate_and_learn_alike(settings_factory, tmp_path: Path, tiny_engine,  # type: ignore[no-untyped-def]
                                                   mid_stream: bool) -> None:
-    from pipeline.audio.wavio import read_sentence_samples
+    from pipeline.audio.wav_reading import read_sentence_samples
 
     alone_engine, stream_engine = InjectedOom(tiny_engine), InjectedOom(tiny_engine, mid_stream)
     rt_alone, batches_alone = _planned_book(settings_factory, tmp_path, "alone", tiny_engine)

@@ -3,38 +3,36 @@
 * M4B: every chapter is encoded to AAC on its own (in parallel; see :mod:`pipeline.audio.aac`),
   then the frames are joined into one file (:mod:`pipeline.audio.m4b`).
 * MP3 / Ogg Opus / FLAC / WAV: one file per chapter, tagged afterwards with mutagen. A WAV that
-  needs no limiter is written here (the gain applied in numpy, bit-identical to ffmpeg's
-  ``volume`` filter and ~3.5x faster: no process, one pass); the rest goes through ffmpeg.
+  needs no limiter is written by this process (:mod:`pipeline.audio.gained_wav`); the rest goes
+  through ffmpeg.
 
-Every file is produced under a hidden name in the output directory that names its writer
-(``pipeline/temp_files.py``: same file system, so the final ``os.replace`` is atomic) and renamed only once encoded and tagged. Bit-exact flags keep
-encoder version strings out, so re-running assembly reproduces identical bytes.
+Every file is produced under a hidden name in the output directory and renamed only once encoded
+and tagged (:mod:`pipeline.audio.publish`). Bit-exact flags keep encoder version strings out, so
+re-running assembly reproduces identical bytes.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import os
-import wave
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 from mutagen import MutagenError
 
 from pipeline.audio.aac import AacChapterPlan, AacPiece, count_adts_frames
 from pipeline.audio.assembly_types import AssemblyOptions
 from pipeline.audio.failures import os_error_fix, remove_quietly
 from pipeline.audio.ffmpeg import run_ffmpeg
+from pipeline.audio.gained_wav import write_stitched_wav
 from pipeline.audio.loudness import integrated_lufs
 from pipeline.audio.mp4lang import Mp4StructureError
-from pipeline.audio.stitch import MeasuredChapter, StitchedChapter, chapter_pcm, is_silence
+from pipeline.audio.publish import partial_path, publish
+from pipeline.audio.stitch import MeasuredChapter, StitchedChapter
 from pipeline.audio.tags import TrackTags, write_tags
-from pipeline.audio.wavio import canonical_samples_offset
+from pipeline.audio.wav_reading import canonical_samples_offset
 from pipeline.errors import AssemblyError
-from pipeline.temp_files import temporary_sibling
 from pipeline.types import SAMPLE_RATE
 
 log = logging.getLogger(__name__)
@@ -85,23 +83,6 @@ class Loudness:
             ]
         steps += ["apad", f"atrim=end_sample={output_samples}"]
         return ",".join(steps)
-
-
-def partial_path(final_path: Path) -> Path:
-    """The temporary name a file is written under until it is complete."""
-    return temporary_sibling(final_path, "partial")
-
-
-def publish(partial: Path, final_path: Path) -> Path:
-    """Atomically give a completed file its final name."""
-    try:
-        os.replace(partial, final_path)
-    except OSError as exc:
-        remove_quietly(partial)
-        raise AssemblyError(
-            f"{final_path}: cannot rename the finished file into place: {exc.strerror} ({os_error_fix(exc)})"
-        ) from exc
-    return final_path
 
 
 def chapter_loudness(chapter: MeasuredChapter, options: AssemblyOptions) -> Loudness:
@@ -161,8 +142,7 @@ def encode_chapter_file(
 ) -> Path:
     """Encode one chapter to MP3/Ogg Opus/FLAC/WAV and tag it; returns the final path."""
     if audio_format == "wav" and loudness.limit_dbfs is None:
-        blocks = _stitched_blocks(chapter.wav_path, chapter.samples)
-        return _write_wav_with_gain(blocks, chapter.samples, tags, final_path, loudness)
+        return write_stitched_wav(chapter, tags, final_path, loudness.volume_db)
     args = ["-i", str(chapter.wav_path), "-map", "0:a", "-map_metadata", "-1"]
     args += ["-af", loudness.ffmpeg_filter(chapter.samples)]
     args += [*_CODEC_ARGS[audio_format](bitrate), *BITEXACT]
@@ -191,92 +171,6 @@ def encode_clip(wav_path: Path, audio_format: str, final_path: Path, filters: st
     args = ["-i", str(wav_path), "-map", "0:a", "-map_metadata", "-1", "-af", filters]
     args += ["-ar", str(SAMPLE_RATE), *_CODEC_ARGS[audio_format](bitrate), *BITEXACT]
     return encode_file(args, final_path, f"encode the preview as {audio_format}")
-
-
-WAV_BLOCK_FRAMES = 1 << 20  # samples per pass: a chapter's copy is never all in memory at once
-
-
-def write_chapter_wav(chapter: MeasuredChapter, tags: TrackTags, final_path: Path, loudness: Loudness) -> Path:
-    """A chapter's WAV written straight from its sentences with the book's gain (no limiter:
-    ``assemble`` sends only those here), tagged — the same samples as stitching it and then
-    encoding the stitched WAV, without writing and reading that WAV."""
-    return _write_wav_with_gain(chapter_pcm(chapter), chapter.samples, tags, final_path, loudness, chapter.peak)
-
-
-def _stitched_blocks(wav_path: Path, samples: int) -> Iterator[np.ndarray]:
-    """A stitched chapter WAV's first ``samples`` samples, a block at a time."""
-    with wave.open(str(wav_path), "rb") as source:
-        left = samples
-        while left > 0:
-            pcm = np.frombuffer(source.readframes(min(left, WAV_BLOCK_FRAMES)), np.int16)
-            if pcm.size == 0:
-                return
-            yield pcm
-            left -= pcm.size
-
-
-def _gain_applier(volume_db: float, peak: int | None = None) -> Callable[[np.ndarray], np.ndarray]:
-    """int16 samples -> int16 samples with the gain, as ffmpeg's ``volume`` filter computes it
-    (float32 multiply, round half to even, clip to 16 bits); one float32 buffer reused. With the
-    samples' ``peak`` known, the clip is left out where no sample can reach it (float32 rounding
-    is monotonic: the peak's product bounds every other)."""
-    if not volume_db:
-        return lambda pcm: pcm
-    factor = np.float32(10.0 ** (volume_db / 20.0))
-    clips = peak is None or np.rint(np.float32(peak) * factor) > 32767
-    buffer = np.empty(0, dtype=np.float32)
-
-    def apply(pcm: np.ndarray) -> np.ndarray:
-        nonlocal buffer
-        if buffer.size < pcm.size:
-            buffer = np.empty(pcm.size, dtype=np.float32)
-        scaled = np.multiply(pcm, factor, out=buffer[: pcm.size], dtype=np.float32)
-        np.rint(scaled, out=scaled)
-        if clips:
-            np.clip(scaled, -32768, 32767, out=scaled)
-        return scaled.astype(np.int16)
-
-    return apply
-
-
-def _write_wav_with_gain(
-    blocks: Iterable[np.ndarray], samples: int, tags: TrackTags, final_path: Path, loudness: Loudness,
-    peak: int | None = None,
-) -> Path:
-    """``blocks`` of int16 samples with the book's gain, padded with silence to exactly
-    ``samples``, as a tagged WAV.
-
-    The same samples as ``ffmpeg -af volume=GdB,apad,atrim`` with ``pcm_s16le`` (float32 multiply,
-    round half to even, clip to 16 bits), written by this process: on the 32-core host an ffmpeg
-    per chapter costs ~0.3 s of the assembly after the last batch (docs/benchmarks.md)."""
-    partial = partial_path(final_path)
-    apply_gain = _gain_applier(loudness.volume_db, peak)
-    try:
-        with wave.open(str(partial), "wb") as out:
-            out.setnchannels(1)
-            out.setsampwidth(2)
-            out.setframerate(SAMPLE_RATE)
-            out.setnframes(samples)  # the header is right from the start: no rewrite after each block
-            left = samples
-            for pcm in blocks:
-                pcm = pcm[:left]
-                out.writeframesraw(pcm if is_silence(pcm) else apply_gain(pcm))
-                left -= pcm.size
-            while left > 0:  # shorter than planned: pad with silence, as apad does
-                pad = min(left, WAV_BLOCK_FRAMES)
-                out.writeframesraw(bytes(2 * pad))
-                left -= pad
-        write_tags(partial, "wav", tags)
-    except (OSError, wave.Error, MutagenError) as exc:
-        remove_quietly(partial)
-        cause = exc if isinstance(exc, OSError) else exc.__cause__ or exc.__context__ or exc
-        fix = os_error_fix(cause) if isinstance(cause, OSError) else "assemble the book again"
-        raise AssemblyError(f"{final_path}: cannot write it: {getattr(cause, 'strerror', None) or cause} "
-                            f"({fix})") from exc
-    except BaseException:
-        remove_quietly(partial)
-        raise
-    return publish(partial, final_path)
 
 
 def encode_file(

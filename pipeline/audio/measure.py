@@ -32,7 +32,7 @@ from pipeline.audio.failures import remove_quietly
 from pipeline.audio.loudness import sentence_energies, true_peak
 from pipeline.audio.stitch_helpers import call_in_helper, set_helper_niceness
 from pipeline.audio.trim import cut_speech, speech_bounds
-from pipeline.audio.wavio import read_sentence_samples
+from pipeline.audio.wav_reading import read_sentence_samples
 from pipeline.errors import AssemblyError
 from pipeline.temp_files import temporary_sibling
 from pipeline.types import SAMPLE_RATE

@@ -17,10 +17,12 @@ from typing import TypeVar
 from pipeline.audio.aac import AacChapterPlan, AacPiece
 from pipeline.audio.ahead import PreparedChapter, readalong_audio_path
 from pipeline.audio.assembly_types import AssemblyOptions, AssemblyReport, ChapterReport, OnStep
-from pipeline.audio.export import Loudness, partial_path, publish, write_chapter_wav
+from pipeline.audio.export import Loudness
 from pipeline.audio.failures import os_error_fix, remove_quietly
 from pipeline.audio.ffmpeg import image_decodes
+from pipeline.audio.gained_wav import write_chapter_wav
 from pipeline.audio.names import numbered_names
+from pipeline.audio.publish import partial_path, publish
 from pipeline.audio.stitch import MeasuredChapter, StitchedChapter
 from pipeline.audio.stitch_helpers import run_per_chapter
 from pipeline.audio.tags import TrackTags, cover_mime, track_tags
@@ -36,7 +38,7 @@ Treatments = Sequence[Loudness]  # one per chapter, in reading order
 
 def writes_from_sentences(options: AssemblyOptions, loudness: Treatments) -> bool:
     """Whether every output is a WAV chapter without a limiter, written straight from the
-    sentences (``export.write_chapter_wav``): then no chapter is stitched to the work directory."""
+    sentences (``gained_wav.write_chapter_wav``): then no chapter is stitched to the work directory."""
     return (set(options.formats) - {"srt", "vtt"} == {"wav"}) and all(t.limit_dbfs is None for t in loudness)
 
 
@@ -55,7 +57,7 @@ def write_wav_chapters(
     made = made_ahead(files, ahead)
     calls = [
         (len(chapter.sentences), f"writing {final_path}", write_chapter_wav,
-         (chapter, tags, final_path, treatment[chapter.index]))
+         (chapter, tags, final_path, treatment[chapter.index].volume_db))
         for chapter, _, tags, final_path in files if final_path not in made
     ]
     run_per_chapter(calls, options)

@@ -7,7 +7,7 @@
 2. :func:`chapter_pcm` gives the chapter's audio in that layout, block by block (each sentence read
    by itself, so memory stays at a few sentences however long the chapter is): :func:`stitch_chapter` writes
    them to a chapter WAV in the work directory for the encoders; a WAV output that needs no
-   limiter is written straight from them with the book's gain (``export.write_chapter_wav``).
+   limiter is written straight from them with the book's gain (``gained_wav.write_chapter_wav``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from pipeline.audio.failures import os_error_fix, remove_quietly
 from pipeline.audio.loudness import place_energies
 from pipeline.audio.measure import measure_sentence
 from pipeline.audio.trim import cut_speech
-from pipeline.audio.wavio import SAMPLE_WIDTH, read_sentence_samples
+from pipeline.audio.wav_reading import read_sentence_samples
+from pipeline.audio.wavio import SAMPLE_WIDTH
 from pipeline.errors import AssemblyError
 from pipeline.temp_files import temporary_sibling
 from pipeline.types import SAMPLE_RATE
