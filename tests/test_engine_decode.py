@@ -342,7 +342,7 @@ want = reference(kv_int8.dequantize(kq, ks, torch.float32), kv_int8.dequantize(v
 worst = max(worst, (got - want).abs().max().item())
 
 # RoPE + cache write against the PyTorch path (rotate_half), each slot at its own position
-from pipeline.engine.gpt import _apply_rope
+from pipeline.engine.layer_ops import apply_rope as _apply_rope
 qkv = torch.randn(B, 3 * H * D).half()
 angles = torch.arange(P).float()[:, None] / (10000 ** (torch.arange(D // 2).float() / (D // 2)))
 table_cos, table_sin = torch.cat([angles.cos()] * 2, -1), torch.cat([angles.sin()] * 2, -1)
@@ -374,7 +374,7 @@ for cache, scales, want in ((keys8, kscale, want_k), (values8, vscale, want_v)):
     assert scales[~written].abs().max().item() == 0.0
 
 # admission of a left-padded prefill into slots: the kernel against the PyTorch path
-from pipeline.engine.gpt import SlotCache
+from pipeline.engine.kv_cache import SlotCache
 prefilled = torch.randn(3, H, 40, D).half()
 lengths, slots = torch.tensor([40, 7, 33]), torch.tensor([4, 0, 2])
 for quantized in (False, True):
@@ -467,7 +467,7 @@ LAYER_KERNEL_CHECK = r"""
 import torch
 import torch.nn.functional as F
 import pipeline.engine.layer_kernels as lk
-from pipeline.engine.gpt import _add_rms_norm, _silu_mul
+from pipeline.engine.layer_ops import add_rms_norm as _add_rms_norm, silu_mul as _silu_mul
 
 torch.manual_seed(3)
 worst = 0.0

@@ -13,7 +13,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from pipeline.engine.gpt import FusedLlama, additive_mask
+from pipeline.engine.gpt import FusedLlama
+from pipeline.engine.layer_ops import additive_mask
 from pipeline.engine.loading import load_upstream_chat
 from pipeline.engine.modules.decoder import load_decoder
 from pipeline.engine.modules.embed import load_embed

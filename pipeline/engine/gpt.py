@@ -5,7 +5,7 @@ masks and position ids on the host, and syncs on every step. Here the same weigh
 minimal Llama block: fused QKV and gate/up projections, one RoPE table looked up per step, and
 two cache layouts: ``KVCache`` for a prefill (all rows at once), ``SlotCache`` for the decode
 slots (each slot its own length; on the GPU read by the Triton kernels of `decode_attention.py`;
-int8 with a scale per vector where ``EngineConfig.kv_cache`` asks for it, `kv_int8.py`).
+int8 with a scale per vector where ``EngineConfig.kv_cache`` asks for it), both in `kv_cache.py`.
 
 Shapes: B rows, S cache positions, H heads, D head width, C = H * D hidden width.
 """
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -22,8 +21,9 @@ from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import pipeline.engine.decode_attention as decode_attention
-import pipeline.engine.kv_int8 as kv_int8
 import pipeline.engine.layer_kernels as layer_kernels
+import pipeline.engine.layer_ops as layer_ops
+from pipeline.engine.kv_cache import KV, KVCache, SlotCache
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ KV_CACHE_CHOICES = ("auto", "int8", "model")
 FUSED_LAYERS = True
 
 
-_KV = tuple[torch.Tensor, torch.Tensor]
+_KV = KV
 # store(layer index, new keys, new values) -> the keys and values to attend to
 _Store = Callable[[int, torch.Tensor, torch.Tensor], _KV]
 # attend(queries [B, H, L, D], keys, values) -> [B, L, H, D]
@@ -91,26 +91,6 @@ def _linear_of(weight: torch.Tensor, bias: torch.Tensor | None) -> nn.Linear:
     return out
 
 
-@dataclass
-class KVCache:
-    """Per-layer key and value tensors [B, H, S, D] of a prefill; ``length`` positions are filled."""
-
-    keys: list[torch.Tensor]
-    values: list[torch.Tensor]
-    length: int = 0
-
-    @staticmethod
-    def allocate(layers: int, rows: int, heads: int, positions: int, head_dim: int,
-                 dtype: torch.dtype, device: torch.device) -> KVCache:
-        shape = (rows, heads, positions, head_dim)
-        return KVCache(keys=[torch.empty(shape, dtype=dtype, device=device) for _ in range(layers)],
-                       values=[torch.empty(shape, dtype=dtype, device=device) for _ in range(layers)])
-
-    @property
-    def rows(self) -> int:
-        return self.keys[0].shape[0]
-
-
 class FusedLlama(nn.Module):
     """Upstream's LlamaModel weights behind a decoder loop that suits batched generation."""
 
@@ -127,7 +107,7 @@ class FusedLlama(nn.Module):
         self.layers = nn.ModuleList(FusedLlamaLayer(layer, eps) for layer in hf_model.layers)
         self.norm = nn.Parameter(hf_model.norm.weight.detach().clone())
         self.eps = eps
-        cos, sin = _rope_tables(hf_model, int(config.max_position_embeddings))
+        cos, sin = layer_ops.rope_tables(hf_model, int(config.max_position_embeddings))
         self.register_buffer("rope_cos", cos, persistent=False)  # [max_positions, D], fp32
         self.register_buffer("rope_sin", sin, persistent=False)
         self.kv_cache = KV_CACHE  # read by quantized_kv(); tests set it per model
@@ -227,7 +207,7 @@ class FusedLlama(nn.Module):
         SiLU with its product, in one kernel each where ``layer_kernels`` runs (CUDA, half)."""
         add_norm, gated = ((layer_kernels.add_rms_norm, layer_kernels.silu_mul)
                            if FUSED_LAYERS and _use_triton(x, self.dtype) and layer_kernels.available()
-                           else (_add_rms_norm, _silu_mul))
+                           else (layer_ops.add_rms_norm, layer_ops.silu_mul))
         first = self.layers[0]
         with sdpa_kernel(_ATTENTION_BACKENDS):
             h = F.rms_norm(x, (self.hidden,), first.ln_attn, first.eps)
@@ -252,7 +232,7 @@ class FusedLlama(nn.Module):
         def mix(index: int, qkv: torch.Tensor) -> torch.Tensor:
             rows, steps, _ = qkv.shape
             qkv = qkv.view(rows, steps, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
-            qk = _apply_rope(qkv[:2], *rope)  # [2, B, H, L, D]
+            qk = layer_ops.apply_rope(qkv[:2], *rope)  # [2, B, H, L, D]
             keys, values = store(index, qk[1], qkv[2])
             return attention(qk[0], keys, values)
 
@@ -277,87 +257,6 @@ class FusedLlama(nn.Module):
         return mix
 
 
-@dataclass
-class SlotCache:
-    """Per-layer keys and values of the decode slots, [N, H, P, D]: slot-major, so that the first
-    B slots are one contiguous block, and position-major within a head, so that a slot's head
-    reads one contiguous run. int8 with float32 scales [N, H, P] per vector when quantized
-    (``kv_int8.py``); ``dtype`` is what reads of it give back."""
-
-    keys: list[torch.Tensor]
-    values: list[torch.Tensor]
-    key_scales: list[torch.Tensor] = field(default_factory=list)
-    value_scales: list[torch.Tensor] = field(default_factory=list)
-    dtype: torch.dtype | None = None
-
-    @property
-    def positions(self) -> int:
-        return self.keys[0].shape[2]
-
-    @property
-    def quantized(self) -> bool:
-        return bool(self.key_scales)
-
-    def tensors(self) -> list[torch.Tensor]:
-        return [*self.keys, *self.values, *self.key_scales, *self.value_scales]
-
-    def admit(self, layer: int, slots: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
-              lengths: torch.Tensor) -> None:
-        """A prefill's keys and values [n, H, w, D] into ``slots``, each prompt moved from the
-        right end (left padding) to positions [0, lengths[i])."""
-        if keys.is_cuda and decode_attention.available():
-            for cache, scales, new in ((self.keys, self.key_scales, keys),
-                                       (self.values, self.value_scales, values)):
-                decode_attention.admit_prefill(new, cache[layer],
-                                               scales[layer] if self.quantized else None,
-                                               slots, lengths)
-            return
-        start = _unpadding_index(keys.shape, lengths)
-        self.put(layer, slots, keys.gather(2, start), values.gather(2, start))
-
-    def put(self, layer: int, slots: torch.Tensor, keys: torch.Tensor,
-            values: torch.Tensor) -> None:
-        """Keys and values [n, H, w, D] into positions [0, w) of ``slots``."""
-        width = keys.shape[2]
-        for cache, scales, new in ((self.keys, self.key_scales, keys),
-                                   (self.values, self.value_scales, values)):
-            if self.quantized:
-                new, scale = kv_int8.quantize(new)
-                scales[layer][slots, :, :width] = scale
-            cache[layer][slots, :, :width] = new.to(cache[layer].dtype)
-
-    def scatter(self, layer: int, write_at: torch.Tensor, keys: torch.Tensor,
-                values: torch.Tensor) -> None:
-        """One new position per slot (the first B = len(write_at)): keys/values [B, H, 1, D]."""
-        rows, heads, _, dim = keys.shape
-        at = write_at.view(rows, 1, 1)
-        for cache, scales, new in ((self.keys, self.key_scales, keys),
-                                   (self.values, self.value_scales, values)):
-            if self.quantized:
-                new, scale = kv_int8.quantize(new)
-                scales[layer][:rows].scatter_(2, at.expand(rows, heads, 1), scale)
-            cache[layer][:rows].scatter_(2, at.unsqueeze(-1).expand(rows, heads, 1, dim), new)
-
-    def read(self, layer: int, rows: int, attend: int) -> _KV:
-        """The first ``rows`` slots' keys and values at positions [0, attend), [B, H, attend, D]
-        in the model's dtype (a view, or a dequantized copy)."""
-        keys = self.keys[layer][:rows, :, :attend]
-        values = self.values[layer][:rows, :, :attend]
-        if not self.quantized:
-            return keys, values
-        return (kv_int8.dequantize(keys, self.key_scales[layer][:rows, :, :attend], self.dtype),
-                kv_int8.dequantize(values, self.value_scales[layer][:rows, :, :attend],
-                                   self.dtype))
-
-
-def _unpadding_index(shape: torch.Size, lengths: torch.Tensor) -> torch.Tensor:
-    """Gather index [n, H, width, D] that shifts each left-padded row's real positions to 0."""
-    rows, heads, width, dim = shape
-    positions = torch.arange(width, device=lengths.device).view(1, -1)
-    source = (positions + (width - lengths).view(-1, 1)).clamp(max=width - 1)
-    return source.view(rows, 1, width, 1).expand(rows, heads, width, dim)
-
-
 def _use_triton(on: torch.Tensor, dtype: torch.dtype) -> bool:
     return (DECODE_ATTENTION == "triton" and on.is_cuda
             and dtype in (torch.float16, torch.bfloat16) and decode_attention.available())
@@ -378,43 +277,9 @@ def _slot_attention(write_at: torch.Tensor, attend: int, dtype: torch.dtype) -> 
     path is off (CPU, fp32): SDPA with a length mask over the first ``attend`` positions.
     Keys/values arrive as [B, H, attend, D]."""
     allowed = torch.arange(attend, device=write_at.device) <= write_at.unsqueeze(1)
-    mask = additive_mask(allowed, dtype)[:, None, None, :]
+    mask = layer_ops.additive_mask(allowed, dtype)[:, None, None, :]
 
     def masked(query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
         return F.scaled_dot_product_attention(query, keys, values, attn_mask=mask).transpose(1, 2)
 
     return masked
-
-
-def _add_rms_norm(x: torch.Tensor, delta: torch.Tensor, weight: torch.Tensor,
-                  eps: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """The PyTorch path of ``layer_kernels.add_rms_norm``: x + delta, and its RMSNorm."""
-    x = x + delta
-    return x, F.rms_norm(x, (x.shape[-1],), weight, eps)
-
-
-def _silu_mul(gate_up: torch.Tensor) -> torch.Tensor:
-    """The PyTorch path of ``layer_kernels.silu_mul``."""
-    gate, up = gate_up.chunk(2, dim=-1)
-    return F.silu(gate) * up
-
-
-def _apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    half = x.shape[-1] // 2
-    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-    return x * cos + rotated * sin
-
-
-def _rope_tables(hf_model: nn.Module, positions: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """HF's own rotary embedding evaluated once for every position, so scaling variants carry over."""
-    device = hf_model.norm.weight.device
-    ids = torch.arange(positions, device=device).unsqueeze(0)
-    probe = torch.zeros(1, 1, dtype=torch.float32, device=device)
-    cos, sin = hf_model.rotary_emb(probe, ids)
-    return cos[0].float(), sin[0].float()
-
-
-def additive_mask(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """0 where attention is allowed, -inf elsewhere (no host-to-device copy: graph-safe)."""
-    zeros = torch.zeros(allowed.shape, dtype=dtype, device=allowed.device)
-    return zeros.masked_fill_(~allowed, float("-inf"))

@@ -12,8 +12,9 @@ from __future__ import annotations
 import torch
 
 from pipeline.engine.decode_step import StepKind, TokenSpace, run_gpt_step
-from pipeline.engine.gpt import FusedLlama, KVCache, additive_mask
+from pipeline.engine.gpt import FusedLlama, KVCache
 from pipeline.engine.host_lists import to_device
+from pipeline.engine.layer_ops import additive_mask
 from pipeline.engine.prompts import PromptBatch
 from pipeline.engine.sampling import RowSampling
 from pipeline.engine.slots import Newcomers, SlotShape, SlotState, admit, compact, take_finished

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 
 import torch
 
-from pipeline.engine.gpt import FusedLlama, KVCache, SlotCache
+from pipeline.engine.gpt import FusedLlama
 from pipeline.engine.host_lists import to_device
+from pipeline.engine.kv_cache import KVCache, SlotCache
 from pipeline.engine.sampling import REPETITION_WINDOW, RowSampling, noise_cells
 
 
