@@ -13,7 +13,7 @@
 | TTS_JOBS_MAX_BATCH | 1024 (GPU) / 16 (CPU) | most sentences in one batch (the pool its decode slots draw from; the planner's memory cap may allow fewer) |
 | TTS_JOBS_SLOTS | (the batch) | most sentences a GPU worker decodes at once; the rest of the batch waits for a free slot |
 | TTS_JOBS_STREAM_SECONDS | 60 | how long a synthesis worker goes on claiming the next batch into the decode slots of the one it runs (jobs/batches/stream.py); 0 runs every batch on its own |
-| TTS_JOBS_LEASE_SECONDS | 120 | a running batch whose worker is silent this long is taken over |
+| TTS_JOBS_LEASE_SECONDS | 120 | a running batch whose worker is silent this long is taken over; it sets the sweeps' pace too: every worker sweeps every lease / 4 (5 s at least) and sends again a message missing for lease / 4 (30 s at most) |
 | TTS_JOBS_VISIBILITY_TIMEOUT | 21600 | Redis redelivery of unacknowledged messages (longer than any batch) |
 | TTS_JOBS_MAX_ATTEMPTS | 3 | attempts per batch before its sentences fail |
 | TTS_JOBS_CPU_WORKER_NICE | 10 | niceness of a worker serving only the CPU queue (ingest, planning, assembly), so that it never starves the host threads that feed the GPUs; 0 leaves it alone |

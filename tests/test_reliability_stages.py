@@ -1,6 +1,8 @@
-"""Every stage leased and reconciled, with DEFAULT settings (lease 120 s, visibility timeout 6 h):
-a worker killed in any stage, a kill between any commit and its message, two deliveries of one
-assembly, malformed queue entries, a killed book's place in the queue.
+"""Every stage leased and reconciled: a worker killed in any stage, a kill between any commit and
+its message, two deliveries of one assembly, malformed queue entries, a killed book's place in the
+queue. The default settings (visibility timeout 6 h) but a lease of 20 s, which paces the sweeps:
+every 5 s, a missing message resent after 5 s (30 s and 30 s at the default) — the same paths,
+sooner. A whole worker killed while it speaks runs at the production lease of 120 s.
 
 Real processes: `tts-jobs worker` subprocesses (their whole process group killed like a crashed
 host), the real PostgreSQL and Redis, tiny synthetic weights (noise, never speech).
@@ -31,13 +33,20 @@ SHORT_CHAPTERS = [("One", ["A first short chapter."]), ("Two", ["A second short 
 RECOVERY_SECONDS = 300  # the book is done within five minutes of a new worker starting
 
 
+SHORT_LEASE_SECONDS = 20.0
+
+
 @pytest.fixture()
-def cluster(pg_database: str, redis_url: str, settings_factory):  # type: ignore[no-untyped-def]
-    """The real PostgreSQL and Redis with every reliability setting at its default."""
-    settings = settings_factory(pg_database, max_batch=6)
+def cluster(request: pytest.FixtureRequest, pg_database: str, redis_url: str, settings_factory):  # type: ignore[no-untyped-def]
+    """The real PostgreSQL and Redis with every reliability setting at its default, the lease
+    short unless the test is marked ``default_settings``."""
+    at_defaults = request.node.get_closest_marker("default_settings") is not None
+    settings = settings_factory(pg_database, max_batch=6,
+                                **({} if at_defaults else {"lease_seconds": SHORT_LEASE_SECONDS}))
     env = cluster_env(settings)
     env["TTS_JOBS_MAX_BATCH"] = "6"
-    assert settings.lease_seconds == 120 and settings.visibility_timeout == 21_600
+    assert settings.lease_seconds == (120 if at_defaults else SHORT_LEASE_SECONDS)
+    assert settings.visibility_timeout == 21_600
     yield settings, env
     wipe_tables(pg_database)
 
@@ -63,7 +72,8 @@ def _finished_at(rt: Runtime, job_id: int):  # type: ignore[no-untyped-def]
         return repo.get_job(s, job_id).finished_at
 
 
-@pytest.mark.parametrize("stage", ["ingest", "plan", "synthesize", "assemble"])
+@pytest.mark.parametrize("stage", ["ingest", "plan", pytest.param("synthesize", marks=pytest.mark.default_settings),
+                                   "assemble"])
 def test_a_whole_worker_killed_in_any_stage_leaves_a_book_that_finishes_once(tmp_path: Path, cluster,  # type: ignore[no-untyped-def]
                                                                              stage: str) -> None:
     settings, env = cluster

@@ -30,7 +30,9 @@ from storage.models import Job, JobState, utcnow
 
 log = logging.getLogger(__name__)
 
-GRACE_SECONDS = 30.0  # a message follows its commit within milliseconds; past this it never went out
+# A message follows its commit within milliseconds; past this it never went out. A shorter lease
+# (TTS_JOBS_LEASE_SECONDS) shortens it with the sweeps' pace: a quarter of the lease, at most this.
+GRACE_SECONDS = 30.0
 MAX_BACKOFF_SECONDS = 3600.0
 IDLE_QUEUE_SECONDS = 300.0  # queued batches, none running, no send for this long: wake a worker
 
@@ -53,7 +55,7 @@ def stranded_work(rt: Runtime, now: datetime | None = None) -> Resends:
     now = now or utcnow()
     returned = return_batches_of_gone_holders(rt)
     resends = Resends(batches=returned)
-    grace = now - timedelta(seconds=GRACE_SECONDS)
+    grace = now - timedelta(seconds=grace_seconds(rt))
     with rt.session() as session:
         repo.mark_batches_sent(session, returned, now)
         resends.batches += repo.claim_unsent_batches(session, grace)
@@ -62,7 +64,7 @@ def stranded_work(rt: Runtime, now: datetime | None = None) -> Resends:
             if _stage_due(rt, session, job, now):
                 (resends.assemble if job.job_state == JobState.ASSEMBLING else resends.ingest).append(job.id)
         for job_id in repo.jobs_with_unplanned_sentences(session):
-            if repo.mark_job_sent(session, job_id, unless_since=_backoff_start(now, 0)):
+            if repo.mark_job_sent(session, job_id, unless_since=_backoff_start(rt, now, 0)):
                 resends.plan.append(job_id)
         session.commit()
     if resends:
@@ -75,14 +77,19 @@ def _stage_due(rt: Runtime, session, job: Job, now: datetime) -> bool:  # type: 
     """Whether the job's stage needs its message again (marked as sent when it does)."""
     if job.runner and not holder_gone(job.runner, job.heartbeat_at, rt.settings.lease_seconds):
         return False  # held: its worker is on it
-    since = _backoff_start(now, 0 if job.runner else job.sends)  # a gone holder: no back-off
+    since = _backoff_start(rt, now, 0 if job.runner else job.sends)  # a gone holder: no back-off
     if job.runner:
         repo.release_job_stage(session, job.id, job.runner)
     return repo.mark_job_sent(session, job.id, unless_since=since)
 
 
-def _backoff_start(now: datetime, sends: int) -> datetime:
-    backoff = min(GRACE_SECONDS * 2 ** min(sends, 10), MAX_BACKOFF_SECONDS)
+def grace_seconds(rt: Runtime) -> float:
+    """How long a commit's message may be missing before it is sent again."""
+    return min(GRACE_SECONDS, rt.settings.lease_seconds / 4)
+
+
+def _backoff_start(rt: Runtime, now: datetime, sends: int) -> datetime:
+    backoff = min(grace_seconds(rt) * 2 ** min(sends, 10), MAX_BACKOFF_SECONDS)
     return now - timedelta(seconds=backoff)
 
 
