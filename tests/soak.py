@@ -304,7 +304,9 @@ def run_soak(env: dict[str, str], work_dir: Path, config: SoakConfig,
         books.append((write_epub(work_dir / f"book{n:03d}.epub", f"Soak Book {n}", chapters), chapters))
     started = time.monotonic()
     deadline = started + config.minutes * 60
-    victim = start_worker(env, "victim", work_dir / "victim.log")
+    victim_log = work_dir / "victim.log"
+    victim = start_worker(env, "victim", victim_log)
+    schedule = _KillSchedule(config, rng, victim_log)  # before the victim can be ready: it counts its ready lines
     steady = start_worker(env, "steady", work_dir / "steady.log")
     report = SoakReport(job_ids=[])
     try:
@@ -315,8 +317,6 @@ def run_soak(env: dict[str, str], work_dir: Path, config: SoakConfig,
         report.job_ids = [int(line) for line in submitted.stdout.split()]
         log(f"soak: submitted {len(report.job_ids)} books: jobs {report.job_ids}")
         rt = open_runtime(settings, upgrade_schema=False)
-        victim_log = work_dir / "victim.log"
-        schedule = _KillSchedule(config, rng, victim_log)
         while True:
             states = {s.id: s.state for s in job_statuses(rt) if s.id in report.job_ids}
             report.states = states
