@@ -43,6 +43,7 @@ from typing import Any, BinaryIO, TypeVar
 from pipeline.audio.assembly_types import AssemblyOptions
 from pipeline.audio.loudness import preload as preload_loudness_filter
 from pipeline.audio.parallel import bind, run_longest_first, worker_count
+from pipeline.child_env import child_environment, prepended
 from pipeline.errors import AssemblyError
 
 log = logging.getLogger(__name__)
@@ -73,12 +74,12 @@ class StitchHelper:
 
     def __init__(self) -> None:
         package_root = str(Path(__file__).resolve().parents[2])  # the folder that holds pipeline/
-        search_path = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH", "")) if p)
+        search_path = prepended("PYTHONPATH", package_root)
         self._process = subprocess.Popen(
             [sys.executable, "-c", f"import {__name__} as helper; helper.main({_niceness:d})"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            env={**os.environ, **_ONE_THREAD, "PYTHONPATH": search_path},
+            env=child_environment(**_ONE_THREAD, PYTHONPATH=search_path),
         )
         self.idle_since = time.monotonic()  # never later than the helper's own idle clock starts
         self._broken = False

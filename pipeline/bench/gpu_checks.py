@@ -23,7 +23,6 @@ import argparse
 import functools
 import json
 import logging
-import os
 import traceback
 from collections.abc import Callable
 from dataclasses import replace
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.bench.protocol import BenchOptions, forced_steps, make_workload
+from pipeline.child_env import interpret_triton
 from pipeline.errors import OutOfDeviceMemory
 
 SECTIONS = ("attention", "kernels", "oom", "caps")  # the order they run in: the caps come after
@@ -282,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     if args.cpu_smoke:
-        os.environ.setdefault("TRITON_INTERPRET", "1")  # before anything imports Triton
+        interpret_triton()
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     _, failed = run_sections(args)
     print(f"\nsections failed: {', '.join(failed)}" if failed else "\nall sections ran")

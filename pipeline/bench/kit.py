@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import lzma
-import os
 import re
 import shutil
 import subprocess
@@ -14,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.bench.run_log import RunFailed, progress
+from pipeline.child_env import child_environment, prepended
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ def prepare_tools(kit: Path, scratch: Path) -> Tools:
         redis_server, redis_env = which_or_fail("redis-server"), {}
     ffmpeg_dir = kit_ffmpeg(kit / "bin", scratch / "bin")
     tools = Tools(redis_server=redis_server, redis_env=redis_env, path_prefix=str(ffmpeg_dir or ""))
-    search_path = os.pathsep.join(filter(None, [tools.path_prefix, os.environ.get("PATH", "")]))
+    search_path = prepended("PATH", tools.path_prefix)
     ffmpeg = shutil.which("ffmpeg", path=search_path)
     if ffmpeg is None:
         raise RunFailed("no ffmpeg: put one on PATH or bin/ffmpeg.xz into the kit")
@@ -50,7 +50,7 @@ def which_or_fail(name: str) -> Path:
 
 
 def first_line(command: list[str], extra_env: dict[str, str]) -> str:
-    out = subprocess.run(command, capture_output=True, text=True, env={**os.environ, **extra_env},
+    out = subprocess.run(command, capture_output=True, text=True, env=child_environment(**extra_env),
                          timeout=30, check=False)
     if out.returncode != 0:
         raise RunFailed(f"{command[0]} does not run here: {(out.stderr or out.stdout).strip()[-500:]}")
@@ -84,8 +84,7 @@ def kit_redis(debs: Path, target: Path) -> tuple[Path, dict[str, str]]:
                     dest.chmod(0o755)
     if not server.exists():
         raise RunFailed(f"no redis-tools package in {debs}")
-    return server, {"LD_LIBRARY_PATH": os.pathsep.join(
-        filter(None, [str(target / "lib"), os.environ.get("LD_LIBRARY_PATH", "")]))}
+    return server, {"LD_LIBRARY_PATH": prepended("LD_LIBRARY_PATH", str(target / "lib"))}
 
 
 def deb_data_tar(deb: Path) -> bytes:

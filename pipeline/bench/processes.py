@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pipeline.bench.kit import Tools
 from pipeline.bench.run_log import RunFailed, progress
+from pipeline.child_env import child_environment
 
 REPO = Path(__file__).resolve().parents[2]
 TTS_JOBS = [sys.executable, "-m", "jobs.cli"]
@@ -34,7 +35,7 @@ def redis_running(tools: Tools, folder: Path) -> Iterator[int]:
     port = free_port()
     command = [str(tools.redis_server), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                "--appendonly", "no", "--dir", str(folder), "--logfile", str(folder / "redis.log")]
-    server = subprocess.Popen(command, env={**os.environ, **tools.redis_env}, start_new_session=True,
+    server = subprocess.Popen(command, env=child_environment(**tools.redis_env), start_new_session=True,
                               stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     try:
         wait_for_redis(port, server)

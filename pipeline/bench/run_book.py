@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from pathlib import Path
 
 from pipeline.bench.kit import kit_ffmpeg
 from pipeline.bench.shelf import write_epub_book
+from pipeline.child_env import child_environment, device_output
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench run-book") -> int:
     args = parse_args(argv, prog)
     scratch = Path(tempfile.mkdtemp(prefix="tts-run-book-"))
-    env = dict(os.environ, PYTHONUNBUFFERED="1", TRITON_CACHE_DIR=str(scratch / "triton"))
+    env = child_environment(PYTHONUNBUFFERED="1", TRITON_CACHE_DIR=str(scratch / "triton"))
     if args.cpu_smoke:
         env["TTS_JOBS_DEVICE"] = "cpu"
     ffmpeg = None if shutil.which("ffmpeg") else kit_ffmpeg(args.kit / "bin", scratch / "bin")
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench ru
     for row in rows:
         stages = "; ".join(f"{name} {at:.1f}" for name, at in row["stages"])
         print(f"| {row['run']} | {row['wall_s']:.1f} | {row['audio_s']:.0f} | {row['x_realtime']:.0f} | {stages} |")
-    out = Path(os.environ.get("OUT", scratch))
+    out = device_output(scratch)
     (out / "run_book.json").write_text(json.dumps(rows, indent=2))
     shutil.rmtree(scratch, ignore_errors=True)
     return 0
