@@ -20,9 +20,7 @@ PACKAGES = ("jobs", "pipeline", "storage")
 MAX_LINES = 300
 # Modules still over MAX_LINES, each at most as long as today while it is split by concern; a
 # module split below the limit leaves the list (the test says so), and none joins it.
-OVER_THE_LIMIT = {
-    "pipeline/engine/engine.py": 539,
-}
+OVER_THE_LIMIT: dict[str, int] = {}
 SETTINGS_MODULE = "jobs/settings.py"
 # Beside the settings, the one module that reads the process environment: what child processes
 # start with (search paths, the lent machine's OUT, Triton's interpreter switch).

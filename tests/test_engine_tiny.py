@@ -344,7 +344,7 @@ def test_an_unusable_recording_raises_voice_error_naming_the_file(engine: Engine
 
 # ------------------------------------------------------------------------------ planning, refine
 def test_a_big_batch_is_tokenized_in_threads_with_the_ids_of_one_call(engine: Engine) -> None:
-    from pipeline.engine.engine import TOKENIZE_CHUNK
+    from pipeline.engine.prompt_tokens import TOKENIZE_CHUNK
 
     texts = [f"[Stts][spk_emb]Sentence number {i}, 第{i}句。[Ptts]" for i in range(2 * TOKENIZE_CHUNK + 5)]
     fast = engine._parts.tokenizer.backend_tokenizer
@@ -367,7 +367,7 @@ def test_prompt_tokens_and_memory_model_feed_the_planner(engine: Engine) -> None
 
 
 def test_refine_texts_is_batched_and_independent_of_batch_mates(engine: Engine) -> None:
-    from pipeline.engine.engine import RefineParams
+    from pipeline.engine.refine import RefineParams
 
     params = RefineParams(max_new_tokens=12)
     both = engine.refine_texts(["你好世界", "hello there"], params)

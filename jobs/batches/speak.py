@@ -90,7 +90,7 @@ def refined(engine: Engine, work: list[SentenceWork]) -> list[SentenceWork]:
             styles.setdefault(w.refine_prompt, []).append(w)
     if not styles:
         return work
-    from pipeline.engine.engine import RefineParams
+    from pipeline.engine.refine import RefineParams
 
     texts: dict[int, str] = {}
     for prompt, chosen in styles.items():

@@ -19,9 +19,10 @@ import pipeline.engine.step_graphs as step_graphs  # noqa: PLR0402
 import pipeline.engine.waveform as waveform  # noqa: PLR0402
 from pipeline.engine.checksums import verify_real_weights
 from pipeline.engine.config import PRECISIONS, EngineConfig, EngineTuning
-from pipeline.engine.engine import Engine, ModelParts
+from pipeline.engine.engine import Engine
 from pipeline.engine.gpt import KV_CACHE, KV_CACHE_CHOICES, FusedLlama
 from pipeline.engine.memory import cap_device_memory
+from pipeline.engine.model_parts import ModelParts
 from pipeline.engine.modules.audio_encoder import AudioEncoder
 from pipeline.engine.modules.decoder import load_decoder
 from pipeline.engine.modules.embed import load_embed

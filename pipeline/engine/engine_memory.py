@@ -1,0 +1,126 @@
+"""The engine's memory side: its decode slots and their CUDA graphs, the device's budget, and the
+memory model the planner sizes batches by (calibrated by ``Engine.warm_up`` on CUDA, analytic
+elsewhere). A part of ``Engine`` (its base class), kept here so that each file reads as one concern."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from pipeline.batching import MemoryModel
+from pipeline.engine.memory import (
+    PLANNER_SHARE,
+    analytic_memory_model,
+    calibrate_capped_memory_model,
+    calibrate_memory_model,
+    device_budget_bytes,
+    device_capped,
+    model_with_widest_slots,
+    prefill_bytes_per_position,
+    release_cached_memory,
+)
+from pipeline.engine.slots import SlotShape
+from pipeline.engine.step_graphs import StepRunner, cache_fits, device_bytes, rounded_positions
+from pipeline.lengths import MAX_TOKENS_CAP
+
+if TYPE_CHECKING:
+    from pipeline.engine.model_parts import ModelParts
+
+log = logging.getLogger(__name__)
+
+WORKER_PROMPT_TOKENS = 128  # prompt room in a worker's prepared slots (a long sentence's prompt fits)
+
+
+class EngineMemory:
+    """Slots, budget and memory model of an ``Engine`` (which sets these attributes)."""
+
+    device: str
+    precision: str
+    _parts: ModelParts
+    _runner: StepRunner
+    _memory: MemoryModel | None
+    _widest_slots_ready: bool  # prepare_worker_slots allocated the widest batch's slots
+    _worker_rows: int | None  # the rows a worker's batches have (a stream's slots)
+    _torch_device: torch.device
+
+    @torch.inference_mode()
+    def prepare_slots(self, slots: int, prompt_tokens: int, max_new_tokens: int) -> int:
+        """Allocate decode slots for ``slots`` sentences of up to ``prompt_tokens`` +
+        ``max_new_tokens`` positions and capture their CUDA graphs now, not mid-batch (default
+        sampling: top-k > 1 with a repetition penalty). Returns how many graphs were captured."""
+        emb = self._parts.embeddings
+        shape = SlotShape(capacity=slots, positions=prompt_tokens + max_new_tokens,
+                          steps=max_new_tokens, codebooks=emb.codebooks, vocab=emb.vocab,
+                          keep_hiddens=True)
+        return self._runner.prepare(shape)
+
+    def prepare_worker_slots(self, rows: int) -> int:
+        """On CUDA: slots and graphs for the widest, longest batch a worker may be sent — ``rows``
+        sentences at the 2048-token cap — if their KV cache fits ``GROWN_SLOTS_SHARE`` of the
+        device (an H200: 1024 rows, 73 GB); else none (slots then grow with the batches). A
+        worker calls this once after ``warm_up``: no batch then re-makes slots or captures
+        graphs (each costs ~0.5 s mid-batch on an H200). Returns the graphs captured."""
+        gpt = self._parts.gpt
+        total = device_bytes(gpt)
+        positions = rounded_positions(WORKER_PROMPT_TOKENS + MAX_TOKENS_CAP)
+        if total is None:
+            self._worker_rows = rows  # on CPU memory is not the limit
+            return 0
+        if not cache_fits(rows, positions, gpt.kv_bytes_per_position(), total):
+            # a smaller (or capped) card: a stream's slots are its first batch's, as planned to fit
+            return 0
+        graphs = self.prepare_slots(rows, WORKER_PROMPT_TOKENS, MAX_TOKENS_CAP)
+        self._worker_rows = rows
+        self._widest_slots_ready = True
+        return graphs
+
+    def memory_capped(self) -> bool:
+        """Whether this engine runs under a memory cap (``EngineConfig.memory_gib``)."""
+        return device_capped(self._torch_device)
+
+    def kv_bytes_per_position(self) -> int:
+        """Bytes of keys and values one decode slot position holds (all layers)."""
+        return self._parts.gpt.kv_bytes_per_position()
+
+    def memory_budget_bytes(self) -> int | None:
+        """GPU memory this engine may use (its cap, ``EngineConfig.memory_gib``, else the card's);
+        None on CPU."""
+        return device_budget_bytes(self._torch_device)
+
+    def quantized_kv(self) -> bool:
+        """Whether the decode slots keep keys and values in int8 (``EngineConfig.kv_cache``)."""
+        return self._parts.gpt.quantized_kv()
+
+    def release_slots(self) -> None:
+        """Free the decode slots and their CUDA graphs (they are kept between batches)."""
+        self._runner.release()
+
+    def release_device_memory(self) -> None:
+        """Everything kept between batches given back: slots, graphs (and their pool), the
+        allocator's cached blocks, library workspaces (``oom.py`` calls it before a retry)."""
+        self.release_slots()
+        release_cached_memory(self._torch_device)
+
+    @property
+    def calibrated_memory_model(self) -> MemoryModel | None:
+        """The model ``warm_up`` measured on CUDA; None before that, and on CPU."""
+        return self._memory
+
+    def memory_model(self) -> MemoryModel:
+        """Calibrated by ``warm_up`` on CUDA (with the cache's own slope once
+        ``prepare_worker_slots`` holds the widest batch); an analytic, conservative model otherwise."""
+        if self._memory is not None and not self._widest_slots_ready:
+            return self._memory
+        analytic = analytic_memory_model(self._parts.gpt, self._parts.waveform)
+        return analytic if self._memory is None else model_with_widest_slots(self._memory, analytic)
+
+    def _calibrate(self, voice: str) -> None:
+        """The memory model measured on this CUDA device (under its cap, where it has one)."""
+        engine: Any = self
+        budget = self.memory_budget_bytes() if self.memory_capped() else None
+        self._memory = (calibrate_capped_memory_model(engine, voice, int(PLANNER_SHARE * budget),
+                                                      prefill_bytes_per_position(self._parts.gpt))
+                        if budget else calibrate_memory_model(engine, voice))
+        log.info("memory model calibrated on %s/%s: %s", self.device, self.precision, self._memory)
