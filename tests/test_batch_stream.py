@@ -19,6 +19,7 @@ from jobs.runtime import Runtime, open_runtime
 from jobs.status import job_statuses
 from jobs.submit import submit_book
 from pipeline.errors import OutOfDeviceMemory
+from storage import repo
 from storage.models import Batch, BatchState, JobState, Sentence, SentenceState
 from tests.books import write_epub
 
@@ -73,6 +74,23 @@ def test_one_task_speaks_the_queued_batches_after_its_own_and_their_messages_fin
     # the messages of the batches the stream took arrive later, at any worker: nothing to do
     for batch_id in batch_ids[1:]:
         assert synthesize_batch(rt, tiny_engine, batch_id, "host:2") == []
+
+
+def test_a_retried_task_speaks_what_its_failed_attempt_still_held(
+        rt, tmp_path: Path, tiny_engine) -> None:  # type: ignore[no-untyped-def]
+    """The database failed under a task after it claimed its batch: nothing could give the batch
+    back, so it stays leased to this live process. The retry (the same process) puts it back in
+    its place first and speaks it, not only the batches after it (else it waits out the lease)."""
+    job_id, batch_ids = _planned_book(rt, tmp_path)
+    with rt.session() as s:
+        assert repo.claim_batch(s, batch_ids[0], "host:1", rt.settings.lease_seconds) is not None
+        s.commit()
+
+    batch_stream.synthesize_stream(rt, tiny_engine, batch_ids[0], "host:1", lambda jobs: None, lambda b: None)
+
+    assert _batch_states(rt, batch_ids) == [BatchState.DONE.value] * len(batch_ids)
+    status = job_statuses(rt, job_id)[0]
+    assert status.sentences_done == status.sentences_total
 
 
 def test_each_batch_is_measured_for_assembly_while_the_stream_goes_on(

@@ -125,7 +125,13 @@ def _unheard(_: object) -> None:
 def _claim_first(rt: Runtime, batch_id: int, worker: str) -> tuple[ClaimedBatch | None, list[int]]:
     """The stream's first batch: the queue's first in its order (messages wake workers; the
     database decides what runs next, so a batch given back by a killed worker keeps its place),
-    else the message's own batch (taken over from a dead holder on this host if need be)."""
+    else the message's own batch (taken over from a dead holder on this host if need be). What
+    an earlier attempt of this process still holds goes back to the queue first, in its place."""
+    with rt.session() as session:
+        returned = repo.give_back_own_batches(session, worker)
+        session.commit()
+    if returned:
+        log.info("batches %s: held by this process's earlier attempt; back in the queue", returned)
     with rt.read_session() as session:
         first = repo.next_queued_batch(session, suspects=True)
     ready_first: list[int] = []

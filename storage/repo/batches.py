@@ -279,5 +279,15 @@ def give_back_batches(session: Session, batch_ids: Sequence[int]) -> None:
         .execution_options(synchronize_session=False))
 
 
+def give_back_own_batches(session: Session, worker: str) -> list[int]:
+    """Running batches leased by ``worker`` (host:pid), back to the queue in their place: at the
+    start of a task they are an earlier attempt's of the same process (a process runs one task at
+    a time), left running when the database failed under it and nothing could give them back."""
+    own = list(session.scalars(select(Batch.id).where(Batch.state == BatchState.RUNNING.value,
+                                                      Batch.leased_by == worker)))
+    give_back_batches(session, own)
+    return own
+
+
 def queued_batches(session: Session) -> list[int]:
     return list(session.scalars(select(Batch.id).where(Batch.state == BatchState.QUEUED.value)))
