@@ -128,10 +128,9 @@ def _claim_first(rt: Runtime, batch_id: int, worker: str) -> tuple[ClaimedBatch 
     else the message's own batch (taken over from a dead holder on this host if need be). What
     an earlier attempt of this process still holds goes back to the queue first, in its place."""
     with rt.session() as session:
-        returned = repo.give_back_own_batches(session, worker)
+        if returned := repo.give_back_own_batches(session, worker):
+            log.info("batches %s: held by this process's earlier attempt; back in the queue", returned)
         session.commit()
-    if returned:
-        log.info("batches %s: held by this process's earlier attempt; back in the queue", returned)
     with rt.read_session() as session:
         first = repo.next_queued_batch(session, suspects=True)
     ready_first: list[int] = []
