@@ -21,6 +21,8 @@ import socket
 import tempfile
 from pathlib import Path
 
+from pipeline.temp_files import process_alive
+
 log = logging.getLogger(__name__)
 
 ALIVE_FOLDER = "tts-jobs-alive"
@@ -94,14 +96,4 @@ def report_liveness(worker_name: str) -> None:
 
 
 def _running(pid: int) -> bool:
-    return Path(f"/proc/{pid}").exists() if Path("/proc/self").exists() else _signal_zero(pid)
-
-
-def _signal_zero(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return Path(f"/proc/{pid}").exists() if Path("/proc/self").exists() else process_alive(pid)
