@@ -98,7 +98,7 @@ class EngineLoading:
             engine = open_engine(settings)
             loaded = time.perf_counter()
             if engine.device.startswith("cuda"):  # kernels compiled, the memory model calibrated
-                engine.warm_up()
+                engine.warm_up(settings.calibration_file)
             log.info("engine loaded in %.1f s, warmed up in %.1f s", loaded - began, time.perf_counter() - loaded)
             self._engine = engine
         except BaseException as exc:  # handed to whoever waits for the engine

@@ -136,6 +136,11 @@ class Settings:
                             kv_cache=self.kv_cache, memory_gib=self.memory_gib, hf_home=self.hf_home,
                             tuning=self.engine_tuning)
 
+    @property
+    def calibration_file(self) -> Path:
+        """Where a GPU's memory calibration is kept for the next run on it (pipeline/engine/calibration_file.py)."""
+        return self.data_dir / "cache" / "memory_models.json"
+
     def measure_helper_count(self) -> int:
         """Helper processes that measure a synthesis worker's sentences ahead of assembly: as
         set, else one per 4 cores this process may use from 8 cores up (none on a smaller

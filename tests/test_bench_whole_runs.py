@@ -30,6 +30,9 @@ def test_run_book_times_a_whole_run_and_says_where_its_stages_began(tmp_path: Pa
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     [run] = json.loads((tmp_path / "run_book.json").read_text())
     assert run["audio_s"] > 0 and run["wall_s"] > 0 and run["stages"]
+    stages = dict(run["stages"])  # when the first sentence's WAV appeared, among the stages
+    assert 0 < stages["first sentence written"] < run["wall_s"]
+    assert stages["speaking"] <= stages["first sentence written"] < stages["assembling"]
     assert "| run | wall s | audio s | x real time |" in done.stdout
 
 

@@ -95,7 +95,7 @@ def worker_engine() -> Engine:
             settings = _settings()
             _engine = open_engine(settings)
             _engine.slots = settings.slots
-            _engine.warm_up()
+            _engine.warm_up(settings.calibration_file)
             slots = settings.slots or plan.scheduling_policy(settings, gpu_worker=True).batch_rows
             graphs = _engine.prepare_worker_slots(slots)
             importlib.import_module("pipeline.audio")  # the WAV writer's: now, not in the first batch

@@ -3,9 +3,10 @@
 Writes synthetic full-size weights (noise, never speech) and an EPUB 3 of about ``--hours`` of
 audio (the engine benchmark's mixed Chinese/English sentences, ``--chapters`` chapters), then runs
 `tts-jobs run` as a user would, in a fresh data directory each time, ``--runs`` times in a row on
-one Triton cache (the first run compiles the kernels, as a user's first run does; later runs find
-them cached, as every later run of a user's does). Each stage line of the run's piped progress is
-time-stamped from the command's start, so the table says where the time went.
+one Triton cache and the first run's memory calibration (the first run compiles the kernels and
+calibrates, as a user's first run does; later runs find both kept, as every later run of a user's
+does). Each stage line of the run's piped progress is time-stamped from the command's start, and
+the moment the first sentence's WAV appears is a stage too, so the table says where the time went.
 
     python -m pipeline.bench run-book --hours 6 --runs 2 [--memory-gib 8] [--format m4b]
     python -m pipeline.bench run-book --cpu-smoke     # tiny weights, a few sentences: the flow only
@@ -21,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -48,13 +50,15 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench ru
     rows = []
     for number in range(1, args.runs + 1):
         data = scratch / f"data-{number}"
+        if (scratch / "data-1" / "cache").is_dir():  # what a machine that ran once keeps (calibration)
+            shutil.copytree(scratch / "data-1" / "cache", data / "cache")
         run_env = dict(env, TTS_JOBS_DATA_DIR=str(data))
         command = ["run", str(book), "--out", str(scratch / f"out-{number}"), "-f", args.format]
         if args.memory_gib:
             command += ["--memory-gib", str(args.memory_gib)]
         if args.verbose:
             command.append("-v")
-        rows.append(timed_run(command, run_env, number))
+        rows.append(timed_run(command, run_env, number, args.code.resolve()))
     print("\n| run | wall s | audio s | x real time | stages (s from the command's start) |")
     print("|---|---|---|---|---|")
     for row in rows:
@@ -78,6 +82,9 @@ def parse_args(argv: list[str] | None, prog: str) -> argparse.Namespace:
     parser.add_argument("--size", choices=("full", "tiny"), default="full",
                         help="synthetic weights' size (tiny: to try the tool on a CPU)")
     parser.add_argument("--kit", type=Path, default=ROOT / ".kit")
+    parser.add_argument("--code", type=Path, default=ROOT,
+                        help="the source tree whose `tts-jobs run` is timed (default: this one; an older "
+                             "commit's, say, to compare old and new code in one call)")
     parser.add_argument("--cpu-smoke", action="store_true",
                         help="tiny weights on the CPU, a few dozen sentences, one run: the flow, no measure")
     args = parser.parse_args(argv)
@@ -90,9 +97,9 @@ def write_book(path: Path, hours: float, chapters: int) -> tuple[Path, float]:
     return write_epub_book(path, "A Six Hour Book", "Run Book", hours, chapters)
 
 
-def tts_jobs(args: list[str], env: dict[str, str]) -> str:
+def tts_jobs(args: list[str], env: dict[str, str], tree: Path = ROOT) -> str:
     done = subprocess.run([sys.executable, "-m", "jobs.cli", *args], env=env, capture_output=True,
-                          text=True, check=True, cwd=ROOT)
+                          text=True, check=True, cwd=tree)
     return done.stdout
 
 
@@ -110,10 +117,11 @@ def stage_of(line: str) -> str | None:
     return " ".join(words[:3]) or None
 
 
-def timed_run(command: list[str], env: dict[str, str], number: int) -> dict:
+def timed_run(command: list[str], env: dict[str, str], number: int, tree: Path = ROOT) -> dict:
     """One `tts-jobs run`: its wall time, and when each stage began (from its piped progress)."""
     started = time.monotonic()
-    process = subprocess.Popen([sys.executable, "-m", "jobs.cli", *command], env=env, text=True, cwd=ROOT,
+    first_sentence = FirstSentence(Path(env["TTS_JOBS_DATA_DIR"]), started)
+    process = subprocess.Popen([sys.executable, "-m", "jobs.cli", *command], env=env, text=True, cwd=tree,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     stages: list[tuple[str, float]] = []
     assert process.stderr is not None
@@ -126,12 +134,31 @@ def timed_run(command: list[str], env: dict[str, str], number: int) -> dict:
     stdout = process.stdout.read() if process.stdout else ""
     code = process.wait()
     wall = time.monotonic() - started
+    if first_sentence.at is not None:
+        stages = sorted([*stages, ("first sentence written", first_sentence.at)], key=lambda stage: stage[1])
     if code != 0:
         raise SystemExit(f"run {number} failed ({code})")
-    status = json.loads(tts_jobs(["status", "--json"], env))
+    status = json.loads(tts_jobs(["status", "--json"], env, tree))
     job = status[0] if isinstance(status, list) else status["jobs"][0]
     audio = float((job.get("report") or {}).get("total_seconds") or job.get("audio_seconds") or 0.0)
     print(f"run {number}: {wall:.1f} s, {audio:.0f} s of audio, {audio / wall:.0f}x real time; {stdout.strip()}",
           flush=True)
     return {"run": number, "wall_s": wall, "audio_s": audio, "x_realtime": audio / wall, "stages": stages}
 
+
+
+class FirstSentence:
+    """When a run's first sentence WAV appears in its data directory (seconds from ``started``):
+    a batch is recorded only once its last sentence is, so the progress lines cannot say it."""
+
+    def __init__(self, data_dir: Path, started: float) -> None:
+        self.at: float | None = None
+        self._data_dir, self._started = data_dir, started
+        threading.Thread(target=self._watch, name="first-sentence", daemon=True).start()
+
+    def _watch(self) -> None:
+        deadline = self._started + 600
+        while self.at is None and time.monotonic() < deadline:
+            if next(self._data_dir.glob("jobs/*/audio/*/*.wav"), None) is not None:
+                self.at = time.monotonic() - self._started
+            time.sleep(0.02)

@@ -254,14 +254,15 @@ class Engine(EngineMemory):
         prompts = [code_prompt_text(t, DEFAULT_PROMPT, voice) for t in texts]
         return [len(ids) for ids in self._tokenize(prompts)] if prompts else []
 
-    def warm_up(self) -> None:
-        """Run a small batch once (kernels, allocator); on CUDA also calibrate the memory model."""
+    def warm_up(self, calibration_file: Path | None = None) -> None:
+        """Run a small batch once (kernels, allocator); on CUDA also calibrate the memory model,
+        or take the one an earlier run calibrated from ``calibration_file`` (and keep a new one there)."""
         voice = self.sample_voice(0)
         requests = [SynthesisRequest(text=t, voice=voice, seed=i, max_new_tokens=8,
                                      min_new_tokens=8) for i, t in enumerate(("warm up", "预热"))]
         self.synthesize(requests)
         if self._torch_device.type == "cuda":
-            self._calibrate(voice)
+            self._calibrate(voice, calibration_file)
 
     # ----------------------------------------------------------------------------- refine
     def refine_texts(self, texts: Sequence[str], params: RefineParams = RefineParams(),

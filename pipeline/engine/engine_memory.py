@@ -4,12 +4,15 @@ elsewhere). A part of ``Engine`` (its base class), kept here so that each file r
 
 from __future__ import annotations
 
+import hashlib
 import logging
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from pipeline.batching import MemoryModel
+from pipeline.engine.calibration_file import calibration_key, load_calibration, save_calibration
 from pipeline.engine.memory import (
     PLANNER_SHARE,
     analytic_memory_model,
@@ -116,8 +119,31 @@ class EngineMemory:
         analytic = analytic_memory_model(self._parts.gpt, self._parts.waveform)
         return analytic if self._memory is None else model_with_widest_slots(self._memory, analytic)
 
-    def _calibrate(self, voice: str) -> None:
-        """The memory model measured on this CUDA device (under its cap, where it has one)."""
+    def _calibrate(self, voice: str, kept_in: Path | None = None) -> None:
+        """The memory model measured on this CUDA device (under its cap, where it has one), or
+        the one measured by an earlier run of the same model here, kept in ``kept_in``."""
+        key = calibration_key(self._calibration_facts()) if kept_in is not None else ""
+        if kept_in is not None and (kept := load_calibration(kept_in, key)) is not None:
+            self._memory = kept
+            log.info("memory model on %s/%s as calibrated before: %s", self.device, self.precision, kept)
+            return
+        self._measure_memory_model(voice)
+        if kept_in is not None and self._memory is not None:
+            save_calibration(kept_in, key, self._memory)
+
+    def _calibration_facts(self) -> dict[str, object]:
+        """What a calibration depends on: the device and its cap, the model's shapes, precision and
+        KV cache, and the software that runs them."""
+        props = torch.cuda.get_device_properties(self._torch_device)
+        shapes = hashlib.sha256()
+        for module in (self._parts.gpt, self._parts.waveform.decoder, self._parts.waveform.vocos):
+            for name, tensor in [*module.named_parameters(), *module.named_buffers()]:
+                shapes.update(f"{name}:{tuple(tensor.shape)}:{tensor.dtype};".encode())
+        return {"device": props.name, "memory": props.total_memory, "torch": torch.__version__,
+                "cap": self.memory_budget_bytes() if self.memory_capped() else None,
+                "precision": self.precision, "kv_int8": self.quantized_kv(), "shapes": shapes.hexdigest()}
+
+    def _measure_memory_model(self, voice: str) -> None:
         engine: Any = self
         budget = self.memory_budget_bytes() if self.memory_capped() else None
         self._memory = (calibrate_capped_memory_model(engine, voice, int(PLANNER_SHARE * budget),
