@@ -30,7 +30,7 @@ from sqlalchemy.exc import IntegrityError
 
 from jobs.book_folders import release_book_folder
 from jobs.bulk_reports import book_dir_of
-from jobs.choices.options import JobOptions
+from jobs.choices.options import BULK_MIN_AGE_SECONDS, JobOptions
 from jobs.cluster.broker import queue_or_withdraw
 from jobs.runtime import Runtime
 from jobs.submit import add_job, check_options, validate_book, withdraw_job
@@ -40,7 +40,6 @@ from storage import repo
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MIN_AGE_SECONDS = 60.0
 
 Enqueue = Callable[[int], None]
 """Sends the message that starts a recorded job (``messages.send_ingest`` in production)."""
@@ -70,7 +69,7 @@ class BulkOptions:
     out_dir: Path
     job: JobOptions = field(default_factory=JobOptions)
     recursive: bool = False
-    min_age_seconds: float = DEFAULT_MIN_AGE_SECONDS
+    min_age_seconds: float = BULK_MIN_AGE_SECONDS
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from jobs.batches.speak import refined
 from jobs.batches.work import SentenceWork
 from jobs.choices.delivery import Delivery
-from jobs.choices.options import JobOptions
+from jobs.choices.options import PREVIEW_SENTENCES, JobOptions
 from jobs.choices.places import check_new_file
 from jobs.choices.voices import resolve_voice, with_voice
 from jobs.ingest import sentence_seed
@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from pipeline.engine import Engine
     from pipeline.types import Book
 
-DEFAULT_SENTENCES = 5
 VOICE_SAMPLE = ("This is how this voice reads a book aloud, one sentence after another.",
                 "这就是这个声音朗读一本书的样子。")
 
@@ -58,7 +57,7 @@ class Preview:
 
 
 def plan_preview(rt: Runtime, book: Path, options: JobOptions, path: Path, chapter: int | None = None,
-                 sentences: int = DEFAULT_SENTENCES) -> PreviewPlan:
+                 sentences: int = PREVIEW_SENTENCES) -> PreviewPlan:
     """Check the book, the options and the file's format, and choose the sentences.
 
     Raises:

@@ -43,3 +43,5 @@ def test_run_help_imports_neither_torch_nor_the_engine(settings_factory) -> None
     assert "jobs.cli" in modules or "typer" in modules  # the log is there to read
     assert not {"torch", "pipeline.engine"} & modules
     assert not UPSTREAM_ONLY & modules
+    # nor the database, Celery, numpy or the text and audio stages: help is the CLI's alone
+    assert not {"sqlalchemy", "celery", "numpy", "pipeline.text.normalize", "pipeline.audio.assemble"} & modules

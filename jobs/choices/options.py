@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 FORMATS = SUPPORTED_FORMATS  # the one list of output formats, owned by the assembly stage
 DEFAULT_FORMATS = ("m4b",)
+PREVIEW_SENTENCES = 5  # a preview speaks this many of its chapter's first sentences unless told
+BULK_MIN_AGE_SECONDS = 60.0  # bulk leaves a file changed more recently (still being copied) for later
 
 
 @dataclass(frozen=True)

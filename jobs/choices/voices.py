@@ -14,15 +14,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sqlalchemy.orm import Session
-
-from jobs.runtime import Runtime, open_engine
 from pipeline.errors import VoiceError
-from pipeline.types import SynthesisRequest
-from storage import repo
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the database and the engine are imported where a voice is looked up or made:
+    # a CLI command that checks a voice name before anything else stays light
+    from sqlalchemy.orm import Session
+
+    from jobs.runtime import Runtime
     from pipeline.engine import Engine
+    from pipeline.types import SynthesisRequest
 
 DEFAULT_VOICE = "default"
 DEFAULT_VOICE_SEED = 2222  # a voice every installation has without asking
@@ -41,6 +41,8 @@ def builtin_voice() -> VoiceEntry:
 
 def list_voices(rt: Runtime) -> list[VoiceEntry]:
     """The voices books can be read with, the built-in one first."""
+    from storage import repo
+
     with rt.read_session() as session:
         stored = [VoiceEntry(v.name, v.source) for v in repo.list_voices(session)]
     return [builtin_voice(), *stored]
@@ -51,6 +53,9 @@ def create_voice(rt: Runtime, name: str, seed: int | None = None, from_audio: Pa
     """Record a named voice from a seed (default: a random one) or a reference recording (which
     ``engine`` encodes; loaded here when not given). Raises VoiceError for a name that cannot be
     taken and a recording that cannot be read, before any engine loads."""
+    from jobs.runtime import open_engine
+    from storage import repo
+
     check_new_voice(rt, name, from_audio)
     embedding = ""
     if from_audio is not None:
@@ -73,6 +78,8 @@ _NAME_LENGTH = 64
 def check_new_voice(rt: Runtime, name: str, from_audio: Path | None = None) -> None:
     """Raises VoiceError for a name no voice can have or one that is taken, and for a recording
     that cannot be read (it is read again when encoded; it is short)."""
+    from storage import repo
+
     example = "e.g. `tts-jobs voice new narrator --seed 42`"
     if not name.strip():
         raise VoiceError(f"voice name {name!r} is empty: give the voice a name, {example}")
@@ -94,6 +101,8 @@ def resolve_voice(session: Session, name: str, option: str = "--voice") -> str:
     """The voice spec a job is read with: a stored embedding, or ``seed:N`` for seed voices.
 
     Raises VoiceError naming ``option``, the voices that exist and how to make this one."""
+    from storage import repo
+
     voice = repo.get_voice(session, name)
     if voice is not None:
         return voice.embedding if voice.embedding else f"{SEED_VOICE_PREFIX}{voice.seed}"

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from jobs.choices.options import PREVIEW_SENTENCES
 from jobs.choices.voices import DEFAULT_VOICE, check_voice_names
 from jobs.cli.options import (
     DEFAULT_FORMAT,
@@ -26,20 +27,13 @@ from jobs.cli.options import (
 )
 from jobs.cli.output import duration, print_inspection, print_json
 from jobs.cli.progress import Finished, ProgressDisplay, set_loudness, silence_dependency_bars
-from jobs.embedded import RunStopped, plan_run, run_book
-from jobs.inspect_book import inspect_book
-from jobs.preview import DEFAULT_SENTENCES, plan_preview, speak_preview
-from jobs.queueing import submit_to_workers
-from jobs.runtime import (
-    EngineLoading,
-    Runtime,
-    check_engine_settings,
-    open_engine,
-    open_existing_runtime,
-    open_runtime,
-)
 from jobs.settings import Settings, memory_gib_option
-from jobs.status import StageProgress, job_statuses
+
+if TYPE_CHECKING:
+    from jobs.runtime import Runtime
+
+# The use cases (the database, the book readers, the engine, Celery) are imported inside the
+# commands that call them: `--help`, a refusal and every other command pay for none of them.
 
 log = logging.getLogger("tts_jobs")
 
@@ -94,6 +88,10 @@ def run(
 
     An interrupted run of the same book with the same options is resumed: what was spoken is kept;
     a finished one is not made again (it says where it is; --fresh makes it again)."""
+    from jobs.embedded import plan_run, run_book
+    from jobs.runtime import EngineLoading, check_engine_settings, open_runtime
+    from jobs.status import StageProgress
+
     set_loudness(quiet, verbose)
     settings = Settings.from_env().with_overrides(model_dir=model_dir, device=device, precision=precision,
                                                   memory_gib=memory_gib_option(memory_gib))
@@ -114,6 +112,8 @@ def run(
 def print_finished(rt: Runtime, job_id: int, display: ProgressDisplay | None = None) -> None:
     """The closing summary, then the job's files on stdout, one per line; or why it did not
     finish (exit 1)."""
+    from jobs.status import job_statuses
+
     status = job_statuses(rt, job_id)[0]
     if status.state != "done":
         fail(f"job {job_id} {status.state}: {status.error}", EXIT_FAILED)
@@ -127,6 +127,8 @@ def print_finished(rt: Runtime, job_id: int, display: ProgressDisplay | None = N
 
 def print_done_already(rt: Runtime, book: Path, job_id: int) -> None:
     """A book already made with these choices: where it is (stderr), its files (stdout); exit 0."""
+    from jobs.status import job_statuses
+
     status = job_statuses(rt, job_id)[0]
     log.warning("%s: done already, by job %s with these choices: files in %s (--fresh makes it again)",
                 book, job_id, status.out_dir or Path(status.outputs[0]).parent)
@@ -141,6 +143,8 @@ class stopped_with_a_word:
         return None
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> bool:
+        from jobs.embedded import RunStopped
+
         if not isinstance(exc, RunStopped):
             return False
         typer.echo(f"interrupted by {exc.by}: job {exc.job_id} keeps what was spoken; resume it with "
@@ -160,6 +164,9 @@ def submit(
     out: OutOpt = None,
 ) -> None:
     """Record books as jobs and queue them for the workers. Prints one job id per book."""
+    from jobs.queueing import submit_to_workers
+    from jobs.runtime import open_runtime
+
     settings = Settings.from_env()
     rt = open_runtime(settings)
     options = job_options({**reading, **style}, settings.data_dir, fmt, out, voice, priority, narrator)
@@ -188,6 +195,9 @@ def inspect(
 
     With the options of a run (--chapters, --lexicon, --speed, --dialogue-voice...) it shows what
     that run would read: `--sentences` lists the text the voice is given."""
+    from jobs.inspect_book import inspect_book
+    from jobs.runtime import open_existing_runtime
+
     settings = Settings.from_env()
     options = job_options(reading, settings.data_dir)
     check_voice_names(open_existing_runtime(settings), options.voice, options.dialogue_voice)
@@ -210,7 +220,7 @@ def preview(
         "--chapter", metavar="N", show_default="the first chapter read",
         help="The chapter to sample, numbered as `inspect` lists them.")] = None,
     sentences: Annotated[int, typer.Option(
-        "--sentences", metavar="K", help="How many of its first sentences to speak.")] = DEFAULT_SENTENCES,
+        "--sentences", metavar="K", help="How many of its first sentences to speak.")] = PREVIEW_SENTENCES,
     voice: VoiceOpt = DEFAULT_VOICE,
     output: Annotated[Optional[Path], typer.Option(
         "--output", "-o", metavar="FILE", show_default="BOOK.preview.wav here",
@@ -221,6 +231,9 @@ def preview(
 ) -> None:
     """Hear a few sentences as the job would speak them (same options, same seeds), in seconds.
     Records no job. Prints the file's path."""
+    from jobs.preview import plan_preview, speak_preview
+    from jobs.runtime import check_engine_settings, open_engine, open_runtime
+
     settings = Settings.from_env().with_overrides(model_dir=model_dir, device=device, precision=precision)
     check_engine_settings(settings)
     rt = open_runtime(settings)

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from jobs import bulk, bulk_reports
-from jobs.book_folders import default_out_root
+from jobs.choices.options import BULK_MIN_AGE_SECONDS
 from jobs.choices.voices import DEFAULT_VOICE
 from jobs.cli.book_commands import EXIT_BAD_INPUT, EXIT_FAILED, JsonOpt, QuietOpt, VerboseOpt
 from jobs.cli.options import (
@@ -26,10 +25,12 @@ from jobs.cli.options import (
 )
 from jobs.cli.output import duration, print_json
 from jobs.cli.progress import ProgressDisplay, set_loudness
-from jobs.queueing import submit_inbox_to_workers
-from jobs.runtime import Runtime, open_runtime
 from jobs.settings import Settings
-from jobs.status import JobStatus, jobs_progress
+
+if TYPE_CHECKING:  # the use cases are imported inside the command that calls them (see book_commands.py)
+    from jobs import bulk
+    from jobs.runtime import Runtime
+    from jobs.status import JobStatus
 
 log = logging.getLogger("tts_jobs")
 
@@ -54,7 +55,7 @@ def bulk_command(
     min_age: Annotated[float, typer.Option(
         metavar="SECONDS",
         help="Leave files changed less than this many seconds ago (still being copied) for the next run."
-    )] = bulk.DEFAULT_MIN_AGE_SECONDS,
+    )] = BULK_MIN_AGE_SECONDS,
     wait: Annotated[bool, typer.Option(
         "--wait", help="Wait until every submitted book is finished; exit 1 if any failed.")] = False,
     poll: Annotated[float, typer.Option(
@@ -73,6 +74,11 @@ def bulk_command(
 
     With compose: 30 1 * * * cd /srv/tts-jobs && docker compose run --rm bulk >>/var/log/bulk.log 2>&1
     """
+    from jobs import bulk, bulk_reports
+    from jobs.book_folders import default_out_root
+    from jobs.queueing import submit_inbox_to_workers
+    from jobs.runtime import open_runtime
+
     set_loudness(quiet, verbose)
     settings = Settings.from_env()
     rt = open_runtime(settings)
@@ -98,6 +104,9 @@ def bulk_command(
 def _wait_for_books(rt: Runtime, job_ids: list[int], poll: float) -> list[JobStatus]:
     """Wait for the books, with the progress display: sentences and audio of them all, their
     speed and ETA, and how many books finished."""
+    from jobs import bulk_reports
+    from jobs.status import jobs_progress
+
     def progress(p: bulk_reports.Progress) -> None:
         display(jobs_progress(rt, job_ids, f"{p.finished}/{p.books} books finished ({p.failed} failed)"))
 
@@ -108,6 +117,8 @@ def _wait_for_books(rt: Runtime, job_ids: list[int], poll: float) -> list[JobSta
 
 
 def _print_outcomes(outcomes: list[bulk.BookOutcome]) -> None:
+    from jobs import bulk
+
     for o in outcomes:
         if o.outcome == bulk.Outcome.SUBMITTED:
             typer.echo(f"submitted   {o.path.name} -> job {o.job_id} ({o.book_dir})")
@@ -118,6 +129,8 @@ def _print_outcomes(outcomes: list[bulk.BookOutcome]) -> None:
 
 
 def _print_summary(outcomes: list[bulk.BookOutcome], results: list[JobStatus]) -> None:
+    from jobs import bulk
+
     for s in results:
         detail = ", ".join(s.outputs) if s.state == "done" else (s.error or "")
         seconds = s.report.get("total_seconds", s.audio_seconds)  # with pauses, once assembled
@@ -129,6 +142,8 @@ def _print_summary(outcomes: list[bulk.BookOutcome], results: list[JobStatus]) -
 
 
 def _bulk_exit_code(outcomes: list[bulk.BookOutcome], results: list[JobStatus]) -> int:
+    from jobs import bulk
+
     if any(s.state != "done" for s in results):
         return EXIT_FAILED
     if any(o.outcome == bulk.Outcome.UNREADABLE for o in outcomes):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -17,14 +17,13 @@ from jobs.cli.book_commands import (
 )
 from jobs.cli.output import NO_JOBS, print_json, print_status, status_view
 from jobs.cli.progress import ProgressDisplay, set_loudness, silence_dependency_bars
-from jobs.embedded import claim_job_run, resume, run_job
-from jobs.lifecycle import cancel_job, resumes_in_process
-from jobs.queueing import retry_on_workers
-from jobs.runners import recognise_interrupted
-from jobs.runtime import EngineLoading, Runtime, check_engine_settings, database_file, open_existing_runtime
 from jobs.settings import Settings
-from jobs.status import StageProgress, job_statuses
 from pipeline.errors import NoSuchJob
+
+if TYPE_CHECKING:
+    from jobs.runtime import Runtime
+
+# The use cases are imported inside the commands that call them (see book_commands.py).
 
 JobArg = Annotated[int, typer.Argument(help="Job id.")]
 
@@ -40,6 +39,9 @@ def status(
     header line. Speed: audio seconds per second, over the last 5 minutes while a job is spoken,
     over the time its batches ran once it is done. ETA: the text still to speak at the recent rate
     (none until a batch has finished)."""
+    from jobs.runtime import open_existing_runtime
+    from jobs.status import job_statuses
+
     settings = Settings.from_env()
     rt = open_existing_runtime(settings)
     if rt is None:  # nothing was ever run with these settings: say where we looked, make nothing
@@ -57,6 +59,8 @@ def status(
 
 
 def _no_database(settings: Settings, job: int | None, as_json: bool) -> None:
+    from jobs.runtime import database_file
+
     if job is not None:  # the same line as cancel and retry give for a job that is not there
         raise NoSuchJob(job)
     if as_json:
@@ -69,6 +73,8 @@ def _no_database(settings: Settings, job: int | None, as_json: bool) -> None:
 
 def _existing_runtime(job: int, settings: Settings) -> Runtime:
     """The runtime of the database that holds ``job``; no job (exit 2) where there is no database."""
+    from jobs.runtime import open_existing_runtime
+
     rt = open_existing_runtime(settings)
     if rt is None:
         raise NoSuchJob(job)
@@ -78,6 +84,8 @@ def _existing_runtime(job: int, settings: Settings) -> Runtime:
 def _watch_status(rt: Runtime, job: int | None) -> None:
     from rich.console import Console
     from rich.live import Live
+
+    from jobs.status import job_statuses
 
     console = Console()
     view = status_view(job_statuses(rt, job), console.width)
@@ -92,6 +100,8 @@ def _watch_status(rt: Runtime, job: int | None) -> None:
 
 def cancel(job: JobArg) -> None:
     """Stop a job; its finished sentence audio is kept for a later retry."""
+    from jobs.lifecycle import cancel_job
+
     cancel_job(_existing_runtime(job, Settings.from_env()), job)
     typer.echo(f"cancelled {job}")
 
@@ -105,6 +115,12 @@ def retry(
     """Start a failed, cancelled or interrupted job again; only what is missing is redone.
 
     A job of `tts-jobs run` resumes here, in this process; a cluster job goes back to the workers."""
+    from jobs.embedded import claim_job_run, resume, run_job
+    from jobs.lifecycle import resumes_in_process
+    from jobs.runners import recognise_interrupted
+    from jobs.runtime import EngineLoading, check_engine_settings
+    from jobs.status import StageProgress
+
     set_loudness(quiet, verbose)
     settings = Settings.from_env().with_overrides(model_dir=model_dir)
     rt = _existing_runtime(job, settings)
@@ -125,5 +141,7 @@ def retry(
 
 
 def _retry_on_the_workers(rt: Runtime, job: int) -> None:
+    from jobs.queueing import retry_on_workers
+
     plan = retry_on_workers(rt, job)
     typer.echo(f"retrying {job}: {plan.next_step} ({plan.sentences_reset} sentences re-queued)")

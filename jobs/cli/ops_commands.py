@@ -12,17 +12,11 @@ from jobs import admin
 from jobs.choices import voices
 from jobs.cli.book_commands import EXIT_BAD_INPUT, ModelDirOpt
 from jobs.cli.progress import silence_dependency_bars
-from jobs.cluster import workers
 from jobs.cluster.flower import DEFAULT_PORT, LOOPBACK, FlowerConfigError, FlowerOptions, run_flower
-from jobs.preview import check_sample_path, voice_sample
-from jobs.runtime import (
-    check_engine_settings,
-    open_engine,
-    open_existing_runtime,
-    open_runtime,
-    upgrade_database,
-)
 from jobs.settings import Settings, flower_environment, memory_gib_option
+
+# The use cases (Celery, the database, the engine) are imported inside the commands that call
+# them (see book_commands.py).
 
 # ---------------------------------------------------------------- worker / flower
 
@@ -43,6 +37,9 @@ def worker(
         help="The most GPU memory each synthesis worker uses (a hard cap).")] = None,
 ) -> None:
     """Start a Celery worker for this app. With no options it serves every queue."""
+    from jobs.cluster import workers
+    from jobs.runtime import check_engine_settings
+
     silence_dependency_bars()  # a log file is no place for "Loading weights" bars
     settings = Settings.from_env().with_overrides(memory_gib=memory_gib_option(memory_gib))
     check_engine_settings(settings, weights=False)
@@ -82,6 +79,8 @@ def flower(
 
 def db_upgrade(revision: Annotated[str, typer.Argument(help="Target revision.")] = "head") -> None:
     """Apply Alembic migrations up to REVISION."""
+    from jobs.runtime import upgrade_database
+
     upgrade_database(Settings.from_env(), revision)
     typer.echo(f"database at {revision}")
 
@@ -117,6 +116,9 @@ def voice_new(
     model_dir: ModelDirOpt = None,
 ) -> None:
     """Create a named voice from a seed (default: random) or a reference recording."""
+    from jobs.preview import check_sample_path, voice_sample
+    from jobs.runtime import check_engine_settings, open_engine, open_runtime
+
     silence_dependency_bars()
     settings = Settings.from_env().with_overrides(model_dir=model_dir)
     needs_engine = sample is not None or from_audio is not None
@@ -135,6 +137,8 @@ def voice_new(
 
 def voice_list() -> None:
     """The voices books can be read with."""
+    from jobs.runtime import open_existing_runtime
+
     rt = open_existing_runtime(Settings.from_env())
     for voice in voices.list_voices(rt) if rt is not None else [voices.builtin_voice()]:
         typer.echo(f"{voice.name}\t{voice.source}")

@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jobs.status import JobStatus
 from pipeline.delivery import DEFAULT_SPEED
+
+if TYPE_CHECKING:  # the status use case reads the database: a command that prints none stays light
+    from jobs.status import JobStatus
 
 NO_JOBS = ("no jobs yet: start one with `tts-jobs run BOOK` (here, now) "
            "or `tts-jobs submit BOOK` (for the workers)")

@@ -17,12 +17,14 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jobs import settings
 from jobs.cli.output import duration
 from jobs.settings import Settings
-from jobs.status import StageProgress
+
+if TYPE_CHECKING:  # the status use case reads the database: a command that shows no progress stays light
+    from jobs.status import StageProgress
 
 log = logging.getLogger("tts_jobs")
 
@@ -112,6 +114,8 @@ class ProgressDisplay:
     def __init__(self, label: str) -> None:
         self.label = label
         self.began = time.monotonic()
+        from jobs.status import StageProgress
+
         self._event = StageProgress("starting")
         self._lock = threading.Lock()
         self._live: Any = None

@@ -98,7 +98,7 @@ def worker_engine() -> Engine:
             _engine.warm_up(settings.calibration_file)
             slots = settings.slots or plan.scheduling_policy(settings, gpu_worker=True).batch_rows
             graphs = _engine.prepare_worker_slots(slots)
-            importlib.import_module("pipeline.audio")  # the WAV writer's: now, not in the first batch
+            importlib.import_module("pipeline.audio.wavio")  # the WAV writer: now, not in the first batch
             if graphs:
                 log.info("worker %s: decode slots and %d CUDA graphs ready for the widest batch",
                          synthesis_worker_name(), graphs)

@@ -6,19 +6,26 @@ Public API::
     SentenceWavWriter().write(key, path, waveform); .seconds()    # a batch: parallel, as they come
     assemble_audiobook(chapters, metadata, out_dir, work_dir, options) -> AssemblyReport
     start_helpers(stitch_helpers_wanted(options, chapters))   # stitch helpers ready ahead (kept)
+
+Each name is imported on first use (``pipeline/lazy_exports.py``): a module that needs one type
+does not import the whole assembly.
 """
 
-from pipeline.audio.assemble import assemble_audiobook
-from pipeline.audio.assembly_types import (
-    SUPPORTED_FORMATS,
-    AssemblyOptions,
-    AssemblyReport,
-    ChapterAudio,
-    ChapterReport,
-    SentenceAudio,
-)
-from pipeline.audio.stitch_helpers import start_helpers, stitch_helpers_wanted
-from pipeline.audio.wavio import SentenceWavWriter, write_sentence_wav
+from pipeline.lazy_exports import lazy_exports
+
+__getattr__ = lazy_exports(globals(), {
+    "assemble_audiobook": "pipeline.audio.assemble",
+    "SUPPORTED_FORMATS": "pipeline.audio.assembly_types",
+    "AssemblyOptions": "pipeline.audio.assembly_types",
+    "AssemblyReport": "pipeline.audio.assembly_types",
+    "ChapterAudio": "pipeline.audio.assembly_types",
+    "ChapterReport": "pipeline.audio.assembly_types",
+    "SentenceAudio": "pipeline.audio.assembly_types",
+    "start_helpers": "pipeline.audio.stitch_helpers",
+    "stitch_helpers_wanted": "pipeline.audio.stitch_helpers",
+    "SentenceWavWriter": "pipeline.audio.wavio",
+    "write_sentence_wav": "pipeline.audio.wavio",
+})
 
 __all__ = [
     "SUPPORTED_FORMATS",

@@ -11,17 +11,19 @@ in the book file (``sources``, ``written``), for read-along editions.
 
 from __future__ import annotations
 
-from pipeline.text.chapters import (
-    AnnouncedChapter,
-    ChapterText,
-    segment_chapter,
-    speakability_warnings,
-    split_sentences,
-    unsupported_script_error,
-)
-from pipeline.text.drops import Drops
-from pipeline.text.normalize import normalize_text
-from pipeline.text.options import TextOptions
+from pipeline.lazy_exports import lazy_exports
+
+__getattr__ = lazy_exports(globals(), {
+    "AnnouncedChapter": "pipeline.text.chapters",
+    "ChapterText": "pipeline.text.chapters",
+    "segment_chapter": "pipeline.text.chapters",
+    "speakability_warnings": "pipeline.text.chapters",
+    "split_sentences": "pipeline.text.chapters",
+    "unsupported_script_error": "pipeline.text.chapters",
+    "Drops": "pipeline.text.drops",
+    "normalize_text": "pipeline.text.normalize",
+    "TextOptions": "pipeline.text.options",
+})
 
 __all__ = [
     "AnnouncedChapter",
