@@ -57,7 +57,8 @@ def assemble_job(rt: Runtime, job_id: int, on_stage: OnStage | None = None,
             return outputs
         options = assembly_options(job)
         # stitch helpers missing from this process start now (imports: ~1 s) while the sentences are read
-        start_helpers(stitch_helpers_wanted(options, repo.chapter_count(session, job_id)))
+        sentences = repo.job_progress(session, [job_id])[job_id].total
+        start_helpers(stitch_helpers_wanted(options, repo.chapter_count(session, job_id), sentences))
         chapters = chapters_to_assemble(rt, session, job_id)
         book = recorded_book(rt, session, job)
         metadata = book_metadata(rt, job)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.audio import AssemblyOptions, assemble_audiobook, start_helpers
-from pipeline.audio.stitch_helpers import idle_helper_pids, stop_idle_helpers
+from pipeline.audio.stitch_helpers import idle_helper_pids, stitch_helpers_wanted, stop_idle_helpers
 from pipeline.bench.synthetic_audio import tone_book
 from pipeline.errors import AssemblyError
 from pipeline.types import BookMetadata
@@ -52,7 +52,7 @@ def helper_pids() -> list[int]:
 
 def assemble(chapters, tmp_path, name, **options):
     return assemble_audiobook(chapters, METADATA, tmp_path / name / "out", tmp_path / name / "work",
-                              AssemblyOptions(formats=("wav", "m4b"), threads=2, **options))
+                              AssemblyOptions(formats=("wav", "m4b"), threads=2, helpers_from_sentences=0, **options))
 
 
 def test_helpers_make_the_same_audiobook_as_threads(tmp_path, chapters):
@@ -149,3 +149,17 @@ def test_helpers_idle_too_long_are_stopped_by_the_pool(monkeypatch):
     stitch_helpers._helpers.reap()  # what the pool's reaper thread does every half minute
     assert idle_helper_pids() == []
     assert not any(Path(f"/proc/{pid}").exists() for pid in started)  # ended and reaped: no zombies
+
+
+def test_a_short_book_is_stitched_in_threads_and_starts_no_helper(tmp_path, chapters):
+    """A helper costs about a CPU-second to start: a book of fewer sentences than
+    ``helpers_from_sentences`` is stitched in this process's threads, a longer one in helpers."""
+    report = assemble_audiobook(chapters, METADATA, tmp_path / "out", tmp_path / "work",
+                                AssemblyOptions(formats=("wav", "m4b"), threads=2))
+
+    assert [p.suffix for p in report.outputs].count(".m4b") == 1
+    assert helper_pids() == []  # none started, none left
+    options = AssemblyOptions(threads=4)
+    assert stitch_helpers_wanted(options, chapters=10, sentences=options.helpers_from_sentences - 1) == 0
+    assert stitch_helpers_wanted(options, chapters=10, sentences=options.helpers_from_sentences) == 4
+    assert stitch_helpers_wanted(options, chapters=2, sentences=10_000) == 2  # one per chapter at most

@@ -157,7 +157,8 @@ def assemble_audiobook(
 def measure_book(chapters: Sequence[ChapterAudio], options: AssemblyOptions, first: int = 0) -> list[MeasuredChapter]:
     """Lay out and measure every chapter from position ``first`` on (chapter pause after all but
     the last), in helper processes, one per core (:mod:`pipeline.audio.stitch_helpers`), unless
-    ``options.stitch_in_processes`` is off or there is one chapter or core: then in threads."""
+    ``options.stitch_in_processes`` is off, the book short, or there is one chapter or core: then
+    in threads."""
     calls = [
         (len(chapter.sentences), f"measuring chapter {chapter.index + 1} ({chapter.title!r})", measure_chapter,
          (chapter, options, chapter_pause(options, position, len(chapters))))

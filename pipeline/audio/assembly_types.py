@@ -60,6 +60,9 @@ class AssemblyOptions:
     narrator: str = ""
     threads: int = 0  # parallel stitching/encoding jobs; 0 = one per available core
     stitch_in_processes: bool = True  # chapters stitched in helper processes (False: threads here)
+    # A book of fewer sentences is stitched in threads: a helper costs ~0.5 CPU-s to start, more
+    # than threads lose to the GIL on a few hundred sentences.
+    helpers_from_sentences: int = 400
     # (format, folder) of a per-chapter audio format written outside the book's folder: one
     # audiobook per folder (jobs/book_folders.format_folders); the rest go to the book's folder
     format_folders: tuple[tuple[str, Path], ...] = ()

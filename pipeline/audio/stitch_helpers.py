@@ -4,20 +4,19 @@ stitched, or written as final WAVs there; a GPU worker measures its sentences ah
 
 Why: that work (pydub, trimming, the loudness meter) is many small numpy calls per sentence, each
 taking the interpreter lock for a moment. Threads scale on a few cores (1.7x on two) but not on a
-GPU host's 32: there a book of 26,000 s of audio takes 14-16 s to assemble in threads, ~2.7 cores'
-worth of work (docs/benchmarks.md). Separate processes share no lock.
+GPU host's 32: a book of 26,000 s of audio took 14-16 s to assemble in threads, ~2.7 cores' worth
+(docs/benchmarks.md). Separate processes share no lock.
 
 Why plain subprocesses and not ``multiprocessing``: assembly runs in Celery's prefork pool, whose
 processes are daemonic and may not start multiprocessing children. A helper is
 ``python -c 'import pipeline.audio.stitch_helpers as helper; helper.main()'``; it reads pickled
 ``(function, arguments)`` requests on its stdin and writes each pickled result (or exception) to its
 stdout, until stdin closes — so it also ends by itself when the process that started it dies.
-Both ends are this package's own code (a function is pickled by its name): the pickles never
-cross a trust boundary.
+Both ends are this package's own code (functions pickled by name): no pickle crosses a trust boundary.
 
 Helpers are kept between assemblies (per process, at most one per core per assembly): starting
-one is mostly imports (numpy, scipy, pydub: ~1 CPU-second here, more on a GPU host), and two
-books assembled at once on 32 cores would spend more CPU starting 40 helpers than stitching. The
+one is mostly imports (numpy, scipy, pydub: ~1 CPU-second here), so a short book uses threads, and
+two books at once on 32 cores would spend more CPU starting 40 helpers than stitching. The
 pool stops helpers idle for about ``HELPER_IDLE_SECONDS`` (and never hands out one that may be
 ending); a helper also ends by itself after that long without work, and when the process that
 started it ends. ``start_helpers`` starts them ahead (a CPU worker does at start-up, and each
@@ -231,13 +230,14 @@ def idle_helper_pids() -> list[int]:
     return _helpers.pids()
 
 
-def stitch_helpers_wanted(options: AssemblyOptions, chapters: int | None = None) -> int:
-    """How many helper processes stitch ``chapters`` chapters (None: a book of many): one per
-    core used, at most one per chapter; none where threads will do (one chapter or core, or
-    ``stitch_in_processes`` off)."""
-    cores = worker_count(options.threads)
-    parallel = cores if chapters is None else min(cores, chapters)
-    return parallel if options.stitch_in_processes and parallel > 1 else 0
+def stitch_helpers_wanted(options: AssemblyOptions, chapters: int | None = None,
+                          sentences: int | None = None) -> int:
+    """Helper processes for ``chapters`` chapters of ``sentences`` sentences (None: many): one per
+    core, at most one per chapter; none where threads do (one chapter or core, fewer sentences
+    than ``helpers_from_sentences``, ``stitch_in_processes`` off)."""
+    parallel = worker_count(options.threads) if chapters is None else min(worker_count(options.threads), chapters)
+    few = sentences is not None and sentences < options.helpers_from_sentences
+    return parallel if options.stitch_in_processes and parallel > 1 and not few else 0
 
 
 def call_in_helper(what: str, function: Callable[..., _R], *args: Any) -> _R:
@@ -257,7 +257,7 @@ def run_per_chapter(calls: Sequence[HelperCall], options: AssemblyOptions) -> li
     never waits behind a long one while another helper idles. Helpers come from this process's
     idle ones (started if there are too few) and go back there; one that died is stopped.
     """
-    helpers = stitch_helpers_wanted(options, len(calls))
+    helpers = stitch_helpers_wanted(options, len(calls), sum(weight for weight, *_ in calls))
     if helpers:
         jobs = [(weight, bind(call_in_helper, what, function, *args)) for weight, what, function, args in calls]
         return run_longest_first(jobs, helpers)
