@@ -131,3 +131,42 @@ def test_normalisation_can_be_switched_off(tmp_path):
     )
     assert report.gain_db == 0.0
     assert measure_loudness(report.outputs[0]).integrated_lufs == pytest.approx(report.measured_lufs, abs=0.3)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_filter_loop_gives_scipy_signals_samples_and_states(dtype):
+    """The K-weighting filter runs scipy's compiled loop without importing scipy.signal
+    (pipeline/audio/sos_filter.py): fed in chunks with its state carried, as the meter feeds it,
+    it gives exactly scipy.signal.sosfilt's samples and states."""
+    from scipy.signal import sosfilt as scipy_sosfilt
+
+    from pipeline.audio.loudness import k_weighting_sos
+    from pipeline.audio.sos_filter import compiled_kernel, sosfilt
+
+    assert compiled_kernel() is not None  # the direct load works with the locked scipy
+    sos = k_weighting_sos(SAMPLE_RATE).astype(dtype)
+    samples = np.random.default_rng(0).standard_normal(3 * SAMPLE_RATE).astype(dtype)
+    ours, theirs = np.zeros((2, 2), dtype), np.zeros((2, 2), dtype)
+    for chunk in np.array_split(samples, [1000, 1001, 40_000]):
+        mine, ours = sosfilt(sos, chunk, zi=ours)
+        expected, theirs = scipy_sosfilt(sos, chunk, zi=theirs)
+        assert mine.dtype == expected.dtype and np.array_equal(mine, expected)
+        assert np.array_equal(ours, theirs)
+    assert np.array_equal(sosfilt(sos, samples), scipy_sosfilt(sos, samples))
+
+
+def test_measuring_a_book_never_imports_scipy_signal(tmp_path):
+    """scipy.signal costs ~1.1 CPU-s to import, in every process that measures (a run, each
+    helper): measuring loudness loads only its filter loop."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np\n"
+            "from pipeline.audio.loudness import LoudnessMeter, integrated_lufs\n"
+            "meter = LoudnessMeter(24000)\n"
+            "meter.add((9000 * np.sin(np.arange(48000) / 5.0)).astype(np.int16))\n"
+            "meter.finish()\n"
+            "print(round(integrated_lufs(meter.step_energies), 1), 'scipy.signal' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    lufs, imported = done.stdout.split()
+    assert float(lufs) < 0 and imported == "False"

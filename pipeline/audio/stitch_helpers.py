@@ -15,7 +15,7 @@ stdout, until stdin closes — so it also ends by itself when the process that s
 Both ends are this package's own code (functions pickled by name): no pickle crosses a trust boundary.
 
 Helpers are kept between assemblies (per process, at most one per core per assembly): starting
-one is mostly imports (numpy, scipy, pydub: ~1 CPU-second here), so a short book uses threads, and
+one is mostly imports (numpy, pydub and the stitch code: ~0.5 CPU-s here), so a short book uses threads, and
 two books at once on 32 cores would spend more CPU starting 40 helpers than stitching. The
 pool stops helpers idle for about ``HELPER_IDLE_SECONDS`` (and never hands out one that may be
 ending); a helper also ends by itself after that long without work, and when the process that
