@@ -170,3 +170,24 @@ def test_measuring_a_book_never_imports_scipy_signal(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     lufs, imported = done.stdout.split()
     assert float(lufs) < 0 and imported == "False"
+
+
+def test_chapters_measured_at_once_share_one_filter_loop_and_scipy_signal_still_imports():
+    """Threads measuring their first chapters at once load the loop once (an extension module
+    initialised twice broke scipy.signal's own import in a worker), and scipy.signal imported
+    afterwards uses the same loop."""
+    import subprocess
+    import sys
+
+    code = ("from concurrent.futures import ThreadPoolExecutor\n"
+            "import numpy as np\n"
+            "from pipeline.audio.loudness import k_weighting_sos\n"
+            "from pipeline.audio.sos_filter import compiled_kernel, sosfilt\n"
+            "sos, x = k_weighting_sos(24000), np.random.default_rng(2).standard_normal(24000)\n"
+            "with ThreadPoolExecutor(8) as pool:\n"
+            "    loops = list(pool.map(lambda _: (compiled_kernel(), sosfilt(sos, x))[0], range(8)))\n"
+            "import scipy.signal\n"
+            "print(len({id(k) for k in loops}), None in loops, np.array_equal(sosfilt(sos, x), scipy.signal.sosfilt(sos, x)))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["1", "False", "True"]

@@ -14,6 +14,8 @@ import functools
 import importlib.machinery
 import importlib.util
 import logging
+import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -44,24 +46,35 @@ def sosfilt(sos: np.ndarray, x: np.ndarray, zi: np.ndarray | None = None) -> Any
     return out[0] if zi is None else (out[0], state[0])
 
 
+_MODULE = "scipy.signal._sosfilt"
+_loading = threading.Lock()
+
+
 @functools.cache
 def compiled_kernel() -> Callable[..., None] | None:
-    """scipy's compiled ``_sosfilt`` loaded from its file (not through scipy.signal), or None."""
-    try:
-        spec = importlib.util.find_spec("scipy")
-        folder = Path(spec.origin).parent / "signal" if spec is not None and spec.origin else None
-        files = sorted(folder.glob("_sosfilt.*")) if folder is not None else []
-        paths = [f for f in files if f.suffix in importlib.machinery.EXTENSION_SUFFIXES
-                 or any(f.name.endswith(s) for s in importlib.machinery.EXTENSION_SUFFIXES)]
-        if not paths:
+    """scipy's compiled ``_sosfilt``: the module scipy.signal loaded where it was imported, else
+    loaded from its file (once per process, under a lock: an extension initialised twice, as two
+    threads measuring their first chapters at once would, is unusable even to scipy.signal) and
+    registered under its own name, so a later ``import scipy.signal`` takes the same module."""
+    with _loading:
+        loaded = sys.modules.get(_MODULE)
+        if loaded is not None:
+            return getattr(loaded, "_sosfilt", None)
+        try:
+            spec = importlib.util.find_spec("scipy")
+            folder = Path(spec.origin).parent / "signal" if spec is not None and spec.origin else None
+            paths = [f for f in (sorted(folder.glob("_sosfilt.*")) if folder is not None else [])
+                     if any(f.name.endswith(s) for s in importlib.machinery.EXTENSION_SUFFIXES)]
+            if not paths:
+                return None
+            loader = importlib.machinery.ExtensionFileLoader(_MODULE, str(paths[0]))
+            module_spec = importlib.util.spec_from_file_location(_MODULE, paths[0], loader=loader)
+            if module_spec is None:
+                return None
+            module = importlib.util.module_from_spec(module_spec)
+            loader.exec_module(module)
+            sys.modules[_MODULE] = module
+            return module._sosfilt  # type: ignore[no-any-return]
+        except Exception as exc:  # noqa: BLE001 - scipy.signal itself then serves, only slower to import
+            log.debug("scipy's compiled sosfilt not loaded directly (%s); using scipy.signal", exc)
             return None
-        loader = importlib.machinery.ExtensionFileLoader("scipy.signal._sosfilt", str(paths[0]))
-        module_spec = importlib.util.spec_from_file_location("scipy.signal._sosfilt", paths[0], loader=loader)
-        if module_spec is None:
-            return None
-        module = importlib.util.module_from_spec(module_spec)
-        loader.exec_module(module)
-        return module._sosfilt  # type: ignore[no-any-return]
-    except Exception as exc:  # noqa: BLE001 - scipy.signal itself then serves, only slower to import
-        log.debug("scipy's compiled sosfilt not loaded directly (%s); using scipy.signal", exc)
-        return None
