@@ -7,9 +7,8 @@ taking the interpreter lock for a moment. Threads scale on a few cores (1.7x on 
 GPU host's 32: a book of 26,000 s of audio took 14-16 s to assemble in threads, ~2.7 cores' worth
 (docs/benchmarks.md). Separate processes share no lock.
 
-Why plain subprocesses and not ``multiprocessing``: assembly runs in Celery's prefork pool, whose
-processes are daemonic and may not start multiprocessing children. A helper is
-``python -c 'import pipeline.audio.stitch_helpers as helper; helper.main()'``; it reads pickled
+Not ``multiprocessing``: Celery's prefork processes are daemonic and may not start its children.
+A helper, ``python -c 'import pipeline.audio.stitch_helpers as helper; helper.main()'``, reads pickled
 ``(function, arguments)`` requests on its stdin and writes each pickled result (or exception) to its
 stdout, until stdin closes — so it also ends by itself when the process that started it dies.
 Both ends are this package's own code (functions pickled by name): no pickle crosses a trust boundary.
@@ -235,7 +234,8 @@ def stitch_helpers_wanted(options: AssemblyOptions, chapters: int | None = None,
     """Helper processes for ``chapters`` chapters of ``sentences`` sentences (None: many): one per
     core, at most one per chapter; none where threads do (one chapter or core, fewer sentences
     than ``helpers_from_sentences``, ``stitch_in_processes`` off)."""
-    parallel = worker_count(options.threads) if chapters is None else min(worker_count(options.threads), chapters)
+    cores = worker_count(options.threads)
+    parallel = cores if chapters is None else min(cores, chapters)
     few = sentences is not None and sentences < options.helpers_from_sentences
     return parallel if options.stitch_in_processes and parallel > 1 and not few else 0
 

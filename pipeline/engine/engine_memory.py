@@ -122,13 +122,16 @@ class EngineMemory:
     def _calibrate(self, voice: str, kept_in: Path | None = None) -> None:
         """The memory model measured on this CUDA device (under its cap, where it has one), or
         the one measured by an earlier run of the same model here, kept in ``kept_in``."""
-        key = calibration_key(self._calibration_facts()) if kept_in is not None else ""
-        if kept_in is not None and (kept := load_calibration(kept_in, key)) is not None:
+        if kept_in is None:
+            self._measure_memory_model(voice)
+            return
+        key = calibration_key(self._calibration_facts())
+        if (kept := load_calibration(kept_in, key)) is not None:
             self._memory = kept
             log.info("memory model on %s/%s as calibrated before: %s", self.device, self.precision, kept)
             return
         self._measure_memory_model(voice)
-        if kept_in is not None and self._memory is not None:
+        if self._memory is not None:
             save_calibration(kept_in, key, self._memory)
 
     def _calibration_facts(self) -> dict[str, object]:
