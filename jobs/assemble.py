@@ -25,6 +25,7 @@ from jobs.choices.options import recorded_options
 from jobs.lifecycle import fail_job
 from jobs.readalong import RecordedBook, recorded_book, write_readalong_outputs
 from jobs.runtime import Runtime
+from jobs.settings import process_environment
 from jobs.status import OnStage, StageProgress
 from pipeline.errors import AssemblyError
 from pipeline.metadata_record import metadata_from_record
@@ -46,7 +47,7 @@ def assemble_job(rt: Runtime, job_id: int, on_stage: OnStage | None = None,
     """Stitch job ``job_id``'s audio into its audiobook files; returns their paths. ``on_stage``
     hears how far assembly is (``assembling``, ``encoding`` k/n), for a progress display;
     ``prepared``: its first chapters assembled ahead in its work directory (``assemble_ahead.py``)."""
-    from pipeline.audio import start_helpers, stitch_helpers_wanted
+    from pipeline.audio.stitch_helpers import set_helper_environment, start_helpers, stitch_helpers_wanted
 
     began = time.monotonic()
     with rt.read_session() as session:  # the other book's assembly reads beside it, not after
@@ -58,6 +59,7 @@ def assemble_job(rt: Runtime, job_id: int, on_stage: OnStage | None = None,
         options = assembly_options(job)
         # stitch helpers missing from this process start now (imports: ~1 s) while the sentences are read
         sentences = repo.job_progress(session, [job_id])[job_id].total
+        set_helper_environment(process_environment())
         start_helpers(stitch_helpers_wanted(options, repo.chapter_count(session, job_id), sentences))
         chapters = chapters_to_assemble(rt, session, job_id)
         book = recorded_book(rt, session, job)

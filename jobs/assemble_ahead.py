@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 from jobs.assemble import assembly_options, book_metadata, chapters_to_assemble
 from jobs.plan import WAVES
 from jobs.runtime import Runtime
+from jobs.settings import process_environment
 from pipeline.types import GPT_STEPS_PER_SECOND, SAMPLE_RATE
 from storage import repo
 from storage.models import JobState
@@ -50,7 +51,7 @@ log = logging.getLogger(__name__)
 def book_ahead(rt: Runtime, job_id: int, prepared: Sequence[PreparedChapter] = ()) -> BookAhead:
     """Job ``job_id``'s chapters as prepared so far (``prepared``), ready to prepare more."""
     from pipeline.audio.ahead import ENCODE_NICENESS, BookAhead, encode_threads
-    from pipeline.audio.stitch_helpers import set_helper_niceness
+    from pipeline.audio.stitch_helpers import set_helper_environment, set_helper_niceness
 
     with rt.read_session() as session:
         job = repo.get_job(session, job_id)
@@ -58,6 +59,7 @@ def book_ahead(rt: Runtime, job_id: int, prepared: Sequence[PreparedChapter] = (
         chapters = repo.chapter_count(session, job_id)
         steps = repo.job_token_budget(session, job_id)
         metadata = book_metadata(rt, job)
+    set_helper_environment(process_environment())
     set_helper_niceness(ENCODE_NICENESS)
     # pieces cut for a wave (not the book): each wave's encodes spread over the encoding threads,
     # or a wave waits on its longest piece and the next waves queue behind it (seen on an H200:

@@ -35,6 +35,8 @@
 | TTS_JOBS_BROKER_PASSWORD_FILE | (none) | a file holding the Redis password (a Compose secret), put into TTS_JOBS_BROKER_URL |
 | FLOWER_BASIC_AUTH_FILE | (none) | a file holding FLOWER_BASIC_AUTH's `user:password` (a Compose secret) |
 | FLOWER_TASKS_COLUMNS | (ours) | Flower's task columns; Flower reads it itself |
+| TRITON_INTERPRET | (off) | 1: Triton kernels in its CPU interpreter; set by `python -m pipeline.bench.gpu_checks --cpu-smoke`, read by Triton |
+| PATH, PYTHONPATH | (the shell's) | extended for the processes a measurement starts (`prepended`) |
 | OUT | (none) | where a measurement tool (`python -m jobs.bench.workers_scaling`) leaves its results, as the device machines name it |
 
 Settings are read once per process (``Settings.from_env``) and handed on: the engine gets its
@@ -227,6 +229,17 @@ def child_environment(**changes: str) -> dict[str, str]:
     """This process's environment with ``changes``: what a child process is started with when
     it must see a value before it imports anything (CUDA_VISIBLE_DEVICES before torch)."""
     return {**process_environment(), **changes}
+
+
+def prepended(name: str, *folders: str) -> str:
+    """The search path ``name`` (PATH, PYTHONPATH) with ``folders`` first, for a child's environment."""
+    return os.pathsep.join(filter(None, [*folders, os.environ.get(name, "")]))
+
+
+def interpret_triton() -> None:
+    """Triton kernels run in its CPU interpreter (a smoke run without a GPU): set before anything
+    imports Triton, which reads the switch then."""
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
 def silence_dependency_bars() -> None:

@@ -163,3 +163,20 @@ def test_a_short_book_is_stitched_in_threads_and_starts_no_helper(tmp_path, chap
     assert stitch_helpers_wanted(options, chapters=10, sentences=options.helpers_from_sentences - 1) == 0
     assert stitch_helpers_wanted(options, chapters=10, sentences=options.helpers_from_sentences) == 4
     assert stitch_helpers_wanted(options, chapters=2, sentences=10_000) == 2  # one per chapter at most
+
+
+def test_helpers_start_with_the_environment_the_settings_give_and_blas_on_one_thread(monkeypatch):
+    """pipeline/ never reads the process environment: a helper started after the jobs layer gave
+    the settings' copy sees that copy (a variable set since then is not in it), with numpy's BLAS
+    kept to one thread (one helper per core must not start a BLAS thread per core each)."""
+    from jobs.settings import process_environment
+    from pipeline.audio import stitch_helpers
+
+    monkeypatch.setattr(stitch_helpers, "_environment", None)  # this process's helpers as a fresh one
+    monkeypatch.setenv("TTS_JOBS_HELPER_MARK", "given")
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "8")
+    stitch_helpers.set_helper_environment(process_environment())
+    monkeypatch.setenv("TTS_JOBS_HELPER_MARK", "changed later")
+    seen = [stitch_helpers.call_in_helper("reading its environment", os.getenv, name)
+            for name in ("TTS_JOBS_HELPER_MARK", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")]
+    assert seen == ["given", "1", "1"]

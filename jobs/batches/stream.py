@@ -12,13 +12,12 @@ a recorder thread: the stream goes on meanwhile.
 - A batch whose jobs asked for the refine pass is left to its own message (the refine pass is a
   generation loop of its own on the same model); the stream ends before it.
 - Each sentence's WAV, once written, is measured for assembly (speech bounds, loudness, peaks) by
-  a few helper processes (``Settings.measure_helpers``; pipeline/audio/measure.py) while the
-  stream goes on, so the book's assembly after its last batch reads those measures instead of
-  the audio. The queue's last batches (``SchedulingPolicy.queue_is_deep``) are recorded only once
-  measured, so that a book's last batch leaves nothing for its assembly to measure. Best
-  effort: whatever is not measured in time, assembly measures itself.
+  helper processes (``Settings.measure_helpers``; pipeline/audio/measure.py) as the stream goes
+  on; assembly reads those measures. The queue's last batches (``SchedulingPolicy.queue_is_deep``)
+  are recorded only once measured, so a book's last batch leaves assembly nothing to measure.
+  Best effort: whatever is not measured in time, assembly measures itself.
 - Out of memory (slots larger than the device now has free) is ``pipeline/engine/oom.py``'s: the
-  stream takes no more batches, and the sentences it had taken are spoken with halving, as the
+  stream takes no more batches; the sentences it had taken are spoken with halving, as the
   single-batch road does; what it learns is recorded for the planner.
 - If the stream fails otherwise, every batch it holds and has not recorded goes back to the queue
   (or fails for good after ``max_attempts``), and each but the task's own is sent out again.
@@ -43,6 +42,7 @@ from jobs.choices.voices import with_voice
 from jobs.leases import LeaseKeeper
 from jobs.plan import scheduling_policy
 from jobs.runtime import Runtime
+from jobs.settings import process_environment
 from pipeline.types import SynthesisResult
 from storage import repo
 
@@ -167,8 +167,7 @@ class _Stream:
         from pipeline.audio import SentenceWavWriter
 
         self.rt, self.engine, self.first, self.worker = rt, engine, first, worker
-        self.jobs_ready, self.batch_returned, self.learned_by = jobs_ready, batch_returned, learned_by
-        self.scope = scope
+        self.jobs_ready, self.batch_returned, self.learned_by, self.scope = jobs_ready, batch_returned, learned_by, scope
         self.deadline = time.monotonic() + (scope.seconds if scope.seconds is not None else float("inf"))
         self.queue_deep = False  # as the last claim saw the queue (read on the engine's loop thread)
         self.policy = scheduling_policy(rt.settings, gpu_worker=True)
@@ -244,8 +243,7 @@ class _Stream:
     def _record(self, flight: _InFlight, synthesized_at: float) -> None:
         batch_id = flight.claimed.batch_id
         seconds = self.writer.take_seconds(list(flight.spoken))
-        written_at = time.monotonic()
-        root = self.rt.artifacts.root
+        written_at, root = time.monotonic(), self.rt.artifacts.root
         measuring = self.measurer.settle([root / relative for _, _, relative in flight.spoken.values()
                                           if relative is not None])
         if not self.queue_deep:
@@ -293,8 +291,10 @@ def measure_ahead(rt: Runtime) -> MeasureAhead:
     """This worker process's sentence measurer (``rt.settings.measure_helpers`` helpers; made once)."""
     global _measure_ahead
     from pipeline.audio.measure import MeasureAhead
+    from pipeline.audio.stitch_helpers import set_helper_environment
 
     with _measure_ahead_lock:
         if _measure_ahead is None:
+            set_helper_environment(process_environment())
             _measure_ahead = MeasureAhead(rt.settings.measure_helper_count())
         return _measure_ahead

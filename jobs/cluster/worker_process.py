@@ -24,7 +24,7 @@ from jobs.cluster import health, messages, reconcile
 from jobs.cluster.celery_app import ALL_QUEUES, CPU_QUEUE, SYNTH_QUEUE
 from jobs.leases import this_process
 from jobs.runtime import Runtime, open_engine, open_runtime
-from jobs.settings import Settings
+from jobs.settings import Settings, process_environment
 
 if TYPE_CHECKING:
     from pipeline.engine import Engine
@@ -124,8 +124,10 @@ def prepare_cpu_worker() -> None:
     """A CPU worker process's start-up: its assembly's stitch helpers start now (they load in the
     background), not after the last batch of its first book, and what reading a book needs loads,
     so that its first book is read as fast as the next."""
-    from pipeline.audio import AssemblyOptions, start_helpers, stitch_helpers_wanted
+    from pipeline.audio import AssemblyOptions
+    from pipeline.audio.stitch_helpers import set_helper_environment, start_helpers, stitch_helpers_wanted
 
+    set_helper_environment(process_environment())
     start_helpers(stitch_helpers_wanted(AssemblyOptions()))
     prepare_ingest()
 

@@ -34,14 +34,13 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
 from pipeline.audio.assembly_types import AssemblyOptions
 from pipeline.audio.loudness import preload as preload_loudness_filter
 from pipeline.audio.parallel import bind, run_longest_first, worker_count
-from pipeline.child_env import child_environment, prepended
 from pipeline.errors import AssemblyError
 
 log = logging.getLogger(__name__)
@@ -54,6 +53,7 @@ _HAND_OUT_SECONDS = HELPER_IDLE_SECONDS - 60.0  # idle longer: it may be ending;
 _REAP_EVERY_SECONDS = 30.0  # how often idle helpers past _HAND_OUT_SECONDS are stopped
 
 _niceness = 0  # added to the niceness a new helper inherits (an argument of its main)
+_environment: dict[str, str] | None = None  # None: this process's, inherited as it is
 
 
 def set_helper_niceness(increment: int) -> None:
@@ -61,6 +61,13 @@ def set_helper_niceness(increment: int) -> None:
     helpers must not take the cores from the threads that feed its GPU; docs/cluster.md)."""
     global _niceness
     _niceness = increment
+
+
+def set_helper_environment(environment: Mapping[str, str]) -> None:
+    """Helpers started from now on get ``environment`` (the settings' copy of this process's:
+    pipeline/ never reads it) with numpy's BLAS kept to one thread."""
+    global _environment
+    _environment = {**environment, **_ONE_THREAD}
 
 
 HelperCall = tuple[int, str, Callable[..., Any], tuple[Any, ...]]  # weight, what it does, function, args
@@ -72,12 +79,10 @@ class StitchHelper:
 
     def __init__(self) -> None:
         package_root = str(Path(__file__).resolve().parents[2])  # the folder that holds pipeline/
-        search_path = prepended("PYTHONPATH", package_root)
+        start = f"import sys; sys.path.insert(0, {package_root!r}); import {__name__} as helper"
         self._process = subprocess.Popen(
-            [sys.executable, "-c", f"import {__name__} as helper; helper.main({_niceness:d})"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=child_environment(**_ONE_THREAD, PYTHONPATH=search_path),
+            [sys.executable, "-c", f"{start}; helper.main({_niceness:d})"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_environment,
         )
         self.idle_since = time.monotonic()  # never later than the helper's own idle clock starts
         self._broken = False
@@ -113,7 +118,6 @@ class StitchHelper:
         return reply
 
     def close(self) -> None:
-        """Let the helper finish (stdin closed = no more work); kill it if it does not."""
         self.ask_to_stop()
         self.wait_stopped()
 
@@ -207,8 +211,7 @@ class _IdleHelpers:
             helper.wait_stopped()
 
     def pids(self) -> list[int]:
-        with self._lock:
-            return [helper.pid for helper in self._idle]
+        return [helper.pid for helper in list(self._idle)]
 
 
 _helpers = _IdleHelpers()
@@ -251,12 +254,9 @@ def call_in_helper(what: str, function: Callable[..., _R], *args: Any) -> _R:
 
 def run_per_chapter(calls: Sequence[HelperCall], options: AssemblyOptions) -> list[Any]:
     """Run ``(weight, what, function, args)`` calls, heaviest first, results in order: in helper
-    processes (:func:`stitch_helpers_wanted`), else in threads of this process.
-
-    Each of ``helpers`` threads borrows an idle helper for one call at a time, so a short chapter
-    never waits behind a long one while another helper idles. Helpers come from this process's
-    idle ones (started if there are too few) and go back there; one that died is stopped.
-    """
+    processes (:func:`stitch_helpers_wanted`), else in threads of this process. Each thread borrows
+    an idle helper (started if none is) for one call at a time: a short chapter never waits behind a
+    long one while another helper idles."""
     helpers = stitch_helpers_wanted(options, len(calls), sum(weight for weight, *_ in calls))
     if helpers:
         jobs = [(weight, bind(call_in_helper, what, function, *args)) for weight, what, function, args in calls]

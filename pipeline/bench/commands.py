@@ -3,7 +3,8 @@ tool of the project behind one command line. Without a command it runs the engin
 ``python -m pipeline.bench --synthetic full --device cuda ...`` is the engine benchmark as before.
 
 A tool is a module with ``main(argv, prog) -> int``. The tools that read the job table
-(``jobs/bench/``) run as a child process: ``pipeline/`` never imports ``jobs/`` or ``storage/``.
+(``jobs/bench/``) run as a child process: of ``jobs/`` the tools here take only the settings (the
+one reader of the environment), and nothing of ``storage/``.
 """
 
 from __future__ import annotations

@@ -29,8 +29,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from jobs.settings import interpret_triton
 from pipeline.bench.protocol import BenchOptions, forced_steps, make_workload
-from pipeline.child_env import interpret_triton
 from pipeline.errors import OutOfDeviceMemory
 
 SECTIONS = ("attention", "kernels", "oom", "caps")  # the order they run in: the caps come after

@@ -12,8 +12,8 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from jobs.settings import child_environment, prepended
 from pipeline.bench.run_log import RunFailed, progress
-from pipeline.child_env import child_environment, prepended
 
 
 @dataclass(frozen=True)

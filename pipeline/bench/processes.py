@@ -14,9 +14,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from jobs.settings import child_environment
 from pipeline.bench.kit import Tools
 from pipeline.bench.run_log import RunFailed, progress
-from pipeline.child_env import child_environment
 
 REPO = Path(__file__).resolve().parents[2]
 TTS_JOBS = [sys.executable, "-m", "jobs.cli"]

@@ -26,9 +26,9 @@ import threading
 import time
 from pathlib import Path
 
+from jobs.settings import Settings, child_environment
 from pipeline.bench.kit import kit_ffmpeg
 from pipeline.bench.shelf import write_epub_book
-from pipeline.child_env import child_environment, device_output
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench ru
     for row in rows:
         stages = "; ".join(f"{name} {at:.1f}" for name, at in row["stages"])
         print(f"| {row['run']} | {row['wall_s']:.1f} | {row['audio_s']:.0f} | {row['x_realtime']:.0f} | {stages} |")
-    out = device_output(scratch)
+    out = Settings.from_env().results_dir or scratch  # the lent machine's OUT
     (out / "run_book.json").write_text(json.dumps(rows, indent=2))
     shutil.rmtree(scratch, ignore_errors=True)
     return 0
