@@ -12,12 +12,12 @@ from pipeline.audio.aac import (
     FRAME,
     MIN_CUT_PAUSE,
     chapter_starts,
-    count_adts_frames,
     cut_into_pieces,
     frames_for,
     plan_chapters,
     playable_samples,
 )
+from pipeline.audio.aac_frames import keep_adts_frames, read_frames
 from pipeline.audio.ffmpeg import ffmpeg_binary, probe
 
 SECOND = 24_000
@@ -112,5 +112,7 @@ def test_frame_formula_and_adts_count_match_ffmpeg(tmp_path):
             text=True,
             check=True,
         ).stdout
-        assert count_adts_frames(path) == int(packets) == frames_for(samples)
+        kept = path.with_suffix(".frames")
+        assert keep_adts_frames(path, kept) == int(packets) == frames_for(samples)
+        assert read_frames(kept).count == int(packets)
     assert probe(path)["streams"][0]["codec_name"] == "aac"

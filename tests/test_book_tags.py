@@ -15,7 +15,6 @@ from mutagen.mp4 import MP4
 
 from pipeline.audio import AssemblyOptions, assemble_audiobook
 from pipeline.audio.ffmpeg import probe
-from pipeline.audio.mp4tags import add_freeform_tags
 from pipeline.bench.synthetic_audio import tone_book
 from pipeline.ingest import read_book
 from pipeline.types import BookMetadata
@@ -91,20 +90,6 @@ def test_each_mp3_carries_it_too(assembled) -> None:  # type: ignore[no-untyped-
             "Harbour Press", "The Voyages", "2", "9780306406157")
         assert tags["genre"] == "Fiction; Sea stories" and tags["language"] == "eng"
         assert ID3(mp3)["TIT3"].text == ["Being the Second Voyage"]
-
-
-def test_freeform_tags_without_reserved_room_are_written_by_moving_the_audio(tmp_path: Path, assembled) -> None:  # type: ignore[no-untyped-def]
-    import subprocess
-
-    from pipeline.audio.ffmpeg import ffmpeg_binary
-
-    [m4b] = [path for path in assembled.outputs if path.suffix == ".m4b"]
-    plain = tmp_path / "plain.m4b"  # +faststart: the index is first, with no room behind it
-    subprocess.run([ffmpeg_binary(), "-v", "error", "-i", str(m4b), "-map", "0:a", "-c", "copy",
-                    "-movflags", "+faststart", "-f", "ipod", str(plain)], check=True)
-    add_freeform_tags(plain, {"SERIES": "Elsewhere"})
-    assert format_tags(plain)["series"] == "Elsewhere"
-    assert probe(plain)["format"]["duration"] == probe(m4b)["format"]["duration"]
 
 
 def test_run_tags_the_book_and_writes_audiobookshelf_metadata_beside_it(tmp_path: Path, settings_factory) -> None:  # type: ignore[no-untyped-def]

@@ -27,7 +27,6 @@ import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 FRAME = 1024  # samples per AAC-LC frame
 PRIMING = 1024  # ffmpeg's AAC encoder delay, in samples
@@ -143,23 +142,3 @@ def chapter_starts(frame_counts: Sequence[int]) -> list[int]:
 def playable_samples(frame_counts: Sequence[int]) -> int:
     """The M4B's duration in samples: every frame but the hidden first priming."""
     return sum(frame_counts) * FRAME - PRIMING
-
-
-def count_adts_frames(path: Path) -> int:
-    """Count the AAC frames of an ADTS file by walking its frame headers.
-
-    Raises:
-        ValueError: the file is not a clean ADTS stream (then it is damaged: re-encode it).
-    """
-    data = path.read_bytes()
-    position = frames = 0
-    while position < len(data):
-        header = data[position : position + 7]
-        if len(header) < 7 or header[0] != 0xFF or header[1] & 0xF6 != 0xF0:
-            raise ValueError(f"{path}: no ADTS header at byte {position}")
-        frame_length = ((header[3] & 0x03) << 11) | (header[4] << 3) | (header[5] >> 5)
-        if frame_length < 7:
-            raise ValueError(f"{path}: bad ADTS frame length at byte {position}")
-        frames += (header[6] & 0x03) + 1  # raw data blocks in this ADTS frame
-        position += frame_length
-    return frames

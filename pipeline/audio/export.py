@@ -21,18 +21,19 @@ from pathlib import Path
 
 from mutagen import MutagenError
 
-from pipeline.audio.aac import AacChapterPlan, AacPiece, count_adts_frames
+from pipeline.audio.aac import AacChapterPlan, AacPiece
+from pipeline.audio.aac_frames import keep_adts_frames
 from pipeline.audio.assembly_types import AssemblyOptions
 from pipeline.audio.failures import os_error_fix, remove_quietly
 from pipeline.audio.ffmpeg import run_ffmpeg
 from pipeline.audio.gained_wav import write_stitched_wav
 from pipeline.audio.loudness import integrated_lufs
-from pipeline.audio.mp4lang import Mp4StructureError
 from pipeline.audio.publish import partial_path, publish
 from pipeline.audio.stitch import MeasuredChapter, StitchedChapter
 from pipeline.audio.tags import TrackTags, write_tags
 from pipeline.audio.wav_reading import canonical_samples_offset
 from pipeline.errors import AssemblyError
+from pipeline.temp_files import temporary_sibling
 from pipeline.types import SAMPLE_RATE
 
 log = logging.getLogger(__name__)
@@ -101,8 +102,8 @@ def encode_m4b_piece(
     chapter: StitchedChapter, piece: AacPiece, plan: AacChapterPlan, aac_path: Path, loudness: Loudness,
     bitrate: str, nice: int = 0,
 ) -> int:
-    """Encode one piece of a chapter (often the whole chapter) to an ADTS AAC file in the work
-    directory; returns its frame count.
+    """Encode one piece of a chapter (often the whole chapter) to AAC and keep its frames in
+    ``aac_path`` (:mod:`pipeline.audio.aac_frames`, what the M4B is written from); returns their count.
 
     The piece is read as raw samples from its first byte in the chapter WAV (which
     :func:`pipeline.audio.stitch.stitch_chapter` writes with the canonical 44-byte header) and
@@ -116,18 +117,23 @@ def encode_m4b_piece(
     args += ["-af", f"atrim=end_sample={piece.samples}," + loudness.ffmpeg_filter(plan.input_samples)]
     args += ["-c:a", "aac", "-aac_coder", "fast", "-b:a", bitrate, *BITEXACT, "-f", "adts"]
     where = f" from {piece.start / SAMPLE_RATE:.1f} s" if piece.start else ""
-    encode_file(args, aac_path, f"encode chapter {chapter.index + 1}{where} to AAC", nice=nice)
+    adts_path = temporary_sibling(aac_path)  # what ffmpeg writes, until its frames are kept
+    encode_file(args, adts_path, f"encode chapter {chapter.index + 1}{where} to AAC", nice=nice)
+    partial = partial_path(aac_path)
     try:
-        frames = count_adts_frames(aac_path)
+        frames = keep_adts_frames(adts_path, partial)
     except ValueError as exc:
+        remove_quietly(partial)
         raise AssemblyError(f"{exc} (ffmpeg wrote a damaged AAC stream; run the assembly again)") from exc
+    except OSError as exc:
+        remove_quietly(partial)
+        raise AssemblyError(f"{aac_path}: cannot write it: {exc.strerror} ({os_error_fix(exc)})") from exc
+    finally:
+        remove_quietly(adts_path)
+    publish(partial, aac_path)
     if frames != plan.expected_frames:
-        log.debug(
-            "%s: %d AAC frames, %d planned; chapter marks follow the real count",
-            aac_path,
-            frames,
-            plan.expected_frames,
-        )
+        log.debug("%s: %d AAC frames, %d planned; chapter marks follow the real count",
+                  aac_path, frames, plan.expected_frames)
     return frames
 
 
@@ -187,7 +193,7 @@ def encode_file(
         run_ffmpeg([*args, str(partial)], final_path, action, cwd=cwd, nice=nice)
         if finish is not None:
             finish(partial)
-    except (OSError, MutagenError, Mp4StructureError) as exc:
+    except (OSError, MutagenError) as exc:
         remove_quietly(partial)
         cause = exc if isinstance(exc, OSError) else exc.__cause__ or exc.__context__
         if isinstance(cause, OSError):
