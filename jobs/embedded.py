@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from jobs.assemble import assemble_job
 from jobs.assemble_ahead import AssembleAhead
 from jobs.batches import cleanup
+from jobs.batches.speak import log_device_time
 from jobs.batches.stream import speak_job
 from jobs.book_folders import default_out_root
 from jobs.choices.options import JobOptions, recorded_options
@@ -186,11 +187,13 @@ def _stages(rt: Runtime, job_id: int, engine: Engine | EngineLoading, runner: st
         ahead.poll()
 
     recorded()
+    engine.clock.reset()  # the speaking's GPU timeline, logged once it ends
     try:
         speak_job(rt, engine, job_id, worker=runner, learned_by=worker, on_recorded=recorded)
     except BaseException:
         ahead.abandon()
         raise
+    log_device_time(f"job={job_id}", engine)
     assemble_job(rt, job_id, on_stage, prepared=ahead.finish())
 
 

@@ -108,6 +108,8 @@ def test_run_piped_prints_a_line_per_stage_and_tenth_with_the_eta_and_verbose_ad
     assert any(re.search(r"\d+/\d+ sentences \(\d+%\), .* ETA \d+:\d\d:\d\d$", line) for line in speaking)
     assert "\x1b[" not in result.stderr and "━" not in result.stderr
     assert " DEBUG " in result.stderr  # --verbose
+    # where the speaking's device time went, once for the whole book (as a worker logs per stream)
+    assert len(re.findall(r"job=\d+: device time: prefill [\d.]+ s, [1-9]\d* decode steps", result.stderr)) == 1
     output = Path(result.stdout.strip())
     assert output.is_file() and f"files in {output.parent}" in result.stderr
     status = cli(["status", "--json"], env, timeout=60)

@@ -133,3 +133,24 @@ def written_outcomes(rt: Runtime, writer: SentenceWavWriter, work: Sequence[Sent
     seconds = writer.seconds()
     return [outcome(w, r, paths.get(w.sentence_id), seconds.get(w.sentence_id, 0.0))
             for w, r in zip(work, results, strict=True)]
+
+
+def log_device_time(what: str, speaker: Engine) -> None:
+    """Where ``what``'s device time went since the engine's clock was reset (CUDA events;
+    host-timed on CPU): beside the "synthesized in" lines this tells a slow GPU from a GPU kept
+    waiting."""
+    seconds, edges = speaker.clock.totals(), speaker.clock.edges()
+    # the steps and prefills share one stream: the rest of the busy time is Decoder+Vocos alone
+    alone = max(0.0, edges["busy_end"] - edges["idle_start"] - edges["idle_between"]
+                - seconds["prefill"] - seconds["gpt_steps"])
+    log.info("%s: device time: prefill %.2f s, %d decode steps "
+             "%.2f s, Decoder+Vocos %.2f s (%.2f s after the last step); idle %.2f s before the first and "
+             "%.2f s between; Decoder+Vocos alone %.2f s of %.2f s",
+             what, seconds["prefill"], speaker.clock.steps, seconds["gpt_steps"], seconds["waveform"],
+             edges["tail"], edges["idle_start"], edges["idle_between"], alone, edges["busy_end"])
+    calls = speaker.clock.driver_calls()
+    if calls:
+        log.info("%s: allocator calls to the driver meanwhile: cudaMalloc %d, cudaFree %d, "
+                 "retries %d, pinned host blocks made %d, freed %d", what, calls["num_device_alloc"],
+                 calls["num_device_free"], calls["num_alloc_retries"], calls["num_host_alloc"],
+                 calls["num_host_free"])

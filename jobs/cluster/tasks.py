@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
 
 from celery import shared_task
 from celery.exceptions import Reject
@@ -33,9 +32,6 @@ from jobs.runtime import Runtime
 from jobs.status import job_statuses
 from pipeline.errors import AssemblyError, TtsJobsError
 from storage.models import JobState, Sentence, SentenceState
-
-if TYPE_CHECKING:
-    from pipeline.engine import Engine
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +160,7 @@ def synthesize_batch(self, batch_id: int) -> None:  # type: ignore[no-untyped-de
             ready = speak.synthesize_batch(rt, speaker, batch_id, worker_name(),
                                            learned_by=synthesis_worker_name())
             assemble_ahead_after(batch_id)
-        log_device_time(batch_id, speaker)
+        speak.log_device_time(f"batch={batch_id} (and the batches streamed after it)", speaker)
     except RETRYABLE:
         raise
     except Exception as exc:
@@ -189,26 +185,6 @@ def raise_if_sentences_failed(rt: Runtime, batch_ids: list[int]) -> None:
         jobs = sorted({job for job, _ in failed})
         raise JobFailed(f"job {', '.join(map(str, jobs))} failed: {len(failed)} sentence(s) could not be "
                         f"spoken ({failed[0].error})")
-
-
-def log_device_time(batch_id: int, speaker: Engine) -> None:
-    """Where the batch's device time went (CUDA events; host-timed on CPU): with the worker's
-    "synthesized in" line this tells a slow GPU from a GPU kept waiting."""
-    seconds, edges = speaker.clock.totals(), speaker.clock.edges()
-    # the steps and prefills share one stream: the rest of the busy time is Decoder+Vocos alone
-    alone = max(0.0, edges["busy_end"] - edges["idle_start"] - edges["idle_between"]
-                - seconds["prefill"] - seconds["gpt_steps"])
-    log.info("batch=%s (and the batches streamed after it): device time: prefill %.2f s, %d decode steps "
-             "%.2f s, Decoder+Vocos %.2f s (%.2f s after the last step); idle %.2f s before the first and "
-             "%.2f s between; Decoder+Vocos alone %.2f s of %.2f s",
-             batch_id, seconds["prefill"], speaker.clock.steps, seconds["gpt_steps"], seconds["waveform"],
-             edges["tail"], edges["idle_start"], edges["idle_between"], alone, edges["busy_end"])
-    calls = speaker.clock.driver_calls()
-    if calls:
-        log.info("batch=%s: allocator calls to the driver meanwhile: cudaMalloc %d, cudaFree %d, "
-                 "retries %d, pinned host blocks made %d, freed %d", batch_id, calls["num_device_alloc"],
-                 calls["num_device_free"], calls["num_alloc_retries"], calls["num_host_alloc"],
-                 calls["num_host_free"])
 
 
 @shared_task(name=messages.ASSEMBLE, throws=(JobFailed,), **TASK_OPTIONS)
