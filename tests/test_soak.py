@@ -24,8 +24,8 @@ def test_books_submitted_at_once_all_finish_while_a_worker_is_killed_at_random(
     try:
         report = run_soak(env, tmp_path / "soak",
                           # enough work that an idle machine is still busy when the kill comes
-                          SoakConfig(books=6, chapters_per_book=4, minutes=6, seed=8, kill_after=(1.0, 6.0),
-                                     aim_seconds=10.0))
+                          SoakConfig(books=6, chapters_per_book=5, minutes=6, seed=8, kill_after=(0.5, 2.0),
+                                     aim_seconds=6.0))
     finally:
         wipe_tables(pg_database)
     print(report.summary())
