@@ -13,6 +13,7 @@ import logging
 import shutil
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,7 +24,7 @@ from jobs.batches import cleanup
 from jobs.book_folders import claim_book_folder, default_out_root, disown_replaced, format_folders
 from jobs.choices.options import recorded_options
 from jobs.lifecycle import fail_job
-from jobs.readalong import RecordedBook, recorded_book, write_readalong_outputs
+from jobs.readalong import RecordedBook, read_book_again, recorded_book, write_readalong_outputs
 from jobs.runtime import Runtime
 from jobs.settings import process_environment
 from jobs.status import OnStage, StageProgress
@@ -145,8 +146,10 @@ def _assemble_in_work_dir(rt: Runtime, job_id: int, chapters: list[ChapterAudio]
     work_dir.mkdir(parents=True, exist_ok=True)
     try:
         options = replace(options, format_folders=format_folders(out_dir, options.formats))
-        report = assemble_audiobook(chapters, metadata, out_dir, work_dir, options, on_step, prepared)
-        read_along = write_readalong_outputs(job_id, book, report, options, out_dir)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="read-again") as reader:
+            again = reader.submit(read_book_again, book)  # beside the encoders, not after them
+            report = assemble_audiobook(chapters, metadata, out_dir, work_dir, options, on_step, prepared)
+            read_along = write_readalong_outputs(job_id, book, report, options, out_dir, again.result())
         for folder in (out_dir, *(folder for _, folder in options.format_folders)):  # each a library's book
             write_library_files(folder, metadata, options.narrator, options.formats)
         return replace(report, outputs=report.outputs + read_along.outputs), read_along

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
 
@@ -68,16 +68,23 @@ def recorded_book(rt: Runtime, session: Session, job: Job) -> RecordedBook:
     )
 
 
-def write_readalong_outputs(
-    job_id: int, book: RecordedBook, report: AssemblyReport, options: AssemblyOptions, out_dir: Path
-) -> ReadAlong:
-    """The timings file, and the subtitles and EPUB that ``options`` ask for, beside the audio.
+@dataclass(frozen=True)
+class BookReadAgain:
+    """The job's book read again as it was spoken, and each recorded sentence found in it with its
+    written words, by its audio's path: what the timings are made from."""
+
+    read: Any  # pipeline.ingest's read book, as the user gave it
+    sentences: dict[str, Sentence]
+
+
+def read_book_again(book: RecordedBook) -> BookReadAgain:
+    """Read ``book`` again (a second or two for a long novel: done beside the assembly, whose
+    encoders run in other processes, not after it).
 
     Raises:
-        AssemblyError: the book cannot be read again as it was, or a file cannot be written.
+        AssemblyError: the book cannot be read again as it was.
     """
     from pipeline.ingest import read_book
-    from pipeline.readalong import write_readalong
 
     reading = book.options.reading()
     try:
@@ -87,11 +94,26 @@ def write_readalong_outputs(
         raise AssemblyError(
             f"{book.source}: cannot read the book again for its timings: {exc.problem}"
         ) from exc
-    sentences = _sentences_by_audio(read.chapters, book, replace(book.options.speaking(read), written=True))
+    return BookReadAgain(read, _sentences_by_audio(read.chapters, book,
+                                                   replace(book.options.speaking(read), written=True)))
+
+
+def write_readalong_outputs(
+    job_id: int, book: RecordedBook, report: AssemblyReport, options: AssemblyOptions, out_dir: Path,
+    read_again: BookReadAgain | None = None,
+) -> ReadAlong:
+    """The timings file, and the subtitles and EPUB that ``options`` ask for, beside the audio;
+    ``read_again``: the book as :func:`read_book_again` read it (read now if not given).
+
+    Raises:
+        AssemblyError: the book cannot be read again as it was, or a file cannot be written.
+    """
+    from pipeline.readalong import write_readalong
+
+    again = read_again or read_book_again(book)
     try:
-        read_along = write_readalong(
-            read, sentences, report, options, out_dir, reading=reading, identifier=book.identifier
-        )
+        read_along = write_readalong(again.read, again.sentences, report, options, out_dir,
+                                     reading=book.options.reading(), identifier=book.identifier)
     except BookError as exc:  # the stored EPUB, read again for its documents
         raise AssemblyError(
             f"{book.source}: cannot read the book again for its read-along EPUB: {exc.problem}"

@@ -169,3 +169,28 @@ def index_first(path: Path) -> bool:
     with open(path, "rb") as handle:
         names = [atom.name for atom in Atoms(handle).atoms]
     return names.index(b"moov") < names.index(b"mdat")
+
+
+def test_the_chapters_left_after_the_last_sentence_are_cut_for_every_core(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Three of four chapters prepared ahead: the last one, all that is left to encode, is cut into
+    pieces sized from itself (four per core), not from the whole book (which left it one or two
+    pieces, a core or two busy while the rest waited), and the M4B still has its marks in place."""
+    from pipeline.audio import ahead, assemble
+
+    chapters = tone_book(tmp_path / "sentences", TITLES[:4], body_sentences=11, seconds=0.3)
+    options = AssemblyOptions(threads=2, chapter_pause_ms=1500)
+    monkeypatch.setattr(ahead, "MIN_PIECE_SECONDS", 0.5)
+    at_the_end = assemble_audiobook(chapters, METADATA, tmp_path / "end", tmp_path / "w1", options)
+    encoded: list[int] = []  # the chapter of each piece the assembly itself encodes
+    real_encode = assemble.encode_m4b_piece
+    monkeypatch.setattr(assemble, "encode_m4b_piece",
+                        lambda chapter, *rest: encoded.append(chapter.index) or real_encode(chapter, *rest))
+    book = BookAhead(tmp_path / "w2", options, chapters=4, expected_samples=40 * SAMPLE_RATE, metadata=METADATA)
+    book.prepare(chapters[:3])
+    report = assemble_audiobook(chapters, METADATA, tmp_path / "ahead", tmp_path / "w2", options,
+                                prepared=book.prepared)
+
+    assert set(encoded) == {3} and len(encoded) >= 2 * options.threads
+    assert len(marks(report.outputs[0])) == 4
+    assert max(abs(a - b) for a, b in zip(marks(at_the_end.outputs[0]), marks(report.outputs[0]), strict=True)) \
+        <= FRAME

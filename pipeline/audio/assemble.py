@@ -258,11 +258,13 @@ def plan_m4b_parts(
             name, title = f"{stem} - Part {number}.m4b", f"{metadata.title} (Part {number} of {len(groups)})"
         encoded = [a for a in ahead if a.encoded] if len(groups) == 1 else []
         rest = chapters[len(encoded):]
+        # pieces sized from what is left to encode, not the whole book: after the last sentence
+        # the last chapters are all there is, and every core should have a share of them
         pieces = [p for a in encoded for p in a.pieces] + [
             replace(p, chapter=p.chapter + len(encoded))
             for p in cut_into_pieces([c.samples for c in rest], [c.trailing_silence for c in rest],
                                      [c.cut_points for c in rest],
-                                     piece_samples(sum(c.samples for c in chapters), options))]
+                                     piece_samples(sum(c.samples for c in rest), options))]
         plans = plan_chapters([p.samples for p in pieces], [p.trailing_silence for p in pieces])
         ahead_plans = [plan for a in encoded for plan in a.plans]
         if plans[:len(ahead_plans)] != ahead_plans:  # cannot happen for a prefix; never trust it blindly
