@@ -8,9 +8,12 @@ starts instantly.
 
 from __future__ import annotations
 
+import logging
+import os
+import sys
 from collections.abc import Callable
 from importlib import metadata
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from typer._click import exceptions as click  # typer carries its own click
@@ -121,7 +124,23 @@ def main() -> None:
         fail(str(exc), EXIT_FAILED)
     except KeyboardInterrupt:  # before a job started (or outside one): nothing to resume
         fail("interrupted", EXIT_INTERRUPTED)
-    raise SystemExit(code if isinstance(code, int) else 0)
+    leave(code if isinstance(code, int) else 0)
+
+
+def leave(code: int) -> NoReturn:
+    """End the process once its command has returned: output flushed, then at once, without
+    unwinding the interpreter. A finished `tts-jobs run` spent 0.6-0.8 s after its last line
+    tearing down what it no longer needs (the engine's modules and threads, stitch helpers that end
+    by themselves when their pipe closes). Nothing is lost: every file a command writes is
+    complete and renamed into place, and every database change committed, before it returns, as
+    it must be for a kill at that moment too."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except OSError:  # a reader that went away (`tts-jobs status | head -1`): nothing to tell it
+            pass
+    os._exit(code)
 
 
 def usage_line(exc: click.UsageError) -> str:
