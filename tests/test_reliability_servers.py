@@ -235,6 +235,7 @@ def assert_finished_exactly_once(status: dict, settings, log: str) -> None:  # t
 # How long Redis stays down after a batch's results are committed: longer than Celery's default
 # publish retries (about 1.2 s), as short as a restart of a busy server.
 OUTAGE_AFTER_COMMIT = 5.0
+HOLD_RUNNING_SECONDS = 4.0  # a claimed batch's hold: longer than one look at the database and the shutdown
 
 
 @pytest.mark.timeout(540)
@@ -284,7 +285,10 @@ def test_a_book_completes_when_redis_is_down_as_its_batch_finishes(
     job is sent after the database commit, while the broker is unreachable.
     """
     settings, env = redis_cluster_env
-    worker = popen_worker(env, tmp_path / "worker.log")
+    # each claimed batch is held a while before it is spoken, so that the test sees it running (the
+    # book's few sentences are otherwise spoken between two looks at the database)
+    worker = popen_worker({**env, "TTS_JOBS_FAULT_PAUSE": f"synthesize:{HOLD_RUNNING_SECONDS}"},
+                          tmp_path / "worker.log")
     try:
         job = submit(env, write_epub(tmp_path / "book.epub", "Outage Book", CHAPTERS))
         # a stream may hold its next batch beside the first: follow the first one

@@ -161,6 +161,12 @@ def test_a_range_dash_in_a_range_context_is_to():
         ("I. The Beginning", "one. The Beginning"),
         ("Stories. II. The Rose", "Stories. two. The Rose"),
         ("I. M. Pei built it.", "I. M. Pei built it."),
+        # after stray punctuation or an initial a lone small letter is no citation's numeral
+        (",, i: yes", "i: yes"),
+        ("; , ii, then", "ii, then"),
+        ("Q. i: yes", "Q. i: yes"),
+        ("Q, i: yes", "Q, i: yes"),
+        ("Tristan und Isolde, i, verses", "Tristan und Isolde, one, verses"),
     ],
 )
 def test_roman_numerals_only_where_they_are_numerals(text: str, expected: str):

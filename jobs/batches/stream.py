@@ -33,6 +33,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from jobs import faults
 from jobs.batches.claim import claim_batch
 from jobs.batches.record import give_back_or_fail, log_batch_done, record_batch_results, without_waveform
 from jobs.batches.slots import prepare_slots_for_job
@@ -65,10 +66,9 @@ BatchRecorded = Callable[[int], None]  # a batch recorded (its id): its books' c
 
 @dataclass(frozen=True)
 class StreamScope:
-    """Which queued batches a stream takes, for how long, and who hears of each one recorded.
-
-    A worker's stream takes any batch for ``Settings.stream_seconds``; an embedded run's takes its
-    own job's batches (``job_id``) until there are none (``seconds`` None)."""
+    """Which queued batches a stream takes, for how long, and who hears of each one recorded: a
+    worker's, any batch for ``Settings.stream_seconds``; an embedded run's, its own job's batches
+    (``job_id``) until there are none (``seconds`` None)."""
 
     seconds: float | None
     job_id: int | None = None
@@ -84,6 +84,7 @@ def synthesize_stream(rt: Runtime, engine: Engine, batch_id: int, worker: str, j
     claimed, ready = _claim_first(rt, batch_id, worker)
     jobs_ready(ready)
     if claimed is not None:
+        faults.pause("synthesize")  # the reliability tests' hold on a running batch
         scope = StreamScope(seconds=rt.settings.stream_seconds, on_recorded=batch_recorded)
         _speak(rt, engine, claimed, worker, jobs_ready, batch_returned, learned_by, scope)
 
@@ -119,7 +120,7 @@ def _speak(rt: Runtime, engine: Engine, claimed: ClaimedBatch, worker: str, jobs
 
 
 def _unheard(_: object) -> None:
-    return None
+    pass
 
 
 def _claim_first(rt: Runtime, batch_id: int, worker: str) -> tuple[ClaimedBatch | None, list[int]]:
@@ -132,8 +133,7 @@ def _claim_first(rt: Runtime, batch_id: int, worker: str) -> tuple[ClaimedBatch 
             log.info("batches %s: held by this process's earlier attempt; back in the queue", returned)
         session.commit()
     with rt.read_session() as session:
-        first = repo.next_queued_batch(session, suspects=True)
-    ready_first: list[int] = []
+        first, ready_first = repo.next_queued_batch(session, suspects=True), []
     if first is not None and first != batch_id:
         claimed, ready_first = claim_batch(rt, first, worker)
         if claimed is not None:

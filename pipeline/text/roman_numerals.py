@@ -192,9 +192,12 @@ def _cited(text: str, previous: str, numeral: str, end: int, first_word: bool) -
     word before opens its sentence ('On vi, ...' names no book)."""
     if not _CITATION_AFTER.match(text, end):
         return False
-    after_comma = previous.endswith(",")
+    # after a word of two letters or more: not a stray comma (',, i:') nor a letter's ('Q, i:')
+    word = previous.rstrip(",")
+    after_comma = previous.endswith(",") and len(word) > 1 and any(ch.isalnum() for ch in word)
     if all(ch in "ivx" for ch in numeral):  # books and cantos: 'mix' and 'dim' are words
-        named = previous[:1].isupper() and previous.isalpha() and not first_word
+        # a title's word, not an initial ('Q. i:')
+        named = len(previous) > 1 and previous[:1].isupper() and previous.isalpha() and not first_word
         after_title = named or previous in _SAME_WORK
         after_numeral = len(previous) > 1 and previous.isupper() and roman_value(previous) is not None
         return after_comma or after_title or after_numeral
