@@ -1,18 +1,11 @@
-"""The broker and the database restarted under a running cluster: no book is lost, none is done twice.
-
-Each test starts PRIVATE servers of its own (never the shared ones) on free ports in temp folders:
-a Redis with append-only persistence (as docker-compose runs it) or a PostgreSQL cluster, and stops
-them, and every worker it started, in `finally`. Workers are real `tts-jobs worker` subprocesses on
-TINY SYNTHETIC weights (noise, never speech).
-
-Each finished book is checked as a user would: job done, every sentence done exactly once (one WAV
-per sentence), no temporary files left, the M4B's chapter marks and its duration.
-"""
+"""Private servers for the restart tests (tests/test_reliability_redis.py, _postgres.py): each
+test starts a Redis with append-only persistence (as docker-compose runs it) or a PostgreSQL cluster
+of its own, on a free port in a temp folder, never the shared ones; and the checks of a finished
+book those tests share."""
 
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import socket
 import subprocess
@@ -23,12 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.books import write_epub
 from tests.conftest import cluster_env, wipe_tables
-from tests.e2e_helpers import cli, popen_worker, read_log, wait_for_final_state
-from tests.soak import book_problems, stop_worker, stuck_rows
-
-pytestmark = pytest.mark.slow
+from tests.e2e_helpers import cli
+from tests.soak import book_problems, stuck_rows
 
 CHAPTERS = [("One", ["The first chapter has two sentences.", "Here is the second one."]),
             ("Two", ["The second chapter is short."]),
@@ -229,122 +219,3 @@ def assert_finished_exactly_once(status: dict, settings, log: str) -> None:  # t
     assert not problems, "\n".join(problems) + f"\n--- worker log (end)\n{log[-6000:]}"
     assert not stuck_rows(settings.database_url), stuck_rows(settings.database_url)
 
-
-# ---------------------------------------------------------------- Redis
-
-# How long Redis stays down after a batch's results are committed: longer than Celery's default
-# publish retries (about 1.2 s), as short as a restart of a busy server.
-OUTAGE_AFTER_COMMIT = 5.0
-HOLD_RUNNING_SECONDS = 4.0  # a claimed batch's hold: longer than one look at the database and the shutdown
-
-
-@pytest.mark.timeout(540)
-def test_queued_work_survives_a_redis_restart(tmp_path: Path, private_redis: PrivateRedis,
-                                              redis_cluster_env) -> None:  # type: ignore[no-untyped-def]
-    """A book submitted while no worker runs is still there after Redis restarts (append-only file)."""
-    settings, env = redis_cluster_env
-    job = submit(env, write_epub(tmp_path / "book.epub", "Queued Book", CHAPTERS))
-    assert private_redis.client().llen("cpu") == 1  # the ingest message waits in the queue
-
-    private_redis.restart()  # SHUTDOWN, then a new server on the same folder and port
-
-    assert private_redis.client().llen("cpu") == 1, "the queued message did not survive the restart"
-    worker = popen_worker(env, tmp_path / "worker.log")
-    try:
-        status = wait_for_final_state(env, job, timeout=420)
-    finally:
-        stop_worker(worker)
-    assert_finished_exactly_once(status, settings, read_log(tmp_path / "worker.log"))
-
-
-@pytest.mark.timeout(540)
-def test_a_worker_reconnects_after_redis_restarts_mid_batch(tmp_path: Path, private_redis: PrivateRedis,
-                                                           redis_cluster_env) -> None:  # type: ignore[no-untyped-def]
-    """Redis restarts while the worker synthesises: it reconnects, and the book completes once."""
-    settings, env = redis_cluster_env
-    worker = popen_worker(env, tmp_path / "worker.log")
-    try:
-        job = submit(env, write_epub(tmp_path / "book.epub", "Restart Book", CHAPTERS))
-        wait_until(lambda: a_batch_is_running(settings.database_url), 300, "a running batch")
-
-        private_redis.restart()
-
-        status = wait_for_final_state(env, job, timeout=300)
-        assert worker.poll() is None, "the worker exited when Redis restarted"
-    finally:
-        stop_worker(worker)
-    assert_finished_exactly_once(status, settings, read_log(tmp_path / "worker.log"))
-
-
-@pytest.mark.timeout(540)
-def test_a_book_completes_when_redis_is_down_as_its_batch_finishes(
-        tmp_path: Path, private_redis: PrivateRedis, redis_cluster_env) -> None:  # type: ignore[no-untyped-def]
-    """Redis goes down mid-batch and comes back only after the batch's results are recorded.
-
-    The worker must still hand the finished chapter audio to assembly: the message that continues the
-    job is sent after the database commit, while the broker is unreachable.
-    """
-    settings, env = redis_cluster_env
-    # each claimed batch is held a while before it is spoken, so that the test sees it running (the
-    # book's few sentences are otherwise spoken between two looks at the database)
-    worker = popen_worker({**env, "TTS_JOBS_FAULT_PAUSE": f"synthesize:{HOLD_RUNNING_SECONDS}"},
-                          tmp_path / "worker.log")
-    try:
-        job = submit(env, write_epub(tmp_path / "book.epub", "Outage Book", CHAPTERS))
-        # a stream may hold its next batch beside the first: follow the first one
-        batch = min(wait_until(lambda: a_batch_is_running(settings.database_url), 300, "a running batch"))
-
-        private_redis.shutdown()
-        try:
-            wait_until(lambda: (batch, "done") in batch_states(settings.database_url), 300,
-                       f"batch {batch} to be recorded while Redis is down")
-            time.sleep(OUTAGE_AFTER_COMMIT)  # the fault's length, not a wait for a condition
-        finally:
-            private_redis.start()
-
-        status = wait_for_final_state(env, job, timeout=150)
-    finally:
-        stop_worker(worker)
-    assert_finished_exactly_once(status, settings, read_log(tmp_path / "worker.log"))
-
-
-# ---------------------------------------------------------------- PostgreSQL
-
-LEASE_SECONDS = 120.0  # the production default: recovery must not wait for the lease to expire
-AFTER_RESTART_SECONDS = 100.0  # less than the lease
-# Celery's log line for a task retried after an exception (normally the batch: recording its results).
-TASK_RETRIED = re.compile(r"Task tts_jobs\.\w+\[[^\]]+\] retry: Retry in")
-
-
-@pytest.mark.timeout(600)
-def test_a_book_completes_when_postgres_restarts_mid_batch(
-        tmp_path: Path, private_postgres: PrivatePostgres, redis_url: str, settings_factory) -> None:  # type: ignore[no-untyped-def]
-    """PostgreSQL goes down while a batch runs and returns after the worker's task has failed on it.
-
-    The task retries with backoff; the retry (not the lease sweeper, minutes later) finishes the batch.
-    """
-    database_url = private_postgres.create_database("tts_jobs")
-    settings = settings_factory(database_url, broker_url=redis_url, lease_seconds=LEASE_SECONDS)
-    env = cluster_env(settings)
-    log_path = tmp_path / "worker.log"
-    worker = popen_worker(env, log_path)
-    try:
-        job = submit(env, write_epub(tmp_path / "book.epub", "Database Book", CHAPTERS))
-        wait_until(lambda: a_batch_is_running(database_url), 300, "a running batch")
-
-        private_postgres.stop("fast")
-        try:
-            wait_until(lambda: TASK_RETRIED.search(read_log(log_path)), 300,
-                       "a task to fail on the database and be retried")
-        finally:
-            private_postgres.start()
-        back = time.monotonic()
-
-        status = wait_for_final_state(env, job, timeout=AFTER_RESTART_SECONDS)
-        took = time.monotonic() - back
-        assert worker.poll() is None, "the worker exited when PostgreSQL restarted"
-    finally:
-        stop_worker(worker)
-    log = read_log(log_path)
-    assert_finished_exactly_once(status, settings, log)
-    assert took < LEASE_SECONDS, took
