@@ -4,12 +4,15 @@ int8 cache, the fused layer kernels) against PyTorch, and the shapes grown slots
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
+ROOT = Path(__file__).resolve().parent.parent
 KERNEL_CHECK = """
-import math, torch
+import torch
 from pipeline.engine import decode_attention as da, kv_int8
+from tests.attention_reference import reference_attention
 torch.manual_seed(0)
 B, P, H, D = 6, 200, 3, 64
 q = torch.randn(B, H, D).half()
@@ -18,12 +21,7 @@ v = torch.randn(B, H, P, D).half()
 used = torch.tensor([1, 63, 64, 65, 130, 200], dtype=torch.int32)
 
 def reference(keys, values):
-    out = torch.empty(B, H, D)
-    for b in range(B):
-        n = int(used[b])
-        s = torch.einsum("hd,hpd->hp", q[b].float(), keys[b, :, :n].float()) / math.sqrt(D)
-        out[b] = torch.einsum("hp,hpd->hd", s.softmax(-1), values[b, :, :n].float())
-    return out
+    return reference_attention(q, keys, values, used)
 
 worst = (da.decode_attention(q, k, v, used).float() - reference(k, v)).abs().max().item()
 # int8 cache: the kernel against the same attention over the dequantized cache
@@ -110,7 +108,8 @@ def worst_error_under_the_interpreter(script: str) -> float:
 
     pytest.importorskip("triton")
     env = {**__import__("os").environ, "TRITON_INTERPRET": "1"}
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300,
+                          cwd=ROOT)  # the repository root: the script imports tests.attention_reference
     assert done.returncode == 0, done.stderr[-2000:]
     return float(done.stdout.strip().splitlines()[-1])
 

@@ -1,10 +1,6 @@
-"""PostgreSQL restarted under a running cluster: no book is lost, none is done twice.
-
-Workers are real `tts-jobs worker` subprocesses on TINY SYNTHETIC weights (noise, never speech), on
-private servers (tests/private_servers.py) stopped, with every worker, in `finally`. Each finished
-book is checked as a user would: job done, every sentence done exactly once (one WAV per sentence),
-no temporary files left, the M4B's chapter marks and its duration.
-"""
+"""PostgreSQL stopped under a running worker and started again: the task that failed on it is
+retried and finishes the book, once, sooner than a lease would (tests/private_servers.py has the
+server and the checks of the finished book)."""
 
 from __future__ import annotations
 

@@ -7,15 +7,17 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+ROOT = Path(__file__).resolve().parent.parent
 SPLIT_CHECK = r"""
-import math
 import torch
 import pipeline.engine.decode_attention as da
 import pipeline.engine.kv_int8 as kv_int8
 import pipeline.engine.split_attention as sa
+from tests.attention_reference import reference_attention
 
 torch.manual_seed(5)
 B, H, P, D = 7, 2, 100, 64
@@ -26,12 +28,7 @@ k, v = (torch.randn(B, H, P, D) * 2).half(), torch.randn(B, H, P, D).half()
 
 
 def reference(keys, values):
-    out = torch.empty(B, H, D)
-    for b in range(B):
-        n = int(used[b])
-        s = torch.einsum("hd,hpd->hp", q[b].float(), keys[b, :, :n].float()) / math.sqrt(D)
-        out[b] = torch.einsum("hp,hpd->hd", s.softmax(-1), values[b, :, :n].float())
-    return out
+    return reference_attention(q, keys, values, used)
 
 (kq, ks), (vq, vs) = kv_int8.quantize(k), kv_int8.quantize(v)
 cases = {"fp16": ((k, v, None, None), reference(k, v)),
@@ -72,7 +69,7 @@ def test_split_attention_matches_the_single_program_kernel_and_pytorch() -> None
     pytest.importorskip("triton")
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     done = subprocess.run([sys.executable, "-c", SPLIT_CHECK], env=env, capture_output=True,
-                          text=True, timeout=600, check=False)
+                          text=True, timeout=600, check=False, cwd=ROOT)  # imports tests.attention_reference
     assert done.returncode == 0, done.stderr[-3000:]
     assert float(done.stdout.strip().splitlines()[-1]) < 2e-3
 
