@@ -13,7 +13,7 @@ the tests read the file back with ffprobe, ffmpeg and mutagen.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 
@@ -86,31 +86,29 @@ def write_m4b(out: BinaryIO, frames: Sequence[AacFrames], marks: Sequence[Chapte
     """``ftyp``, ``moov``, then ``mdat``: the chapter titles, then every piece's frames."""
     language = container_language(tags.language)
     titles = b"".join(chapter_samples([mark.title for mark in marks]))
-    frame_bytes = sum(piece.frame_bytes for piece in frames)
-    mdat_size = 8 + len(titles) + frame_bytes
-    mdat_header = _mdat_header(mdat_size)
+    mdat_header = _mdat_header(len(titles) + sum(piece.frame_bytes for piece in frames))
     header = file_type(brand)
-
-    def index(offset: int) -> bytes:
-        audio = AudioTrack(sample_rate=SAMPLE_RATE, config=frames[0].config,
-                           sizes=np.concatenate([piece.sizes for piece in frames]), frame=FRAME,
-                           priming=PRIMING, language=language, offset=offset + len(titles))
-        chapters = ChapterTrack(titles=[mark.title for mark in marks], starts_ms=[_ms(m.start) for m in marks],
-                                end_ms=_ms(marks[-1].end), language=language, offset=offset) if marks else None
-        return movie(audio, chapters, tag_items(tags, cover))
-
-    # the index's size does not depend on where the data starts (32-bit chunk offsets, one chunk each)
-    data_at = len(header) + len(index(0)) + len(mdat_header)
-    out.write(header + index(data_at) + mdat_header + titles)
+    audio = AudioTrack(sample_rate=SAMPLE_RATE, config=frames[0].config,
+                       sizes=np.concatenate([piece.sizes for piece in frames]), frame=FRAME,
+                       priming=PRIMING, language=language, offset=len(titles))
+    chapters = ChapterTrack(titles=[mark.title for mark in marks], starts_ms=[_ms(m.start) for m in marks],
+                            end_ms=_ms(marks[-1].end), language=language, offset=0) if marks else None
+    items = tag_items(tags, cover)
+    # the index's size does not depend on where the data starts (32-bit chunk offsets, one chunk
+    # each): measured with the offsets relative to the data, then written with them in place
+    data_at = len(header) + len(movie(audio, chapters, items)) + len(mdat_header)
+    placed_chapters = replace(chapters, offset=data_at) if chapters is not None else None
+    index = movie(replace(audio, offset=data_at + len(titles)), placed_chapters, items)
+    out.write(header + index + mdat_header + titles)
     for piece in frames:
         copy_frames(piece, out)
 
 
-def _mdat_header(size: int) -> bytes:
-    """``mdat``'s header: a 64-bit size where the data is 4 GiB or more."""
-    if size < 2**32:
-        return size.to_bytes(4, "big") + b"mdat"
-    return (1).to_bytes(4, "big") + b"mdat" + (size + 8).to_bytes(8, "big")
+def _mdat_header(payload: int) -> bytes:
+    """``mdat``'s header for ``payload`` bytes: a 64-bit size where the box is 4 GiB or more."""
+    if payload + 8 < 2**32:
+        return (payload + 8).to_bytes(4, "big") + b"mdat"
+    return (1).to_bytes(4, "big") + b"mdat" + (payload + 16).to_bytes(8, "big")
 
 
 def _ms(samples: int) -> int:
