@@ -21,6 +21,7 @@ from pipeline.engine.checksums import verify_real_weights
 from pipeline.engine.config import PRECISIONS, EngineConfig, EngineTuning
 from pipeline.engine.engine import Engine
 from pipeline.engine.gpt import KV_CACHE, KV_CACHE_CHOICES, FusedLlama
+from pipeline.engine.host_threads import hand_over_promptly
 from pipeline.engine.memory import cap_device_memory
 from pipeline.engine.model_parts import ModelParts
 from pipeline.engine.modules.audio_encoder import AudioEncoder
@@ -63,8 +64,10 @@ def load_engine(config: EngineConfig, int8_scheme: str = "weight_only") -> Engin
     else:
         verify_real_weights(files)
     device = resolve_device(config.device)
-    if config.memory_gib is not None and device.type == "cuda":
-        cap_device_memory(device, config.memory_gib)  # before anything is allocated on it
+    if device.type == "cuda":
+        hand_over_promptly()  # its threads queue the GPU's work op by op
+        if config.memory_gib is not None:
+            cap_device_memory(device, config.memory_gib)  # before anything is allocated on it
     precision = resolve_precision(config.precision, device, files.size)
     if int8_scheme not in INT8_SCHEMES:
         raise ModelError(f"unknown int8 scheme {int8_scheme!r}: use one of {INT8_SCHEMES}")
