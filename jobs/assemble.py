@@ -108,13 +108,17 @@ def assembly_options(job: Job) -> AssemblyOptions:
                            narrator=recorded_options(job).narrator_tag())
 
 
-def chapters_to_assemble(rt: Runtime, session: Session, job_id: int) -> list[ChapterAudio]:
-    """The job's chapters with their sentence WAVs in reading order (sentences without audio left out)."""
+def chapters_to_assemble(rt: Runtime, session: Session, job_id: int, first: int = 0,
+                         end: int | None = None) -> list[ChapterAudio]:
+    """The job's chapters (those at positions ``first`` to ``end``, exclusive) with their sentence
+    WAVs in reading order (sentences without audio left out)."""
     from pipeline.audio import ChapterAudio, SentenceAudio
 
-    audio = repo.job_sentence_audio(session, job_id)
+    wanted = repo.job_chapters(session, job_id)[first:end]
+    whole = first == 0 and end is None
+    audio = repo.job_sentence_audio(session, job_id, None if whole else [c.id for c in wanted])
     chapters = []
-    for chapter in repo.job_chapters(session, job_id):
+    for chapter in wanted:
         rows = audio.get(chapter.id, [])
         paths = rt.artifacts.resolve_many([path for path, _ in rows])
         sentences = tuple(SentenceAudio(path=path, paragraph_index=paragraph)

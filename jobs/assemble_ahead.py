@@ -11,10 +11,12 @@ prepared ahead: the assembly does the rest on every core at once. Best effort: a
 could not be prepared is left to the assembly, which does it as it always did (and reports what
 is wrong with it).
 
-Two homes, one policy:
+Two homes, one policy (``prepare_spoken``), each in a process of its own beside the GPU's, whose
+threads queue its work op by op and must not wait on the interpreter lock behind an assembly's
+Python (``pipeline/engine/host_threads.py``):
 
-- an embedded run (``AssembleAhead``): a thread of its own, asked after each recorded batch; a
-  resumed run starts with nothing prepared;
+- an embedded run: a child process, asked after each recorded batch (``assemble_ahead_child.py``);
+  a resumed run starts with nothing prepared;
 - a cluster: after each recorded batch the GPU worker sends ``tts_jobs.assemble_ahead`` for the
   batch's books to the CPU queue, whose task (``prepare_ahead``) prepares what is newly spoken in
   the book's work directory and keeps the list there; the book's assembly task waits for a
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import fcntl
 import logging
+import math
 import shutil
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -78,41 +81,19 @@ def spoken_chapters(rt: Runtime, job_id: int, chapters: int) -> int:
     return 0 if spoken >= chapters else spoken
 
 
+def stretch_chapters(chapters: int) -> int:
+    """The most chapters one stretch prepares: a wave's worth. Behind the speaking (encoding a
+    20-hour book takes the host's every core about as long as the GPU takes to speak it), the
+    chapters spoken while a stretch was prepared make the next one; taken all at once, a stretch
+    begun seconds before the last sentence held the assembly 8.5 s on an H200 (15 chapters of
+    60), where the assembly, on every core at once, would have begun on the chapters after a
+    wave's worth."""
+    return max(1, math.ceil(chapters / WAVES))
+
+
 def chapters_between(rt: Runtime, job_id: int, first: int, end: int | None) -> list[ChapterAudio]:
     with rt.read_session() as session:
-        return chapters_to_assemble(rt, session, job_id)[first:end]
-
-
-class AssembleAhead:
-    """The chapters of embedded job ``job_id`` prepared so far, and the thread that prepares them."""
-
-    def __init__(self, rt: Runtime, job_id: int) -> None:
-        from pipeline.audio.ahead_thread import AheadThread
-
-        self.rt, self.job_id = rt, job_id
-        shutil.rmtree(rt.artifacts.work_dir(job_id), ignore_errors=True)  # an earlier attempt's is not this run's
-        self.book = book_ahead(rt, job_id)
-        self._thread = AheadThread(self.book, lambda first, end: chapters_between(rt, job_id, first, end),
-                                   f"job={job_id}")
-
-    def poll(self) -> None:
-        """Hand the chapters newly spoken from the book's start on to the thread (``spoken_chapters``).
-        Called as each batch is recorded; it never fails the recording."""
-        try:
-            spoken = spoken_chapters(self.rt, self.job_id, self.book.chapters)
-        except Exception as exc:  # noqa: BLE001 - best effort: the assembly does what is not done ahead
-            log.warning("job=%s: could not look for spoken chapters (%s)", self.job_id, exc)
-            return
-        self._thread.hand_over(spoken)
-
-    def finish(self) -> list[PreparedChapter]:
-        """The book is spoken: the stretch under way ends, the rest is the assembly's; the chapters
-        prepared, in reading order."""
-        return self._thread.finish()
-
-    def abandon(self) -> None:
-        """Stop preparing (the run stops): what is under way ends, nothing more starts."""
-        self._thread.abandon()
+        return chapters_to_assemble(rt, session, job_id, first, end)
 
 
 # ------------------------------------------------------------------------------ in a cluster
@@ -123,10 +104,9 @@ def prepare_ahead(rt: Runtime, job_id: int) -> int:
     its work directory, while the job is still being spoken; returns how many were prepared.
     Another task preparing the same book already does what this one would (it looks again for
     newly spoken chapters before it stops)."""
-    from pipeline.audio.ahead import load_prepared, save_prepared, still_the_same
+    from pipeline.audio.ahead import load_prepared, still_the_same
 
-    done = 0
-    with _book_lock(rt, job_id, wait=False) as held:
+    with book_lock(rt, job_id, wait=False) as held:
         if not held or not _still_spoken(rt, job_id):
             return 0
         work_dir = rt.artifacts.work_dir(job_id)
@@ -134,20 +114,32 @@ def prepare_ahead(rt: Runtime, job_id: int) -> int:
         prepared = still_the_same(chapters_between(rt, job_id, 0, None), load_prepared(work_dir))
         if not prepared:  # what an attempt that kept no list left there is not this one's
             shutil.rmtree(work_dir, ignore_errors=True)
-        book = book_ahead(rt, job_id, prepared)
-        while _still_spoken(rt, job_id):
-            first, end = book.next_position, spoken_chapters(rt, job_id, book.chapters)
-            if end <= first:
-                break
-            try:
-                book.prepare(chapters_between(rt, job_id, first, end))
-            except Exception as exc:  # noqa: BLE001 - the assembly does these chapters itself
-                log.warning("job=%s: chapters %d-%d not assembled ahead (%s: %s); the assembly does them",
-                            job_id, first + 1, end, type(exc).__name__, exc)
-                break
-            save_prepared(work_dir, book.prepared)
-            done += end - first
-    return done
+        done, _ = prepare_spoken(rt, job_id, book_ahead(rt, job_id, prepared))
+        return done
+
+
+def prepare_spoken(rt: Runtime, job_id: int, book: BookAhead) -> tuple[int, bool]:
+    """Both homes' step: the chapters of job ``job_id`` newly spoken from ``book``'s next one on
+    prepared, stretch after stretch, while the book is still being spoken, and the list kept in
+    its work directory after each. Returns how many were prepared, and whether every stretch
+    was (after one that was not, the assembly does the rest)."""
+    from pipeline.audio.ahead import save_prepared
+
+    done = 0
+    while _still_spoken(rt, job_id):
+        first = book.next_position
+        end = min(spoken_chapters(rt, job_id, book.chapters), first + stretch_chapters(book.chapters))
+        if end <= first:
+            break
+        try:
+            book.prepare(chapters_between(rt, job_id, first, end))
+        except Exception as exc:  # noqa: BLE001 - the assembly does these chapters itself
+            log.warning("job=%s: chapters %d-%d not assembled ahead (%s: %s); the assembly does them",
+                        job_id, first + 1, end, type(exc).__name__, exc)
+            return done, False
+        save_prepared(rt.artifacts.work_dir(job_id), book.prepared)
+        done += end - first
+    return done, True
 
 
 def take_prepared(rt: Runtime, job_id: int) -> list[PreparedChapter]:
@@ -156,7 +148,7 @@ def take_prepared(rt: Runtime, job_id: int) -> list[PreparedChapter]:
     the work directory alone)."""
     from pipeline.audio.ahead import load_prepared
 
-    with _book_lock(rt, job_id, wait=True):
+    with book_lock(rt, job_id, wait=True):
         return load_prepared(rt.artifacts.work_dir(job_id))
 
 
@@ -167,7 +159,7 @@ def _still_spoken(rt: Runtime, job_id: int) -> bool:
 
 
 @contextmanager
-def _book_lock(rt: Runtime, job_id: int, wait: bool) -> Iterator[bool]:
+def book_lock(rt: Runtime, job_id: int, wait: bool) -> Iterator[bool]:
     """The book's assemble-ahead lock (beside its work directory); yields whether it is held."""
     path = rt.artifacts.work_dir(job_id).parent / "assemble-ahead.lock"
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jobs.assemble import assemble_job
-from jobs.assemble_ahead import AssembleAhead
+from jobs.assemble_ahead_child import AssembleAhead
 from jobs.batches import cleanup
 from jobs.batches.speak import log_device_time
 from jobs.batches.stream import speak_job

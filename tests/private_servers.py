@@ -204,6 +204,16 @@ def batch_states(database_url: str) -> list[tuple[int, str]]:
         engine.dispose()
 
 
+HOLD_RUNNING_SECONDS = 4.0  # a claimed batch's hold: longer than one look at the database and a fault
+
+
+def holding_batches(env: dict[str, str]) -> dict[str, str]:
+    """``env`` for a worker that holds each claimed batch ``HOLD_RUNNING_SECONDS`` before it is
+    spoken, so that a test sees it running (a book of a few sentences is otherwise spoken between
+    two looks at the database) and can bring a server down under it."""
+    return {**env, "TTS_JOBS_FAULT_PAUSE": f"synthesize:{HOLD_RUNNING_SECONDS}"}
+
+
 def a_batch_is_running(database_url: str) -> list[int]:
     return [b for b, state in batch_states(database_url) if state == "running"]
 

@@ -25,24 +25,19 @@ def test_the_first_chapters_are_assembled_while_the_rest_is_spoken(
     """The book is spoken in waves of chapters; its first chapters are assembled (and encoded for
     the M4B) before the last batch is recorded, the assembly after it encodes the last chapter,
     and the M4B has every chapter, in order, each mark at its own audio."""
+    from functools import partial
+
+    from jobs import embedded
+    from jobs.assemble_ahead_child import AssembleAhead
     from pipeline.audio import assemble
-    from pipeline.audio.ahead_thread import AheadThread
 
     encoded: list[int] = []
     real_encode = assemble.encode_m4b_piece
     monkeypatch.setattr(assemble, "encode_m4b_piece",
                         lambda chapter, *rest: encoded.append(chapter.index) or real_encode(chapter, *rest))
-    real_hand_over = AheadThread.hand_over
-
-    def hand_over_and_wait(self: AheadThread, end: int):  # type: ignore[no-untyped-def]
-        """Each stretch is prepared before the next batch is recorded: the order of the waves, not
-        how fast this machine speaks against how fast it encodes, decides what comes prepared."""
-        stretch = real_hand_over(self, end)
-        if stretch is not None:
-            stretch.result()
-        return stretch
-
-    monkeypatch.setattr(AheadThread, "hand_over", hand_over_and_wait)
+    # Each stretch is prepared before the next batch is recorded: the order of the waves, not how
+    # fast this machine speaks against how fast it encodes, decides what comes prepared.
+    monkeypatch.setattr(embedded, "AssembleAhead", partial(AssembleAhead, in_step=True))
     book = write_epub(tmp_path / "waves.epub", "Waves", CHAPTERS)
     caplog.set_level(logging.INFO)
 
@@ -87,14 +82,14 @@ def test_a_cluster_task_prepares_only_a_book_still_being_spoken_and_only_one_at_
     """The CPU task finds nothing to do, and leaves no work directory, for a book no longer being
     spoken (its assembly has begun: the assembly owns the work directory) or while another task
     holds the book's lock (that one looks again before it stops)."""
-    from jobs.assemble_ahead import _book_lock, prepare_ahead, take_prepared
+    from jobs.assemble_ahead import book_lock, prepare_ahead, take_prepared
     from jobs.submit import submit_book
 
     book = write_epub(tmp_path / "book.epub", "Guarded", CHAPTERS[:2])
     job_id = submit_book(rt, book, JobOptions(out_dir=tmp_path / "out"))  # queued: not being spoken
     assert prepare_ahead(rt, job_id) == 0
     assert not rt.artifacts.work_dir(job_id).exists()
-    with _book_lock(rt, job_id, wait=False) as held:
+    with book_lock(rt, job_id, wait=False) as held:
         assert held
         assert prepare_ahead(rt, job_id) == 0  # another task holds the book
     assert take_prepared(rt, job_id) == []
@@ -105,33 +100,16 @@ def test_a_chapter_spoken_again_after_a_cpu_task_prepared_it_is_prepared_again(r
     then a retried batch speaks chapter two again into the same files. The next task keeps
     chapter one as it was and prepares chapter two and the one after it again, from the new audio;
     the assembly task takes that list. The last chapter is never prepared ahead."""
-    import numpy as np
-    from sqlalchemy import select
-
     from jobs.assemble_ahead import prepare_ahead, take_prepared
     from jobs.ingest import ingest_job
     from jobs.submit import submit_book
-    from pipeline.audio import write_sentence_wav
-    from storage.models import Chapter, Sentence
 
     book = write_epub(tmp_path / "book.epub", "Respoken", CHAPTERS)
     job_id = submit_book(rt, book, JobOptions(out_dir=tmp_path / "out"))
     assert ingest_job(rt, job_id)
 
     def speak(chapters: set[int], seconds: float) -> None:
-        """Write and record every sentence of these chapters as a tone of ``seconds``."""
-        tone = (0.3 * np.sin(np.arange(round(seconds * 24000)) / 7.0)).astype(np.float32)
-        with rt.session() as session:
-            rows = session.execute(select(Sentence, Chapter.index).join(Chapter, Sentence.chapter_id == Chapter.id)
-                                   .where(Sentence.job_id == job_id)).all()
-            spoken = []
-            for sentence, chapter_index in rows:
-                if chapter_index in chapters:
-                    relative = rt.artifacts.sentence_audio(job_id, chapter_index, sentence.index)
-                    write_sentence_wav(rt.artifacts.resolve(str(relative)), tone, durable=False)
-                    spoken.append(repo.SpokenSentence(sentence.id, str(relative), seconds, 10, False))
-            repo.record_spoken_sentences(session, spoken)
-            session.commit()
+        speak_chapters(rt, job_id, chapters, seconds)
 
     speak({0, 1, 2}, 0.5)
     assert prepare_ahead(rt, job_id) == 3
@@ -146,3 +124,90 @@ def test_a_chapter_spoken_again_after_a_cpu_task_prepared_it_is_prepared_again(r
     assert again[1].measured.samples > first[1].measured.samples + 24000 * 2  # the new, longer sentences
     speak({3, 4}, 0.5)
     assert prepare_ahead(rt, job_id) == 0  # the whole book is spoken: the rest is the assembly's
+
+
+def test_a_book_behind_its_speaking_is_prepared_a_wave_of_chapters_at_a_time(
+        rt: Runtime, tmp_path: Path, caplog) -> None:  # type: ignore[no-untyped-def]
+    """Ten of seventeen chapters spoken before the preparation could look: it prepares them in
+    stretches of a wave's worth (17 / 8 waves: three chapters), so that the speaking's end finds
+    at most a wave under way, and the assembly, on every core, begins on the rest."""
+    from jobs.assemble_ahead import prepare_ahead, take_prepared
+    from jobs.ingest import ingest_job
+    from jobs.submit import submit_book
+
+    chapters = [(f"Part {n}", [f"Part {n} has one sentence."]) for n in range(1, 18)]
+    job_id = submit_book(rt, write_epub(tmp_path / "long.epub", "Behind", chapters),
+                         JobOptions(out_dir=tmp_path / "out"))
+    assert ingest_job(rt, job_id)
+    speak_chapters(rt, job_id, set(range(10)), 0.3)
+    caplog.set_level(logging.INFO)
+
+    assert prepare_ahead(rt, job_id) == 10
+
+    stretches = [r.getMessage() for r in caplog.records if "assembled ahead" in r.getMessage()]
+    assert [line.split(" (")[1].split(" of")[0] for line in stretches] == ["1-3", "4-6", "7-9", "10-10"]
+    assert [c.audio.index for c in take_prepared(rt, job_id)] == list(range(10))
+
+
+def test_the_childs_log_lines_reach_the_runs_log_at_their_levels(caplog) -> None:  # type: ignore[no-untyped-def]
+    """What the child process logs (one record a line) is logged by the run under the same
+    logger and level; a line that is not a record (a traceback's) comes as a warning."""
+    import io
+
+    from jobs.assemble_ahead_child import relay
+
+    caplog.set_level(logging.DEBUG)
+    relay(io.StringIO("INFO pipeline.audio.ahead: 3 chapter(s) assembled ahead (1-3 of 9) in 0.4 s\n"
+                      "WARNING jobs.assemble_ahead: job=4: chapters 4-6 not assembled ahead (OSError: disk)\n"
+                      "Traceback (most recent call last):\n"))
+
+    assert [(r.name, r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("pipeline.audio.ahead", "INFO", "3 chapter(s) assembled ahead (1-3 of 9) in 0.4 s"),
+        ("jobs.assemble_ahead", "WARNING", "job=4: chapters 4-6 not assembled ahead (OSError: disk)"),
+        ("jobs.assemble_ahead_child", "WARNING", "Traceback (most recent call last):"),
+    ]
+
+
+def test_a_run_whose_assembling_ahead_cannot_start_still_makes_its_audiobook(
+        rt: Runtime, tmp_path: Path, tiny_engine, caplog, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The child process cannot be started (no such program, a full process table): the run
+    says so once and goes on; the assembly does every chapter."""
+    from jobs.assemble_ahead_child import AssembleAhead
+
+    def cannot_start(self: AssembleAhead):  # type: ignore[no-untyped-def]
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(AssembleAhead, "_start", cannot_start)
+    caplog.set_level(logging.INFO)
+    book = write_epub(tmp_path / "alone.epub", "Alone", CHAPTERS)
+
+    job_id = run_book(rt, plan_run(rt, book, JobOptions(out_dir=tmp_path / "out")), tiny_engine)
+
+    [status] = job_statuses(rt, job_id)
+    assert status.state == "done", status.error
+    warnings = [r.getMessage() for r in caplog.records if "no longer assembled ahead" in r.getMessage()]
+    assert len(warnings) == 1 and "Resource temporarily unavailable" in warnings[0]
+    assert not [r for r in caplog.records if "chapter(s) assembled ahead" in r.getMessage()]
+    assert len(ffprobe_chapters(Path(status.outputs[0]))) == 5
+
+
+def speak_chapters(rt: Runtime, job_id: int, chapters: set[int], seconds: float) -> None:
+    """Write and record every sentence of these chapters (positions) as a tone of ``seconds``."""
+    import numpy as np
+    from sqlalchemy import select
+
+    from pipeline.audio import write_sentence_wav
+    from storage.models import Chapter, Sentence
+
+    tone = (0.3 * np.sin(np.arange(round(seconds * 24000)) / 7.0)).astype(np.float32)
+    with rt.session() as session:
+        rows = session.execute(select(Sentence, Chapter.index).join(Chapter, Sentence.chapter_id == Chapter.id)
+                               .where(Sentence.job_id == job_id)).all()
+        spoken = []
+        for sentence, chapter_index in rows:
+            if chapter_index in chapters:
+                relative = rt.artifacts.sentence_audio(job_id, chapter_index, sentence.index)
+                write_sentence_wav(rt.artifacts.resolve(str(relative)), tone, durable=False)
+                spoken.append(repo.SpokenSentence(sentence.id, str(relative), seconds, 10, False))
+        repo.record_spoken_sentences(session, spoken)
+        session.commit()

@@ -18,6 +18,7 @@ from tests.private_servers import (
     PrivatePostgres,
     a_batch_is_running,
     assert_finished_exactly_once,
+    holding_batches,
     private_postgres,
     submit,
     wait_until,
@@ -45,7 +46,7 @@ def test_a_book_completes_when_postgres_restarts_mid_batch(
     settings = settings_factory(database_url, broker_url=redis_url, lease_seconds=LEASE_SECONDS)
     env = cluster_env(settings)
     log_path = tmp_path / "worker.log"
-    worker = popen_worker(env, log_path)
+    worker = popen_worker(holding_batches(env), log_path)
     try:
         job = submit(env, write_epub(tmp_path / "book.epub", "Database Book", CHAPTERS))
         wait_until(lambda: a_batch_is_running(database_url), 300, "a running batch")

@@ -21,6 +21,7 @@ from tests.private_servers import (
     a_batch_is_running,
     assert_finished_exactly_once,
     batch_states,
+    holding_batches,
     private_redis,
     redis_cluster_env,
     submit,
@@ -35,7 +36,6 @@ pytestmark = pytest.mark.slow
 # How long Redis stays down after a batch's results are committed: longer than Celery's default
 # publish retries (about 1.2 s), as short as a restart of a busy server.
 OUTAGE_AFTER_COMMIT = 5.0
-HOLD_RUNNING_SECONDS = 4.0  # a claimed batch's hold: longer than one look at the database and the shutdown
 
 
 @pytest.mark.timeout(540)
@@ -62,7 +62,7 @@ def test_a_worker_reconnects_after_redis_restarts_mid_batch(tmp_path: Path, priv
                                                            redis_cluster_env) -> None:  # type: ignore[no-untyped-def]
     """Redis restarts while the worker synthesises: it reconnects, and the book completes once."""
     settings, env = redis_cluster_env
-    worker = popen_worker(env, tmp_path / "worker.log")
+    worker = popen_worker(holding_batches(env), tmp_path / "worker.log")
     try:
         job = submit(env, write_epub(tmp_path / "book.epub", "Restart Book", CHAPTERS))
         wait_until(lambda: a_batch_is_running(settings.database_url), 300, "a running batch")
@@ -85,10 +85,7 @@ def test_a_book_completes_when_redis_is_down_as_its_batch_finishes(
     job is sent after the database commit, while the broker is unreachable.
     """
     settings, env = redis_cluster_env
-    # each claimed batch is held a while before it is spoken, so that the test sees it running (the
-    # book's few sentences are otherwise spoken between two looks at the database)
-    worker = popen_worker({**env, "TTS_JOBS_FAULT_PAUSE": f"synthesize:{HOLD_RUNNING_SECONDS}"},
-                          tmp_path / "worker.log")
+    worker = popen_worker(holding_batches(env), tmp_path / "worker.log")
     try:
         job = submit(env, write_epub(tmp_path / "book.epub", "Outage Book", CHAPTERS))
         # a stream may hold its next batch beside the first: follow the first one

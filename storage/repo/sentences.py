@@ -67,13 +67,16 @@ def chapter_sentences(session: Session, chapter_id: int) -> list[Sentence]:
         select(Sentence).where(Sentence.chapter_id == chapter_id).order_by(Sentence.index)))
 
 
-def job_sentence_audio(session: Session, job_id: int) -> dict[int, list[tuple[str, int]]]:
+def job_sentence_audio(session: Session, job_id: int, chapter_ids: Sequence[int] | None = None
+                       ) -> dict[int, list[tuple[str, int]]]:
     """(audio path, paragraph index) of every sentence with audio, by chapter id, in reading
-    order: one query of three columns (assembly reads a whole book's worth)."""
-    rows = session.execute(
-        select(Sentence.chapter_id, Sentence.audio_path, Sentence.paragraph_index)
-        .where(Sentence.job_id == job_id, Sentence.audio_path.is_not(None))
-        .order_by(Sentence.chapter_id, Sentence.index))
+    order: one query of three columns (assembly reads a whole book's worth; a stretch assembled
+    ahead, its ``chapter_ids``)."""
+    query = (select(Sentence.chapter_id, Sentence.audio_path, Sentence.paragraph_index)
+             .where(Sentence.job_id == job_id, Sentence.audio_path.is_not(None)))
+    if chapter_ids is not None:
+        query = query.where(Sentence.chapter_id.in_(chapter_ids))
+    rows = session.execute(query.order_by(Sentence.chapter_id, Sentence.index))
     by_chapter: dict[int, list[tuple[str, int]]] = {}
     for chapter_id, audio_path, paragraph_index in rows:
         by_chapter.setdefault(chapter_id, []).append((audio_path, paragraph_index))
