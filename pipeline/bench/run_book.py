@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -121,6 +122,7 @@ def timed_run(command: list[str], env: dict[str, str], number: int, tree: Path =
     """One `tts-jobs run`: its wall time, and when each stage began (from its piped progress)."""
     started = time.monotonic()
     first_sentence = FirstSentence(Path(env["TTS_JOBS_DATA_DIR"]), started)
+    cores = CoresBusy(started)
     process = subprocess.Popen([sys.executable, "-m", "jobs.cli", *command], env=env, text=True, cwd=tree,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     stages: list[tuple[str, float]] = []
@@ -134,8 +136,10 @@ def timed_run(command: list[str], env: dict[str, str], number: int, tree: Path =
     stdout = process.stdout.read() if process.stdout else ""
     code = process.wait()
     wall = time.monotonic() - started
+    cores.stop()
     if first_sentence.at is not None:
         stages = sorted([*stages, ("first sentence written", first_sentence.at)], key=lambda stage: stage[1])
+    busy = cores.between_stages(stages, wall)
     if code != 0:
         raise SystemExit(f"run {number} failed ({code})")
     status = json.loads(tts_jobs(["status", "--json"], env, tree))
@@ -143,7 +147,10 @@ def timed_run(command: list[str], env: dict[str, str], number: int, tree: Path =
     audio = float((job.get("report") or {}).get("total_seconds") or job.get("audio_seconds") or 0.0)
     print(f"run {number}: {wall:.1f} s, {audio:.0f} s of audio, {audio / wall:.0f}x real time; {stdout.strip()}",
           flush=True)
-    return {"run": number, "wall_s": wall, "audio_s": audio, "x_realtime": audio / wall, "stages": stages}
+    print(f"run {number}: cores busy (of {os.cpu_count()}), by stage: "
+          + "; ".join(f"{name} {cores_busy:.1f}" for name, cores_busy in busy), flush=True)
+    return {"run": number, "wall_s": wall, "audio_s": audio, "x_realtime": audio / wall, "stages": stages,
+            "cores_busy": busy}
 
 
 
@@ -162,3 +169,48 @@ class FirstSentence:
             if next(self._data_dir.glob("jobs/*/audio/*/*.wav"), None) is not None:
                 self.at = time.monotonic() - self._started
             time.sleep(0.02)
+
+
+class CoresBusy:
+    """How many of the host's cores were busy (``/proc/stat``: not idle, not waiting on the disk),
+    sampled every quarter second from ``started`` until ``stop()``: whether a stage waited on the
+    host's cores or on something else. Empty where there is no ``/proc/stat``."""
+
+    def __init__(self, started: float) -> None:
+        self._samples: list[tuple[float, float]] = []  # (seconds from start, busy cores since the last)
+        self._started, self._stopped = started, threading.Event()
+        threading.Thread(target=self._sample, name="cores-busy", daemon=True).start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def between_stages(self, stages: list[tuple[str, float]], wall: float) -> list[tuple[str, float]]:
+        """The mean busy cores from each stage's start to the next's (the last: to ``wall``)."""
+        bounds = [at for _, at in stages[1:]] + [wall]
+        means = []
+        for (name, begin), end in zip(stages, bounds):
+            inside = [busy for at, busy in self._samples if begin < at <= end]
+            if inside:
+                means.append((name, sum(inside) / len(inside)))
+        return means
+
+    def _sample(self) -> None:
+        last = _cpu_times()
+        while last is not None and not self._stopped.wait(0.25):
+            now = _cpu_times()
+            if now is None:
+                return
+            elapsed = (now[0] - last[0]) or 1
+            busy = (now[0] - last[0]) - (now[1] - last[1])
+            self._samples.append((time.monotonic() - self._started, busy / elapsed * (os.cpu_count() or 1)))
+            last = now
+
+
+def _cpu_times() -> tuple[int, int] | None:
+    """(all jiffies, idle + iowait jiffies) of every core together, or None without /proc/stat."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    except OSError:
+        return None
+    values = [int(f) for f in fields]
+    return sum(values[:8]), values[3] + values[4]
