@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -42,12 +42,16 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+TakePrepared = Callable[[], "Sequence[PreparedChapter]"]  # the chapters assembled ahead, once ready
+
 
 def assemble_job(rt: Runtime, job_id: int, on_stage: OnStage | None = None,
-                 prepared: Sequence[PreparedChapter] = ()) -> list[Path]:
+                 prepared: TakePrepared = lambda: ()) -> list[Path]:
     """Stitch job ``job_id``'s audio into its audiobook files; returns their paths. ``on_stage``
     hears how far assembly is (``assembling``, ``encoding`` k/n), for a progress display;
-    ``prepared``: its first chapters assembled ahead in its work directory (``assemble_ahead.py``)."""
+    ``prepared()``: its first chapters assembled ahead in its work directory
+    (``assemble_ahead.py``), taken once the book is read: a preparation still under way ends
+    meanwhile (the 25.8-hour book's 19,043 sentences take ~1 s to read)."""
     from pipeline.audio.stitch_helpers import set_helper_environment, start_helpers, stitch_helpers_wanted
 
     began = time.monotonic()
@@ -71,7 +75,7 @@ def assemble_job(rt: Runtime, job_id: int, on_stage: OnStage | None = None,
     log.info("job=%s: read %d sentences of %d chapters in %.2f s", job_id,
              sum(len(c.sentences) for c in chapters), len(chapters), time.monotonic() - began)
     report, read_along = _assemble_in_work_dir(rt, job_id, chapters, metadata, out_dir, options,
-                                               _told(on_stage), book, prepared)
+                                               _told(on_stage), book, prepared())
     if not _record_done(rt, job_id, report, read_along):
         log.warning("job=%s: no longer assembling (cancelled meanwhile?); its files stay in %s",
                     job_id, out_dir)

@@ -194,7 +194,10 @@ def _stages(rt: Runtime, job_id: int, engine: Engine | EngineLoading, runner: st
         ahead.abandon()
         raise
     log_device_time(f"job={job_id}", engine)
-    assemble_job(rt, job_id, on_stage, prepared=ahead.finish())
+    try:  # the assembly reads the book, then waits for the stretch being prepared
+        assemble_job(rt, job_id, on_stage, prepared=ahead.finish)
+    finally:
+        ahead.abandon()  # ended already, unless the assembly stopped before it waited
 
 
 def _unheard(progress: StageProgress) -> None:

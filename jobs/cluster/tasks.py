@@ -198,7 +198,7 @@ def assemble_job(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
         faults.pause("assemble")
         try:
             with _failing_job_on_final_error(self, job_id):
-                assemble.assemble_job(rt, job_id, prepared=ahead.take_prepared(rt, job_id))
+                assemble.assemble_job(rt, job_id, prepared=lambda: ahead.take_prepared(rt, job_id))
         except AssemblyError as exc:  # recorded on the job; bad audio is not retried
             raise JobFailed(f"job {job_id} failed: {exc}") from exc
 
