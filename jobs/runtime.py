@@ -16,7 +16,13 @@ from sqlalchemy.orm import Session, sessionmaker
 from jobs.settings import Settings, keep_tokenizer_threads_off
 from pipeline.errors import InputError, ModelError
 from storage.artifacts import ArtifactStore
-from storage.db import make_engine, make_read_session_factory, make_session_factory, upgrade
+from storage.db import (
+    make_engine,
+    make_read_session_factory,
+    make_session_factory,
+    upgrade,
+    upgrade_if_behind,
+)
 
 if TYPE_CHECKING:
     from pipeline.engine import Engine
@@ -50,7 +56,7 @@ def open_runtime(settings: Settings, upgrade_schema: bool | None = None) -> Runt
         upgrade_schema = settings.database_url.startswith("sqlite")
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     if upgrade_schema:
-        upgrade(settings.database_url)
+        upgrade_if_behind(settings.database_url)
     engine = make_engine(settings.database_url)
     return Runtime(settings=settings, sessions=make_session_factory(engine),
                    artifacts=ArtifactStore(settings.data_dir))

@@ -20,3 +20,12 @@ def test_migrations_reach_head_and_match_the_models(database_url: str) -> None:
         assert diff == [], f"models and migrations drifted apart: {diff}"
     finally:
         engine.dispose()
+
+
+def test_the_revision_a_current_database_is_recognised_by_is_alembics_head(database_url: str) -> None:
+    """``SCHEMA_HEAD`` (what lets a command skip the migrations) is the newest migration: a new one
+    without it changed would leave every embedded database behind its code."""
+    from storage.db import SCHEMA_HEAD, stored_revision
+
+    assert SCHEMA_HEAD == head_revision(database_url)
+    assert stored_revision(database_url) == SCHEMA_HEAD

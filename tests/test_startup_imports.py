@@ -45,3 +45,17 @@ def test_run_help_imports_neither_torch_nor_the_engine(settings_factory) -> None
     assert not UPSTREAM_ONLY & modules
     # nor the database, Celery, numpy or the text and audio stages: help is the CLI's alone
     assert not {"sqlalchemy", "celery", "numpy", "pipeline.text.normalize", "pipeline.audio.assemble"} & modules
+
+
+def test_a_command_on_a_database_already_at_the_newest_schema_does_not_load_the_migrations(
+        settings_factory) -> None:  # type: ignore[no-untyped-def]
+    """Once the schema is built (Alembic), a command finds the newest revision recorded and leaves
+    Alembic unloaded (~0.15 s of each command's start)."""
+    env = {**env_for(settings_factory()), "PYTHONPROFILEIMPORTTIME": "1"}
+
+    first = cli(["db", "upgrade"], env)
+    later = cli(["status"], env)
+
+    assert first.returncode == 0 and later.returncode == 0, later.stderr[-2000:]
+    assert "alembic" in imported(first.stderr)  # built the schema
+    assert "alembic" not in imported(later.stderr) and "sqlalchemy" in imported(later.stderr)
