@@ -34,6 +34,7 @@ def test_run_book_times_a_whole_run_and_says_where_its_stages_began(tmp_path: Pa
     assert 0 < stages["first sentence written"] < run["wall_s"]
     assert stages["speaking"] <= stages["first sentence written"] < stages["assembling"]
     assert "| run | wall s | audio s | x real time |" in done.stdout
+    assert "host: a 1,000,000-step Python loop in" in done.stdout  # which host it was
     # how busy the host's cores were in each stage: between none and all of them
     busy = dict(run["cores_busy"])
     assert "speaking" in busy and all(0 <= cores <= (os.cpu_count() or 1) + 0.5 for cores in busy.values())

@@ -62,6 +62,7 @@ from jobs.bench.scaling_result import (
 )
 from jobs.bench.scaling_setup import CPU_SMOKE_MODE, GPU_MODE, Mode, Phase, run_cli
 from jobs.settings import process_environment
+from pipeline.bench import host_speed
 from pipeline.bench.kit import prepare_tools
 from pipeline.bench.processes import REPO
 from pipeline.bench.run_log import RunFailed, progress
@@ -128,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         weights = scratch / "weights"
         run_cli(["model", "synthetic", str(weights), "--size", mode.weights], process_environment())
         progress(f"synthetic {mode.weights} weights in {weights}")
+        progress(host_speed.measured_apart())  # hosts of one kind differ ~3x in host-bound phases
         run_both_phases(mode, tools, scratch, books, weights, args.format, results, phases, args.phases)
         code = 0
     except RunFailed as failure:

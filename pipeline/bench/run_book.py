@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from jobs.settings import Settings, child_environment
+from pipeline.bench import host_speed
 from pipeline.bench.kit import kit_ffmpeg
 from pipeline.bench.shelf import write_epub_book
 
@@ -48,6 +49,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench ru
     env["TTS_JOBS_MODEL_DIR"] = str(weights)
     book, cap = write_book(scratch / "book.epub", args.hours, args.chapters)
     print(f"book: {book.stat().st_size / 1e6:.1f} MB EPUB, at most {cap / 3600:.1f} h of audio", flush=True)
+    print(host_speed.measured_apart(), flush=True)  # hosts of one kind differ ~3x in host-bound phases
     rows = []
     for number in range(1, args.runs + 1):
         data = scratch / f"data-{number}"
