@@ -24,23 +24,17 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
-from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from jobs.assemble_ahead import book_ahead, book_lock, prepare_spoken, spoken_chapters, take_prepared
-from jobs.runtime import Runtime, open_runtime
-from jobs.settings import Settings, child_environment
+from jobs.child_process import Child, child_runtime
+from jobs.runtime import Runtime
 from storage import repo
 
 if TYPE_CHECKING:
     from pipeline.audio.ahead import PreparedChapter
 
 log = logging.getLogger(__name__)
-
-PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
-RELAYED_FORMAT = "%(levelname)s %(name)s: %(message)s"  # one record a line, read back by ``relay``
-
 
 class AssembleAhead:
     """Embedded job ``job_id``'s chapters prepared ahead by a child process, asked after each
@@ -92,17 +86,9 @@ class AssembleAhead:
             self._child.terminate()
 
     def _start(self) -> subprocess.Popen[str]:
-        settings = self.rt.settings
-        env = child_environment(TTS_JOBS_DATA_DIR=str(settings.data_dir),
-                                TTS_JOBS_DATABASE_URL=settings.database_url,
-                                TTS_JOBS_LOG_LEVEL=logging.getLevelName(logging.getLogger().getEffectiveLevel()))
-        start = f"import sys; sys.path.insert(0, {PACKAGE_ROOT!r}); import {__name__} as child"
-        self._child = subprocess.Popen(
-            [sys.executable, "-c", f"{start}; child.main({self.job_id:d})"], env=env, text=True,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE if self.in_step else subprocess.DEVNULL,
-            stderr=subprocess.PIPE)
-        threading.Thread(target=relay, args=(self._child.stderr,), name="assemble-ahead-log",
-                         daemon=True).start()
+        stdout = subprocess.PIPE if self.in_step else subprocess.DEVNULL
+        self._child = Child(self.rt.settings, __name__, f"main({self.job_id:d})", stdin=subprocess.PIPE,
+                            stdout=stdout).process
         return self._child
 
     def _end_asks(self) -> None:
@@ -113,28 +99,12 @@ class AssembleAhead:
             pass
 
 
-def relay(lines: IO[str] | None) -> None:
-    """The child's log records into this process's log, at their loggers and levels."""
-    if lines is None:
-        return
-    for line in lines:
-        level, _, rest = line.rstrip("\n").partition(" ")
-        name, _, message = rest.partition(": ")
-        number = logging.getLevelName(level)
-        if isinstance(number, int) and name and message:
-            logging.getLogger(name).log(number, message)
-        elif line.strip():  # a traceback's line, or a library's own output
-            log.warning("%s", line.rstrip("\n"))
-
-
 def main(job_id: int) -> None:
     """The child: asks on stdin, one per recorded batch, until it closes."""
     from pipeline.audio.ahead import ENCODE_NICENESS
 
-    settings = Settings.from_env()
-    logging.basicConfig(level=settings.log_level, stream=sys.stderr, format=RELAYED_FORMAT)
+    rt = child_runtime()
     os.nice(ENCODE_NICENESS)  # beside the threads that feed the GPU
-    rt = open_runtime(settings, upgrade_schema=False)
     with book_lock(rt, job_id, wait=True):
         # what a child of an earlier attempt, ending as this one began, left there is not this run's
         shutil.rmtree(rt.artifacts.work_dir(job_id), ignore_errors=True)

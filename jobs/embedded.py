@@ -28,7 +28,7 @@ from jobs.batches.speak import log_device_time
 from jobs.batches.stream import speak_job
 from jobs.book_folders import default_out_root
 from jobs.choices.options import JobOptions, recorded_options
-from jobs.ingest import ingest_job
+from jobs.ingest import ingest_beside, ingest_job
 from jobs.leases import this_process
 from jobs.lifecycle import RETRYABLE_BY_RUN, fail_job, interrupt_job_in, retry_job
 from jobs.plan import device_memory_bytes, plan_pending, register_synthesis_worker
@@ -173,7 +173,9 @@ def _stages(rt: Runtime, job_id: int, engine: Engine | EngineLoading, runner: st
     every batch as one stream through the decode slots, assemble."""
     worker = f"embedded@{socket.gethostname()}"
     on_stage(StageProgress("reading"))
-    if not ingest_job(rt, job_id):
+    # while the engine loads, the book is read in a process of its own (one interpreter lock each)
+    read = ingest_beside if isinstance(engine, EngineLoading) else ingest_job
+    if not read(rt, job_id):
         return
     _give_back(rt, job_id)  # a killed run's batches: this run speaks them again
     cleanup.remove_dead_writers_of_jobs(rt, [job_id])  # and the files it was writing when it died

@@ -8,8 +8,9 @@ The points: ``submit``, ``ingest``, ``plan``, ``record`` (a batch finished its j
 ``reconcile`` (the sweeper marked what it resends).
 
 ``TTS_JOBS_FAULT_PAUSE`` — ``stage:seconds``, comma-separated — holds a stage (``ingest``,
-``plan``, ``synthesize``: a batch claimed, before it is spoken; ``assemble``) that long once it has
-begun, so that a test can kill its worker, or a server, mid-stage.
+``plan``, ``synthesize``: a batch claimed, before it is spoken; ``recorded``: a stream's batch
+recorded and its progress told; ``assemble``) that long once it has begun, so that a test can kill
+its worker, or a server, mid-stage, or see a run's progress between two batches.
 """
 
 from __future__ import annotations

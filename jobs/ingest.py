@@ -72,6 +72,36 @@ def ingest_job(rt: Runtime, job_id: int) -> bool:
     return True
 
 
+NOT_GOING_ON = 3  # the child's exit status when the job is not read and going on (a bad book: failed)
+
+
+def ingest_beside(rt: Runtime, job_id: int) -> bool:
+    """``ingest_job`` in a child process (``child_process.py``), while this process loads the
+    engine: the book is read on a core of its own, and the engine's load does not wait on the
+    interpreter lock behind it. A child that fails otherwise fails the run with its last words."""
+    from jobs.child_process import Child
+
+    child = Child(rt.settings, __name__, f"main({job_id:d})")
+    code = child.wait()
+    if code in (0, NOT_GOING_ON):
+        return code == 0
+    raise RuntimeError(f"reading the book failed (exit status {code}): {child.last_words or 'no message'}")
+
+
+def main(job_id: int) -> None:
+    """The child: read job ``job_id``'s book (exit status 0: read and going on)."""
+    from jobs.child_process import child_runtime
+
+    try:
+        going_on = ingest_job(child_runtime(), job_id)
+    except KeyboardInterrupt:  # Ctrl-C reached the whole run: it says so itself
+        raise SystemExit(130) from None
+    except Exception as exc:  # the run fails with these words (one line: no traceback to relay)
+        log.error("%s: %s", type(exc).__name__, (str(exc).splitlines() or [""])[0])
+        raise SystemExit(1) from None
+    raise SystemExit(0 if going_on else NOT_GOING_ON)
+
+
 def prepare_ingest(rt: Runtime) -> None:
     """Load what reading a book needs (the readers, the text stage, the ORM's mappers) and open this
     process's database connection: a worker's first book is then read as fast as the next (cold,

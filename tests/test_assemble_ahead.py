@@ -154,7 +154,7 @@ def test_the_childs_log_lines_reach_the_runs_log_at_their_levels(caplog) -> None
     logger and level; a line that is not a record (a traceback's) comes as a warning."""
     import io
 
-    from jobs.assemble_ahead_child import relay
+    from jobs.child_process import relay
 
     caplog.set_level(logging.DEBUG)
     relay(io.StringIO("INFO pipeline.audio.ahead: 3 chapter(s) assembled ahead (1-3 of 9) in 0.4 s\n"
@@ -164,7 +164,7 @@ def test_the_childs_log_lines_reach_the_runs_log_at_their_levels(caplog) -> None
     assert [(r.name, r.levelname, r.getMessage()) for r in caplog.records] == [
         ("pipeline.audio.ahead", "INFO", "3 chapter(s) assembled ahead (1-3 of 9) in 0.4 s"),
         ("jobs.assemble_ahead", "WARNING", "job=4: chapters 4-6 not assembled ahead (OSError: disk)"),
-        ("jobs.assemble_ahead_child", "WARNING", "Traceback (most recent call last):"),
+        ("jobs.child_process", "WARNING", "Traceback (most recent call last):"),
     ]
 
 

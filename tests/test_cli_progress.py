@@ -62,7 +62,9 @@ def terminal_lines(output: str) -> list[str]:
 
 
 def _book_env(tmp_path: Path, settings_factory) -> tuple[Path, dict[str, str]]:  # type: ignore[no-untyped-def]
-    env = {**env_for(settings_factory()), "TTS_JOBS_MAX_BATCH": "4"}  # several batches: several updates
+    # several batches: several updates; each recorded batch held a moment, so that the progress
+    # between two batches is shown however fast this machine speaks the tiny book
+    env = {**env_for(settings_factory()), "TTS_JOBS_MAX_BATCH": "4", "TTS_JOBS_FAULT_PAUSE": "recorded:0.6"}
     env.pop("TTS_JOBS_LOG_LEVEL", None)
     return write_epub(tmp_path / "book.epub", "A Small Book", CHAPTERS), env
 

@@ -261,6 +261,7 @@ class _Stream:
         self.jobs_ready(ready)
         if self.scope.on_recorded is not None:
             self.scope.on_recorded(batch_id)
+        faults.pause("recorded")  # the progress tests' hold: a book's progress shown between batches
 
     def _recording_failed(self) -> bool:
         with self.lock:
