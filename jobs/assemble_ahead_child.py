@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+
 class AssembleAhead:
     """Embedded job ``job_id``'s chapters prepared ahead by a child process, asked after each
     recorded batch. ``in_step``: each ask waits for what it started (tests: the order of the
@@ -47,7 +48,7 @@ class AssembleAhead:
         shutil.rmtree(rt.artifacts.work_dir(job_id), ignore_errors=True)  # an earlier attempt's is not this run's
         with rt.read_session() as session:
             self._chapters = repo.chapter_count(session, job_id)
-        self._child: subprocess.Popen[str] | None = None
+        self._child: Child | None = None
         self._gone = False  # the child could not be asked: the assembly does every chapter left
 
     def poll(self) -> None:
@@ -58,7 +59,7 @@ class AssembleAhead:
         try:
             if self._child is None and spoken_chapters(self.rt, self.job_id, self._chapters) == 0:
                 return
-            child = self._child or self._start()
+            child = (self._child or self._start()).process
             assert child.stdin is not None
             child.stdin.write("\n")
             child.stdin.flush()
@@ -75,7 +76,7 @@ class AssembleAhead:
         if self._child is None:
             return []
         self._end_asks()
-        self._child.wait()
+        self._child.wait()  # and every line it logged is in the run's log
         return take_prepared(self.rt, self.job_id)
 
     def abandon(self) -> None:
@@ -83,18 +84,18 @@ class AssembleAhead:
         anew)."""
         if self._child is not None:
             self._end_asks()
-            self._child.terminate()
+            self._child.process.terminate()
 
-    def _start(self) -> subprocess.Popen[str]:
+    def _start(self) -> Child:
         stdout = subprocess.PIPE if self.in_step else subprocess.DEVNULL
         self._child = Child(self.rt.settings, __name__, f"main({self.job_id:d})", stdin=subprocess.PIPE,
-                            stdout=stdout).process
+                            stdout=stdout)
         return self._child
 
     def _end_asks(self) -> None:
-        assert self._child is not None and self._child.stdin is not None
+        assert self._child is not None and self._child.process.stdin is not None
         try:
-            self._child.stdin.close()
+            self._child.process.stdin.close()
         except OSError:  # the child is gone: nothing to tell it
             pass
 

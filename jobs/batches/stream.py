@@ -79,8 +79,7 @@ def synthesize_stream(rt: Runtime, engine: Engine, batch_id: int, worker: str, j
                       batch_returned: BatchReturned, learned_by: str | None = None,
                       batch_recorded: BatchRecorded | None = None) -> None:
     """Speak batch ``batch_id`` and the queued batches after it as one stream (see the module).
-    ``learned_by`` names the device's worker for an out-of-memory limit (None: not recorded);
-    ``batch_recorded`` hears of each batch recorded."""
+    ``learned_by`` names the device's worker for an out-of-memory limit (None: not recorded)."""
     claimed, ready = _claim_first(rt, batch_id, worker)
     jobs_ready(ready)
     if claimed is not None:
