@@ -36,8 +36,8 @@ from storage.models import Job, JobState
 
 if TYPE_CHECKING:
     from pipeline.audio import AssemblyOptions, AssemblyReport, ChapterAudio
-    from pipeline.audio.ahead import PreparedChapter
     from pipeline.audio.assembly_types import OnStep
+    from pipeline.audio.prepared import PreparedChapter
     from pipeline.readalong import ReadAlong
 
 log = logging.getLogger(__name__)

@@ -32,6 +32,7 @@ import logging
 import math
 import shutil
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -46,7 +47,8 @@ from storage.models import JobState
 
 if TYPE_CHECKING:
     from pipeline.audio import ChapterAudio
-    from pipeline.audio.ahead import BookAhead, PreparedChapter
+    from pipeline.audio.ahead import BookAhead
+    from pipeline.audio.prepared import PreparedChapter
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +106,7 @@ def prepare_ahead(rt: Runtime, job_id: int) -> int:
     its work directory, while the job is still being spoken; returns how many were prepared.
     Another task preparing the same book already does what this one would (it looks again for
     newly spoken chapters before it stops)."""
-    from pipeline.audio.ahead import load_prepared, still_the_same
+    from pipeline.audio.prepared import load_prepared, still_the_same
 
     with book_lock(rt, job_id, wait=False) as held:
         if not held or not _still_spoken(rt, job_id):
@@ -121,32 +123,47 @@ def prepare_ahead(rt: Runtime, job_id: int) -> int:
 def prepare_spoken(rt: Runtime, job_id: int, book: BookAhead) -> tuple[int, bool]:
     """Both homes' step: the chapters of job ``job_id`` newly spoken from ``book``'s next one on
     prepared, stretch after stretch, while the book is still being spoken, and the list kept in
-    its work directory after each. Returns how many were prepared, and whether every stretch
-    was (after one that was not, the assembly does the rest)."""
-    from pipeline.audio.ahead import save_prepared
-
-    done = 0
-    while _still_spoken(rt, job_id):
-        first = book.next_position
-        end = min(spoken_chapters(rt, job_id, book.chapters), first + stretch_chapters(book.chapters))
-        if end <= first:
-            break
+    its work directory after each. Each stretch is laid out (measured, stitched) while the one
+    before it encodes: one after the other, the steps before the encodes left cores idle and the
+    preparation of a 25.8-hour book lagged its speaking by a stretch on an H200 host. Returns how
+    many were prepared, and whether every stretch was (after one that was not, the assembly does
+    the rest)."""
+    done, encoding = 0, None
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="encode-stretch") as encoder:
         try:
-            book.prepare(chapters_between(rt, job_id, first, end))
+            while _still_spoken(rt, job_id):
+                first = book.next_to_lay_out
+                end = min(spoken_chapters(rt, job_id, book.chapters), first + stretch_chapters(book.chapters))
+                if end <= first:
+                    break
+                stretch = book.lay_out(chapters_between(rt, job_id, first, end))
+                done += _kept(rt, job_id, book, encoding)
+                encoding = (encoder.submit(book.encode, stretch), len(stretch.chapters))
+            done += _kept(rt, job_id, book, encoding)
         except Exception as exc:  # noqa: BLE001 - the assembly does these chapters itself
-            log.warning("job=%s: chapters %d-%d not assembled ahead (%s: %s); the assembly does them",
-                        job_id, first + 1, end, type(exc).__name__, exc)
+            log.warning("job=%s: chapters from %d on not assembled ahead (%s: %s); the assembly does them",
+                        job_id, book.next_position + 1, type(exc).__name__, exc)
             return done, False
-        save_prepared(rt.artifacts.work_dir(job_id), book.prepared)
-        done += end - first
     return done, True
+
+
+def _kept(rt: Runtime, job_id: int, book: BookAhead, encoding: tuple[Future[None], int] | None) -> int:
+    """The stretch being encoded done (its error raised) and the list kept; its chapter count."""
+    from pipeline.audio.prepared import save_prepared
+
+    if encoding is None:
+        return 0
+    encoded, chapters = encoding
+    encoded.result()
+    save_prepared(rt.artifacts.work_dir(job_id), book.prepared)
+    return chapters
 
 
 def take_prepared(rt: Runtime, job_id: int) -> list[PreparedChapter]:
     """For job ``job_id``'s assembly: the chapters prepared ahead in its work directory, once a
     preparation under way has ended (a task that comes later finds the job assembling and leaves
     the work directory alone)."""
-    from pipeline.audio.ahead import load_prepared
+    from pipeline.audio.prepared import load_prepared
 
     with book_lock(rt, job_id, wait=True):
         return load_prepared(rt.artifacts.work_dir(job_id))

@@ -32,7 +32,7 @@ from jobs.runtime import Runtime
 from storage import repo
 
 if TYPE_CHECKING:
-    from pipeline.audio.ahead import PreparedChapter
+    from pipeline.audio.prepared import PreparedChapter
 
 log = logging.getLogger(__name__)
 

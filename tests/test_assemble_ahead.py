@@ -149,6 +149,46 @@ def test_a_book_behind_its_speaking_is_prepared_a_wave_of_chapters_at_a_time(
     assert [c.audio.index for c in take_prepared(rt, job_id)] == list(range(10))
 
 
+def test_the_next_stretch_is_laid_out_while_the_one_before_it_encodes(
+        rt: Runtime, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Nine of seventeen chapters spoken: three stretches of three. Each stretch's encodes wait
+    (up to 60 s) until the next stretch's laying out (measuring, stitching) has begun: they
+    overlap, or this waits in vain; the chapters are prepared all the same, in order."""
+    import threading
+
+    from jobs.assemble_ahead import prepare_ahead, take_prepared
+    from jobs.ingest import ingest_job
+    from jobs.submit import submit_book
+    from pipeline.audio.ahead import BookAhead
+
+    laid_out: dict[int, threading.Event] = {first: threading.Event() for first in (0, 3, 6)}
+    overlapped: list[bool] = []
+    real_lay_out, real_encode = BookAhead.lay_out, BookAhead.encode
+
+    def lay_out(self: BookAhead, chapters):  # type: ignore[no-untyped-def]
+        laid_out[self.next_to_lay_out].set()
+        return real_lay_out(self, chapters)
+
+    def encode(self: BookAhead, stretch) -> None:  # type: ignore[no-untyped-def]
+        following = stretch.first + len(stretch.chapters)
+        if following in laid_out:
+            overlapped.append(laid_out[following].wait(timeout=60))
+        real_encode(self, stretch)
+
+    monkeypatch.setattr(BookAhead, "lay_out", lay_out)
+    monkeypatch.setattr(BookAhead, "encode", encode)
+    chapters = [(f"Part {n}", [f"Part {n} has one sentence."]) for n in range(1, 18)]
+    job_id = submit_book(rt, write_epub(tmp_path / "long.epub", "Overlap", chapters),
+                         JobOptions(out_dir=tmp_path / "out"))
+    assert ingest_job(rt, job_id)
+    speak_chapters(rt, job_id, set(range(9)), 0.3)
+
+    assert prepare_ahead(rt, job_id) == 9
+
+    assert overlapped == [True, True]
+    assert [c.audio.index for c in take_prepared(rt, job_id)] == list(range(9))
+
+
 def test_the_childs_log_lines_reach_the_runs_log_at_their_levels(caplog) -> None:  # type: ignore[no-untyped-def]
     """What the child process logs (one record a line) is logged by the run under the same
     logger and level; a line that is not a record (a traceback's) comes as a warning."""

@@ -321,7 +321,8 @@ def test_chapters_prepared_by_one_process_and_assembled_by_another_make_the_same
     assembly takes the list from the file: it encodes only the last chapter, and the M4B plays
     like one assembled all at the end. A list that cannot be read is no list."""
     from pipeline.audio import assemble
-    from pipeline.audio.ahead import PREPARED_FILE, BookAhead, load_prepared, save_prepared
+    from pipeline.audio.ahead import BookAhead
+    from pipeline.audio.prepared import PREPARED_FILE, load_prepared, save_prepared
 
     titles = ["One", "Two", "Three", "Four"]
     chapters = tone_book(tmp_path / "sentences", titles, body_sentences=3, seconds=0.3)

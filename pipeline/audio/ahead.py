@@ -14,22 +14,20 @@ file in every per-chapter format (MP3, Ogg, FLAC, WAV: encoded and tagged in the
 moved into place by the assembly) and its audio for a read-along EPUB; the subtitles and the
 read-along text need only the chapters' measures.
 
-Where the chapters are prepared by one process and assembled by another (a CPU worker's tasks),
-what was prepared is kept beside them in the work directory (``save_prepared``/``load_prepared``).
+What a chapter prepared is, and how a list of them is kept for another process and checked
+again, is :mod:`pipeline.audio.prepared`.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import os
-import pickle
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
-from pipeline.audio.aac import AacChapterPlan, AacPiece, cut_into_pieces, plan_chapters
+from pipeline.audio.aac import AacPiece, cut_into_pieces, plan_chapters
 from pipeline.audio.assembly_types import AssemblyOptions, ChapterAudio
 from pipeline.audio.export import (
     Loudness,
@@ -39,7 +37,8 @@ from pipeline.audio.export import (
     encode_readalong_audio,
 )
 from pipeline.audio.parallel import bind, run_longest_first, worker_count
-from pipeline.audio.stitch import MeasuredChapter, StitchedChapter, measure_chapter, stitch_chapter
+from pipeline.audio.prepared import LaidOut, PreparedChapter, sentence_stamps
+from pipeline.audio.stitch import StitchedChapter, measure_chapter, stitch_chapter
 from pipeline.audio.stitch_helpers import run_per_chapter
 from pipeline.audio.tags import TrackTags, track_tags
 from pipeline.types import SAMPLE_RATE, BookMetadata
@@ -47,7 +46,6 @@ from pipeline.types import SAMPLE_RATE, BookMetadata
 log = logging.getLogger(__name__)
 
 MIN_PIECE_SECONDS = 120.0  # an encode shorter than this pays more for its ffmpeg start than it gains
-PREPARED_FILE = "prepared.pickle"  # in the work directory: the chapters prepared there so far
 ENCODE_NICENESS = 10  # ffmpeg and stitch helpers beside the GPU yield to the threads that feed it
 # Left to the threads that feed the GPU and write and measure its sentences. The encoders run
 # niced below them, so more of them only take cores those leave idle: with four kept, the 16-core
@@ -60,48 +58,6 @@ def encode_threads() -> int:
     """Encoders beside the GPU: every core but the few that the GPU's feeding, writing and
     measuring threads need."""
     return max(1, worker_count(0) - RESERVED_CORES)
-
-
-@dataclass(frozen=True)
-class PreparedChapter:
-    """One chapter assembled ahead, and what it was made from."""
-
-    audio: ChapterAudio  # its sentences as they were when prepared (the assembly checks them)
-    measured: MeasuredChapter
-    loudness: Loudness
-    stitched: StitchedChapter
-    pieces: tuple[AacPiece, ...] = ()  # its M4B pieces (``chapter`` = its position in the book)
-    plans: tuple[AacChapterPlan, ...] = ()
-    aac_paths: tuple[Path, ...] = ()
-    frames: tuple[int, ...] = ()  # AAC frames each piece came to
-    files: tuple[tuple[str, Path], ...] = ()  # (format, its finished file in the work directory)
-    tags: TrackTags | None = None  # what those files are tagged with (the cover left out)
-    readalong: Path | None = None  # its audio for a read-along EPUB
-    stamps: tuple[tuple[int, int, int], ...] = ()  # its sentence files' (inode, mtime_ns, size) then
-
-    @property
-    def encoded(self) -> bool:
-        return bool(self.pieces)
-
-    def file_for(self, audio_format: str, tags: TrackTags) -> Path | None:
-        """Its file in ``audio_format``, where one was made with these ``tags`` and is still there."""
-        made = dict(self.files).get(audio_format)
-        same_tags = self.tags is not None and self.tags == replace(tags, cover=None)
-        return made if made is not None and same_tags and made.is_file() else None
-
-
-def sentence_stamps(chapter: ChapterAudio) -> tuple[tuple[int, int, int], ...]:
-    """Each sentence file's inode, modification time and size: a sentence spoken again into the
-    same path (a retried batch; written to a new file, renamed into place) changes them."""
-    stamps = []
-    for sentence in chapter.sentences:
-        try:
-            stat = os.stat(sentence.path)
-        except OSError:
-            stamps.append((-1, -1, -1))
-            continue
-        stamps.append((stat.st_ino, stat.st_mtime_ns, stat.st_size))
-    return tuple(stamps)
 
 
 def readalong_audio_path(work_dir: Path, position: int) -> Path:
@@ -154,15 +110,28 @@ class BookAhead:
         # every prepared piece's length and trailing silence, in order (the next pieces' AAC plans)
         self._lengths: list[int] = [p.samples for c in self.prepared for p in c.pieces]
         self._silences: list[int] = [p.trailing_silence for c in self.prepared for p in c.pieces]
+        self._laid_out = len(self.prepared)
 
     @property
     def next_position(self) -> int:
         """The position of the first chapter not prepared yet."""
         return len(self.prepared)
 
+    @property
+    def next_to_lay_out(self) -> int:
+        """The position of the first chapter not laid out yet (ahead of ``next_position`` while a
+        stretch laid out is being encoded)."""
+        return self._laid_out
+
     def prepare(self, chapters: Sequence[ChapterAudio]) -> None:
         """Prepare ``chapters``, the book's next ones in reading order (never its last)."""
-        first = self.next_position
+        self.encode(self.lay_out(chapters))
+
+    def lay_out(self, chapters: Sequence[ChapterAudio]) -> LaidOut:
+        """The steps of ``chapters`` (the next ones to lay out, never the book's last) before their
+        encodes: measured, stitched, levelled, cut into M4B pieces with their AAC plans. The next
+        stretch may be laid out while this one is encoded (``encode``, in the same order)."""
+        first = self._laid_out
         if not chapters or first + len(chapters) >= self.chapters:
             raise ValueError(f"chapters {first}..{first + len(chapters) - 1} of {self.chapters} cannot be "
                              "prepared ahead (in order, and never the last)")
@@ -177,37 +146,38 @@ class BookAhead:
             (len(m.sentences), f"stitching chapter {m.index + 1}", stitch_chapter,
              (m, chapter_wav_path(self.work_dir, first + i)))
             for i, m in enumerate(measured)], self.options)
-        loudness = [chapter_loudness(m, self.options) for m in measured]
-        laid_out = time.monotonic()
-        self.prepared += [replace(c, stamps=stamp) for c, stamp in
-                          zip(self._encoded(chapters, measured, loudness, stitched, first), stamps, strict=True)]
-        # the split says whether the encodes (in parallel) or the steps before them bound a stretch
-        log.info("%d chapter(s) assembled ahead (%d-%d of %d) in %.1f s (measured and stitched in %.1f s)",
-                 len(chapters), first + 1, first + len(chapters), self.chapters, time.monotonic() - began,
-                 laid_out - began)
-
-    def _encoded(self, chapters: Sequence[ChapterAudio], measured: Sequence[MeasuredChapter],
-                 loudness: Sequence[Loudness], stitched: Sequence[StitchedChapter],
-                 first: int) -> list[PreparedChapter]:
-        """Every encode of these chapters in one pool (M4B pieces, chapter files, read-along
-        audio), heaviest first; the chapters as prepared."""
         pieces = self._pieces(stitched, first) if self.encodes else []
         plans = plan_chapters(self._lengths, self._silences, ends_part=False)[-len(pieces):] if pieces else []
+        self._laid_out = first + len(chapters)
+        return LaidOut(first, tuple(chapters), tuple(stamps), tuple(measured),
+                       tuple(chapter_loudness(m, self.options) for m in measured), tuple(stitched),
+                       tuple(pieces), tuple(plans), began, time.monotonic() - began)
+
+    def encode(self, stretch: LaidOut) -> None:
+        """Every encode of a stretch laid out (M4B pieces, chapter files, read-along audio) in one
+        pool, heaviest first; its chapters join ``prepared``. Stretches in the order laid out."""
+        first, pieces, plans = stretch.first, stretch.pieces, stretch.plans
+        if first != self.next_position:
+            raise ValueError(f"chapters from {first} on are encoded after {self.next_position}: in order only")
         paths = [self.work_dir / f"ahead_{p.chapter + 1:04d}_{p.start}.aac" for p in pieces]
-        encodes = [(p.samples, bind(encode_m4b_piece, stitched[p.chapter - first], p, plan, path,
-                                    loudness[p.chapter - first], self.options.bitrate, self.nice))
+        encodes = [(p.samples, bind(encode_m4b_piece, stretch.stitched[p.chapter - first], p, plan, path,
+                                    stretch.loudness[p.chapter - first], self.options.bitrate, self.nice))
                    for p, plan, path in zip(pieces, plans, paths, strict=True)]
-        files = [self._files(s, t, first + i, encodes) for i, (s, t) in enumerate(zip(stitched, loudness))]
-        results = run_longest_first(encodes, self.options.threads)
-        frames = results[:len(pieces)]
-        done = []
-        for i, (audio, m, t, s) in enumerate(zip(chapters, measured, loudness, stitched, strict=True)):
+        files = [self._files(s, t, first + i, encodes)
+                 for i, (s, t) in enumerate(zip(stretch.stitched, stretch.loudness))]
+        frames = run_longest_first(encodes, self.options.threads)[:len(pieces)]
+        for i, (audio, m, t, s) in enumerate(zip(stretch.chapters, stretch.measured, stretch.loudness,
+                                                 stretch.stitched, strict=True)):
             mine = [k for k, p in enumerate(pieces) if p.chapter == first + i]
             made, tags, readalong = files[i]
-            done.append(PreparedChapter(audio, m, t, s, tuple(pieces[k] for k in mine), tuple(plans[k] for k in mine),
-                                        tuple(paths[k] for k in mine), tuple(frames[k] for k in mine),
-                                        made, tags, readalong))
-        return done
+            self.prepared.append(PreparedChapter(
+                audio, m, t, s, tuple(pieces[k] for k in mine), tuple(plans[k] for k in mine),
+                tuple(paths[k] for k in mine), tuple(frames[k] for k in mine), made, tags, readalong,
+                stretch.stamps[i]))
+        # the split says whether the encodes or the steps before them bound a stretch
+        log.info("%d chapter(s) assembled ahead (%d-%d of %d) in %.1f s (laid out in %.1f s)",
+                 len(stretch.chapters), first + 1, first + len(stretch.chapters), self.chapters,
+                 time.monotonic() - stretch.began, stretch.laid_out_seconds)
 
     def _pieces(self, stitched: Sequence[StitchedChapter], first: int) -> list[AacPiece]:
         """The M4B pieces of these chapters (``chapter`` = position in the book), counted into
@@ -240,40 +210,3 @@ class BookAhead:
             encodes.append((chapter.samples, bind(encode_readalong_audio, chapter, readalong, loudness,
                                                   self.options.bitrate, self.nice)))
         return tuple(made), replace(tags, cover=None) if tags is not None else None, readalong
-
-
-def still_the_same(chapters: Sequence[ChapterAudio], prepared: Sequence[PreparedChapter]) -> list[PreparedChapter]:
-    """The longest prefix of ``prepared`` made of the same sentences as the chapters now are, their
-    files unchanged since (a chapter spoken again since, say by a retried batch, is assembled
-    anew, and so is every one after it)."""
-    same = []
-    for chapter, ahead in zip(chapters, prepared):
-        files = (ahead.stitched.wav_path, *ahead.aac_paths, *(() if ahead.readalong is None else (ahead.readalong,)))
-        if ahead.audio != chapter or ahead.stamps != sentence_stamps(chapter) or \
-                not all(path.is_file() for path in files):
-            break
-        same.append(ahead)
-    return same
-
-
-def save_prepared(work_dir: Path, prepared: Sequence[PreparedChapter]) -> None:
-    """Keep the list of chapters prepared in ``work_dir`` there, for the process that assembles the
-    book. Written whole or not at all (renamed into place): a reader never sees half a list."""
-    partial = work_dir / f".{PREPARED_FILE}.{os.getpid()}"
-    partial.write_bytes(pickle.dumps(list(prepared), protocol=pickle.HIGHEST_PROTOCOL))
-    os.replace(partial, work_dir / PREPARED_FILE)
-
-
-def load_prepared(work_dir: Path) -> list[PreparedChapter]:
-    """The chapters ``save_prepared`` kept in ``work_dir`` (none when there is no list or it cannot
-    be read: the assembly then does every chapter itself). The file is the project's own, written
-    in this data directory by its own workers, never taken from a book."""
-    try:
-        prepared = pickle.loads((work_dir / PREPARED_FILE).read_bytes())
-    except FileNotFoundError:
-        return []
-    except Exception as exc:  # noqa: BLE001 - an unreadable list only costs the chapters' redoing
-        log.warning("%s: the chapters prepared ahead could not be read (%s); assembling them anew",
-                    work_dir, exc)
-        return []
-    return [c for c in prepared if isinstance(c, PreparedChapter)] if isinstance(prepared, list) else []

@@ -14,8 +14,9 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from pipeline.audio.ahead import BookAhead, PreparedChapter
+from pipeline.audio.ahead import BookAhead
 from pipeline.audio.assembly_types import ChapterAudio
+from pipeline.audio.prepared import PreparedChapter
 
 log = logging.getLogger(__name__)
 

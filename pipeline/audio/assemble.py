@@ -21,13 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from pipeline.audio.aac import cut_into_pieces, plan_chapters
-from pipeline.audio.ahead import (
-    PreparedChapter,
-    chapter_pause,
-    chapter_wav_path,
-    piece_samples,
-    still_the_same,
-)
+from pipeline.audio.ahead import chapter_pause, chapter_wav_path, piece_samples
 from pipeline.audio.assembly_types import (
     AssemblyOptions,
     AssemblyReport,
@@ -61,6 +55,7 @@ from pipeline.audio.outputs import (
     writes_from_sentences,
 )
 from pipeline.audio.parallel import bind, run_longest_first
+from pipeline.audio.prepared import PreparedChapter, still_the_same
 from pipeline.audio.stitch import MeasuredChapter, StitchedChapter, measure_chapter, stitch_chapter
 from pipeline.audio.stitch_helpers import run_per_chapter
 from pipeline.audio.tags import track_tags
