@@ -125,7 +125,8 @@ def prepare_spoken(rt: Runtime, job_id: int, book: BookAhead) -> tuple[int, bool
     prepared, stretch after stretch, while the book is still being spoken, and the list kept in
     its work directory after each. Each stretch is laid out (measured, stitched) while the one
     before it encodes: one after the other, the steps before the encodes left cores idle and the
-    preparation of a 25.8-hour book lagged its speaking by a stretch on an H200 host. Returns how
+    preparation of a 25.8-hour book lagged its speaking by a stretch on an H200 host. A stretch
+    laid out once the speaking has ended is not encoded (``book`` is not used again). Returns how
     many were prepared, and whether every stretch was (after one that was not, the assembly does
     the rest)."""
     done, encoding = 0, None
@@ -138,6 +139,9 @@ def prepare_spoken(rt: Runtime, job_id: int, book: BookAhead) -> tuple[int, bool
                     break
                 stretch = book.lay_out(chapters_between(rt, job_id, first, end))
                 done += _kept(rt, job_id, book, encoding)
+                encoding = None
+                if not _still_spoken(rt, job_id):  # spoken meanwhile: the assembly, on every core, encodes it
+                    break
                 encoding = (encoder.submit(book.encode, stretch), len(stretch.chapters))
             done += _kept(rt, job_id, book, encoding)
         except Exception as exc:  # noqa: BLE001 - the assembly does these chapters itself

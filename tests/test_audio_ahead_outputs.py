@@ -124,10 +124,11 @@ def test_a_chapter_spoken_again_after_it_was_prepared_is_prepared_again(tmp_path
     assert report.chapters[1].seconds > report.chapters[2].seconds + 2.0  # the new, longer sentence is in
 
 
-def test_when_the_speaking_ends_a_stretch_not_begun_is_left_to_the_assembly(tmp_path: Path) -> None:
-    """Two stretches handed to the thread, the first still being prepared when the book is all
-    spoken: the first is finished and kept, the second is never begun (the assembly, on every
-    core, does it sooner), and the assembly takes the first as prepared."""
+def test_when_the_speaking_ends_only_the_encodes_under_way_are_waited_for(tmp_path: Path) -> None:
+    """Chapter 1 prepared; chapter 2 being laid out (its sentences being read) and chapter 3
+    handed over when the book is all spoken: chapter 3 is never begun and chapter 2, laid out, is
+    not encoded (the assembly, on every core at full priority, does both sooner than the
+    preparation would before it); the assembly takes chapter 1 as prepared and makes the book."""
     import threading
     import time
 
@@ -140,26 +141,32 @@ def test_when_the_speaking_ends_a_stretch_not_begun_is_left_to_the_assembly(tmp_
 
     def load(first: int, end: int) -> list[ChapterAudio]:
         loaded.append((first, end))
-        started.set()
-        release.wait(timeout=60)
+        if first > 0:  # the second stretch: held until the speaking has ended
+            started.set()
+            release.wait(timeout=60)
         return chapters[first:end]
 
     thread = AheadThread(book, load, "test")
-    thread.hand_over(1)
+    first = thread.hand_over(1)
+    assert first is not None
+    first.result(timeout=120)
+    deadline = time.monotonic() + 120
+    while book.next_position < 1 and time.monotonic() < deadline:  # chapter 1 encoded
+        time.sleep(0.01)
+    thread.hand_over(2)
     assert started.wait(timeout=60)
-    second = thread.hand_over(3)
+    third = thread.hand_over(3)
     finished: list[list] = []
     finisher = threading.Thread(target=lambda: finished.append(thread.finish()))
     finisher.start()
-    deadline = time.monotonic() + 60
-    while second is not None and not second.cancelled() and time.monotonic() < deadline:
+    while third is not None and not third.cancelled() and time.monotonic() < deadline:
         time.sleep(0.01)
     release.set()
     finisher.join(timeout=120)
 
-    assert second is not None and second.cancelled()
-    assert loaded == [(0, 1)]
-    assert [c.audio.index for c in finished[0]] == [0]
+    assert third is not None and third.cancelled()
+    assert loaded == [(0, 1), (1, 2)]
+    assert [c.audio.index for c in finished[0]] == [0] and book.next_to_lay_out == 2
     report = assemble_audiobook(chapters, METADATA, tmp_path / "out", tmp_path / "w", options, prepared=finished[0])
     assert len(report.chapters) == 4
 
