@@ -101,9 +101,10 @@ class EngineMemory:
         self._runner.release()
 
     def release_device_memory(self) -> None:
-        """Everything kept between batches given back: slots, graphs (and their pool), the
+        """Everything kept between batches given back: slots, graphs (and their pools), the
         allocator's cached blocks, library workspaces (``oom.py`` calls it before a retry)."""
         self.release_slots()
+        self._parts.waveform.graphs.release()
         release_cached_memory(self._torch_device)
 
     @property

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from pipeline.engine.host_lists import to_device
+from pipeline.engine.waveform_graphs import WaveformGraphs
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,8 @@ class WaveformDecoder:
         # row at a time (an im2col and a GEMM per row, 4,096 of each per 1024-sentence batch on
         # the H200, their launches holding up the host that feeds the decode steps).
         self.fixed_shapes = not self.use_cudnn and self.device.type == "cuda"
+        # and such chunks replay from CUDA graphs (waveform_graphs: one launch, not ~1,000)
+        self.graphs = WaveformGraphs(self.decode_padded, row_steps_per_chunk, self.hop)
 
     @property
     def device(self) -> torch.device:
@@ -63,22 +66,23 @@ class WaveformDecoder:
     @torch.inference_mode()
     def decode_on_device(self, hiddens: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         """``decode`` without the copy to the host (no sync): float32 device tensors."""
+        graphs = self.graphs if self.fixed_shapes and self.graphs.wanted(self.device) else None
         waves: list[torch.Tensor | None] = [None] * len(hiddens)
-        for chunk in self._chunks([h.shape[0] for h in hiddens]):
+        for chunk in self._chunks([h.shape[0] for h in hiddens], graphs):
             with torch.backends.cudnn.flags(enabled=self.use_cudnn):
-                batch = self._decode_batch([hiddens[i] for i in chunk])
+                batch = self._decode_batch([hiddens[i] for i in chunk], graphs)
             for i, wave in zip(chunk, batch):
                 waves[i] = wave
         empty = torch.zeros(0, dtype=torch.float32, device=self.device)
         return [w if w is not None else empty for w in waves]
 
-    def _chunks(self, lengths: list[int]) -> list[list[int]]:
+    def _chunks(self, lengths: list[int], graphs: WaveformGraphs | None = None) -> list[list[int]]:
         """Row groups of similar length whose padded size stays under the per-chunk budget."""
         order = sorted((i for i, n in enumerate(lengths) if n > 0), key=lambda i: lengths[i])
         chunks: list[list[int]] = []
         current: list[int] = []
         for i in order:
-            if current and (len(current) + 1) * lengths[i] > self.row_steps_per_chunk:
+            if current and (len(current) + 1) * self._padded_steps(lengths[i], graphs) > self.row_steps_per_chunk:
                 chunks.append(current)
                 current = []
             current.append(i)
@@ -86,20 +90,35 @@ class WaveformDecoder:
             chunks.append(current)
         return chunks
 
-    def _decode_batch(self, hiddens: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    def _padded_steps(self, steps: int, graphs: WaveformGraphs | None) -> int:
+        """What a chunk whose longest row has ``steps`` is padded to: a graph's bucket, else (on
+        the GPU) a multiple of STEP_BUCKET, so that chunk shapes repeat from batch to batch and
+        the GEMM and FFT libraries find their plans cached (a first shape costs host time,
+        measured on the H200); the masks keep the padding out of every row."""
+        if graphs is not None and (bucket := graphs.padded_steps(steps)):
+            return bucket
+        return -(-steps // STEP_BUCKET) * STEP_BUCKET if self.device.type == "cuda" else steps
+
+    def _decode_batch(self, hiddens: Sequence[torch.Tensor],
+                      graphs: WaveformGraphs | None = None) -> list[torch.Tensor]:
         lengths = [h.shape[0] for h in hiddens]
-        # padded to a multiple of STEP_BUCKET on the GPU: chunk shapes then repeat from batch to
-        # batch, and the GEMM and FFT libraries find their plans cached (a first shape costs
-        # host time, measured on the H200); the mask keeps the padding out of every row
-        steps = -(-max(lengths) // STEP_BUCKET) * STEP_BUCKET if self.device.type == "cuda" \
-            else max(lengths)
+        steps = self._padded_steps(max(lengths), graphs)
+        graphed = graphs is not None and graphs.fits(len(lengths), steps)
+        rows = graphs.padded_rows(len(lengths), steps) if graphed else len(lengths)
         x = torch.nn.utils.rnn.pad_sequence(list(hiddens), batch_first=True)  # [B, T, C]
-        x = F.pad(x, (0, 0, 0, steps - x.shape[1])).to(self.dtype).transpose(1, 2).contiguous()
-        frames = to_device([2 * n for n in lengths], self.device)
-        mask = (torch.arange(2 * steps, device=self.device) < frames[:, None]).unsqueeze(1)
-        mel = self._mel(x, mask.to(self.dtype))
-        audio = self._vocos(mel, mask)
+        x = F.pad(x, (0, 0, 0, steps - x.shape[1], 0, rows - x.shape[0]))
+        frames = to_device([2 * n for n in lengths] + [0] * (rows - len(lengths)), self.device)
+        audio = graphs.run(x, frames) if graphed else self.decode_padded(x, frames)
         return [audio[i, : (2 * n - 1) * self.hop] for i, n in enumerate(lengths)]
+
+    def decode_padded(self, x: torch.Tensor, frames: torch.Tensor) -> torch.Tensor:
+        """Waveforms [R, (2S - 1) * hop] of hidden states x [R, S, C] (rows zero-padded past their
+        own ``frames`` [R] / 2 steps); every op has shapes fixed by x's."""
+        steps = x.shape[1]
+        x = x.to(self.dtype).transpose(1, 2).contiguous()
+        mask = (torch.arange(2 * steps, device=x.device) < frames[:, None]).unsqueeze(1)
+        mel = self._mel(x, mask.to(self.dtype))
+        return self._vocos(mel, mask)
 
     def _mel(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Upstream ``DVAE.forward(mode='decode')`` without VQ, each conv input masked."""

@@ -1,0 +1,150 @@
+"""Decoder + Vocos chunks replayed from CUDA graphs, one per chunk shape.
+
+A chunk is ~1,000 kernels (20 ConvNeXt blocks, their GEMM and FFT tiles); launched one by one
+from Python they take the host 10-20 ms on a fast host and about three times that on a slow one,
+and the thread launching them competes for the interpreter with the thread that feeds the decode
+steps (on the H200 the chunks of a 25.8-hour book took 28-42 s beside the steps, their kernels a
+third of that). Replayed from a graph a chunk is one launch.
+
+A chunk's steps are padded up to one of ``STEP_BUCKETS`` and its rows up to a power of two (at
+most the rows the chunk budget allows at those steps), so a few dozen graphs serve every batch.
+Padding rows have no frames and the masks keep padding out of every real row: waveforms are
+the eager ones. A shape's first chunk runs eagerly (its cuBLAS and cuFFT plans are made then),
+and the shape is captured after it on a stream of its own — without ``torch.cuda.graph``'s
+device-wide synchronise and garbage collection, which would stall the decode steps mid-book.
+All graphs share one memory pool, one input and one output buffer: chunks run one at a time.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import torch
+
+from pipeline.engine.memory import device_capped
+from pipeline.engine.step_graphs import graphs_wanted
+
+log = logging.getLogger(__name__)
+
+# GPT steps a graphed chunk is padded to: fewer than 32 more than its longest row, or a quarter
+STEP_BUCKETS = (32, 64, 96, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640, 768, 896, 1024,
+                1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096)
+
+DecodePadded = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def bucket_steps(steps: int) -> int:
+    """The padded step count of a chunk whose longest row has ``steps`` (0 past the buckets)."""
+    return next((bucket for bucket in STEP_BUCKETS if bucket >= steps), 0)
+
+
+class WaveformGraphs:
+    """The graphs of one ``WaveformDecoder``: ``decode_padded(x, frames)`` (x [R, S, C] hidden
+    states, zero-padded; frames [R] mel frames per row) → waveforms [R, (2S - 1) * hop]."""
+
+    def __init__(self, decode_padded: DecodePadded, row_steps_per_chunk: int, hop: int) -> None:
+        self.decode_padded = decode_padded
+        self.budget = row_steps_per_chunk
+        self.hop = hop
+        self.enabled = True  # False once a capture failed: eager from then on
+        self.captured = 0
+        self._graphs: dict[tuple[int, int], torch.cuda.CUDAGraph] = {}
+        self._pool: tuple[int, int] | None = None
+        self._stream: torch.cuda.Stream | None = None
+        self._x: torch.Tensor | None = None  # flat input buffer [budget, C]
+        self._frames: torch.Tensor | None = None
+        self._out: torch.Tensor | None = None
+
+    def wanted(self, device: torch.device) -> bool:
+        """On the GPU, unless graphs are off or the device is capped (a cap counts the graphs'
+        pool, which the eager chunks would have shared with everything else)."""
+        return self.enabled and graphs_wanted(device) and not device_capped(device)
+
+    def padded_steps(self, steps: int) -> int:
+        """The steps a chunk whose longest row has ``steps`` is padded to (0: no graph fits)."""
+        bucket = bucket_steps(steps)
+        return bucket if 0 < bucket <= self.budget else 0
+
+    def fits(self, rows: int, steps: int) -> bool:
+        """Whether a chunk of ``rows`` padded to ``steps`` runs as a graph."""
+        return steps in STEP_BUCKETS and rows * steps <= self.budget
+
+    def padded_rows(self, rows: int, steps: int) -> int:
+        """The rows a chunk of ``rows`` padded to ``steps`` is run at."""
+        return min(1 << (rows - 1).bit_length(), self.budget // steps)
+
+    def run(self, x: torch.Tensor, frames: torch.Tensor) -> torch.Tensor:
+        """``decode_padded(x, frames)``, replayed where its shape was captured before (a new
+        tensor: the next chunk reuses the graph's output buffer)."""
+        rows, steps, channels = x.shape
+        graph = self._graphs.get((rows, steps))
+        if graph is None:
+            return self._first_of_shape(x, frames)
+        self._input(x).copy_(x)
+        self._row_frames(rows, x.device).copy_(frames)
+        graph.replay()
+        return self._output(rows, steps, x.device).clone()
+
+    def release(self) -> None:
+        """Drop every graph, its pool and the buffers (before an out-of-memory retry)."""
+        self._graphs.clear()
+        self._pool = None
+        self._x = self._frames = self._out = None
+
+    def _first_of_shape(self, x: torch.Tensor, frames: torch.Tensor) -> torch.Tensor:
+        """The chunk run eagerly, then its shape captured, both on the capture stream: the
+        libraries' plans and workspaces for that stream are made outside the capture."""
+        current = torch.cuda.current_stream(x.device)
+        if self._stream is None:
+            self._stream = torch.cuda.Stream(x.device)
+        self._stream.wait_stream(current)
+        with torch.cuda.stream(self._stream):
+            audio = self.decode_padded(x, frames)
+            self._capture(x)
+        current.wait_stream(self._stream)
+        audio.record_stream(current)  # made on the capture stream, read on the caller's
+        return audio
+
+    def _capture(self, example: torch.Tensor) -> None:
+        """Records ``decode_padded`` over the buffers at ``example``'s shape (nothing runs)."""
+        rows, steps, _ = example.shape
+        x, frames = self._input(example), self._row_frames(rows, example.device)
+        out = self._output(rows, steps, example.device)
+        if self._pool is None:
+            self._pool = torch.cuda.graph_pool_handle()
+        graph = torch.cuda.CUDAGraph()
+        try:
+            # thread_local: the decode loop's thread goes on launching steps and prefills on
+            # its own stream meanwhile; the callers hold CAPTURE_LOCK against step captures
+            graph.capture_begin(pool=self._pool, capture_error_mode="thread_local")
+            try:
+                out.copy_(self.decode_padded(x, frames))
+            finally:
+                graph.capture_end()
+        except torch.OutOfMemoryError:
+            self.release()  # the out-of-memory policy retries smaller, from nothing held
+            raise
+        except RuntimeError as exc:  # an op that cannot be captured: eager from now on
+            log.warning("Decoder+Vocos graph capture failed (%s); chunks run eagerly", exc)
+            self.enabled = False
+            self.release()
+            return
+        self._graphs[(rows, steps)] = graph
+        self.captured += 1
+
+    def _input(self, like: torch.Tensor) -> torch.Tensor:
+        rows, steps, channels = like.shape
+        if self._x is None or self._x.shape[1] != channels or self._x.dtype != like.dtype:
+            self._x = torch.zeros(self.budget, channels, dtype=like.dtype, device=like.device)
+        return self._x[: rows * steps].view(rows, steps, channels)
+
+    def _row_frames(self, rows: int, device: torch.device) -> torch.Tensor:
+        if self._frames is None:
+            self._frames = torch.zeros(self.budget // STEP_BUCKETS[0], dtype=torch.int64, device=device)
+        return self._frames[:rows]
+
+    def _output(self, rows: int, steps: int, device: torch.device) -> torch.Tensor:
+        if self._out is None:
+            self._out = torch.zeros(2 * self.budget * self.hop, dtype=torch.float32, device=device)
+        return self._out[: rows * (2 * steps - 1) * self.hop].view(rows, -1)

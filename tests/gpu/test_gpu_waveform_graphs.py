@@ -1,0 +1,52 @@
+"""On a GPU, Decoder + Vocos chunks replayed from CUDA graphs give the eager chunks' waveforms
+(full-size synthetic weights, fp16): the first chunk of a shape (run eagerly, then captured), its
+replays, from the waveform launcher's thread beside a stream of its own, and after the graphs
+were given back (an out-of-memory retry) and captured again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from pipeline.bench.graph_check import synthetic_engine
+from pipeline.engine.waveform_overlap import WaveformsAlongside
+
+pytestmark = pytest.mark.gpu
+
+
+def snr_db(got: np.ndarray, want: np.ndarray) -> float:
+    noise = float(np.sum((got - want) ** 2))
+    return float("inf") if noise == 0 else 10 * np.log10(float(np.sum(want**2)) / noise)
+
+
+def test_graphed_chunks_give_the_eager_waveforms(tmp_path: Path) -> None:
+    engine = synthetic_engine(tmp_path, "full", "cuda", "fp16")
+    waveform = engine._parts.waveform
+    generator = torch.Generator().manual_seed(3)
+    lengths = [int(n) for n in torch.randint(20, 900, (96,), generator=generator)]
+    hiddens = [torch.randn(n, engine._parts.gpt.hidden, generator=generator).half().cuda() * 0.5
+               for n in lengths]
+
+    waveform.graphs.enabled = False
+    eager = waveform.decode(hiddens)
+    waveform.graphs.enabled = True
+    first = waveform.decode(hiddens)  # each shape: eager on the capture stream, then captured
+    captured = waveform.graphs.captured
+    replayed = waveform.decode(hiddens)
+    assert captured >= 2 and waveform.graphs.captured == captured  # replays capture nothing
+    with WaveformsAlongside(waveform, len(hiddens), engine.clock, in_thread=True) as alongside:
+        for row, hidden in enumerate(hiddens):
+            alongside.submit([row], [hidden])
+        from_thread = alongside.collect()
+    engine.release_device_memory()
+    before = waveform.graphs.captured
+    recaptured = waveform.decode(hiddens)
+
+    assert waveform.graphs.captured == before + captured
+    for way in (first, replayed, from_thread, recaptured):
+        for got, want in zip(way, eager):
+            assert got.shape == want.shape
+            assert snr_db(got, want) > 80

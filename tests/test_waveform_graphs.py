@@ -1,0 +1,74 @@
+"""Decoder + Vocos chunks as the GPU's graphs run them: padded to a bucket of steps and a power
+of two of rows. The capture itself needs CUDA (tests/gpu, ``python -m pipeline.bench
+graph-check``); here the chunks run eagerly at exactly the shapes the graphs would have, so that
+every row must come out as it does alone, whatever its batch-mates and padding."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from pipeline.engine import EngineConfig, load_engine
+from pipeline.engine import waveform as waveform_module
+from pipeline.engine.waveform_graphs import STEP_BUCKETS, WaveformGraphs, bucket_steps
+
+
+@pytest.fixture(scope="module")
+def waveform(tiny_model_dir: Path) -> Any:
+    engine = load_engine(EngineConfig(model_dir=tiny_model_dir, device="cpu", precision="fp32"))
+    return engine._parts.waveform
+
+
+def test_chunks_run_at_graph_shapes_give_each_row_its_own_waveform(waveform: Any, monkeypatch: Any) -> None:
+    shapes: list[tuple[int, int, int]] = []  # (rows, steps, rows with frames)
+    graphs = WaveformGraphs(waveform.decode_padded, row_steps_per_chunk=512, hop=waveform.hop)
+
+    def as_a_graph_would(x: Any, frames: Any) -> Any:
+        shapes.append((x.shape[0], x.shape[1], int(frames.count_nonzero())))
+        return waveform.decode_padded(x, frames)
+
+    monkeypatch.setattr(graphs, "run", as_a_graph_would)
+    monkeypatch.setattr(graphs, "wanted", lambda device: True)
+    monkeypatch.setattr(waveform, "graphs", graphs)
+    monkeypatch.setattr(waveform, "fixed_shapes", True)
+    monkeypatch.setattr(waveform, "row_steps_per_chunk", 512)
+    monkeypatch.setattr(waveform_module, "GEMM_TILE", 64)
+    monkeypatch.setattr(waveform_module, "FFT_TILE", 128)
+    lengths = [23, 9, 40, 5, 61, 33, 17, 2, 70, 44, 12]
+    hiddens = [torch.randn(n, 64) for n in lengths]
+
+    together = waveform.decode(hiddens)
+
+    monkeypatch.setattr(waveform, "fixed_shapes", False)
+    for hidden, got in zip(hiddens, together):
+        alone = waveform.decode([hidden])[0]
+        assert got.shape == alone.shape == ((2 * hidden.shape[0] - 1) * waveform.hop,)
+        np.testing.assert_allclose(got, alone, atol=1e-5)
+    # every chunk at a bucket's steps, its rows the next power of two within the chunk budget;
+    # together they hold every row once
+    assert all(steps in STEP_BUCKETS and rows == min(1 << (real - 1).bit_length(), 512 // steps)
+               for rows, steps, real in shapes)
+    assert sum(real for _, _, real in shapes) == len(lengths)
+    assert any(rows > real for rows, _, real in shapes)  # padding rows ran beside real ones
+
+
+def test_step_buckets_pad_by_a_quarter_or_less_than_32_steps() -> None:
+    assert [bucket_steps(n) for n in (1, 32, 33, 100, 129, 1025, 4096)] == [32, 32, 64, 128, 160, 1280, 4096]
+    assert bucket_steps(4097) == 0  # no graph: such a chunk runs eagerly
+    assert all(bucket_steps(n) <= max(1.25 * n, n + 31) for n in range(1, 4097))
+
+
+def test_graph_shapes_stay_within_the_chunk_budget() -> None:
+    graphs = WaveformGraphs(lambda x, frames: x, row_steps_per_chunk=16384, hop=256)
+
+    assert graphs.padded_rows(1, 512) == 1
+    assert graphs.padded_rows(5, 512) == 8
+    assert graphs.padded_rows(30, 512) == 32
+    assert graphs.padded_rows(20, 640) == 25  # 32 rows of 640 steps would pass the budget
+    assert graphs.padded_steps(16384) == 0  # past the buckets: eager
+    assert graphs.padded_steps(300) == 320
