@@ -72,3 +72,30 @@ def test_graph_shapes_stay_within_the_chunk_budget() -> None:
     assert graphs.padded_rows(20, 640) == 25  # 32 rows of 640 steps would pass the budget
     assert graphs.padded_steps(16384) == 0  # past the buckets: eager
     assert graphs.padded_steps(300) == 320
+
+
+def test_the_first_rows_finished_are_decoded_at_once_the_rest_by_the_chunk(waveform: Any,
+                                                                          monkeypatch: Any) -> None:
+    """A stream's first sentence is heard as soon as it is spoken: its rows are not held back
+    until a chunk's worth of rows has finished (then the rest are, as before)."""
+    from pipeline.engine.timing import PhaseClock
+    from pipeline.engine.waveform_overlap import WaveformsAlongside
+
+    monkeypatch.setattr(waveform, "row_steps_per_chunk", 100)
+    hiddens = [torch.randn(n, 64) for n in (7, 30, 30, 50, 9)]
+    handed: list[int] = []
+    with WaveformsAlongside(waveform, None, PhaseClock(waveform.device), in_thread=False,
+                            on_ready=lambda row, wave: handed.append(row)) as alongside:
+        alongside.submit([0], [hiddens[0]])
+        first = list(handed)
+        alongside.submit([1, 2], [hiddens[1], hiddens[2]])
+        held = list(handed)
+        alongside.submit([3], [hiddens[3]])  # 110 steps buffered: a chunk's worth
+        filled = list(handed)
+        alongside.submit([4], [hiddens[4]])
+        alongside.collect()
+
+    assert first == [0]  # alone, at once
+    assert held == [0]  # 60 steps: waiting for more
+    assert sorted(filled) == [0, 1, 2, 3]
+    assert sorted(handed) == [0, 1, 2, 3, 4]

@@ -10,8 +10,8 @@ A chunk's steps are padded up to one of ``STEP_BUCKETS`` and its rows up to a po
 most the rows the chunk budget allows at those steps), so a few dozen graphs serve every batch.
 Padding rows have no frames and the masks keep padding out of every real row: waveforms are
 the eager ones. A shape's first chunk runs eagerly (its cuBLAS and cuFFT plans are made then),
-and the shape is captured after it on a stream of its own — without ``torch.cuda.graph``'s
-device-wide synchronise and garbage collection, which would stall the decode steps mid-book.
+and the shape is captured after it on a stream of its own (``graph_capture``: no device-wide
+synchronise or garbage collection, which would stall the decode steps mid-book).
 All graphs share one memory pool, one input and one output buffer: chunks run one at a time.
 """
 
@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 import torch
 
+from pipeline.engine.graph_capture import capture
 from pipeline.engine.memory import device_capped
 from pipeline.engine.step_graphs import graphs_wanted
 
@@ -114,14 +115,9 @@ class WaveformGraphs:
         if self._pool is None:
             self._pool = torch.cuda.graph_pool_handle()
         graph = torch.cuda.CUDAGraph()
+        assert self._stream is not None
         try:
-            # thread_local: the decode loop's thread goes on launching steps and prefills on
-            # its own stream meanwhile; the callers hold CAPTURE_LOCK against step captures
-            graph.capture_begin(pool=self._pool, capture_error_mode="thread_local")
-            try:
-                out.copy_(self.decode_padded(x, frames))
-            finally:
-                graph.capture_end()
+            capture(graph, self._pool, self._stream, lambda: out.copy_(self.decode_padded(x, frames)))
         except torch.OutOfMemoryError:
             self.release()  # the out-of-memory policy retries smaller, from nothing held
             raise

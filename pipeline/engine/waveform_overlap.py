@@ -2,8 +2,8 @@
 
 The GPT's decode steps are bound by memory bandwidth and leave compute idle; Decoder + Vocos are
 convolutions, bound by compute. Finished sentences are buffered until they fill one decode chunk
-(``row_steps_per_chunk``), then launched on a side stream, so their waveforms are made while the
-next steps run instead of after the last sentence of the batch. Smaller launches cost more than
+(``row_steps_per_chunk``; the first ones go at once), then launched on a side stream, so their
+waveforms are made while the next steps run instead of after the last sentence of the batch. Smaller launches cost more than
 they hide: decoding at every harvest (a few rows every 8 steps) makes the H200 run *slower*
 (docs/engine.md).
 
@@ -82,11 +82,14 @@ class WaveformsAlongside:
             self.launcher.shutdown(wait=True)  # no decode outlives its batch (an OOM retry)
 
     def submit(self, rows: Sequence[int], hiddens: Sequence[torch.Tensor]) -> None:
-        """Finished rows (called by the generation loop at each harvest): decoded once a chunk's
-        worth has gathered."""
+        """Finished rows (called by the generation loop at each harvest): the first ones decoded
+        at once, the rest once a chunk's worth has gathered."""
         self.buffered += zip(rows, hiddens)
         self.submitted += len(rows)
-        if sum(h.shape[0] for _, h in self.buffered) >= self.decoder.row_steps_per_chunk:
+        # the first rows at once, however few: the first sentence is heard (a run's first WAV
+        # written) as soon as it is spoken, not once ~50 more have finished to fill a chunk
+        if self.submitted == len(rows) or \
+                sum(h.shape[0] for _, h in self.buffered) >= self.decoder.row_steps_per_chunk:
             self._flush()
 
     def _flush(self) -> None:
