@@ -99,3 +99,12 @@ def test_the_first_rows_finished_are_decoded_at_once_the_rest_by_the_chunk(wavef
     assert held == [0]  # 60 steps: waiting for more
     assert sorted(filled) == [0, 1, 2, 3]
     assert sorted(handed) == [0, 1, 2, 3, 4]
+
+
+def test_graphs_given_back_for_an_out_of_memory_retry_are_not_captured_again() -> None:
+    graphs = WaveformGraphs(lambda x, frames: x, row_steps_per_chunk=16384, hop=256)
+
+    graphs.release()  # to measure memory, say: graphs come back at the next chunk
+    assert graphs.enabled
+    graphs.release(for_good=True)  # a device that ran out of memory: eager from now on
+    assert not graphs.enabled and not graphs.wanted(torch.device("cuda"))

@@ -102,9 +102,10 @@ class EngineMemory:
 
     def release_device_memory(self) -> None:
         """Everything kept between batches given back: slots, graphs (and their pools), the
-        allocator's cached blocks, library workspaces (``oom.py`` calls it before a retry)."""
+        allocator's cached blocks, library workspaces (``oom.py`` calls it before a retry).
+        Decoder+Vocos chunks run eagerly from then on (``WaveformGraphs.release``)."""
         self.release_slots()
-        self._parts.waveform.graphs.release()
+        self._parts.waveform.graphs.release(for_good=True)
         release_cached_memory(self._torch_device)
 
     @property

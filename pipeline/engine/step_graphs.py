@@ -21,7 +21,6 @@ import torch
 
 from pipeline.engine.decode_step import StepKind, TokenSpace, decode_step
 from pipeline.engine.gpt import FusedLlama
-from pipeline.engine.graph_capture import capture
 from pipeline.engine.memory import device_budget_bytes, device_capped
 from pipeline.engine.sampling import candidate_count
 from pipeline.engine.slots import SlotShape, SlotState
@@ -118,7 +117,6 @@ class StepRunner:
         self.state: SlotState | None = None
         self._graphs: dict[StepKind, torch.cuda.CUDAGraph] = {}
         self._pool = None
-        self._stream: torch.cuda.Stream | None = None  # where graphs are captured
         self.captured = 0
 
     def slots_for(self, needed: SlotShape) -> SlotState:
@@ -186,22 +184,18 @@ class StepRunner:
             return
         decode_step(self.gpt, self.space, self.state, kind)
         if self.use_graphs:
-            self._capture(kind, self.state)
+            self._capture(kind)
 
-    def _capture(self, kind: StepKind, state: SlotState) -> None:
+    def _capture(self, kind: StepKind) -> None:
         if self._pool is None:
             self._pool = torch.cuda.graph_pool_handle()
-        if self._stream is None:
-            self._stream = torch.cuda.Stream(self.gpt.norm.device)
-        if device_capped(self.gpt.norm.device):  # the cap counts the eager step's cached blocks
-            torch.cuda.empty_cache()
         graph = torch.cuda.CUDAGraph()
         try:
             # thread_local: CUDA calls of other threads (pinned-memory frees, say) do not
             # invalidate the capture; CAPTURE_LOCK keeps this process's own GPU work out of it
-            with CAPTURE_LOCK:
-                capture(graph, self._pool, self._stream,
-                        lambda: decode_step(self.gpt, self.space, state, kind))
+            with CAPTURE_LOCK, torch.cuda.graph(graph, pool=self._pool,
+                                                capture_error_mode="thread_local"):
+                decode_step(self.gpt, self.space, self.state, kind)
         except torch.OutOfMemoryError:
             # the capture's own allocations (its pool does not share the eager blocks) did not
             # fit: the batch is too big for this memory, which the out-of-memory policy answers

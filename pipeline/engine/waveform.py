@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from pipeline.engine.host_lists import to_device
-from pipeline.engine.waveform_graphs import WaveformGraphs
+from pipeline.engine.waveform_graphs import Allowed, WaveformGraphs
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,8 @@ class WaveformDecoder:
     """Runs upstream's Decoder (``DVAE`` without VQ) and ``Vocos`` over masked batches."""
 
     def __init__(self, decoder: nn.Module, vocos: nn.Module, dtype: torch.dtype,
-                 row_steps_per_chunk: int = 16384) -> None:
+                 row_steps_per_chunk: int = 16384,
+                 graphs_allowed: Allowed = lambda device: False) -> None:
         head = vocos.head.istft
         self.n_fft = int(head.n_fft)
         self.hop = int(head.hop_length)
@@ -52,7 +53,7 @@ class WaveformDecoder:
         # the H200, their launches holding up the host that feeds the decode steps).
         self.fixed_shapes = not self.use_cudnn and self.device.type == "cuda"
         # and such chunks replay from CUDA graphs (waveform_graphs: one launch, not ~1,000)
-        self.graphs = WaveformGraphs(self.decode_padded, row_steps_per_chunk, self.hop)
+        self.graphs = WaveformGraphs(self.decode_padded, row_steps_per_chunk, self.hop, graphs_allowed)
 
     @property
     def device(self) -> torch.device:

@@ -10,8 +10,8 @@ A chunk's steps are padded up to one of ``STEP_BUCKETS`` and its rows up to a po
 most the rows the chunk budget allows at those steps), so a few dozen graphs serve every batch.
 Padding rows have no frames and the masks keep padding out of every real row: waveforms are
 the eager ones. A shape's first chunk runs eagerly (its cuBLAS and cuFFT plans are made then),
-and the shape is captured after it on a stream of its own (``graph_capture``: no device-wide
-synchronise or garbage collection, which would stall the decode steps mid-book).
+and the shape is captured after it on a stream of its own — without ``torch.cuda.graph``'s
+device-wide synchronise and garbage collection, which would stall the decode steps mid-book.
 All graphs share one memory pool, one input and one output buffer: chunks run one at a time.
 """
 
@@ -22,10 +22,6 @@ from collections.abc import Callable
 
 import torch
 
-from pipeline.engine.graph_capture import capture
-from pipeline.engine.memory import device_capped
-from pipeline.engine.step_graphs import graphs_wanted
-
 log = logging.getLogger(__name__)
 
 # GPT steps a graphed chunk is padded to: fewer than 32 more than its longest row, or a quarter
@@ -33,6 +29,7 @@ STEP_BUCKETS = (32, 64, 96, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640, 76
                 1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096)
 
 DecodePadded = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+Allowed = Callable[[torch.device], bool]  # whether graphs may be kept on a device (its memory)
 
 
 def bucket_steps(steps: int) -> int:
@@ -44,8 +41,10 @@ class WaveformGraphs:
     """The graphs of one ``WaveformDecoder``: ``decode_padded(x, frames)`` (x [R, S, C] hidden
     states, zero-padded; frames [R] mel frames per row) → waveforms [R, (2S - 1) * hop]."""
 
-    def __init__(self, decode_padded: DecodePadded, row_steps_per_chunk: int, hop: int) -> None:
+    def __init__(self, decode_padded: DecodePadded, row_steps_per_chunk: int, hop: int,
+                 allowed: Allowed = lambda device: False) -> None:
         self.decode_padded = decode_padded
+        self.allowed = allowed
         self.budget = row_steps_per_chunk
         self.hop = hop
         self.enabled = True  # False once a capture failed: eager from then on
@@ -58,9 +57,10 @@ class WaveformGraphs:
         self._out: torch.Tensor | None = None
 
     def wanted(self, device: torch.device) -> bool:
-        """On the GPU, unless graphs are off or the device is capped (a cap counts the graphs'
-        pool, which the eager chunks would have shared with everything else)."""
-        return self.enabled and graphs_wanted(device) and not device_capped(device)
+        """Unless a capture failed, or the device ran out of memory (``release(for_good=True)``),
+        where ``allowed``: on a GPU with graphs on and no memory cap (loading.py; a cap counts the
+        graphs' pool, which eager chunks would have shared with everything else)."""
+        return self.enabled and self.allowed(device)
 
     def padded_steps(self, steps: int) -> int:
         """The steps a chunk whose longest row has ``steps`` is padded to (0: no graph fits)."""
@@ -87,11 +87,14 @@ class WaveformGraphs:
         graph.replay()
         return self._output(rows, steps, x.device).clone()
 
-    def release(self) -> None:
-        """Drop every graph, its pool and the buffers (before an out-of-memory retry)."""
+    def release(self, for_good: bool = False) -> None:
+        """Drop every graph, its pool and the buffers; ``for_good`` (before an out-of-memory
+        retry): capture none again, chunks run eagerly from then on — a device that ran out of
+        memory cannot spare a pool that keeps its memory between chunks."""
         self._graphs.clear()
         self._pool = None
         self._x = self._frames = self._out = None
+        self.enabled = self.enabled and not for_good
 
     def _first_of_shape(self, x: torch.Tensor, frames: torch.Tensor) -> torch.Tensor:
         """The chunk run eagerly, then its shape captured, both on the capture stream: the
@@ -115,9 +118,15 @@ class WaveformGraphs:
         if self._pool is None:
             self._pool = torch.cuda.graph_pool_handle()
         graph = torch.cuda.CUDAGraph()
-        assert self._stream is not None
         try:
-            capture(graph, self._pool, self._stream, lambda: out.copy_(self.decode_padded(x, frames)))
+            # not torch.cuda.graph: it synchronises the device and collects garbage first, a
+            # stall of the decode steps mid-book. thread_local: the decode loop's thread goes on
+            # launching on its own stream; the callers hold CAPTURE_LOCK against step captures.
+            graph.capture_begin(pool=self._pool, capture_error_mode="thread_local")
+            try:
+                out.copy_(self.decode_padded(x, frames))
+            finally:
+                graph.capture_end()
         except torch.OutOfMemoryError:
             self.release()  # the out-of-memory policy retries smaller, from nothing held
             raise
