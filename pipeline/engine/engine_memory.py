@@ -103,9 +103,11 @@ class EngineMemory:
     def release_device_memory(self) -> None:
         """Everything kept between batches given back: slots, graphs (and their pools), the
         allocator's cached blocks, library workspaces (``oom.py`` calls it before a retry).
-        Decoder+Vocos chunks run eagerly from then on (``WaveformGraphs.release``)."""
+        Decoder+Vocos chunks and prefills run eagerly from then on (their graphs' pools keep
+        memory a device short of it cannot spare)."""
         self.release_slots()
         self._parts.waveform.graphs.release(for_good=True)
+        self._runner.prefills.release(for_good=True)
         release_cached_memory(self._torch_device)
 
     @property

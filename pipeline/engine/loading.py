@@ -15,6 +15,7 @@ import torch
 
 import pipeline.engine.decode_attention as decode_attention  # noqa: PLR0402 (a package import is a circle)
 import pipeline.engine.gpt as gpt  # noqa: PLR0402
+import pipeline.engine.prefill as prefill  # noqa: PLR0402
 import pipeline.engine.step_graphs as step_graphs  # noqa: PLR0402
 import pipeline.engine.waveform as waveform  # noqa: PLR0402
 from pipeline.engine.checksums import verify_real_weights
@@ -91,6 +92,7 @@ def apply_tuning(tuning: EngineTuning) -> None:
     gpt.DECODE_ATTENTION = tuning.decode_attention
     gpt.FUSED_LAYERS = tuning.fused_layers
     step_graphs.CUDA_GRAPHS = tuning.cuda_graphs
+    prefill.PREFILL_GRAPHS = tuning.prefill_graphs
     waveform.DECODE_CUDNN = tuning.decode_cudnn
     decode_attention.BLOCK_POSITIONS = tuning.attention_block
     decode_attention.WARPS = tuning.attention_warps

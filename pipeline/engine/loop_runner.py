@@ -12,9 +12,9 @@ from __future__ import annotations
 import torch
 
 from pipeline.engine.decode_step import StepKind, TokenSpace, run_gpt_step
-from pipeline.engine.gpt import FusedLlama, KVCache
+from pipeline.engine.gpt import FusedLlama
 from pipeline.engine.host_lists import to_device
-from pipeline.engine.layer_ops import additive_mask
+from pipeline.engine.prefill import padded_shape, run_positions
 from pipeline.engine.prompts import PromptBatch
 from pipeline.engine.sampling import RowSampling
 from pipeline.engine.slots import Newcomers, SlotShape, SlotState, admit, compact, take_finished
@@ -66,11 +66,15 @@ class LoopRunner:
         together and admitted into ``slots``."""
         width = max(lengths)
         index = to_device(indices, prompts.embeds.device)
-        batch = PromptBatch(embeds=prompts.embeds[index, -width:], valid=prompts.valid[index, -width:],
-                            positions=prompts.positions[index, -width:], lengths=prompts.lengths[index])
-        cache = self.gpt.new_cache(len(indices), width)
-        hidden = run_positions(self.gpt, batch, cache)[:, -1]
-        admit(self.state, Newcomers(slots=slots, cache=cache, last_hidden=hidden, lengths=batch.lengths,
+        graphs = self.runner.prefills
+        if graphs.wanted(index.device) and padded_shape(len(indices), width) is not None:
+            cache, hidden = graphs.prefill(prompts, index, width)  # one replay (prefill.py)
+        else:
+            batch = PromptBatch(embeds=prompts.embeds[index, -width:], valid=prompts.valid[index, -width:],
+                                positions=prompts.positions[index, -width:], lengths=prompts.lengths[index])
+            cache = self.gpt.new_cache(len(indices), width)
+            hidden = run_positions(self.gpt, batch, cache)[:, -1]
+        admit(self.state, Newcomers(slots=slots, cache=cache, last_hidden=hidden, lengths=prompts.lengths[index],
                                     min_new=to_device(min_new, index.device),
                                     max_new=to_device(max_new, index.device),
                                     sampling=sampling.select(index)))
@@ -113,19 +117,6 @@ class DoneFlags:
         live = len(done)
         return [(self.slot_rows[t], bool(done[t]), produced[t], bool(hit[t]))
                 if 0 <= t < live else (None, False, 0, False) for t in self.order]
-
-
-def run_positions(gpt: FusedLlama, prompts: PromptBatch, cache: KVCache) -> torch.Tensor:
-    """Causal pass over all of ``prompts``' positions; returns hidden states [B, P, C]."""
-    width = prompts.width
-    device = prompts.embeds.device
-    causal = torch.ones(width, width, dtype=torch.bool, device=device).tril()
-    # A padding query may attend to itself so that no softmax row is empty (NaN would reach the
-    # cache); real queries never see padding.
-    diagonal = torch.eye(width, dtype=torch.bool, device=device)
-    allowed = causal & (prompts.valid[:, None, :] | diagonal)
-    mask = additive_mask(allowed, gpt.dtype)[:, None]
-    return gpt(prompts.embeds.to(gpt.dtype), gpt.rope(prompts.positions), mask, cache)
 
 
 def score_tokens(gpt: FusedLlama, space: TokenSpace, prompts: PromptBatch,

@@ -22,6 +22,7 @@ import torch
 from pipeline.engine.decode_step import StepKind, TokenSpace, decode_step
 from pipeline.engine.gpt import FusedLlama
 from pipeline.engine.memory import device_budget_bytes, device_capped
+from pipeline.engine.prefill import PrefillGraphs
 from pipeline.engine.sampling import candidate_count
 from pipeline.engine.slots import SlotShape, SlotState
 from pipeline.types import SynthesisRequest
@@ -118,6 +119,9 @@ class StepRunner:
         self._graphs: dict[StepKind, torch.cuda.CUDAGraph] = {}
         self._pool = None
         self.captured = 0
+        # admissions' prefills as graphs (prefill.py), where steps are graphs and memory uncapped
+        self.prefills = PrefillGraphs(gpt, lambda device: self.use_graphs and graphs_wanted(device)
+                                      and not device_capped(device), CAPTURE_LOCK)
 
     def slots_for(self, needed: SlotShape) -> SlotState:
         """Slots that hold ``needed``: the current ones if big enough, else new (graphs dropped).

@@ -1,0 +1,170 @@
+"""Prefill: the causal pass over newcomers' prompts that fills their KV cache before they join the
+decode slots, and the same pass replayed from a CUDA graph per padded shape.
+
+An admission's prefill is ~350 kernels (20 layers of norms, projections, RoPE, cache writes,
+attention) launched one by one from the decode loop's thread, on the steps' own stream: while the
+host queues them the steps' queue runs dry. On the H200 the ~150 admissions of a 25.8-hour book
+took 5.2 s of device time (9-11 s while Decoder+Vocos still launched op by op beside them). As a
+graph an admission is one launch, and then its admission into the slots.
+
+Graphs are off until measured (``EngineTuning.prefill_graphs``, TTS_JOBS_PREFILL_GRAPHS=1), under
+a memory cap, and for good once the engine gave its memory back for an out-of-memory retry. An
+admission's rows are padded to a power of two and its width to a multiple of WIDTH_BUCKET, at
+most POSITIONS positions in all (a batch's first admission, 1,024 rows, runs eagerly: its
+launches are few beside its work). Padding is invalid positions, masked out of every real query
+(each padding query attends only to itself), so a real row's keys, values and last hidden state
+are the eager ones. All graphs share one pool, one set of inputs, one key and one value buffer
+per layer: admissions run one at a time. A shape's first admission runs eagerly on those buffers,
+then the shape is captured (not with ``torch.cuda.graph``: its device-wide synchronise and garbage
+collection stall the steps for ~50 ms a capture).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+import torch
+
+from pipeline.engine.gpt import FusedLlama, KVCache
+from pipeline.engine.layer_ops import additive_mask
+from pipeline.engine.prompts import PromptBatch
+
+log = logging.getLogger(__name__)
+
+PREFILL_GRAPHS = False  # EngineTuning.prefill_graphs (loading.apply_tuning)
+WIDTH_BUCKET = 32  # prompt positions an admission's width is rounded up to
+POSITIONS = 16384  # rows x width of the largest graphed admission (128 rows of 128 positions)
+
+Allowed = Callable[[torch.device], bool]
+
+
+def run_positions(gpt: FusedLlama, prompts: PromptBatch, cache: KVCache) -> torch.Tensor:
+    """Causal pass over all of ``prompts``' positions; returns hidden states [B, P, C]."""
+    width = prompts.width
+    device = prompts.embeds.device
+    causal = torch.ones(width, width, dtype=torch.bool, device=device).tril()
+    # A padding query may attend to itself so that no softmax row is empty (NaN would reach the
+    # cache); real queries never see padding.
+    diagonal = torch.eye(width, dtype=torch.bool, device=device)
+    allowed = causal & (prompts.valid[:, None, :] | diagonal)
+    mask = additive_mask(allowed, gpt.dtype)[:, None]
+    return gpt(prompts.embeds.to(gpt.dtype), gpt.rope(prompts.positions), mask, cache)
+
+
+def padded_shape(rows: int, width: int) -> tuple[int, int] | None:
+    """The (rows, width) an admission runs at as a graph; None: too big, it runs eagerly."""
+    padded = (1 << (rows - 1).bit_length(), -(-width // WIDTH_BUCKET) * WIDTH_BUCKET)
+    return padded if padded[0] * padded[1] <= POSITIONS else None
+
+
+class PrefillGraphs:
+    """The prefill graphs of one GPT; ``allowed(device)``: whether they may be kept there."""
+
+    def __init__(self, gpt: FusedLlama, allowed: Allowed, lock: threading.Lock) -> None:
+        self.gpt, self.allowed, self.lock = gpt, allowed, lock
+        self.enabled = True  # False once a capture failed or memory ran out
+        self.captured = 0
+        self._graphs: dict[tuple[int, int], torch.cuda.CUDAGraph] = {}
+        self._pool: tuple[int, int] | None = None
+        self._stream: torch.cuda.Stream | None = None
+        self._buffers: dict[str, torch.Tensor] = {}
+
+    def wanted(self, device: torch.device) -> bool:
+        return self.enabled and PREFILL_GRAPHS and self.allowed(device)
+
+    def prefill(self, prompts: PromptBatch, index: torch.Tensor, width: int) -> tuple[KVCache, torch.Tensor]:
+        """Rows ``index`` of ``prompts`` (none longer than ``width``; ``padded_shape`` must fit)
+        prefilled at their padded shape: their KV cache [n, H, W, D] (views of the shared
+        buffers: admit them before the next prefill) and last hidden states [n, C]."""
+        count = index.shape[0]
+        shape = padded_shape(count, width)
+        assert shape is not None, "an admission too big for a graph runs eagerly"
+        self._fill(prompts, index, *shape)
+        graph = self._graphs.get(shape)
+        if graph is not None:
+            graph.replay()
+        else:
+            self._run(*shape)  # eagerly, on the buffers: the capture records the same
+            self._capture(*shape)
+        cache = self._cache(*shape)
+        return (KVCache(keys=[k[:count] for k in cache.keys], values=[v[:count] for v in cache.values],
+                        length=shape[1]), self._buffers["hidden"][:count])
+
+    def release(self, for_good: bool = False) -> None:
+        """Drop every graph, its pool and the buffers; ``for_good`` (an out-of-memory retry):
+        prefill eagerly from then on."""
+        self._graphs.clear()
+        self._pool = None
+        self._buffers.clear()
+        self.enabled = self.enabled and not for_good
+
+    def _fill(self, prompts: PromptBatch, index: torch.Tensor, rows: int, width: int) -> None:
+        """The rows' prompts into the input buffers, right-aligned; the rest invalid."""
+        embeds, valid, positions = self._inputs(rows, width)
+        embeds.zero_()
+        valid.zero_()
+        positions.fill_(1)  # as upstream's padding; never attended to
+        take = min(width, prompts.width)
+        count = index.shape[0]
+        embeds[:count, width - take:] = prompts.embeds[index, -take:]
+        valid[:count, width - take:] = prompts.valid[index, -take:]
+        positions[:count, width - take:] = prompts.positions[index, -take:]
+
+    def _run(self, rows: int, width: int) -> None:
+        embeds, valid, positions = self._inputs(rows, width)
+        batch = PromptBatch(embeds=embeds, valid=valid, positions=positions, lengths=positions[:, 0])
+        hidden = run_positions(self.gpt, batch, self._cache(rows, width))[:, -1]
+        self._buffers["hidden"][:rows].copy_(hidden)
+
+    def _capture(self, rows: int, width: int) -> None:
+        device = self.gpt.norm.device
+        if self._pool is None:
+            self._pool = torch.cuda.graph_pool_handle()
+        if self._stream is None:
+            self._stream = torch.cuda.Stream(device)
+        graph = torch.cuda.CUDAGraph()
+        current = torch.cuda.current_stream(device)
+        self._stream.wait_stream(current)
+        try:
+            with self.lock, torch.cuda.stream(self._stream):  # no Decoder+Vocos launch meanwhile
+                graph.capture_begin(pool=self._pool, capture_error_mode="thread_local")
+                try:
+                    self._run(rows, width)
+                finally:
+                    graph.capture_end()
+        except torch.OutOfMemoryError:
+            self.release(for_good=True)
+            raise
+        except RuntimeError as exc:  # an op that cannot be captured: eager from now on
+            log.warning("prefill graph capture failed (%s); admissions prefill eagerly", exc)
+            self.release(for_good=True)
+            return
+        finally:
+            current.wait_stream(self._stream)
+        self._graphs[(rows, width)] = graph
+        self.captured += 1
+
+    def _inputs(self, rows: int, width: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        gpt, count = self.gpt, rows * width
+        if not self._buffers:
+            device = gpt.norm.device
+            self._buffers.update(
+                embeds=torch.zeros(POSITIONS, gpt.hidden, dtype=gpt.dtype, device=device),
+                valid=torch.zeros(POSITIONS, dtype=torch.bool, device=device),
+                positions=torch.ones(POSITIONS, dtype=torch.int64, device=device),
+                hidden=torch.zeros(POSITIONS, gpt.hidden, dtype=gpt.dtype, device=device),
+                **{f"{kind}{layer}": torch.zeros(POSITIONS * gpt.hidden, dtype=gpt.dtype, device=device)
+                   for layer in range(len(gpt.layers)) for kind in ("k", "v")})
+        b = self._buffers
+        return (b["embeds"][:count].view(rows, width, gpt.hidden), b["valid"][:count].view(rows, width),
+                b["positions"][:count].view(rows, width))
+
+    def _cache(self, rows: int, width: int) -> KVCache:
+        """The shared key/value buffers as one admission's cache [rows, H, width, D] (empty)."""
+        gpt = self.gpt
+        shape = (rows, gpt.heads, width, gpt.head_dim)
+        size = rows * width * gpt.hidden
+        return KVCache(keys=[self._buffers[f"k{i}"][:size].view(shape) for i in range(len(gpt.layers))],
+                       values=[self._buffers[f"v{i}"][:size].view(shape) for i in range(len(gpt.layers))])
