@@ -34,6 +34,7 @@ from tests.e2e_helpers import (
     terminate,
     wait_for_final_state,
 )
+from tests.private_servers import holding_batches
 
 # Long enough that a batch is still running when the test strikes (tiny weights on 2 CPU cores).
 LONG_CHAPTERS = [
@@ -92,7 +93,9 @@ def test_a_worker_child_killed_mid_batch_loses_no_sentence(tmp_path: Path, clust
     the batch over from its dead sibling without waiting for the lease to expire."""
     settings, env = cluster
     rt = open_runtime(settings, upgrade_schema=False)
-    worker = popen_worker(env, tmp_path / "worker.log")
+    # each batch held a moment once claimed: a batch of six tiny sentences may otherwise be spoken
+    # between the look that finds it running and the kill
+    worker = popen_worker(holding_batches(env), tmp_path / "worker.log")
     try:
         job = _submit(env, write_epub(tmp_path / "book.epub", "Killed Child", LONG_CHAPTERS))
         batch_id, holder = _running_batch(rt)
@@ -112,7 +115,7 @@ def test_a_whole_worker_killed_hands_its_batch_to_another_worker(tmp_path: Path,
     """Parent and children killed (a host crash): the lease expires and a live worker takes over."""
     settings, env = cluster
     rt = open_runtime(settings, upgrade_schema=False)
-    workers = [popen_worker(env, tmp_path / f"worker{i}.log") for i in range(2)]
+    workers = [popen_worker(holding_batches(env), tmp_path / f"worker{i}.log") for i in range(2)]
     try:
         job = _submit(env, write_epub(tmp_path / "book.epub", "Crashed Host", LONG_CHAPTERS))
         _, holder = _running_batch(rt)

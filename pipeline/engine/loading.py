@@ -22,7 +22,7 @@ from pipeline.engine.checksums import verify_real_weights
 from pipeline.engine.config import PRECISIONS, EngineConfig, EngineTuning
 from pipeline.engine.engine import Engine
 from pipeline.engine.gpt import KV_CACHE, KV_CACHE_CHOICES, FusedLlama
-from pipeline.engine.host_threads import hand_over_promptly
+from pipeline.engine.host_threads import hand_over_promptly, spare_the_collector
 from pipeline.engine.memory import cap_device_memory, device_capped
 from pipeline.engine.model_parts import ModelParts
 from pipeline.engine.modules.audio_encoder import AudioEncoder
@@ -82,8 +82,11 @@ def load_engine(config: EngineConfig, int8_scheme: str = "weight_only") -> Engin
     log.info("engine ready: %s, %s, %s weights from %s (%.1f s)", device, precision,
              "SYNTHETIC (noise)" if files.synthetic else "real", files.root,
              time.perf_counter() - began)
-    return Engine(parts, device=str(device), precision=precision, synthetic=files.synthetic,
-                  model_root=files.root)
+    engine = Engine(parts, device=str(device), precision=precision, synthetic=files.synthetic,
+                    model_root=files.root)
+    if device.type == "cuda":
+        spare_the_collector()  # the captures' collections walk only what comes after the load
+    return engine
 
 
 def apply_tuning(tuning: EngineTuning) -> None:
