@@ -123,20 +123,26 @@ class EngineMemory:
         analytic = analytic_memory_model(self._parts.gpt, self._parts.waveform)
         return analytic if self._memory is None else model_with_widest_slots(self._memory, analytic)
 
+    def take_kept_calibration(self, kept_in: Path | None) -> bool:
+        """The memory model an earlier run of the same model calibrated on this CUDA device and
+        kept in ``kept_in``, taken; whether there was one. Before the warm-up batch: a run plans
+        its book meanwhile (the planner needs no more of the engine than this model)."""
+        if kept_in is None or self._torch_device.type != "cuda":
+            return False
+        kept = load_calibration(kept_in, calibration_key(self._calibration_facts()))
+        if kept is not None:
+            self._memory = kept
+            log.info("memory model on %s/%s as calibrated before: %s", self.device, self.precision, kept)
+        return kept is not None
+
     def _calibrate(self, voice: str, kept_in: Path | None = None) -> None:
         """The memory model measured on this CUDA device (under its cap, where it has one), or
         the one measured by an earlier run of the same model here, kept in ``kept_in``."""
-        if kept_in is None:
-            self._measure_memory_model(voice)
-            return
-        key = calibration_key(self._calibration_facts())
-        if (kept := load_calibration(kept_in, key)) is not None:
-            self._memory = kept
-            log.info("memory model on %s/%s as calibrated before: %s", self.device, self.precision, kept)
+        if self.take_kept_calibration(kept_in):
             return
         self._measure_memory_model(voice)
-        if self._memory is not None:
-            save_calibration(kept_in, key, self._memory)
+        if kept_in is not None and self._memory is not None:
+            save_calibration(kept_in, calibration_key(self._calibration_facts()), self._memory)
 
     def _calibration_facts(self) -> dict[str, object]:
         """What a calibration depends on: the device and its cap, the model's shapes, precision and

@@ -1,0 +1,92 @@
+"""`tts-jobs run` loads the engine on a thread of its own (``EngineLoading``) while the book is
+read; the planner needs only the engine's device, precision and memory model, which a GPU that
+ran once has kept (its calibration file), so the book is planned while the warm-up batch still
+runs, and the speaking waits for the warm-up. A fake engine stands in for the GPU's (none here):
+its warm-up is held until the test lets it go."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import jobs.runtime as runtime
+from jobs.runtime import EngineLoading
+
+
+class HeldWarmUp:
+    """An engine on a GPU whose warm-up batch runs until ``finish`` is set."""
+
+    def __init__(self, kept: bool, fails: bool = False) -> None:
+        self.device = "cuda:0"
+        self.kept, self.fails = kept, fails
+        self.started, self.finish = threading.Event(), threading.Event()
+        self.took_kept = False
+
+    def take_kept_calibration(self, calibration_file: Path | None) -> bool:
+        self.took_kept = self.kept
+        return self.kept
+
+    def warm_up(self, calibration_file: Path | None = None) -> None:
+        self.started.set()
+        assert self.finish.wait(10)
+        if self.fails:
+            raise RuntimeError("warm-up broke")
+
+
+def loading(monkeypatch: Any, engine: HeldWarmUp) -> EngineLoading:
+    monkeypatch.setattr(runtime, "open_engine", lambda settings: engine)
+    return EngineLoading(settings=type("Settings", (), {"calibration_file": None})())  # type: ignore[arg-type]
+
+
+def test_a_kept_calibration_lets_the_planner_in_while_the_warm_up_runs(monkeypatch: Any) -> None:
+    engine = HeldWarmUp(kept=True)
+    loader = loading(monkeypatch, engine)
+
+    assert loader.for_planning() is engine  # the warm-up has not finished
+    assert engine.started.wait(5) and not engine.finish.is_set()
+    got: list[Any] = []
+    waiter = threading.Thread(target=lambda: got.append(loader.get()))
+    waiter.start()
+    waiter.join(0.5)
+    assert waiter.is_alive()  # the speaking waits for the warm-up
+    engine.finish.set()
+    waiter.join(5)
+    assert got == [engine]
+
+
+def test_without_a_kept_calibration_the_planner_waits_for_the_measured_one(monkeypatch: Any) -> None:
+    engine = HeldWarmUp(kept=False)
+    loader = loading(monkeypatch, engine)
+    planned: list[Any] = []
+    planner = threading.Thread(target=lambda: planned.append(loader.for_planning()))
+    planner.start()
+    assert engine.started.wait(5)
+    planner.join(0.5)
+    assert planner.is_alive()  # the warm-up measures the memory model the plan needs
+    engine.finish.set()
+    planner.join(5)
+    assert planned == [engine]
+
+
+def test_a_warm_up_that_fails_fails_the_speaking_not_the_plan_already_made(monkeypatch: Any) -> None:
+    engine = HeldWarmUp(kept=True, fails=True)
+    loader = loading(monkeypatch, engine)
+
+    assert loader.for_planning() is engine
+    engine.finish.set()
+    with pytest.raises(RuntimeError, match="warm-up broke"):
+        loader.get()
+
+
+def test_an_engine_that_cannot_load_is_said_to_the_planner_too(monkeypatch: Any) -> None:
+    def broken(settings: Any) -> Any:
+        raise RuntimeError("no weights there")
+
+    monkeypatch.setattr(runtime, "open_engine", broken)
+    loader = EngineLoading(settings=type("Settings", (), {"calibration_file": None})())  # type: ignore[arg-type]
+
+    with pytest.raises(RuntimeError, match="no weights there"):
+        loader.for_planning()
