@@ -3,15 +3,16 @@
 The GPT's decode steps are bound by memory bandwidth and leave compute idle; Decoder + Vocos are
 convolutions, bound by compute. Finished sentences are buffered until they fill one decode chunk
 (``row_steps_per_chunk``; the first ones go at once), then launched on a side stream, so their
-waveforms are made while the next steps run instead of after the last sentence of the batch. Smaller launches cost more than
-they hide: decoding at every harvest (a few rows every 8 steps) makes the H200 run *slower*
-(docs/engine.md).
+waveforms are made while the next steps run instead of after the last sentence of the batch.
+Smaller launches cost more than they hide: decoding at every harvest (a few rows every 8 steps)
+makes the H200 run *slower* (docs/engine.md).
 
 On the GPU the chunk is launched from a thread of its own: queueing its ~1,000 kernels takes the
 host 10-20 ms, longer than the decode steps queued ahead of it last (launched from the loop's
 own thread, a torch.profiler trace of the H200 shows the steps' stream idle 0.26 s of a 1.3 s
-batch, waiting for the host to come back). PyTorch releases the GIL inside each op, so the loop
-keeps the steps' queue filled meanwhile. Each chunk's audio is copied to pinned host memory on
+batch, waiting for the host to come back); a chunk whose shape was captured is one replay
+(``waveform_graphs.py``). PyTorch releases the GIL inside each op, so the loop keeps the steps'
+queue filled meanwhile. Each chunk's audio is copied to pinned host memory on
 the side stream as it is made, so the end of a batch waits only for its last chunk. On CPU the
 decode simply runs when a chunk is full. Either way the waveforms are exactly
 ``WaveformDecoder.decode``'s.
