@@ -84,15 +84,8 @@ def test_chapters_assembled_ahead_make_the_same_audiobook_and_are_not_encoded_ag
                                prepared=book.prepared)
     assert sorted(set(encoded)) == [3]  # only the chapter not prepared
 
-    decoded = [decode_pcm(r.outputs[0], SAMPLE_RATE).astype(np.int32) for r in (at_the_end, ahead)]
-    assert abs(len(decoded[0]) - len(decoded[1])) <= FRAME
-    onsets = [_onsets(samples) for samples in decoded]
-    assert len(onsets[0]) == len(onsets[1]) == 4 * 5
-    assert max(abs(a - b) for a, b in zip(*onsets, strict=True)) <= FRAME
-    marks = [[round(float(m["start_time"]) * SAMPLE_RATE) for m in probe(r.outputs[0])["chapters"]]
-             for r in (at_the_end, ahead)]
+    onsets, marks = _plays_alike(at_the_end, ahead, sentences=4 * 5)
     assert [m["tags"]["title"] for m in probe(ahead.outputs[0])["chapters"]] == titles
-    assert max(abs(a - b) for a, b in zip(*marks, strict=True)) <= FRAME
     for mark, first_sentence in zip(marks[1], onsets[1][::5], strict=True):
         assert 0 <= first_sentence - mark <= FRAME
 
@@ -133,15 +126,22 @@ def test_chapters_prepared_by_one_process_and_assembled_by_another_make_the_same
     ahead = assemble_audiobook(chapters, METADATA, tmp_path / "ahead", work, options, prepared=load_prepared(work))
 
     assert sorted(set(encoded)) == [3]
-    decoded = [decode_pcm(r.outputs[0], SAMPLE_RATE).astype(np.int32) for r in (at_the_end, ahead)]
-    assert abs(len(decoded[0]) - len(decoded[1])) <= FRAME
-    onsets = [_onsets(samples) for samples in decoded]
-    assert len(onsets[0]) == len(onsets[1]) == 4 * 4
-    assert max(abs(a - b) for a, b in zip(*onsets, strict=True)) <= FRAME
-    marks = [[round(float(m["start_time"]) * SAMPLE_RATE) for m in probe(r.outputs[0])["chapters"]]
-             for r in (at_the_end, ahead)]
-    assert max(abs(a - b) for a, b in zip(*marks, strict=True)) <= FRAME
+    _plays_alike(at_the_end, ahead, sentences=4 * 4)
 
     (tmp_path / "w3").mkdir()
     (tmp_path / "w3" / PREPARED_FILE).write_bytes(b"not a list")
     assert load_prepared(tmp_path / "w3") == [] and load_prepared(tmp_path / "nowhere") == []
+
+
+def _plays_alike(at_the_end, ahead, sentences: int):  # type: ignore[no-untyped-def]
+    """Both M4Bs as long as each other, every sentence and chapter mark within a frame of the
+    other's; returns each one's sentence onsets and chapter marks (samples)."""
+    decoded = [decode_pcm(r.outputs[0], SAMPLE_RATE).astype(np.int32) for r in (at_the_end, ahead)]
+    assert abs(len(decoded[0]) - len(decoded[1])) <= FRAME
+    onsets = [_onsets(samples) for samples in decoded]
+    assert len(onsets[0]) == len(onsets[1]) == sentences
+    assert max(abs(a - b) for a, b in zip(*onsets, strict=True)) <= FRAME
+    marks = [[round(float(m["start_time"]) * SAMPLE_RATE) for m in probe(r.outputs[0])["chapters"]]
+             for r in (at_the_end, ahead)]
+    assert max(abs(a - b) for a, b in zip(*marks, strict=True)) <= FRAME
+    return onsets, marks

@@ -15,19 +15,18 @@ launches are few beside its work). Padding is invalid positions, masked out of e
 (each padding query attends only to itself), so a real row's keys, values and last hidden state
 are the eager ones. All graphs share one pool, one set of inputs, one key and one value buffer
 per layer: admissions run one at a time. A shape's first admission runs eagerly on those buffers,
-then the shape is captured (not with ``torch.cuda.graph``: its device-wide synchronise and garbage
-collection stall the steps for ~50 ms a capture).
+then the shape is captured (``graph_recording``: no stall of the decode steps).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
 
 import torch
 
 from pipeline.engine.gpt import FusedLlama, KVCache
+from pipeline.engine.graph_recording import Allowed, record
 from pipeline.engine.layer_ops import additive_mask
 from pipeline.engine.prompts import PromptBatch
 
@@ -36,8 +35,6 @@ log = logging.getLogger(__name__)
 PREFILL_GRAPHS = False  # EngineTuning.prefill_graphs (loading.apply_tuning)
 WIDTH_BUCKET = 32  # prompt positions an admission's width is rounded up to
 POSITIONS = 16384  # rows x width of the largest graphed admission (128 rows of 128 positions)
-
-Allowed = Callable[[torch.device], bool]
 
 
 def run_positions(gpt: FusedLlama, prompts: PromptBatch, cache: KVCache) -> torch.Tensor:
@@ -124,16 +121,9 @@ class PrefillGraphs:
             self._pool = torch.cuda.graph_pool_handle()
         if self._stream is None:
             self._stream = torch.cuda.Stream(device)
-        graph = torch.cuda.CUDAGraph()
-        current = torch.cuda.current_stream(device)
-        self._stream.wait_stream(current)
         try:
-            with self.lock, torch.cuda.stream(self._stream):  # no Decoder+Vocos launch meanwhile
-                graph.capture_begin(pool=self._pool, capture_error_mode="thread_local")
-                try:
-                    self._run(rows, width)
-                finally:
-                    graph.capture_end()
+            with self.lock:  # no Decoder+Vocos launch meanwhile
+                graph = record(self._pool, self._stream, lambda: self._run(rows, width))
         except torch.OutOfMemoryError:
             self.release(for_good=True)
             raise
@@ -141,8 +131,6 @@ class PrefillGraphs:
             log.warning("prefill graph capture failed (%s); admissions prefill eagerly", exc)
             self.release(for_good=True)
             return
-        finally:
-            current.wait_stream(self._stream)
         self._graphs[(rows, width)] = graph
         self.captured += 1
 
@@ -154,7 +142,7 @@ class PrefillGraphs:
                 embeds=torch.zeros(POSITIONS, gpt.hidden, dtype=gpt.dtype, device=device),
                 valid=torch.zeros(POSITIONS, dtype=torch.bool, device=device),
                 positions=torch.ones(POSITIONS, dtype=torch.int64, device=device),
-                hidden=torch.zeros(POSITIONS, gpt.hidden, dtype=gpt.dtype, device=device),
+                hidden=torch.zeros(POSITIONS // WIDTH_BUCKET, gpt.hidden, dtype=gpt.dtype, device=device),
                 **{f"{kind}{layer}": torch.zeros(POSITIONS * gpt.hidden, dtype=gpt.dtype, device=device)
                    for layer in range(len(gpt.layers)) for kind in ("k", "v")})
         b = self._buffers

@@ -18,8 +18,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from pipeline.engine.graph_recording import Allowed
 from pipeline.engine.host_lists import to_device
-from pipeline.engine.waveform_graphs import Allowed, WaveformGraphs
+from pipeline.engine.waveform_graphs import WaveformGraphs
 
 log = logging.getLogger(__name__)
 

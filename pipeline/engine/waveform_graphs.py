@@ -10,8 +10,8 @@ A chunk's steps are padded up to one of ``STEP_BUCKETS`` and its rows up to a po
 most the rows the chunk budget allows at those steps), so a few dozen graphs serve every batch.
 Padding rows have no frames and the masks keep padding out of every real row: waveforms are
 the eager ones. A shape's first chunk runs eagerly (its cuBLAS and cuFFT plans are made then),
-and the shape is captured after it on a stream of its own — without ``torch.cuda.graph``'s
-device-wide synchronise and garbage collection, which would stall the decode steps mid-book.
+and the shape is captured after it on a stream of its own (``graph_recording``: no stall of the
+decode steps mid-book).
 All graphs share one memory pool, one input and one output buffer: chunks run one at a time.
 """
 
@@ -22,6 +22,8 @@ from collections.abc import Callable
 
 import torch
 
+from pipeline.engine.graph_recording import Allowed, record
+
 log = logging.getLogger(__name__)
 
 # GPT steps a graphed chunk is padded to: fewer than 32 more than its longest row, or a quarter
@@ -29,7 +31,6 @@ STEP_BUCKETS = (32, 64, 96, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640, 76
                 1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096)
 
 DecodePadded = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-Allowed = Callable[[torch.device], bool]  # whether graphs may be kept on a device (its memory)
 
 
 def bucket_steps(steps: int) -> int:
@@ -117,16 +118,9 @@ class WaveformGraphs:
         out = self._output(rows, steps, example.device)
         if self._pool is None:
             self._pool = torch.cuda.graph_pool_handle()
-        graph = torch.cuda.CUDAGraph()
+        assert self._stream is not None, "made by _first_of_shape, which captures on it"
         try:
-            # not torch.cuda.graph: it synchronises the device and collects garbage first, a
-            # stall of the decode steps mid-book. thread_local: the decode loop's thread goes on
-            # launching on its own stream; the callers hold CAPTURE_LOCK against step captures.
-            graph.capture_begin(pool=self._pool, capture_error_mode="thread_local")
-            try:
-                out.copy_(self.decode_padded(x, frames))
-            finally:
-                graph.capture_end()
+            graph = record(self._pool, self._stream, lambda: out.copy_(self.decode_padded(x, frames)))
         except torch.OutOfMemoryError:
             self.release()  # the out-of-memory policy retries smaller, from nothing held
             raise
