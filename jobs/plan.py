@@ -61,9 +61,10 @@ def plan_pending(rt: Runtime, job_ids: Sequence[int] | None = None) -> list[int]
         ends_queue = repo.jobs_being_read(session) == 0
         stretches = in_waves(sentences, planned, limits.policy.waves())
         planned_at, batches = utcnow(), []
-        for number, stretch in enumerate(stretches):
+        for number, (stretch, opens_book) in enumerate(stretches):
             # each wave a plan of its own, made in order (a stream takes plans in creation order)
-            limits = replace(limits, ends_queue=ends_queue and number == len(stretches) - 1)
+            limits = replace(limits, ends_queue=ends_queue and number == len(stretches) - 1,
+                             lead_rows=limits.policy.lead_rows if opens_book else 0)
             batches += repo.create_batches(session, plan_batches(stretch, limits, memory),
                                            planned_at=planned_at + timedelta(milliseconds=number))
         session.commit()
@@ -73,16 +74,19 @@ def plan_pending(rt: Runtime, job_ids: Sequence[int] | None = None) -> list[int]
         return ids
 
 
-def in_waves(rows: Sequence, planned: list[PlannedSentence], waves: int) -> list[list[PlannedSentence]]:
+def in_waves(rows: Sequence, planned: list[PlannedSentence],
+             waves: int) -> list[tuple[list[PlannedSentence], bool]]:
     """``planned`` (with their ``rows``: job and chapter, each book's in reading order) in
     ``waves`` stretches of whole chapters of about equal length per book (fewer when a book has
-    fewer chapters), book after book; one stretch when ``waves`` is 1."""
+    fewer chapters), book after book, each with whether it opens its book; with ``waves`` 1, one
+    stretch of every book (the global sort)."""
     if waves <= 1:
-        return [planned]
+        return [(planned, True)]
     books: dict[int, list[tuple[Any, PlannedSentence]]] = {}
     for row, sentence in zip(rows, planned, strict=True):
         books.setdefault(getattr(row, "job_id", 0), []).append((row, sentence))
-    return [stretch for book in books.values() for stretch in _book_in_waves(book, waves)]
+    return [(stretch, number == 0) for book in books.values()
+            for number, stretch in enumerate(_book_in_waves(book, waves))]
 
 
 def _book_in_waves(book: list[tuple[Any, PlannedSentence]], waves: int) -> list[list[PlannedSentence]]:

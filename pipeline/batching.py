@@ -33,6 +33,7 @@ class PlanLimits:
     max_rows: int = 256  # never more rows than this in one batch
     workers: int = 1  # synthesis workers that will share the batches (see _split_the_last_batches)
     ends_queue: bool = True  # False: more sentences are on their way (another book being read)
+    lead_rows: int = 0  # the shortest sentences that ride in the first batch (a book's first wave)
     policy: SchedulingPolicy = field(default_factory=SchedulingPolicy)  # the size of the end pieces
 
     @classmethod
@@ -55,6 +56,9 @@ def plan_batches(
     several GPU workers the long batches start early and the short ones fill in at the end
     (longest-processing-time order) instead of one worker finishing the longest batch alone.
 
+    With ``limits.lead_rows`` the first batch also takes that many of the shortest sentences
+    (``SchedulingPolicy.lead_rows``: a book's first sentence spoken sooner).
+
     Cutting starts at the longest sentences, so the part batch left over is one of the shortest.
     (Cut from the short end, the remainder would be the longest sentences: 417 rows keep 1,024
     slots a third full for 1,183 steps, at 1,040x real time where full batches run ~2,000x.)
@@ -69,22 +73,40 @@ def plan_batches(
     """
     estimate = estimate or memory.estimate
     ordered = sorted(sentences, key=lambda s: (-s.priority, -_positions(s), s.id))
+    lead = _lead(ordered, limits, estimate)
+    taken = {s.id for s in lead}
     batches: list[Batch] = []
     current: list[PlannedSentence] = []
-    for sentence in ordered:
+    for sentence in (s for s in ordered if s.id not in taken):
         longest = _positions(current[0]) if current else _positions(sentence)  # the first is the longest
+        room = len(current) + 1 + (len(lead) if not batches else 0)  # the first batch keeps room for the lead
         cap = limits.memory_cap_bytes
-        fits = cap is None or estimate(len(current) + 1, longest) <= cap
+        fits = cap is None or estimate(room, longest) <= cap
         same_class = not current or current[0].priority == sentence.priority
-        if current and (not fits or len(current) + 1 > limits.max_rows or not same_class):
-            batches.append(_close(current, estimate))
+        if current and (not fits or room > limits.max_rows or not same_class):
+            batches.append(_close([*current, *(lead if not batches else ())], estimate))
             current = [sentence]
         else:
             current.append(sentence)
-    if current:
-        batches.append(_close(current, estimate))
+    if current:  # never empty: the lead is under half of its class
+        batches.append(_close([*current, *(lead if not batches else ())], estimate))
     by_id = {s.id: s for s in ordered}
     return _split_the_last_batches(batches, limits, estimate, by_id)
+
+
+def _lead(ordered: list[PlannedSentence], limits: PlanLimits,
+          estimate: Callable[[int, int], int]) -> list[PlannedSentence]:
+    """The first batch's lead (``PlanLimits.lead_rows``, at most a quarter of a batch): the
+    shortest sentences of the first priority class, when that class has at least twice as many
+    (fewer fill one batch anyway) and the longest sentence fits beside them."""
+    rows = min(limits.lead_rows, limits.max_rows // 4)
+    first_class = [s for s in ordered if s.priority == ordered[0].priority] if ordered else []
+    if not 0 < rows < len(first_class) // 2:
+        return []
+    cap = limits.memory_cap_bytes
+    if cap is not None and estimate(1 + rows, _positions(first_class[0])) > cap:
+        return []
+    return first_class[len(first_class) - rows:]
 
 
 def _split_the_last_batches(batches: list[Batch], limits: PlanLimits, estimate: Callable[[int, int], int],

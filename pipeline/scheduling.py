@@ -56,6 +56,11 @@ class SchedulingPolicy:
     # A book is planned in this many stretches of whole chapters, so that its first chapters are
     # spoken, and can be assembled, while the rest of it is.
     waves_per_book: int = 8
+    # A book's first batch takes this many of its first wave's shortest sentences beside its
+    # longest: all are admitted at once, and the first sentence spoken is then a short one (~50
+    # steps), not the shortest of 1,024 long ones (~250 steps, ~0.9 s on an H200), while the
+    # person who started the run waits for it.
+    lead_rows: int = 16
     # A batch whose holder died goes back in its place. It runs alone, never in a stream, once
     # suspect: when a death was its doing (it alone was held: ``solo_deaths``) or it was held by
     # this many holders that died. One death among a stream's batches is nobody's in particular

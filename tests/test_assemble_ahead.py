@@ -58,7 +58,8 @@ def test_the_first_chapters_are_assembled_while_the_rest_is_spoken(
 
 def test_waves_are_whole_chapters_of_about_equal_length_in_reading_order() -> None:
     """Eight chapters of 10 sentences each in 4 waves: 2 chapters a wave, never a chapter split,
-    every sentence once, in reading order; one wave is the whole book."""
+    every sentence once, in reading order; one wave is the whole book. Each book's first wave
+    says so (its first batch takes the lead: ``plan_batches``)."""
 
     class Row:
         def __init__(self, chapter_id: int, job_id: int = 1) -> None:
@@ -67,14 +68,16 @@ def test_waves_are_whole_chapters_of_about_equal_length_in_reading_order() -> No
     rows = [Row(chapter) for chapter in range(8) for _ in range(10)]
     planned = [PlannedSentence(id=i, max_new_tokens=50, prompt_tokens=10) for i in range(80)]
     waves = in_waves(rows, planned, 4)
-    assert [[p.id for p in wave] for wave in waves] == [list(range(k * 20, k * 20 + 20)) for k in range(4)]
-    assert in_waves(rows, planned, 1) == [planned]
+    assert [[p.id for p in wave] for wave, _ in waves] == [list(range(k * 20, k * 20 + 20)) for k in range(4)]
+    assert [opens for _, opens in waves] == [True, False, False, False]
+    assert in_waves(rows, planned, 1) == [(planned, True)]
     assert len(in_waves(rows[:10], planned[:10], 4)) == 1  # one chapter cannot be split
     # two books planned together: each in its own waves, the first book's before the second's
     rows = [Row(chapter, 1) for chapter in range(4) for _ in range(10)] + \
         [Row(chapter, 2) for chapter in range(10, 12) for _ in range(10)]
     waves = in_waves(rows, planned[:60], 4)
-    assert [[p.id for p in wave] for wave in waves] == [list(range(k * 10, k * 10 + 10)) for k in range(6)]
+    assert [[p.id for p in wave] for wave, _ in waves] == [list(range(k * 10, k * 10 + 10)) for k in range(6)]
+    assert [opens for _, opens in waves] == [True, False, False, False, True, False]
 
 
 def test_a_cluster_task_prepares_only_a_book_still_being_spoken_and_only_one_at_a_time(

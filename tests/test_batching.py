@@ -159,3 +159,35 @@ def test_with_several_workers_the_last_batches_run_as_pieces_of_the_same_lengths
     more_to_come = dataclasses.replace(limits, workers=2, ends_queue=False)
     assert plan_batches(sentences, more_to_come, MODEL) == whole
 
+
+
+def test_the_first_batch_takes_the_shortest_sentences_as_its_lead() -> None:
+    """A book's first wave: its first batch (the longest sentences, run first) also carries its
+    shortest ones, so the first sentence spoken is a short one; every sentence still once, the
+    first batch within the rows and the cap, padded to the same longest sentence."""
+    sentences = book(3000, seed=4)
+    cap = 40 * 2**30
+    plain = plan_batches(sentences, PlanLimits(memory_cap_bytes=cap, max_rows=1024), MODEL)
+    led = plan_batches(sentences, PlanLimits(memory_cap_bytes=cap, max_rows=1024, lead_rows=16), MODEL)
+
+    shortest = sorted(sentences, key=lambda s: (positions(s), -s.id))[:16]
+    assert {s.id for s in shortest} <= set(led[0].sentence_ids)
+    assert not {s.id for s in shortest} & set(plain[0].sentence_ids)
+    assert len(led[0].sentence_ids) <= 1024 and led[0].estimated_bytes <= cap
+    assert led[0].longest_positions == plain[0].longest_positions == max(positions(s) for s in sentences)
+    planned = [i for b in led for i in b.sentence_ids]
+    assert sorted(planned) == sorted(s.id for s in sentences)
+
+
+def test_the_lead_comes_from_the_first_priority_class_and_only_where_it_helps() -> None:
+    urgent_first = book(400, seed=5, priorities=(0, 3))
+    led = plan_batches(urgent_first, PlanLimits(memory_cap_bytes=None, max_rows=64, lead_rows=8), MODEL)
+    urgent = sorted((s for s in urgent_first if s.priority == 3), key=lambda s: (positions(s), -s.id))
+    assert {s.id for s in urgent[:8]} <= set(led[0].sentence_ids)
+    assert {by.priority for by in urgent_first if by.id in led[0].sentence_ids} == {3}
+
+    few = book(20, seed=6)  # one batch holds them all: nothing to lead
+    assert [b.sentence_ids for b in plan_batches(few, PlanLimits(None, max_rows=64, lead_rows=16))] == \
+        [b.sentence_ids for b in plan_batches(few, PlanLimits(None, max_rows=64))]
+    small_batches = plan_batches(book(400, seed=7), PlanLimits(None, max_rows=16, lead_rows=16))
+    assert all(len(b.sentence_ids) <= 16 for b in small_batches)  # a lead is at most a quarter of a batch
