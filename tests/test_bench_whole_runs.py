@@ -25,19 +25,30 @@ def bench(*args: str, out: Path, timeout: float = 600) -> subprocess.CompletedPr
 
 
 def test_run_book_times_a_whole_run_and_says_where_its_stages_began(tmp_path: Path) -> None:
-    done = bench("run-book", "--cpu-smoke", "--format", "wav", out=tmp_path)
+    """Two variants of the same tree (the second with a setting of its own), taking turns."""
+    done = bench("run-book", "--cpu-smoke", "--format", "wav", "--variant", "plain=.",
+                 "--variant", "one-by-one=.:TTS_JOBS_MAX_BATCH=1", out=tmp_path)
 
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    [run] = json.loads((tmp_path / "run_book.json").read_text())
+    run, other = json.loads((tmp_path / "run_book.json").read_text())
+    assert (run["variant"], other["variant"]) == ("plain", "one-by-one")
+    assert "| one-by-one | 1 |" in done.stdout and "variant one-by-one: " in done.stdout
+    assert "TTS_JOBS_MAX_BATCH=1" in done.stdout and other["audio_s"] == pytest.approx(run["audio_s"], rel=0.3)
     assert run["audio_s"] > 0 and run["wall_s"] > 0 and run["stages"]
     stages = dict(run["stages"])  # when the first sentence's WAV appeared, among the stages
     assert 0 < stages["first sentence written"] < run["wall_s"]
     assert stages["speaking"] <= stages["first sentence written"] < stages["assembling"]
-    assert "| run | wall s | audio s | x real time |" in done.stdout
+    assert "| variant | run | wall s | audio s | x real time |" in done.stdout
     assert "host: a 1,000,000-step Python loop in" in done.stdout  # which host it was
     # how busy the host's cores were in each stage: between none and all of them
     busy = dict(run["cores_busy"])
     assert "speaking" in busy and all(0 <= cores <= (os.cpu_count() or 1) + 0.5 for cores in busy.values())
+
+
+def test_run_book_refuses_a_variant_it_cannot_run(tmp_path: Path) -> None:
+    done = bench("run-book", "--cpu-smoke", "--variant", "old=no-such-tree", out=tmp_path)
+
+    assert done.returncode == 2 and "--variant 'old=no-such-tree': give LABEL=TREE" in done.stderr
 
 
 @pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server on PATH")

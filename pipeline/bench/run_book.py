@@ -11,6 +11,13 @@ the moment the first sentence's WAV appears is a stage too, so the table says wh
     python -m pipeline.bench run-book --hours 6 --runs 2 [--memory-gib 8] [--format m4b]
     python -m pipeline.bench run-book --cpu-smoke     # tiny weights, a few sentences: the flow only
 
+Old and new code, or a setting on and off, side by side on one host: ``--variant LABEL=TREE``
+(``:VAR=VALUE,...`` for its environment), given once for each; run N of every variant comes before
+run N+1 of any (a host that slows down mid-call slows all of them alike), on one book and weights:
+
+    python -m pipeline.bench run-book --hours 24 --chapters 60 --runs 2 --variant new=. \
+        --variant old=.old --variant prefill=.:TTS_JOBS_PREFILL_GRAPHS=1
+
 Needs the kit (docs/gpu-kit.md): ffmpeg from .kit/bin when it is not on PATH.
 """
 
@@ -52,21 +59,25 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench ru
     print(host_speed.measured_apart(), flush=True)  # hosts of one kind differ ~3x in host-bound phases
     rows = []
     for number in range(1, args.runs + 1):
-        data = scratch / f"data-{number}"
-        if (scratch / "data-1" / "cache").is_dir():  # what a machine that ran once keeps (calibration)
-            shutil.copytree(scratch / "data-1" / "cache", data / "cache")
-        run_env = dict(env, TTS_JOBS_DATA_DIR=str(data))
-        command = ["run", str(book), "--out", str(scratch / f"out-{number}"), "-f", args.format]
-        if args.memory_gib:
-            command += ["--memory-gib", str(args.memory_gib)]
-        if args.verbose:
-            command.append("-v")
-        rows.append(timed_run(command, run_env, number, args.code.resolve()))
-    print("\n| run | wall s | audio s | x real time | stages (s from the command's start) |")
-    print("|---|---|---|---|---|")
+        for k, (label, tree, extra) in enumerate(args.variants):
+            data, first = scratch / f"data-{k}-{number}", scratch / f"data-{k}-1"
+            if (first / "cache").is_dir():  # what a machine that ran once keeps (calibration)
+                shutil.copytree(first / "cache", data / "cache")
+            run_env = dict(env, **extra, TTS_JOBS_DATA_DIR=str(data))
+            command = ["run", str(book), "--out", str(scratch / f"out-{k}-{number}"), "-f", args.format]
+            if args.memory_gib:
+                command += ["--memory-gib", str(args.memory_gib)]
+            if args.verbose:
+                command.append("-v")
+            if label:
+                print(f"variant {label}: {tree} {' '.join(f'{n}={v}' for n, v in extra.items())}", flush=True)
+            rows.append({"variant": label, **timed_run(command, run_env, number, tree)})
+    print("\n| variant | run | wall s | audio s | x real time | stages (s from the command's start) |")
+    print("|---|---|---|---|---|---|")
     for row in rows:
         stages = "; ".join(f"{name} {at:.1f}" for name, at in row["stages"])
-        print(f"| {row['run']} | {row['wall_s']:.1f} | {row['audio_s']:.0f} | {row['x_realtime']:.0f} | {stages} |")
+        print(f"| {row['variant'] or '-'} | {row['run']} | {row['wall_s']:.1f} | {row['audio_s']:.0f} "
+              f"| {row['x_realtime']:.0f} | {stages} |")
     out = Settings.from_env().results_dir or scratch  # the lent machine's OUT
     (out / "run_book.json").write_text(json.dumps(rows, indent=2))
     shutil.rmtree(scratch, ignore_errors=True)
@@ -88,12 +99,29 @@ def parse_args(argv: list[str] | None, prog: str) -> argparse.Namespace:
     parser.add_argument("--code", type=Path, default=ROOT,
                         help="the source tree whose `tts-jobs run` is timed (default: this one; an older "
                              "commit's, say, to compare old and new code in one call)")
+    parser.add_argument("--variant", action="append", default=[], metavar="LABEL=TREE[:VAR=VALUE,...]",
+                        help="a tree and environment timed beside the others, their runs taking turns "
+                             "(given once per variant; instead of --code)")
     parser.add_argument("--cpu-smoke", action="store_true",
                         help="tiny weights on the CPU, a few dozen sentences, one run: the flow, no measure")
     args = parser.parse_args(argv)
     if args.cpu_smoke:
         args.size, args.hours, args.chapters, args.runs = "tiny", 0.02, 2, 1
+    try:
+        args.variants = [variant(v) for v in args.variant] or [("", args.code.resolve(), {})]
+    except ValueError as exc:
+        parser.error(str(exc))
     return args
+
+
+def variant(text: str) -> tuple[str, Path, dict[str, str]]:
+    """``LABEL=TREE[:VAR=VALUE,...]`` -> (label, the tree's path, its environment)."""
+    label, _, rest = text.partition("=")
+    tree, _, assignments = rest.partition(":")
+    extra = dict(a.split("=", 1) for a in assignments.split(",") if a)
+    if not label or not tree or not all(extra) or not Path(tree).is_dir():
+        raise ValueError(f"--variant {text!r}: give LABEL=TREE[:VAR=VALUE,...] with TREE a source tree")
+    return label, Path(tree).resolve(), extra
 
 
 def write_book(path: Path, hours: float, chapters: int) -> tuple[Path, float]:
