@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from sqlalchemy.orm import Session
 
@@ -54,15 +54,23 @@ def check_options(rt: Runtime, options: JobOptions) -> None:
             resolve_voice(session, options.dialogue_voice, option="--dialogue-voice")
 
 
+class Validated(NamedTuple):
+    """A book as ``validate_book`` read it, and its file's sha256."""
+
+    book: Book
+    sha256: str
+
+
 def submit_book(rt: Runtime, path: Path, options: JobOptions, mode: JobMode = JobMode.CLUSTER,
-                runner: str | None = None) -> int:
+                runner: str | None = None, checked: Validated | None = None) -> int:
     """Validate a book, store a copy in the data directory and record a queued job. Returns its id.
-    ``runner``: the process (host:pid) that runs an embedded job."""
+    ``runner``: the process (host:pid) that runs an embedded job. ``checked``: the book as this
+    process validated it with these options already (not read again)."""
     path = Path(path)
     check_choices(options)
-    book = validate_book(path, options.reading())
+    book, sha256 = checked or Validated(validate_book(path, options.reading()), file_sha256(path))
     with rt.session() as session:
-        job = add_job(rt, session, path, book, options, file_sha256(path), mode)
+        job = add_job(rt, session, path, book, options, sha256, mode)
         if runner is not None:
             job.runner, job.heartbeat_at = runner, utcnow()
         session.commit()
