@@ -56,7 +56,7 @@ def prompts_of(engine: Engine, texts: list[str]) -> Any:
     voice = parse_voice(engine.sample_voice(0), parts.gpt.hidden, parts.embeddings.codebooks)
     ids = engine._tokenize([code_prompt_text(t, "[speed_5]", voice) for t in texts])
     return embed_prompts([code_prompt_row(i, voice) for i in ids], parts.embeddings, engine._spk_emb_id,
-                         torch.device("cpu"))
+                         torch.device(engine.device))
 
 
 @torch.inference_mode()

@@ -76,12 +76,13 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench ru
     print("|---|---|---|---|---|---|")
     for row in rows:
         stages = "; ".join(f"{name} {at:.1f}" for name, at in row["stages"])
+        speed = f"failed ({row['failed']})" if "failed" in row else f"{row['x_realtime']:.0f}"
         print(f"| {row['variant'] or '-'} | {row['run']} | {row['wall_s']:.1f} | {row['audio_s']:.0f} "
-              f"| {row['x_realtime']:.0f} | {stages} |")
+              f"| {speed} | {stages} |")
     out = Settings.from_env().results_dir or scratch  # the lent machine's OUT
     (out / "run_book.json").write_text(json.dumps(rows, indent=2))
     shutil.rmtree(scratch, ignore_errors=True)
-    return 0
+    return 1 if any("failed" in row for row in rows) else 0
 
 
 def parse_args(argv: list[str] | None, prog: str) -> argparse.Namespace:
@@ -170,8 +171,10 @@ def timed_run(command: list[str], env: dict[str, str], number: int, tree: Path =
     if first_sentence.at is not None:
         stages = sorted([*stages, ("first sentence written", first_sentence.at)], key=lambda stage: stage[1])
     busy = cores.between_stages(stages, wall)
-    if code != 0:
-        raise SystemExit(f"run {number} failed ({code})")
+    if code != 0:  # said in the table; the other variants' runs go on
+        print(f"run {number} failed ({code})", flush=True)
+        return {"run": number, "wall_s": wall, "audio_s": 0.0, "x_realtime": 0.0, "stages": stages,
+                "cores_busy": busy, "failed": code}
     status = json.loads(tts_jobs(["status", "--json"], env, tree))
     job = status[0] if isinstance(status, list) else status["jobs"][0]
     audio = float((job.get("report") or {}).get("total_seconds") or job.get("audio_seconds") or 0.0)
