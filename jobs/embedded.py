@@ -183,9 +183,10 @@ def _stages(rt: Runtime, job_id: int, engine: Engine | EngineLoading, runner: st
         return
     _give_back(rt, job_id)  # a killed run's batches: this run speaks them again
     cleanup.remove_dead_writers_of_jobs(rt, [job_id])  # and the files it was writing when it died
-    engine = engine.get() if isinstance(engine, EngineLoading) else engine
-    register_synthesis_worker(rt, engine, worker, device_memory_bytes(engine))
+    planning = engine.for_planning() if isinstance(engine, EngineLoading) else engine
+    register_synthesis_worker(rt, planning, worker, device_memory_bytes(planning))
     plan_pending(rt, [job_id])  # in waves of chapters: the first are assembled while the rest is spoken
+    engine = engine.get() if isinstance(engine, EngineLoading) else engine
     ahead = AssembleAhead(rt, job_id)
 
     def recorded(_: int | None = None) -> None:

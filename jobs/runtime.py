@@ -88,19 +88,15 @@ def upgrade_database(settings: Settings, revision: str = "head") -> None:
 
 
 class EngineLoading:
-    """The engine loaded on a thread of its own, so that a run reads its book meanwhile; ``get()``
-    waits for it. A daemon thread: a run stopped during the load exits without waiting for it.
-
-    On a GPU that ran before, the engine is ready once loaded: its memory model (all the planner
-    needs) is the one the earlier run kept (its calibration file), and the kernels a warm-up batch
-    would load are loaded by the first batch's slots, whose eager step precedes each capture. A
-    warm-up batch there took 0.9-1.2 s on an H200, before the plan (0.3-0.4 s) and the slots
-    (0.3-0.4 s) on the way to the first sentence. On a GPU that did not, the warm-up measures the
-    memory model (and compiles the kernels)."""
+    """The engine loaded (and, on a GPU, warmed up: kernels compiled, memory model calibrated) on a
+    thread of its own, so that a run reads its book meanwhile; ``get()`` waits for it. A daemon thread: a
+    run stopped during the load exits without waiting for it."""
 
     def __init__(self, settings: Settings) -> None:
         self._done = threading.Event()
+        self._plannable = threading.Event()  # the memory model known: set before or with _done
         self._engine: Engine | None = None
+        self._planning: Engine | None = None
         self._error: BaseException | None = None
         threading.Thread(target=self._load, args=(settings,), name="engine-load", daemon=True).start()
 
@@ -109,14 +105,26 @@ class EngineLoading:
             began = time.perf_counter()
             engine = open_engine(settings)
             loaded = time.perf_counter()
-            if engine.device.startswith("cuda") and not engine.take_kept_calibration(settings.calibration_file):
-                engine.warm_up(settings.calibration_file)  # the memory model measured and kept
+            if engine.device.startswith("cuda"):  # kernels compiled, the memory model calibrated
+                if engine.take_kept_calibration(settings.calibration_file):
+                    self._planning = engine  # the book is planned while the warm-up batch runs
+                    self._plannable.set()
+                engine.warm_up(settings.calibration_file)
             log.info("engine loaded in %.1f s, warmed up in %.1f s", loaded - began, time.perf_counter() - loaded)
             self._engine = engine
         except BaseException as exc:  # handed to whoever waits for the engine
             self._error = exc
         finally:
             self._done.set()
+            self._plannable.set()
+
+    def for_planning(self) -> Engine:
+        """The engine as far as the planner needs it (device, precision, memory model): as soon
+        as a memory model kept by an earlier run on this GPU is read, while the warm-up batch
+        still runs (0.9-1.0 s on an H200); else once loaded (``get``). Not for speaking."""
+        while not self._plannable.wait(0.2):  # in slices: Ctrl-C reaches the waiting main thread
+            pass
+        return self._planning if self._planning is not None else self.get()
 
     def get(self) -> Engine:
         while not self._done.wait(0.2):  # in slices: Ctrl-C reaches the waiting main thread

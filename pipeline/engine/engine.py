@@ -261,7 +261,7 @@ class Engine(EngineMemory):
         requests = [SynthesisRequest(text=t, voice=voice, seed=i, max_new_tokens=8,
                                      min_new_tokens=8) for i, t in enumerate(("warm up", "预热"))]
         self.synthesize(requests)
-        if self._torch_device.type == "cuda":
+        if self._torch_device.type == "cuda" and self._memory is None:  # else taken before (runtime.py)
             self._calibrate(voice, calibration_file)
 
     # ----------------------------------------------------------------------------- refine

@@ -125,8 +125,8 @@ class EngineMemory:
 
     def take_kept_calibration(self, kept_in: Path | None) -> bool:
         """The memory model an earlier run of the same model calibrated on this CUDA device and
-        kept in ``kept_in``, taken; whether there was one. A run on a GPU that kept one needs no
-        warm-up batch (``jobs/runtime.py``, ``EngineLoading``)."""
+        kept in ``kept_in``, taken; whether there was one. Before the warm-up batch: a run plans
+        its book meanwhile (the planner needs no more of the engine than this model)."""
         if kept_in is None or self._torch_device.type != "cuda":
             return False
         kept = load_calibration(kept_in, calibration_key(self._calibration_facts()))

@@ -19,3 +19,20 @@ def _cuda_available() -> bool:
     import torch
 
     return torch.cuda.is_available()
+
+
+@pytest.fixture(autouse=True)
+def engines_do_not_outlive_their_test():  # type: ignore[no-untyped-def]
+    """Each test's engines given back before the next: a loaded engine is frozen out of the
+    garbage collector's sight (``host_threads.spare_the_collector``: a process loads one), so an
+    earlier test's engine would keep its GPU memory (the out-of-memory check measures what stays
+    resident) for the rest of the session."""
+    import gc
+
+    yield
+    gc.unfreeze()
+    gc.collect()
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
