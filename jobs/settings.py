@@ -23,7 +23,7 @@
 | TTS_JOBS_DECODE_ATTENTION | triton | decode-step attention on CUDA in half precision: triton or sdpa (EngineTuning, for measuring) |
 | TTS_JOBS_FUSED_LAYERS | 1 | 0: the PyTorch ops instead of the fused residual/RMSNorm and SiLU kernels (for measuring) |
 | TTS_JOBS_CUDA_GRAPHS | 1 | 0: decode steps and Decoder+Vocos chunks run eagerly, not replayed from CUDA graphs (for measuring) |
-| TTS_JOBS_PREFILL_GRAPHS | 0 | 1: admissions' prefills replayed from CUDA graphs (off until measured on a GPU) |
+| TTS_JOBS_PREFILL_GRAPHS | 1 | 0: admissions' prefills run eagerly, not replayed from CUDA graphs (for measuring) |
 | TTS_JOBS_DECODE_CUDNN | 0 | 1: cuDNN for the Decoder and Vocos convolutions (slower: it plans per shape) |
 | TTS_JOBS_ATTENTION_BLOCK | 32 | positions per loop iteration of the Triton attention kernel (for its sweep) |
 | TTS_JOBS_ATTENTION_WARPS | 1 | warps per program of the Triton attention kernel (for its sweep) |
@@ -178,7 +178,7 @@ def _engine_tuning(env: Mapping[str, str]) -> EngineTuning | None:
         decode_attention=env.get("TTS_JOBS_DECODE_ATTENTION", "triton"),
         fused_layers=env.get("TTS_JOBS_FUSED_LAYERS", "1") != "0",
         cuda_graphs=env.get("TTS_JOBS_CUDA_GRAPHS", "1") != "0",
-        prefill_graphs=env.get("TTS_JOBS_PREFILL_GRAPHS", "0") == "1",
+        prefill_graphs=env.get("TTS_JOBS_PREFILL_GRAPHS", "1") != "0",
         decode_cudnn=env.get("TTS_JOBS_DECODE_CUDNN", "0") == "1",
         attention_block=int(env.get("TTS_JOBS_ATTENTION_BLOCK", "32")),
         attention_warps=int(env.get("TTS_JOBS_ATTENTION_WARPS", "1")),

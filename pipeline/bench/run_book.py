@@ -16,7 +16,7 @@ Old and new code, or a setting on and off, side by side on one host: ``--variant
 run N+1 of any (a host that slows down mid-call slows all of them alike), on one book and weights:
 
     python -m pipeline.bench run-book --hours 24 --chapters 60 --runs 2 --variant new=. \
-        --variant old=.old --variant prefill=.:TTS_JOBS_PREFILL_GRAPHS=1
+        --variant old=.old --variant eager-prefill=.:TTS_JOBS_PREFILL_GRAPHS=0
 
 Needs the kit (docs/gpu-kit.md): ffmpeg from .kit/bin when it is not on PATH.
 """

@@ -30,7 +30,7 @@ class EngineTuning:
     fused_layers: residual + RMSNorm and SiLU x up fused (layer_kernels.py) on the Triton path.
     cuda_graphs: decode steps and Decoder+Vocos chunks replayed from CUDA graphs (step_graphs.py,
     waveform_graphs.py); False runs them eagerly.
-    prefill_graphs: admissions' prefills replayed from CUDA graphs (prefill.py); off until measured.
+    prefill_graphs: admissions' prefills replayed from CUDA graphs (prefill.py); False runs them eagerly.
     decode_cudnn: cuDNN for the Decoder and Vocos convolutions (it plans per shape: slower here).
     attention_block, attention_warps: positions per loop iteration and warps per program of the
     Triton attention kernel (swept by ``python -m pipeline.bench step-profile --sweep``).
@@ -39,7 +39,7 @@ class EngineTuning:
     decode_attention: str = "triton"
     fused_layers: bool = True
     cuda_graphs: bool = True
-    prefill_graphs: bool = False
+    prefill_graphs: bool = True
     decode_cudnn: bool = False
     attention_block: int = 32
     attention_warps: int = 1

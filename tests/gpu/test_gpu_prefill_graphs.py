@@ -1,6 +1,6 @@
-"""On a GPU, admissions prefilled from CUDA graphs (``TTS_JOBS_PREFILL_GRAPHS=1``) fill each row's
-cache and last hidden state as the eager prefill does (fp16: within rounding of the different
-shapes), a replay as the shape's first (eager) run, and nothing is captured once the
+"""On a GPU, admissions prefilled from CUDA graphs (the default; ``TTS_JOBS_PREFILL_GRAPHS=0``:
+eager) fill each row's cache and last hidden state as the eager prefill does (fp16: within
+rounding of the different shapes), a replay as the shape's first (eager) run, and nothing is captured once the
 engine gave its memory back for an out-of-memory retry (full-size synthetic weights)."""
 
 from __future__ import annotations
