@@ -52,3 +52,20 @@ def test_graphed_chunks_give_the_eager_waveforms(tmp_path: Path) -> None:
         for got, want in zip(way, eager):
             assert got.shape == want.shape
             assert snr_db(got, want) > 80
+
+
+def test_a_streams_first_finished_row_is_handed_on_before_any_more_finish(tmp_path: Path) -> None:
+    """Its WAV is written as soon as it is decoded, not once more rows fill the next chunk."""
+    import time
+
+    engine = synthetic_engine(tmp_path, "full", "cuda", "fp16")
+    hidden = torch.randn(200, engine._parts.gpt.hidden, generator=torch.Generator().manual_seed(5)).half().cuda()
+    heard: list[int] = []
+    with WaveformsAlongside(engine._parts.waveform, None, engine.clock, on_ready=lambda row, wave: heard.append(row)) \
+            as alongside:
+        alongside.submit([0], [hidden])
+        deadline = time.monotonic() + 10
+        while not heard and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert heard == [0]  # nothing else was submitted
+        alongside.collect()
