@@ -95,14 +95,20 @@ def test_quiet_and_loud_books_reach_the_target(tmp_path, amplitude):
     assert reading.true_peak_dbtp <= -1.5
 
 
-def test_peaky_audio_gets_a_limiter_and_respects_the_ceiling(tmp_path):
-    """Quiet speech with loud bursts: the gain the speech needs would push the bursts past 0 dBFS."""
+@pytest.mark.parametrize("burst_of", ["1 kHz", "9 kHz", "white noise"])
+def test_peaky_audio_gets_a_limiter_and_respects_the_ceiling(tmp_path, burst_of):
+    """Quiet speech with loud bursts: the gain the speech needs would push the bursts past 0 dBFS.
+    High and broadband bursts too, whose peaks fall between samples most (the limiter runs at
+    twice the speech's rate)."""
     rng = np.random.default_rng(11)
     sentences = []
     for number in range(4):
         waveform = 0.1 * speechlike_sentence(rng, 1.5)
         burst_at = rng.integers(SAMPLE_RATE // 2, SAMPLE_RATE)
-        burst = np.hanning(240) * np.sin(2 * np.pi * 1000 * np.arange(240) / SAMPLE_RATE)
+        n = np.arange(240)
+        shape = {"1 kHz": np.sin(2 * np.pi * 1000 * n / SAMPLE_RATE),
+                 "9 kHz": np.sin(2 * np.pi * 9000 * n / SAMPLE_RATE), "white noise": rng.uniform(-1, 1, 240)}
+        burst = np.hanning(240) * shape[burst_of]
         waveform[burst_at : burst_at + 240] += 0.9 * burst
         path = tmp_path / f"{number}.wav"
         write_sentence_wav(path, waveform)
@@ -115,7 +121,7 @@ def test_peaky_audio_gets_a_limiter_and_respects_the_ceiling(tmp_path):
         tmp_path / "work",
         AssemblyOptions(formats=("m4b", "mp3", "ogg")),
     )
-    assert report.limiter and report.gain_db > 6
+    assert report.limiter and report.gain_db > 2  # the gain lifts the bursts past 0 dBFS
     for output in report.outputs:
         assert measure_loudness(output).true_peak_dbtp <= -1.5, output.name
 
