@@ -76,7 +76,8 @@ class RunPlan:
     finished_job: int | None = None  # a done job made this audiobook with these choices: nothing to do
     claim: RunClaim | None = field(default=None, compare=False)  # this run's hold on the book (run_claims.py)
     # the book as checked, and its file's hash: a new job is submitted from them, not read again
-    # (a 25.8-hour EPUB took 0.6 s to read on an H200 host, beside the engine's imports)
+    # on the main thread while the engine-load thread imports torch (reading a 5-MB EPUB took
+    # 0.6-0.9 s on the build machine, docs/benchmarks.md)
     checked: Validated | None = field(default=None, compare=False)
 
 
