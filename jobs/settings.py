@@ -27,6 +27,7 @@
 | TTS_JOBS_DECODE_CUDNN | 0 | 1: cuDNN for the Decoder and Vocos convolutions (slower: it plans per shape) |
 | TTS_JOBS_ATTENTION_BLOCK | 32 | positions per loop iteration of the Triton attention kernel (for its sweep) |
 | TTS_JOBS_ATTENTION_WARPS | 1 | warps per program of the Triton attention kernel (for its sweep) |
+| TTS_JOBS_ATTENTION_STAGES | 1 | blocks of positions in flight per program of that kernel: 2+ pipelines its loads (for its sweep) |
 | TTS_JOBS_FAULT_AFTER_COMMIT | (none) | tests only: a process kills itself after the named commits (jobs/faults.py) |
 | TTS_JOBS_FAULT_PAUSE | (none) | tests only: `stage:seconds`, holds a stage once begun (jobs/faults.py) |
 | CUDA_VISIBLE_DEVICES | (every GPU) | the GPUs `worker --gpus all` serves; a pinned worker's child gets its one GPU here |
@@ -165,7 +166,7 @@ class Settings:
 
 TUNING_VARIABLES = ("TTS_JOBS_DECODE_ATTENTION", "TTS_JOBS_FUSED_LAYERS", "TTS_JOBS_CUDA_GRAPHS",
                     "TTS_JOBS_PREFILL_GRAPHS", "TTS_JOBS_DECODE_CUDNN", "TTS_JOBS_ATTENTION_BLOCK",
-                    "TTS_JOBS_ATTENTION_WARPS")
+                    "TTS_JOBS_ATTENTION_WARPS", "TTS_JOBS_ATTENTION_STAGES")
 
 
 def _engine_tuning(env: Mapping[str, str]) -> EngineTuning | None:
@@ -182,6 +183,7 @@ def _engine_tuning(env: Mapping[str, str]) -> EngineTuning | None:
         decode_cudnn=env.get("TTS_JOBS_DECODE_CUDNN", "0") == "1",
         attention_block=int(env.get("TTS_JOBS_ATTENTION_BLOCK", "32")),
         attention_warps=int(env.get("TTS_JOBS_ATTENTION_WARPS", "1")),
+        attention_stages=int(env.get("TTS_JOBS_ATTENTION_STAGES", "1")),
     )
 
 

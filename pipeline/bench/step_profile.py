@@ -12,6 +12,7 @@ eager steps and the runner's step time are taken: the Triton kernels and CUDA gr
 from __future__ import annotations
 
 import argparse
+import itertools
 import tempfile
 import time
 from pathlib import Path
@@ -76,22 +77,21 @@ def sweep_attention_kernel(rows: int, attend: int, heads: int = 12, dim: int = 6
     }
     positions = int(used.sum()) * heads
     print(f"attention kernel sweep: {rows} slots, lengths {attend // 4}..{attend}, one layer")
-    print("| cache | block | warps | µs | TB/s |")
-    print("|---|---|---|---|---|")
-    saved = da.BLOCK_POSITIONS, da.WARPS
+    print("| cache | block | warps | stages | µs | TB/s |")
+    print("|---|---|---|---|---|---|")
+    saved = da.BLOCK_POSITIONS, da.WARPS, da.STAGES
     for name, (keys, values, key_scales, value_scales) in caches.items():
         per_position = 2 * dim * keys.element_size() + (8 if key_scales is not None else 0)
         best = None
-        for block in (32, 64, 128):
-            for warps in (1, 2, 4):
-                da.BLOCK_POSITIONS, da.WARPS = block, warps
-                attention = (query, keys, values, used, key_scales, value_scales)
-                seconds = seconds_per_run(lambda tensors=attention: da.decode_attention(*tensors))
-                print(f"| {name} | {block} | {warps} | {seconds * 1e6:.1f} | "
-                      f"{positions * per_position / seconds / 1e12:.2f} |")
-                best = min(best or (seconds, block, warps), (seconds, block, warps))
-        print(f"BEST {name} {best[1]} {best[2]} {best[0] * 1e6:.1f}")
-    da.BLOCK_POSITIONS, da.WARPS = saved
+        for block, warps, stages in itertools.product((32, 64, 128), (1, 2, 4), (1, 2, 3)):
+            da.BLOCK_POSITIONS, da.WARPS, da.STAGES = block, warps, stages
+            attention = (query, keys, values, used, key_scales, value_scales)
+            seconds = seconds_per_run(lambda tensors=attention: da.decode_attention(*tensors))
+            print(f"| {name} | {block} | {warps} | {stages} | {seconds * 1e6:.1f} | "
+                  f"{positions * per_position / seconds / 1e12:.2f} |")
+            best = min(best or (seconds, block, warps, stages), (seconds, block, warps, stages))
+        print(f"BEST {name} block {best[1]} warps {best[2]} stages {best[3]}: {best[0] * 1e6:.1f} µs")
+    da.BLOCK_POSITIONS, da.WARPS, da.STAGES = saved
 
 
 def profile_waveform_chunk(engine, rows: int = 64, steps: int = 256) -> None:

@@ -32,8 +32,9 @@ class EngineTuning:
     waveform_graphs.py); False runs them eagerly.
     prefill_graphs: admissions' prefills replayed from CUDA graphs (prefill.py); False runs them eagerly.
     decode_cudnn: cuDNN for the Decoder and Vocos convolutions (it plans per shape: slower here).
-    attention_block, attention_warps: positions per loop iteration and warps per program of the
-    Triton attention kernel (swept by ``python -m pipeline.bench step-profile --sweep``).
+    attention_block, attention_warps, attention_stages: positions per loop iteration, warps per
+    program and blocks in flight (2+: pipelined loads) of the Triton attention kernel (swept by
+    ``python -m pipeline.bench step-profile --sweep``).
     """
 
     decode_attention: str = "triton"
@@ -43,6 +44,7 @@ class EngineTuning:
     decode_cudnn: bool = False
     attention_block: int = 32
     attention_warps: int = 1
+    attention_stages: int = 1
 
 
 @dataclass(frozen=True)

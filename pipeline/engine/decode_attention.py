@@ -38,6 +38,10 @@ except ImportError:  # CPU builds of PyTorch
 # EngineTuning (loading.apply_tuning).
 BLOCK_POSITIONS = 32
 WARPS = 1
+# Blocks of positions in flight per program: 1 is the while loop the CPU interpreter runs; 2 or
+# more a software-pipelined loop (GPU only), the next blocks' int8 loads issued while one is summed.
+# Not yet measured on the H200 (the sweep: ``step-profile --sweep``); 1 until it is.
+STAGES = 1
 # Which attention kernel ``decode_attention`` runs when its caller names none: "single" (one
 # program per (slot, head), below) or "split" (partitions of the context and a reduce,
 # ``split_attention.py``). A process that measures both sets this before its steps are captured.
@@ -56,7 +60,7 @@ if triton is not None:  # pragma: no cover
                                  stride_qb, stride_qh, stride_kb, stride_kh, stride_kp,
                                  stride_sb, stride_sh, stride_ob, stride_oh,
                                  QUANTIZED: tl.constexpr, BLOCK_N: tl.constexpr,
-                                 HEAD_DIM: tl.constexpr):
+                                 HEAD_DIM: tl.constexpr, STAGES: tl.constexpr):
         row = tl.program_id(0)
         head = tl.program_id(1)
         used = tl.load(used_ptr + row)
@@ -67,31 +71,47 @@ if triton is not None:  # pragma: no cover
         best = tl.max(tl.full([BLOCK_N], float("-inf"), tl.float32), 0)
         total = tl.sum(tl.zeros([BLOCK_N], tl.float32), 0)
         acc = tl.zeros([HEAD_DIM], tl.float32)
-        # a while loop up to the slot's own length: one compiled kernel for every length (a
-        # ``range`` over a loaded bound is not supported by Triton's CPU interpreter, which the
-        # tests run this kernel under)
-        start = 0
-        while start < used:
-            positions = start + tl.arange(0, BLOCK_N)
-            inside = positions < used
-            offsets = base + positions[:, None] * stride_kp + dims[None, :]
-            keys = tl.load(k_ptr + offsets, mask=inside[:, None], other=0.0).to(tl.float32)
-            values = tl.load(v_ptr + offsets, mask=inside[:, None], other=0.0).to(tl.float32)
-            scores = tl.sum(keys * q[None, :], 1)
-            if QUANTIZED:
-                scores *= tl.load(ks_ptr + scale_base + positions, mask=inside, other=0.0)
-            scores = tl.where(inside, scores, float("-inf"))
-            new_best = tl.maximum(best, tl.max(scores, 0))
-            rescale = tl.exp(best - new_best)
-            weights = tl.exp(scores - new_best)
-            total = total * rescale + tl.sum(weights, 0)
-            if QUANTIZED:
-                weights *= tl.load(vs_ptr + scale_base + positions, mask=inside, other=0.0)
-            acc = acc * rescale + tl.sum(weights[:, None] * values, 0)
-            best = new_best
-            start += BLOCK_N
+        if STAGES > 1:
+            # software-pipelined: the next blocks' loads in flight while this one is summed
+            # (a ``range`` over a loaded bound: GPU only)
+            for start in tl.range(0, used, BLOCK_N, num_stages=STAGES):
+                best, total, acc = _attend_block(q, k_ptr, v_ptr, ks_ptr, vs_ptr, base, scale_base,
+                                                 stride_kp, start, used, dims, best, total, acc,
+                                                 QUANTIZED, BLOCK_N)
+        else:
+            # a while loop up to the slot's own length: one compiled kernel for every length (a
+            # ``range`` over a loaded bound is not supported by Triton's CPU interpreter, which
+            # the tests run this kernel under)
+            start = 0
+            while start < used:
+                best, total, acc = _attend_block(q, k_ptr, v_ptr, ks_ptr, vs_ptr, base, scale_base,
+                                                 stride_kp, start, used, dims, best, total, acc,
+                                                 QUANTIZED, BLOCK_N)
+                start += BLOCK_N
         out = acc / total
         tl.store(o_ptr + row * stride_ob + head * stride_oh + dims, out.to(o_ptr.dtype.element_ty))
+
+    @triton.jit
+    def _attend_block(q, k_ptr, v_ptr, ks_ptr, vs_ptr, base, scale_base, stride_kp, start, used, dims,
+                      best, total, acc, QUANTIZED: tl.constexpr, BLOCK_N: tl.constexpr):
+        """One block of positions into the online softmax: (best score, weight sum, weighted values)."""
+        positions = start + tl.arange(0, BLOCK_N)
+        inside = positions < used
+        offsets = base + positions[:, None] * stride_kp + dims[None, :]
+        keys = tl.load(k_ptr + offsets, mask=inside[:, None], other=0.0).to(tl.float32)
+        values = tl.load(v_ptr + offsets, mask=inside[:, None], other=0.0).to(tl.float32)
+        scores = tl.sum(keys * q[None, :], 1)
+        if QUANTIZED:
+            scores *= tl.load(ks_ptr + scale_base + positions, mask=inside, other=0.0)
+        scores = tl.where(inside, scores, float("-inf"))
+        new_best = tl.maximum(best, tl.max(scores, 0))
+        rescale = tl.exp(best - new_best)
+        weights = tl.exp(scores - new_best)
+        total = total * rescale + tl.sum(weights, 0)
+        if QUANTIZED:
+            weights *= tl.load(vs_ptr + scale_base + positions, mask=inside, other=0.0)
+        acc = acc * rescale + tl.sum(weights[:, None] * values, 0)
+        return new_best, total, acc
 
 
 if triton is not None:  # pragma: no cover
@@ -231,7 +251,7 @@ def decode_attention(query: torch.Tensor, keys: torch.Tensor, values: torch.Tens
         query, keys, values, key_scales, value_scales, out, used, 1.0 / math.sqrt(dim),
         query.stride(0), query.stride(1), keys.stride(0), keys.stride(1), keys.stride(2),
         key_scales.stride(0), key_scales.stride(1), out.stride(0), out.stride(1),
-        QUANTIZED=quantized, BLOCK_N=BLOCK_POSITIONS, HEAD_DIM=dim, num_warps=WARPS)
+        QUANTIZED=quantized, BLOCK_N=BLOCK_POSITIONS, HEAD_DIM=dim, STAGES=STAGES, num_warps=WARPS)
     return out
 
 

@@ -113,6 +113,7 @@ def apply_tuning(tuning: EngineTuning) -> None:
     waveform.DECODE_CUDNN = tuning.decode_cudnn
     decode_attention.BLOCK_POSITIONS = tuning.attention_block
     decode_attention.WARPS = tuning.attention_warps
+    decode_attention.STAGES = tuning.attention_stages
 
 
 def resolve_device(name: str) -> torch.device:
