@@ -29,6 +29,8 @@ import pipeline.engine.split_attention as split_attention  # noqa: PLR0402 (a pa
 try:  # pragma: no cover - exercised on the GPU machine (and under TRITON_INTERPRET=1)
     import triton
     import triton.language as tl
+
+    from pipeline.engine.attention_block import attend_block
 except ImportError:  # CPU builds of PyTorch
     triton = None
     tl = None
@@ -75,43 +77,21 @@ if triton is not None:  # pragma: no cover
             # software-pipelined: the next blocks' loads in flight while this one is summed
             # (a ``range`` over a loaded bound: GPU only)
             for start in tl.range(0, used, BLOCK_N, num_stages=STAGES):
-                best, total, acc = _attend_block(q, k_ptr, v_ptr, ks_ptr, vs_ptr, base, scale_base,
+                best, total, acc = attend_block(q, k_ptr, v_ptr, ks_ptr, vs_ptr, base, scale_base,
                                                  stride_kp, start, used, dims, best, total, acc,
-                                                 QUANTIZED, BLOCK_N)
+                                                 QUANTIZED, BLOCK_N, False)
         else:
             # a while loop up to the slot's own length: one compiled kernel for every length (a
             # ``range`` over a loaded bound is not supported by Triton's CPU interpreter, which
             # the tests run this kernel under)
             start = 0
             while start < used:
-                best, total, acc = _attend_block(q, k_ptr, v_ptr, ks_ptr, vs_ptr, base, scale_base,
+                best, total, acc = attend_block(q, k_ptr, v_ptr, ks_ptr, vs_ptr, base, scale_base,
                                                  stride_kp, start, used, dims, best, total, acc,
-                                                 QUANTIZED, BLOCK_N)
+                                                 QUANTIZED, BLOCK_N, False)
                 start += BLOCK_N
         out = acc / total
         tl.store(o_ptr + row * stride_ob + head * stride_oh + dims, out.to(o_ptr.dtype.element_ty))
-
-    @triton.jit
-    def _attend_block(q, k_ptr, v_ptr, ks_ptr, vs_ptr, base, scale_base, stride_kp, start, used, dims,
-                      best, total, acc, QUANTIZED: tl.constexpr, BLOCK_N: tl.constexpr):
-        """One block of positions into the online softmax: (best score, weight sum, weighted values)."""
-        positions = start + tl.arange(0, BLOCK_N)
-        inside = positions < used
-        offsets = base + positions[:, None] * stride_kp + dims[None, :]
-        keys = tl.load(k_ptr + offsets, mask=inside[:, None], other=0.0).to(tl.float32)
-        values = tl.load(v_ptr + offsets, mask=inside[:, None], other=0.0).to(tl.float32)
-        scores = tl.sum(keys * q[None, :], 1)
-        if QUANTIZED:
-            scores *= tl.load(ks_ptr + scale_base + positions, mask=inside, other=0.0)
-        scores = tl.where(inside, scores, float("-inf"))
-        new_best = tl.maximum(best, tl.max(scores, 0))
-        rescale = tl.exp(best - new_best)
-        weights = tl.exp(scores - new_best)
-        total = total * rescale + tl.sum(weights, 0)
-        if QUANTIZED:
-            weights *= tl.load(vs_ptr + scale_base + positions, mask=inside, other=0.0)
-        acc = acc * rescale + tl.sum(weights[:, None] * values, 0)
-        return new_best, total, acc
 
 
 if triton is not None:  # pragma: no cover

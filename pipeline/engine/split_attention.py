@@ -30,6 +30,8 @@ import torch
 try:  # pragma: no cover - exercised on the GPU machine (and under TRITON_INTERPRET=1)
     import triton
     import triton.language as tl
+
+    from pipeline.engine.attention_block import attend_block
 except ImportError:  # CPU builds of PyTorch
     triton = None
     tl = None
@@ -65,23 +67,8 @@ if triton is not None:  # pragma: no cover
         # a while loop (Triton's CPU interpreter takes no range over a load), block by block
         # through this program's partitions: at each partition's end it jumps over the others'
         while start < used:
-            positions = start + tl.arange(0, BLOCK_N)
-            inside = positions < used
-            offsets = base + positions[:, None] * stride_kp + dims[None, :]
-            keys = tl.load(k_ptr + offsets, mask=inside[:, None], other=0).to(tl.float32)
-            values = tl.load(v_ptr + offsets, mask=inside[:, None], other=0).to(tl.float32)
-            scores = tl.sum(keys * q[None, :], 1)
-            if QUANTIZED:
-                scores *= tl.load(ks_ptr + scale_base + positions, mask=inside, other=0.0)
-            scores = tl.where(inside, scores, float("-inf"))
-            new_best = tl.maximum(best, tl.max(scores, 0))
-            rescale = tl.exp2(best - new_best)
-            weights = tl.exp2(scores - new_best)
-            total = total * rescale + tl.sum(weights, 0)
-            if QUANTIZED:
-                weights *= tl.load(vs_ptr + scale_base + positions, mask=inside, other=0.0)
-            acc = acc * rescale + tl.sum(weights[:, None] * values, 0)
-            best = new_best
+            best, total, acc = attend_block(q, k_ptr, v_ptr, ks_ptr, vs_ptr, base, scale_base, stride_kp,
+                                            start, used, dims, best, total, acc, QUANTIZED, BLOCK_N, True)
             start += BLOCK_N
             start = tl.where(start % PARTITION_N == 0, start + (parts - 1) * PARTITION_N, start)
         at = (row * tl.num_programs(1) + head) * parts + part
