@@ -20,11 +20,12 @@ from books import (
     write_markdown,
     write_txt,
 )
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from pipeline.ingest import IngestOptions, read_book
 from pipeline.text import AnnouncedChapter, TextOptions, normalize_text, segment_chapter, split_sentences
+from pipeline.text.language import paragraph_language
 from pipeline.text.marks import ALLOWED
 from pipeline.text.sentences import cost
 from pipeline.text.titles import title_parts
@@ -196,8 +197,20 @@ _ANYTHING = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), ma
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.one_of(_WORDS, _ANYTHING), min_size=1, max_size=4))
 def test_a_chapter_normalised_at_once_keeps_every_paragraph_apart(paragraphs: list[str]):
-    """Paragraphs are normalised together for speed; no rule may read across their boundary."""
+    """Paragraphs are normalised together for speed; no rule may read across their boundary. (A
+    paragraph with no language of its own, plain ASCII without an English phrase, takes its
+    chapter's: alone it is English, among Chinese ones it is not; the next test.)"""
+    assume(all(p.isascii() for p in paragraphs) or not any(p.isascii() and not paragraph_language(p)
+                                                           for p in paragraphs))
     sentences = split_sentences(Chapter(0, "", tuple(paragraphs)))
     for index, paragraph in enumerate(paragraphs):
         joined = "".join(s.text for s in sentences if s.paragraph_index == index)
         assert squeeze(joined) == squeeze(normalize_text(paragraph))
+
+
+def test_a_paragraph_with_no_language_of_its_own_is_read_in_its_chapters():
+    """A section's bare numeral between Chinese paragraphs is read in Chinese; alone, in English."""
+    chinese = "这一章讲的是一个很长的故事。"
+    among = split_sentences(Chapter(0, "", (chinese, "IV", chinese)))
+    assert [s.text for s in among if s.paragraph_index == 1] == ["四"]
+    assert normalize_text("IV") == "four"
