@@ -1,4 +1,4 @@
-"""Recording a CUDA graph mid-book, beside work the process already queued.
+"""Recording a CUDA graph mid-book, beside work the process already queued; a set of such graphs.
 
 ``torch.cuda.graph`` synchronises the whole device and empties the allocator's cache before each
 capture: fine before the first step, a stall of every queued decode step in mid-book. The graphs
@@ -9,9 +9,12 @@ cap these graphs are off: there the emptied cache is what lets a capture fit.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Hashable
 
 import torch
+
+log = logging.getLogger(__name__)
 
 Allowed = Callable[[torch.device], bool]  # whether graphs may be kept on a device (its memory)
 
@@ -34,3 +37,49 @@ def record(pool: tuple[int, int], stream: torch.cuda.Stream, body: Callable[[], 
     finally:
         current.wait_stream(stream)
     return graph
+
+
+class GraphSet:
+    """Graphs of one kind of work (``what``: Decoder+Vocos chunks, prefills), one per shape, that
+    share one memory pool and one capture stream. A capture that fails turns them off (the work
+    runs eagerly from then on); so does running out of memory (a device short of it cannot spare
+    a pool that keeps its memory between runs), after which the out-of-memory policy retries."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.enabled = True
+        self.captured = 0
+        self._graphs: dict[Hashable, torch.cuda.CUDAGraph] = {}
+        self._pool: tuple[int, int] | None = None
+        self._stream: torch.cuda.Stream | None = None
+
+    def get(self, shape: Hashable) -> torch.cuda.CUDAGraph | None:
+        return self._graphs.get(shape)
+
+    def stream(self, device: torch.device) -> torch.cuda.Stream:
+        """The stream the graphs are captured on (a shape's first, eager run too)."""
+        if self._stream is None:
+            self._stream = torch.cuda.Stream(device)
+        return self._stream
+
+    def capture(self, shape: Hashable, device: torch.device, body: Callable[[], object]) -> None:
+        """``body()`` recorded as ``shape``'s graph (nothing runs)."""
+        if self._pool is None:
+            self._pool = torch.cuda.graph_pool_handle()
+        try:
+            graph = record(self._pool, self.stream(device), body)
+        except torch.OutOfMemoryError:
+            self.release(for_good=True)
+            raise
+        except RuntimeError as exc:  # an op that cannot be captured: eager from now on
+            log.warning("%s graph capture failed (%s); they run eagerly", self.what, exc)
+            self.release(for_good=True)
+            return
+        self._graphs[shape] = graph
+        self.captured += 1
+
+    def release(self, for_good: bool = False) -> None:
+        """Drop every graph and their pool; ``for_good``: capture none again."""
+        self._graphs.clear()
+        self._pool = None
+        self.enabled = self.enabled and not for_good

@@ -22,17 +22,14 @@ then the shape is captured (``graph_recording``: no stall of the decode steps).
 
 from __future__ import annotations
 
-import logging
 import threading
 
 import torch
 
 from pipeline.engine.gpt import FusedLlama, KVCache
-from pipeline.engine.graph_recording import Allowed, record
+from pipeline.engine.graph_recording import Allowed, GraphSet
 from pipeline.engine.layer_ops import additive_mask
 from pipeline.engine.prompts import PromptBatch
-
-log = logging.getLogger(__name__)
 
 PREFILL_GRAPHS = True  # EngineTuning.prefill_graphs (loading.apply_tuning)
 WIDTH_BUCKET = 32  # prompt positions an admission's width is rounded up to
@@ -58,16 +55,12 @@ def padded_shape(rows: int, width: int) -> tuple[int, int] | None:
     return padded if padded[0] * padded[1] <= POSITIONS else None
 
 
-class PrefillGraphs:
+class PrefillGraphs(GraphSet):
     """The prefill graphs of one GPT; ``allowed(device)``: whether they may be kept there."""
 
     def __init__(self, gpt: FusedLlama, allowed: Allowed, lock: threading.Lock) -> None:
+        super().__init__("admissions' prefill")
         self.gpt, self.allowed, self.lock = gpt, allowed, lock
-        self.enabled = True  # False once a capture failed or memory ran out
-        self.captured = 0
-        self._graphs: dict[tuple[int, int], torch.cuda.CUDAGraph] = {}
-        self._pool: tuple[int, int] | None = None
-        self._stream: torch.cuda.Stream | None = None
         self._buffers: dict[str, torch.Tensor] = {}
 
     def wanted(self, device: torch.device) -> bool:
@@ -81,7 +74,7 @@ class PrefillGraphs:
         shape = padded_shape(count, width)
         assert shape is not None, "an admission too big for a graph runs eagerly"
         self._fill(prompts, index, *shape)
-        graph = self._graphs.get(shape)
+        graph = self.get(shape)
         if graph is not None:
             graph.replay()
         else:
@@ -94,10 +87,8 @@ class PrefillGraphs:
     def release(self, for_good: bool = False) -> None:
         """Drop every graph, its pool and the buffers; ``for_good`` (an out-of-memory retry):
         prefill eagerly from then on."""
-        self._graphs.clear()
-        self._pool = None
+        super().release(for_good)
         self._buffers.clear()
-        self.enabled = self.enabled and not for_good
 
     def _fill(self, prompts: PromptBatch, index: torch.Tensor, rows: int, width: int) -> None:
         """The rows' prompts into the input buffers, right-aligned; the rest invalid."""
@@ -118,23 +109,8 @@ class PrefillGraphs:
         self._buffers["hidden"][:rows].copy_(hidden)
 
     def _capture(self, rows: int, width: int) -> None:
-        device = self.gpt.norm.device
-        if self._pool is None:
-            self._pool = torch.cuda.graph_pool_handle()
-        if self._stream is None:
-            self._stream = torch.cuda.Stream(device)
-        try:
-            with self.lock:  # no Decoder+Vocos launch meanwhile
-                graph = record(self._pool, self._stream, lambda: self._run(rows, width))
-        except torch.OutOfMemoryError:
-            self.release(for_good=True)
-            raise
-        except RuntimeError as exc:  # an op that cannot be captured: eager from now on
-            log.warning("prefill graph capture failed (%s); admissions prefill eagerly", exc)
-            self.release(for_good=True)
-            return
-        self._graphs[(rows, width)] = graph
-        self.captured += 1
+        with self.lock:  # no Decoder+Vocos launch meanwhile
+            self.capture((rows, width), self.gpt.norm.device, lambda: self._run(rows, width))
 
     def _inputs(self, rows: int, width: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         gpt, count = self.gpt, rows * width

@@ -17,14 +17,11 @@ All graphs share one memory pool, one input and one output buffer: chunks run on
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 
 import torch
 
-from pipeline.engine.graph_recording import Allowed, record
-
-log = logging.getLogger(__name__)
+from pipeline.engine.graph_recording import Allowed, GraphSet
 
 # GPT steps a graphed chunk is padded to: fewer than 32 more than its longest row, or a quarter
 STEP_BUCKETS = (32, 64, 96, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640, 768, 896, 1024,
@@ -38,21 +35,17 @@ def bucket_steps(steps: int) -> int:
     return next((bucket for bucket in STEP_BUCKETS if bucket >= steps), 0)
 
 
-class WaveformGraphs:
+class WaveformGraphs(GraphSet):
     """The graphs of one ``WaveformDecoder``: ``decode_padded(x, frames)`` (x [R, S, C] hidden
     states, zero-padded; frames [R] mel frames per row) → waveforms [R, (2S - 1) * hop]."""
 
     def __init__(self, decode_padded: DecodePadded, row_steps_per_chunk: int, hop: int,
                  allowed: Allowed = lambda device: False) -> None:
+        super().__init__("Decoder+Vocos")
         self.decode_padded = decode_padded
         self.allowed = allowed
         self.budget = row_steps_per_chunk
         self.hop = hop
-        self.enabled = True  # False once a capture failed: eager from then on
-        self.captured = 0
-        self._graphs: dict[tuple[int, int], torch.cuda.CUDAGraph] = {}
-        self._pool: tuple[int, int] | None = None
-        self._stream: torch.cuda.Stream | None = None
         self._x: torch.Tensor | None = None  # flat input buffer [budget, C]
         self._frames: torch.Tensor | None = None
         self._out: torch.Tensor | None = None
@@ -80,7 +73,7 @@ class WaveformGraphs:
         """``decode_padded(x, frames)``, replayed where its shape was captured before (a new
         tensor: the next chunk reuses the graph's output buffer)."""
         rows, steps, channels = x.shape
-        graph = self._graphs.get((rows, steps))
+        graph = self.get((rows, steps))
         if graph is None:
             return self._first_of_shape(x, frames)
         self._input(x).copy_(x)
@@ -92,22 +85,18 @@ class WaveformGraphs:
         """Drop every graph, its pool and the buffers; ``for_good`` (before an out-of-memory
         retry): capture none again, chunks run eagerly from then on — a device that ran out of
         memory cannot spare a pool that keeps its memory between chunks."""
-        self._graphs.clear()
-        self._pool = None
+        super().release(for_good)
         self._x = self._frames = self._out = None
-        self.enabled = self.enabled and not for_good
 
     def _first_of_shape(self, x: torch.Tensor, frames: torch.Tensor) -> torch.Tensor:
         """The chunk run eagerly, then its shape captured, both on the capture stream: the
         libraries' plans and workspaces for that stream are made outside the capture."""
-        current = torch.cuda.current_stream(x.device)
-        if self._stream is None:
-            self._stream = torch.cuda.Stream(x.device)
-        self._stream.wait_stream(current)
-        with torch.cuda.stream(self._stream):
+        current, stream = torch.cuda.current_stream(x.device), self.stream(x.device)
+        stream.wait_stream(current)
+        with torch.cuda.stream(stream):
             audio = self.decode_padded(x, frames)
             self._capture(x)
-        current.wait_stream(self._stream)
+        current.wait_stream(stream)
         audio.record_stream(current)  # made on the capture stream, read on the caller's
         return audio
 
@@ -116,21 +105,7 @@ class WaveformGraphs:
         rows, steps, _ = example.shape
         x, frames = self._input(example), self._row_frames(rows, example.device)
         out = self._output(rows, steps, example.device)
-        if self._pool is None:
-            self._pool = torch.cuda.graph_pool_handle()
-        assert self._stream is not None, "made by _first_of_shape, which captures on it"
-        try:
-            graph = record(self._pool, self._stream, lambda: out.copy_(self.decode_padded(x, frames)))
-        except torch.OutOfMemoryError:
-            self.release()  # the out-of-memory policy retries smaller, from nothing held
-            raise
-        except RuntimeError as exc:  # an op that cannot be captured: eager from now on
-            log.warning("Decoder+Vocos graph capture failed (%s); chunks run eagerly", exc)
-            self.enabled = False
-            self.release()
-            return
-        self._graphs[(rows, steps)] = graph
-        self.captured += 1
+        self.capture((rows, steps), example.device, lambda: out.copy_(self.decode_padded(x, frames)))
 
     def _input(self, like: torch.Tensor) -> torch.Tensor:
         rows, steps, channels = like.shape
