@@ -24,7 +24,7 @@ from pipeline.engine.config import PRECISIONS, EngineConfig, EngineTuning
 from pipeline.engine.engine import Engine
 from pipeline.engine.gpt import KV_CACHE, KV_CACHE_CHOICES, FusedLlama
 from pipeline.engine.host_threads import hand_over_promptly, spare_the_collector
-from pipeline.engine.memory import cap_device_memory, device_capped
+from pipeline.engine.memory import cap_device_memory
 from pipeline.engine.model_parts import ModelParts
 from pipeline.engine.modules.audio_encoder import AudioEncoder
 from pipeline.engine.modules.decoder import load_decoder
@@ -180,7 +180,7 @@ def _build_parts(files: ModelFiles, device: torch.device, precision: str,
         _quantize_int8(gpt, device.type == "cuda", int8_scheme)
     waveform = WaveformDecoder(load_decoder(files.asset("asset/Decoder.safetensors"), device),
                                load_vocos(files.asset("asset/Vocos.safetensors"), device), compute,
-                               graphs_allowed=_waveform_graphs_allowed)
+                               graphs_allowed=step_graphs.mid_book_graphs_allowed)
     std, mean = speaker_stats(files.synthetic, gpt.hidden, device)
     if device.type == "cuda":
         torch.cuda.empty_cache()
@@ -188,12 +188,6 @@ def _build_parts(files: ModelFiles, device: torch.device, precision: str,
                       tokenizer=TextTokenizer(files.asset("asset/tokenizer")),
                       dvae=AudioEncoder(files, device), speaker_std=std, speaker_mean=mean,
                       max_positions=max_positions)
-
-
-def _waveform_graphs_allowed(device: torch.device) -> bool:
-    """Decoder+Vocos chunks from CUDA graphs (waveform_graphs.py): where decode steps use them,
-    unless the device is capped (the graphs' pool would keep memory the cap has no room for)."""
-    return step_graphs.graphs_wanted(device) and not device_capped(device)
 
 
 def _compute_dtype(precision: str, device: torch.device) -> torch.dtype:

@@ -46,6 +46,12 @@ def graphs_wanted(device: torch.device) -> bool:
     return device.type == "cuda" and CUDA_GRAPHS
 
 
+def mid_book_graphs_allowed(device: torch.device) -> bool:
+    """Graphs captured mid-book (Decoder+Vocos chunks, admissions' prefills): where decode steps
+    use graphs, unless the device is capped (their pools would keep memory the cap has no room for)."""
+    return graphs_wanted(device) and not device_capped(device)
+
+
 def row_buckets(capacity: int) -> list[int]:
     """Live-slot counts a step may run at: powers of two below ``capacity``, and ``capacity``."""
     buckets, size = [], 1
@@ -120,8 +126,8 @@ class StepRunner:
         self._pool = None
         self.captured = 0
         # admissions' prefills as graphs (prefill.py), where steps are graphs and memory uncapped
-        self.prefills = PrefillGraphs(gpt, lambda device: self.use_graphs and graphs_wanted(device)
-                                      and not device_capped(device), CAPTURE_LOCK)
+        self.prefills = PrefillGraphs(gpt, lambda device: self.use_graphs and mid_book_graphs_allowed(device),
+                                      CAPTURE_LOCK)
 
     def slots_for(self, needed: SlotShape) -> SlotState:
         """Slots that hold ``needed``: the current ones if big enough, else new (graphs dropped).
