@@ -101,3 +101,51 @@ def test_graphs_given_back_for_an_out_of_memory_retry_stay_off(engine: Engine, m
     assert graphs.wanted(torch.device("cpu"))
     engine.release_device_memory()
     assert not graphs.wanted(torch.device("cpu"))
+
+
+@torch.inference_mode()
+def test_without_graphs_an_admission_padded_eagerly_gives_the_graphs_values_exactly(engine: Engine,
+                                                                                   monkeypatch: Any) -> None:
+    # a capped card, or one after an out-of-memory retry, must speak what the card with graphs does
+    gpt, graphs = engine._parts.gpt, engine._runner.prefills
+    monkeypatch.setattr(graphs, "_capture", lambda rows, width: None)
+    prompts = prompts_of(engine, ["一个很长很长的句子，里面有许多许多的字。", "Short.", "The quick brown fox jumps."])
+    for rows in ([0, 2], [0, 1, 2], [1]):
+        index = torch.tensor(rows)
+        width = int(prompts.lengths[index].max())
+        shape = prefill.padded_shape(len(rows), width)
+        assert shape is not None
+
+        graphed_cache, graphed = (c.clone() for c in _flat(*graphs.prefill(prompts, index, width)))
+        eager_cache, eager = _flat(*prefill.prefill_padded(gpt, prompts, index, shape))
+
+        assert torch.equal(eager, graphed) and torch.equal(eager_cache, graphed_cache)
+
+
+@pytest.mark.parametrize("greedy", [True, False])
+def test_where_admissions_are_padded_without_graphs_every_sentence_keeps_its_tokens(
+        engine: Engine, monkeypatch: Any, greedy: bool) -> None:
+    import pipeline.engine.loop_runner as loop_runner
+
+    requests = requests_for(engine, greedy=greedy)
+    ways = [(requests, 2), (requests, 3), (requests, None)]
+    eager = [codes_with_slots(engine, batch, slots) for batch, slots in ways]
+    padded: list[tuple[int, int]] = []
+    monkeypatch.setattr(loop_runner, "pads_admissions", lambda device: True)  # as on a GPU
+    monkeypatch.setattr(engine._runner.prefills, "allowed", lambda device: False)  # as under a cap
+
+    def recorded(gpt: Any, prompts: Any, index: Any, shape: tuple[int, int]) -> Any:
+        padded.append(shape)
+        return prefill.prefill_padded(gpt, prompts, index, shape)
+
+    monkeypatch.setattr(loop_runner, "prefill_padded", recorded)
+    for (batch, slots), want in zip(ways, eager, strict=True):
+        got = codes_with_slots(engine, batch, slots)
+        assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True)), f"{slots} slots"
+
+    assert any(rows == 4 for rows, _ in padded)  # 3 newcomers padded with a row that is not there
+    assert engine._runner.prefills.captured == 0
+
+
+def _flat(cache: Any, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.cat([t.reshape(-1) for t in cache.keys + cache.values]), hidden

@@ -14,7 +14,7 @@ import torch
 from pipeline.engine.decode_step import StepKind, TokenSpace, run_gpt_step
 from pipeline.engine.gpt import FusedLlama
 from pipeline.engine.host_lists import to_device
-from pipeline.engine.prefill import padded_shape, run_positions
+from pipeline.engine.prefill import pads_admissions, padded_shape, prefill_padded, run_positions
 from pipeline.engine.prompts import PromptBatch
 from pipeline.engine.sampling import RowSampling
 from pipeline.engine.slots import Newcomers, SlotShape, SlotState, admit, compact, take_finished
@@ -67,8 +67,12 @@ class LoopRunner:
         width = max(lengths)
         index = to_device(indices, prompts.embeds.device)
         graphs = self.runner.prefills
-        if graphs.wanted(index.device) and padded_shape(len(indices), width) is not None:
+        graphed = graphs.wanted(index.device)
+        shape = padded_shape(len(indices), width) if graphed or pads_admissions(index.device) else None
+        if shape is not None and graphed:
             cache, hidden = graphs.prefill(prompts, index, width)  # one replay (prefill.py)
+        elif shape is not None:  # as a graph would run it, so the same values (prefill.py)
+            cache, hidden = prefill_padded(self.gpt, prompts, index, shape)
         else:
             batch = PromptBatch(embeds=prompts.embeds[index, -width:], valid=prompts.valid[index, -width:],
                                 positions=prompts.positions[index, -width:], lengths=prompts.lengths[index])

@@ -18,6 +18,12 @@ launches are few beside its work). Padding is invalid positions, masked out of e
 are the eager ones. All graphs share one pool, one set of inputs, one key and one value buffer
 per layer: admissions run one at a time. A shape's first admission runs eagerly on those buffers,
 then the shape is captured (``graph_recording``: no stall of the decode steps).
+
+On a GPU an admission runs at its padded shape whether or not it is graphed (``prefill_padded``
+where there are no graphs: under a memory cap, with ``TTS_JOBS_PREFILL_GRAPHS=0``, after an
+out-of-memory retry): other shapes run other kernels, whose fp16 rounding differs enough to
+change a sampled token, so a capped card or a retried batch would speak other audio than the
+card with graphs does. The tests hold the two ways to the same tokens.
 """
 
 from __future__ import annotations
@@ -53,6 +59,52 @@ def padded_shape(rows: int, width: int) -> tuple[int, int] | None:
     """The (rows, width) an admission runs at as a graph; None: too big, it runs eagerly."""
     padded = (1 << (rows - 1).bit_length(), -(-width // WIDTH_BUCKET) * WIDTH_BUCKET)
     return padded if padded[0] * padded[1] <= POSITIONS else None
+
+
+def pads_admissions(device: torch.device) -> bool:
+    """Whether admissions run at their padded shape there, graphed or not: where graphs may be
+    (a GPU); a CPU runs each at its own shape (padding would only add work there)."""
+    return device.type == "cuda"
+
+
+def fill_padded(prompts: PromptBatch, index: torch.Tensor, embeds: torch.Tensor, valid: torch.Tensor,
+                positions: torch.Tensor) -> None:
+    """Rows ``index`` of ``prompts`` into the padded inputs [rows, width], right-aligned; the rest
+    invalid (position 1, as upstream's padding; never attended to by a real query)."""
+    embeds.zero_()
+    valid.zero_()
+    positions.fill_(1)
+    width = embeds.shape[1]
+    take = min(width, prompts.width)
+    count = index.shape[0]
+    embeds[:count, width - take:] = prompts.embeds[index, -take:]
+    valid[:count, width - take:] = prompts.valid[index, -take:]
+    positions[:count, width - take:] = prompts.positions[index, -take:]
+
+
+def run_padded(gpt: FusedLlama, embeds: torch.Tensor, valid: torch.Tensor, positions: torch.Tensor,
+               cache: KVCache) -> torch.Tensor:
+    """The causal pass over padded inputs (``fill_padded``) into ``cache``; every row's last hidden state."""
+    batch = PromptBatch(embeds=embeds, valid=valid, positions=positions, lengths=positions[:, 0])
+    return run_positions(gpt, batch, cache)[:, -1]
+
+
+def prefill_padded(gpt: FusedLlama, prompts: PromptBatch, index: torch.Tensor,
+                   shape: tuple[int, int]) -> tuple[KVCache, torch.Tensor]:
+    """Rows ``index`` of ``prompts`` prefilled eagerly at the padded ``shape`` a graph would replay
+    (the same kernels, so the same values), in tensors of their own: their cache and last hidden
+    states, as ``PrefillGraphs.prefill`` gives them."""
+    rows, width = shape
+    device = gpt.norm.device
+    embeds = torch.empty(rows, width, gpt.hidden, dtype=gpt.dtype, device=device)
+    valid = torch.empty(rows, width, dtype=torch.bool, device=device)
+    positions = torch.empty(rows, width, dtype=torch.int64, device=device)
+    fill_padded(prompts, index, embeds, valid, positions)
+    cache = gpt.new_cache(rows, width)
+    hidden = run_padded(gpt, embeds, valid, positions, cache)
+    count = index.shape[0]
+    return (KVCache(keys=[k[:count] for k in cache.keys], values=[v[:count] for v in cache.values],
+                    length=width), hidden[:count])
 
 
 class PrefillGraphs(GraphSet):
@@ -91,21 +143,10 @@ class PrefillGraphs(GraphSet):
         self._buffers.clear()
 
     def _fill(self, prompts: PromptBatch, index: torch.Tensor, rows: int, width: int) -> None:
-        """The rows' prompts into the input buffers, right-aligned; the rest invalid."""
-        embeds, valid, positions = self._inputs(rows, width)
-        embeds.zero_()
-        valid.zero_()
-        positions.fill_(1)  # as upstream's padding; never attended to
-        take = min(width, prompts.width)
-        count = index.shape[0]
-        embeds[:count, width - take:] = prompts.embeds[index, -take:]
-        valid[:count, width - take:] = prompts.valid[index, -take:]
-        positions[:count, width - take:] = prompts.positions[index, -take:]
+        fill_padded(prompts, index, *self._inputs(rows, width))
 
     def _run(self, rows: int, width: int) -> None:
-        embeds, valid, positions = self._inputs(rows, width)
-        batch = PromptBatch(embeds=embeds, valid=valid, positions=positions, lengths=positions[:, 0])
-        hidden = run_positions(self.gpt, batch, self._cache(rows, width))[:, -1]
+        hidden = run_padded(self.gpt, *self._inputs(rows, width), self._cache(rows, width))
         self._buffers["hidden"][:rows].copy_(hidden)
 
     def _capture(self, rows: int, width: int) -> None:

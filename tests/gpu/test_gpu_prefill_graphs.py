@@ -1,7 +1,8 @@
 """On a GPU, admissions prefilled from CUDA graphs (the default; ``TTS_JOBS_PREFILL_GRAPHS=0``:
 eager) fill each row's cache and last hidden state as the eager prefill does (fp16: within
-rounding of the different shapes), a replay as the shape's first (eager) run, and nothing is captured once the
-engine gave its memory back for an out-of-memory retry (full-size synthetic weights)."""
+rounding of the different shapes), a replay as the shape's first (eager) run and as an eager prefill
+at the padded shape (what a card without graphs runs), and nothing is captured once the engine gave
+its memory back for an out-of-memory retry (full-size synthetic weights)."""
 
 from __future__ import annotations
 
@@ -41,9 +42,14 @@ def test_graphed_prefills_fill_the_eager_cache_and_hidden_states(tmp_path: Path,
         first_cache, first = (c.clone() for c in _flat(*graphs.prefill(prompts, index, width)))
         again_cache, again = _flat(*graphs.prefill(prompts, index, width))  # replayed
 
+        shape = prefill.padded_shape(len(rows), width)
+        padded_cache, padded = _flat(*prefill.prefill_padded(gpt, prompts, index, shape))  # no graphs
+
         torch.testing.assert_close(again, first, atol=1e-3, rtol=1e-3)  # the same kernels, replayed
         torch.testing.assert_close(again_cache, first_cache, atol=1e-3, rtol=1e-3)
         torch.testing.assert_close(first.float(), want, atol=3e-2, rtol=3e-2)
+        # a card without graphs (capped, retried) pads as they do: the same values, bit for bit
+        assert torch.equal(padded, again) and torch.equal(padded_cache, again_cache)
     assert graphs.captured >= 3
 
     engine.release_device_memory()
