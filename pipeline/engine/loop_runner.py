@@ -14,7 +14,7 @@ import torch
 from pipeline.engine.decode_step import StepKind, TokenSpace, run_gpt_step
 from pipeline.engine.gpt import FusedLlama
 from pipeline.engine.host_lists import to_device
-from pipeline.engine.prefill import pads_admissions, padded_shape, prefill_padded, run_positions
+from pipeline.engine.prefill import padded_shape, pads_admissions, prefill_padded, run_positions
 from pipeline.engine.prompts import PromptBatch
 from pipeline.engine.sampling import RowSampling
 from pipeline.engine.slots import Newcomers, SlotShape, SlotState, admit, compact, take_finished
