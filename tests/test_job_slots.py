@@ -40,8 +40,9 @@ class GpuShapedEngine:
     def kv_bytes_per_position(self) -> int:
         return 34_000  # an H200's int8 cache, all layers
 
-    def prepare_slots(self, rows: int, prompt_tokens: int, steps: int) -> int:
+    def prepare_slots(self, rows: int, prompt_tokens: int, steps: int, every_row_count: bool = True) -> int:
         self.prepared.append((rows, prompt_tokens, steps))
+        self.every_row_count = every_row_count
         return 11
 
 
@@ -70,6 +71,7 @@ def test_slots_hold_the_widest_wave_not_a_gpu_batch_of_the_jobs_sentences(rt: Ru
 
     [(rows, prompt, steps)] = engine.prepared
     assert rows == engine.slots == widest  # one wave's rows in flight, not the policy's GPU batch of 12
+    assert not engine.every_row_count  # the first sentence waits only for the full slots' graph
     with rt.read_session() as session:
         assert steps == repo.longest_pending_sentence(session, job_id) and prompt + steps == positions
 

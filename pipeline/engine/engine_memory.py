@@ -49,15 +49,17 @@ class EngineMemory:
     _torch_device: torch.device
 
     @torch.inference_mode()
-    def prepare_slots(self, slots: int, prompt_tokens: int, max_new_tokens: int) -> int:
+    def prepare_slots(self, slots: int, prompt_tokens: int, max_new_tokens: int,
+                      every_row_count: bool = True) -> int:
         """Allocate decode slots for ``slots`` sentences of up to ``prompt_tokens`` +
         ``max_new_tokens`` positions and capture their CUDA graphs now, not mid-batch (default
-        sampling: top-k > 1 with a repetition penalty). Returns how many graphs were captured."""
+        sampling: top-k > 1 with a repetition penalty); ``every_row_count`` False: only the full
+        slots' (``StepRunner.prepare``). Returns how many graphs were captured."""
         emb = self._parts.embeddings
         shape = SlotShape(capacity=slots, positions=prompt_tokens + max_new_tokens,
                           steps=max_new_tokens, codebooks=emb.codebooks, vocab=emb.vocab,
                           keep_hiddens=True)
-        return self._runner.prepare(shape)
+        return self._runner.prepare(shape, every_row_count=every_row_count)
 
     def prepare_worker_slots(self, rows: int) -> int:
         """On CUDA: slots and graphs for the widest, longest batch a worker may be sent — ``rows``

@@ -167,11 +167,13 @@ class StepRunner:
         self.state = None
 
     def prepare(self, needed: SlotShape, greedy: bool = False, penalised: bool = True,
-                candidates: int = candidate_count([SynthesisRequest.top_k])) -> int:
+                candidates: int = candidate_count([SynthesisRequest.top_k]), every_row_count: bool = True) -> int:
         """Capture every step kind slots of ``needed`` can run with these sampling stages (the
         requests' defaults unless told; each live-row bucket by each attention bucket), so
-        that no capture happens mid-batch. The eager step before each
-        capture runs on free slots only: it changes nothing that matters. Returns graphs made."""
+        that no capture happens mid-batch; with ``every_row_count`` False only the full slots'
+        steps (a stream's until its last rows: the fewer-row steps are captured when first run,
+        at its end). The eager step before each capture runs on free slots only: it changes
+        nothing that matters. Returns graphs made."""
         state = self.slots_for(needed)
         if not self.use_graphs:
             return 0
@@ -179,7 +181,8 @@ class StepRunner:
         positions = state.shape.positions
         attends = ([positions] if self.gpt.attention_reads_prefix_only()
                    else range(ATTEND_BUCKET, positions + 1, ATTEND_BUCKET))
-        for rows in row_buckets(state.shape.capacity):
+        capacity = state.shape.capacity
+        for rows in row_buckets(capacity) if every_row_count else [capacity]:
             for attend in attends:
                 self.step(StepKind(rows=rows, attend=attend, greedy=greedy, penalised=penalised,
                                    candidates=candidates))

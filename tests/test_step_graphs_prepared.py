@@ -1,0 +1,97 @@
+"""A job's decode slots capture only the full slots' step before its stream starts (the first
+sentence waits for those captures); the steps of fewer live rows, which a stream runs only at its
+end, are captured when first run, once each, and every sentence keeps its tokens. The capture
+itself needs CUDA (tests/gpu): here a graph is a stand-in that replays the step it was made for
+eagerly (tiny synthetic weights, fp32, on the CPU)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from pipeline.engine import EngineConfig, load_engine
+from pipeline.engine.decode_step import decode_step
+from pipeline.engine.engine import Engine
+from pipeline.engine.step_graphs import StepKind, StepRunner, row_buckets
+from tests.test_engine_decode import codes_with_slots, requests_for
+
+SLOTS = 4
+
+
+@pytest.fixture(scope="module")
+def engine(tiny_model_dir: Path) -> Engine:
+    return load_engine(EngineConfig(model_dir=tiny_model_dir, device="cpu", precision="fp32"))
+
+
+def way(kind: StepKind) -> tuple[bool, bool, int]:
+    """A step's sampling stages (graphs are made per way of sampling)."""
+    return kind.greedy, kind.penalised, kind.candidates
+
+
+class ReplayedEagerly:
+    """A captured step's stand-in: a replay runs the step it was captured for."""
+
+    def __init__(self, runner: StepRunner, kind: StepKind) -> None:
+        self.runner, self.kind = runner, kind
+
+    def replay(self) -> None:
+        decode_step(self.runner.gpt, self.runner.space, self.runner.state, self.kind)
+
+
+@pytest.fixture(autouse=True)
+def no_slots_before_or_after(engine: Engine) -> Any:
+    engine.release_slots()  # each test makes its own slots and graphs, and leaves none behind
+    yield
+    engine.release_slots()
+
+
+def capturing(runner: StepRunner, monkeypatch: Any) -> list[StepKind]:
+    """Capture on the CPU (stand-ins); returns the steps captured, in order (on the CPU a step's
+    kind is its live-row bucket by its attention bucket)."""
+    captured: list[StepKind] = []
+
+    def capture(kind: StepKind) -> None:
+        captured.append(kind)
+        runner._graphs[kind] = ReplayedEagerly(runner, kind)  # type: ignore[assignment]
+        runner.captured += 1
+
+    monkeypatch.setattr(runner, "use_graphs", True)
+    monkeypatch.setattr(runner, "_capture", capture)
+    return captured
+
+
+@pytest.mark.parametrize("greedy", [True, False])
+def test_a_jobs_slots_capture_the_full_step_first_and_fewer_rows_when_first_run(
+        engine: Engine, monkeypatch: Any, greedy: bool) -> None:
+    requests = requests_for(engine, greedy=greedy)
+    eager = codes_with_slots(engine, requests, SLOTS)
+    runner = engine.step_runner
+    captured = capturing(runner, monkeypatch)
+    longest = max(r.max_new_tokens for r in requests)
+
+    made = engine.prepare_slots(SLOTS, max(engine.prompt_tokens_of([r.text for r in requests])), longest,
+                                every_row_count=False)
+
+    assert made == len(captured) and {kind.rows for kind in captured} == {SLOTS}  # before the stream
+    before_stream = len(captured)
+    got = codes_with_slots(engine, requests, SLOTS)
+    assert all(torch.equal(a, b) for a, b in zip(got, eager, strict=True))
+    # the last rows ran through the smaller buckets, each step captured once, when first needed
+    assert len(set(captured)) == len(captured)
+    prepared = {way(kind) for kind in captured[:before_stream]}
+    later = captured[before_stream:]
+    assert any(kind.rows < SLOTS for kind in later)
+    # a full-slots step is captured in the stream only for a sampling the slots were not prepared for
+    assert all(kind.rows < SLOTS or way(kind) not in prepared for kind in later)
+
+
+def test_a_workers_slots_capture_every_row_count_before_any_batch(engine: Engine, monkeypatch: Any) -> None:
+    captured = capturing(engine.step_runner, monkeypatch)
+
+    engine.prepare_slots(SLOTS, 16, 20)
+
+    assert {kind.rows for kind in captured} == set(row_buckets(SLOTS))
