@@ -85,11 +85,20 @@ def plan_run(rt: Runtime, book: Path, options: JobOptions, fresh: bool = False) 
     """Check the book and every option, claim the book for this run, and find the unfinished job
     this run continues.
 
-    Raises BookError / InputError for bad input, RunClaimed (exit 2) when another live `run` is
+    Raises BookError / InputError for bad input (an ffmpeg that cannot make the files asked for
+    too), RunClaimed (exit 2) when another live `run` is
     reading the same book with the same choices — all before anything is recorded or any model
     loads. The claim is let go when ``run_book`` ends (or this process does)."""
-    check_options(rt, options)
-    checked = Validated(validate_book(book, options.reading()), file_sha256(book))
+    from pipeline.audio.ffmpeg_check import FfmpegCheck
+
+    ffmpeg = FfmpegCheck(options.formats)  # runs beside the checks below (ffmpeg_check.py)
+    try:
+        check_options(rt, options)
+        checked = Validated(validate_book(book, options.reading()), file_sha256(book))
+    except BaseException:
+        ffmpeg.abandon()  # a bad book or option is what is said
+        raise
+    ffmpeg.result()
     sha256 = checked.sha256
     claim = claim_run(rt.settings.data_dir, sha256, _with_library(rt, options).run_key(), str(book))
     try:

@@ -17,10 +17,10 @@ from typing import TypeVar
 from pipeline.audio.aac import AacChapterPlan, AacPiece
 from pipeline.audio.ahead import readalong_audio_path
 from pipeline.audio.assembly_types import AssemblyOptions, AssemblyReport, ChapterReport, OnStep
-from pipeline.audio.export import Loudness
 from pipeline.audio.failures import os_error_fix, remove_quietly
 from pipeline.audio.ffmpeg import image_decodes
 from pipeline.audio.gained_wav import write_chapter_wav
+from pipeline.audio.levelling import Loudness
 from pipeline.audio.names import numbered_names
 from pipeline.audio.prepared import PreparedChapter
 from pipeline.audio.publish import partial_path, publish

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pipeline.audio.aac import AacChapterPlan, AacPiece
 from pipeline.audio.assembly_types import ChapterAudio
-from pipeline.audio.export import Loudness
+from pipeline.audio.levelling import Loudness
 from pipeline.audio.stitch import MeasuredChapter, StitchedChapter
 from pipeline.audio.tags import TrackTags
 
