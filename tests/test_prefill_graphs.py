@@ -48,6 +48,22 @@ def test_padded_prefills_through_the_shared_buffers_keep_every_sentences_tokens(
     assert any(rows == 4 for rows, _ in shapes)  # 3 newcomers padded with a row that is not there
 
 
+WIDE = ["一个很长很长的句子，里面有许多许多的字。", "Short.", "The quick brown fox jumps."]
+
+
+def uncaptured(engine: Engine, monkeypatch: Any) -> tuple[Any, Any]:
+    """The engine's GPT and its prefill graphs, each shape run eagerly on the shared buffers and
+    never captured (a capture needs CUDA): what a graph would replay."""
+    graphs = engine._runner.prefills
+    monkeypatch.setattr(graphs, "_capture", lambda rows, width: None)
+    return engine._parts.gpt, graphs
+
+
+def flat(cache: Any, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """An admission's keys and values as one tensor, and its last hidden states."""
+    return torch.cat([t.reshape(-1) for t in cache.keys + cache.values]), hidden
+
+
 def prompts_of(engine: Engine, texts: list[str]) -> Any:
     from pipeline.engine.prompts import code_prompt_row, code_prompt_text, embed_prompts
     from pipeline.engine.voices import parse_voice
@@ -64,9 +80,8 @@ def test_a_padded_prefill_fills_each_rows_cache_and_hidden_state_as_the_eager_on
                                                                                   monkeypatch: Any) -> None:
     from pipeline.engine.prompts import PromptBatch
 
-    gpt, graphs = engine._parts.gpt, engine._runner.prefills
-    monkeypatch.setattr(graphs, "_capture", lambda rows, width: None)
-    wide = prompts_of(engine, ["一个很长很长的句子，里面有许多许多的字。", "Short.", "The quick brown fox jumps."])
+    gpt, graphs = uncaptured(engine, monkeypatch)
+    wide = prompts_of(engine, WIDE)
     narrow = prompts_of(engine, ["好", "Hi.", "今天"])
     for prompts, rows in ((wide, [0, 2]), (wide, [0, 1, 2]), (narrow, [2, 0]), (narrow, [1])):
         index = torch.tensor(rows)
@@ -107,17 +122,16 @@ def test_graphs_given_back_for_an_out_of_memory_retry_stay_off(engine: Engine, m
 def test_without_graphs_an_admission_padded_eagerly_gives_the_graphs_values_exactly(engine: Engine,
                                                                                    monkeypatch: Any) -> None:
     # a capped card, or one after an out-of-memory retry, must speak what the card with graphs does
-    gpt, graphs = engine._parts.gpt, engine._runner.prefills
-    monkeypatch.setattr(graphs, "_capture", lambda rows, width: None)
-    prompts = prompts_of(engine, ["一个很长很长的句子，里面有许多许多的字。", "Short.", "The quick brown fox jumps."])
+    gpt, graphs = uncaptured(engine, monkeypatch)
+    prompts = prompts_of(engine, WIDE)
     for rows in ([0, 2], [0, 1, 2], [1]):
         index = torch.tensor(rows)
         width = int(prompts.lengths[index].max())
         shape = prefill.padded_shape(len(rows), width)
         assert shape is not None
 
-        graphed_cache, graphed = (c.clone() for c in _flat(*graphs.prefill(prompts, index, width)))
-        eager_cache, eager = _flat(*prefill.prefill_padded(gpt, prompts, index, shape))
+        graphed_cache, graphed = (c.clone() for c in flat(*graphs.prefill(prompts, index, width)))
+        eager_cache, eager = flat(*prefill.prefill_padded(gpt, prompts, index, shape))
 
         assert torch.equal(eager, graphed) and torch.equal(eager_cache, graphed_cache)
 
@@ -145,7 +159,3 @@ def test_where_admissions_are_padded_without_graphs_every_sentence_keeps_its_tok
 
     assert any(rows == 4 for rows, _ in padded)  # 3 newcomers padded with a row that is not there
     assert engine._runner.prefills.captured == 0
-
-
-def _flat(cache: Any, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    return torch.cat([t.reshape(-1) for t in cache.keys + cache.values]), hidden

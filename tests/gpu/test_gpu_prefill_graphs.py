@@ -15,7 +15,7 @@ import torch
 import pipeline.engine.prefill as prefill
 from pipeline.bench.graph_check import synthetic_engine
 from pipeline.engine.prompts import PromptBatch
-from tests.test_prefill_graphs import prompts_of
+from tests.test_prefill_graphs import flat, prompts_of
 
 pytestmark = pytest.mark.gpu
 
@@ -39,11 +39,11 @@ def test_graphed_prefills_fill_the_eager_cache_and_hidden_states(tmp_path: Path,
         cache = gpt.new_cache(len(rows), width)
         want = prefill.run_positions(gpt, batch, cache)[:, -1].float()
 
-        first_cache, first = (c.clone() for c in _flat(*graphs.prefill(prompts, index, width)))
-        again_cache, again = _flat(*graphs.prefill(prompts, index, width))  # replayed
+        first_cache, first = (c.clone() for c in flat(*graphs.prefill(prompts, index, width)))
+        again_cache, again = flat(*graphs.prefill(prompts, index, width))  # replayed
 
         shape = prefill.padded_shape(len(rows), width)
-        padded_cache, padded = _flat(*prefill.prefill_padded(gpt, prompts, index, shape))  # no graphs
+        padded_cache, padded = flat(*prefill.prefill_padded(gpt, prompts, index, shape))  # no graphs
 
         torch.testing.assert_close(again, first, atol=1e-3, rtol=1e-3)  # the same kernels, replayed
         torch.testing.assert_close(again_cache, first_cache, atol=1e-3, rtol=1e-3)
@@ -54,7 +54,3 @@ def test_graphed_prefills_fill_the_eager_cache_and_hidden_states(tmp_path: Path,
 
     engine.release_device_memory()
     assert not graphs.wanted(torch.device("cuda"))
-
-
-def _flat(cache: Any, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    return torch.cat([t.reshape(-1) for t in cache.keys + cache.values]), hidden
