@@ -110,3 +110,23 @@ def test_a_stand_in_ffmpeg_left_running_by_a_refusal_is_ended(tmp_path: Path, mo
 
     assert check._process is not None and check._process.returncode is not None
     assert os.environ["PATH"] == str(tmp_path / "bin")
+
+
+def test_a_worker_that_assembles_refuses_to_start_without_ffmpeg(tmp_path: Path, settings_factory) -> None:  # type: ignore[no-untyped-def]
+    env = {**env_for(settings_factory()), "PATH": path_with(tmp_path / "bin")}
+
+    refused(["worker", "--cpu"], env, "ffmpeg", "not found", "install ffmpeg")
+
+
+def test_a_worker_is_told_which_formats_its_ffmpeg_cannot_make(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from pipeline.audio.ffmpeg_check import check_for_worker
+
+    # an ffmpeg built without libopus: every other encode of the check goes through
+    no_opus = "\n".join([f"#!{sys.executable}", "import sys", "if 'libopus' in sys.argv:",
+                         "    sys.stderr.write(\"Unknown encoder 'libopus'\")", "    sys.exit(1)", ""])
+    monkeypatch.setenv("PATH", path_with(tmp_path / "bin", no_opus))
+    warnings: list[str] = []
+
+    check_for_worker(warnings.append)  # the M4B can be made: the worker starts
+
+    assert len(warnings) == 1 and warnings[0].startswith("ogg files cannot be made here") and "libopus" in warnings[0]

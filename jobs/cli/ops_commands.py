@@ -3,6 +3,7 @@ Each parses, calls a use case of jobs/ and reports; `jobs/cli/main.py` registers
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -47,6 +48,10 @@ def worker(
         gpu_ids = workers.parse_gpu_list(gpus, settings.visible_gpus)
         raise SystemExit(workers.supervise_gpu_workers(gpu_ids, loglevel, settings))
     spec = workers.worker_spec(queues=queues, concurrency=concurrency, gpu=gpu, cpu=cpu, name=name)
+    if workers.assembles(spec):  # an ffmpeg that cannot make an M4B could finish no book: refused now
+        from pipeline.audio.ffmpeg_check import check_for_worker
+
+        check_for_worker(logging.getLogger("tts_jobs").warning)
     raise SystemExit(workers.run_worker(spec, loglevel, settings))
 
 

@@ -53,6 +53,11 @@ def worker_spec(queues: str | None, concurrency: int, gpu: int | None, cpu: bool
     return WorkerSpec(queues=chosen, concurrency=concurrency, name=name or f"tts@{host}")
 
 
+def assembles(spec: WorkerSpec) -> bool:
+    """Whether the worker serves the CPU queue, whose tasks assemble the finished audiobooks."""
+    return CPU_QUEUE in spec.queues
+
+
 def run_worker(spec: WorkerSpec, loglevel: str, settings: Settings) -> int:
     """Become a Celery worker until shutdown. Returns its exit code: 0 after a shutdown asked for
     (SIGTERM, SIGINT), non-zero when the worker stopped on an error, so that a supervisor

@@ -12,6 +12,7 @@ done (it runs beside them: ~0.15 s), and refuses with one line naming what is mi
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 
 from pipeline.audio.ffmpeg import ffmpeg_binary
 from pipeline.audio.levelling import Loudness
@@ -90,3 +91,16 @@ def explain(stderr: str) -> str:
         if "resampling engine is unavailable" in line or "resampler=soxr" in line:
             return f"it was built without the soxr resampler ({line}): install a full ffmpeg build"
     return f"{' / '.join(lines[-3:]) or 'no error message'} (install a full, recent ffmpeg build)"
+
+
+def check_for_worker(warn: Callable[[str], object]) -> None:
+    """A worker that assembles books, at its start: raises InputError when its ffmpeg cannot make
+    the default M4B (it could finish no book); ``warn`` hears each other format it cannot make
+    (a book asking for one fails its assembly with that reason). The checks run side by side."""
+    checks = {audio_format: FfmpegCheck([audio_format]) for audio_format in ("m4b", "mp3", "ogg", "flac")}
+    checks.pop("m4b").result()
+    for audio_format, check in checks.items():
+        try:
+            check.result()
+        except InputError as exc:
+            warn(f"{audio_format} files cannot be made here: {exc}")
