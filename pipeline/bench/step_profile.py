@@ -77,21 +77,23 @@ def sweep_attention_kernel(rows: int, attend: int, heads: int = 12, dim: int = 6
     }
     positions = int(used.sum()) * heads
     print(f"attention kernel sweep: {rows} slots, lengths {attend // 4}..{attend}, one layer")
-    print("| cache | block | warps | stages | µs | TB/s |")
-    print("|---|---|---|---|---|---|")
-    saved = da.BLOCK_POSITIONS, da.WARPS, da.STAGES
+    print("| cache | block | warps | stages | int8 codes by bits | µs | TB/s |")
+    print("|---|---|---|---|---|---|---|")
+    saved = da.BLOCK_POSITIONS, da.WARPS, da.STAGES, da.INT8_BITS
     for name, (keys, values, key_scales, value_scales) in caches.items():
         per_position = 2 * dim * keys.element_size() + (8 if key_scales is not None else 0)
         best = None
-        for block, warps, stages in itertools.product((32, 64, 128), (1, 2, 4), (1, 2, 3)):
-            da.BLOCK_POSITIONS, da.WARPS, da.STAGES = block, warps, stages
+        ways = (False, True) if key_scales is not None else (False,)
+        for block, warps, stages, bits in itertools.product((32, 64, 128), (1, 2, 4), (1, 2, 3), ways):
+            da.BLOCK_POSITIONS, da.WARPS, da.STAGES, da.INT8_BITS = block, warps, stages, bits
             attention = (query, keys, values, used, key_scales, value_scales)
             seconds = seconds_per_run(lambda tensors=attention: da.decode_attention(*tensors))
-            print(f"| {name} | {block} | {warps} | {stages} | {seconds * 1e6:.1f} | "
+            print(f"| {name} | {block} | {warps} | {stages} | {'yes' if bits else 'no'} | {seconds * 1e6:.1f} | "
                   f"{positions * per_position / seconds / 1e12:.2f} |")
-            best = min(best or (seconds, block, warps, stages), (seconds, block, warps, stages))
-        print(f"BEST {name} block {best[1]} warps {best[2]} stages {best[3]}: {best[0] * 1e6:.1f} µs")
-    da.BLOCK_POSITIONS, da.WARPS, da.STAGES = saved
+            best = min(best or (seconds, block, warps, stages, bits), (seconds, block, warps, stages, bits))
+        print(f"BEST {name} block {best[1]} warps {best[2]} stages {best[3]} int8 codes by bits {best[4]}: "
+              f"{best[0] * 1e6:.1f} µs")
+    da.BLOCK_POSITIONS, da.WARPS, da.STAGES, da.INT8_BITS = saved
 
 
 def profile_waveform_chunk(engine, rows: int = 64, steps: int = 256) -> None:

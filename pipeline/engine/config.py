@@ -35,6 +35,8 @@ class EngineTuning:
     attention_block, attention_warps, attention_stages: positions per loop iteration, warps per
     program and blocks in flight (2+: pipelined loads) of the Triton attention kernel (swept by
     ``python -m pipeline.bench step-profile --sweep``).
+    attention_int8_bits: that kernel makes an int8 cache's codes floats by their bits, not by the
+    conversion instruction (decode_attention.INT8_BITS; swept too).
     """
 
     decode_attention: str = "triton"
@@ -45,6 +47,7 @@ class EngineTuning:
     attention_block: int = 32
     attention_warps: int = 1
     attention_stages: int = 1
+    attention_int8_bits: bool = False
 
 
 @dataclass(frozen=True)

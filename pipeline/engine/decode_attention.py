@@ -46,6 +46,12 @@ WARPS = 1
 # cache 73.8 / 74.7 / 80.1 us at 1 / 2 / 3 stages (block 32, one warp), the engine bench 3,003 /
 # 2,995 / 2,970x: the loads of one warp per (slot, head) gain nothing from being pipelined here.
 STAGES = 1
+# How the kernel makes an int8 cache's codes floats: False, the conversion instruction; True, by
+# their bits (attention_block.int8_as_float: an integer add, an or, a float subtraction). Why: the
+# sweep's int8 kernel read 2.28 TB/s where the fp16 one read 3.76, so it is not bound by bytes;
+# it converts every code, and the conversion instruction issues at a fraction of the fp32 rate.
+# Not yet measured on the H200 (step-profile --sweep sweeps it); False until it is.
+INT8_BITS = False
 # Which attention kernel ``decode_attention`` runs when its caller names none: "single" (one
 # program per (slot, head), below) or "split" (partitions of the context and a reduce,
 # ``split_attention.py``). A process that measures both sets this before its steps are captured.
@@ -64,7 +70,7 @@ if triton is not None:  # pragma: no cover
                                  stride_qb, stride_qh, stride_kb, stride_kh, stride_kp,
                                  stride_sb, stride_sh, stride_ob, stride_oh,
                                  QUANTIZED: tl.constexpr, BLOCK_N: tl.constexpr,
-                                 HEAD_DIM: tl.constexpr, STAGES: tl.constexpr):
+                                 HEAD_DIM: tl.constexpr, STAGES: tl.constexpr, INT8_BITS: tl.constexpr):
         row = tl.program_id(0)
         head = tl.program_id(1)
         used = tl.load(used_ptr + row)
@@ -81,7 +87,7 @@ if triton is not None:  # pragma: no cover
             for start in tl.range(0, used, BLOCK_N, num_stages=STAGES):
                 best, total, acc = attend_block(q, k_ptr, v_ptr, ks_ptr, vs_ptr, base, scale_base,
                                                  stride_kp, start, used, dims, best, total, acc,
-                                                 QUANTIZED, BLOCK_N, False)
+                                                 QUANTIZED, BLOCK_N, False, INT8_BITS)
         else:
             # a while loop up to the slot's own length: one compiled kernel for every length (a
             # ``range`` over a loaded bound is not supported by Triton's CPU interpreter, which
@@ -90,7 +96,7 @@ if triton is not None:  # pragma: no cover
             while start < used:
                 best, total, acc = attend_block(q, k_ptr, v_ptr, ks_ptr, vs_ptr, base, scale_base,
                                                  stride_kp, start, used, dims, best, total, acc,
-                                                 QUANTIZED, BLOCK_N, False)
+                                                 QUANTIZED, BLOCK_N, False, INT8_BITS)
                 start += BLOCK_N
         out = acc / total
         tl.store(o_ptr + row * stride_ob + head * stride_oh + dims, out.to(o_ptr.dtype.element_ty))
@@ -233,7 +239,8 @@ def decode_attention(query: torch.Tensor, keys: torch.Tensor, values: torch.Tens
         query, keys, values, key_scales, value_scales, out, used, 1.0 / math.sqrt(dim),
         query.stride(0), query.stride(1), keys.stride(0), keys.stride(1), keys.stride(2),
         key_scales.stride(0), key_scales.stride(1), out.stride(0), out.stride(1),
-        QUANTIZED=quantized, BLOCK_N=BLOCK_POSITIONS, HEAD_DIM=dim, STAGES=STAGES, num_warps=WARPS)
+        QUANTIZED=quantized, BLOCK_N=BLOCK_POSITIONS, HEAD_DIM=dim, STAGES=STAGES, INT8_BITS=INT8_BITS,
+        num_warps=WARPS)
     return out
 
 

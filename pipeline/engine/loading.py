@@ -114,6 +114,7 @@ def apply_tuning(tuning: EngineTuning) -> None:
     decode_attention.BLOCK_POSITIONS = tuning.attention_block
     decode_attention.WARPS = tuning.attention_warps
     decode_attention.STAGES = tuning.attention_stages
+    decode_attention.INT8_BITS = tuning.attention_int8_bits
 
 
 def resolve_device(name: str) -> torch.device:

@@ -68,7 +68,8 @@ if triton is not None:  # pragma: no cover
         # through this program's partitions: at each partition's end it jumps over the others'
         while start < used:
             best, total, acc = attend_block(q, k_ptr, v_ptr, ks_ptr, vs_ptr, base, scale_base, stride_kp,
-                                            start, used, dims, best, total, acc, QUANTIZED, BLOCK_N, True)
+                                            start, used, dims, best, total, acc, QUANTIZED, BLOCK_N, True,
+                                            False)  # the conversion instruction (decode_attention.INT8_BITS)
             start += BLOCK_N
             start = tl.where(start % PARTITION_N == 0, start + (parts - 1) * PARTITION_N, start)
         at = (row * tl.num_programs(1) + head) * parts + part

@@ -1,7 +1,8 @@
 """On a GPU, the decode attention kernel with its loads pipelined (``STAGES`` 2 or 3, a
 ``tl.range`` loop the CPU interpreter cannot run) attends exactly as the while loop does: each
 slot over its own first ``used`` positions (1, a block's edge, the whole cache), from a
-half-precision and from an int8 cache."""
+half-precision and from an int8 cache; and an int8 cache's codes made floats by their bits
+(``INT8_BITS``) give the conversion instruction's output, at one and two stages."""
 
 from __future__ import annotations
 
@@ -15,9 +16,8 @@ import pipeline.engine.decode_attention as da
 pytestmark = pytest.mark.gpu
 
 
-@pytest.mark.parametrize("stages", [2, 3])
-@pytest.mark.parametrize("quantized", [False, True])
-def test_pipelined_loads_attend_as_the_while_loop_does(stages: int, quantized: bool, monkeypatch: Any) -> None:
+def cache(quantized: bool) -> tuple[Any, ...]:
+    """A query, keys, values, lengths and scales (None for half precision) of nine slots."""
     generator = torch.Generator(device="cuda").manual_seed(7)
     rows, heads, positions, dim = 9, 12, 200, 64
     used = torch.tensor([1, 31, 32, 33, 64, 100, 199, 200, 2], dtype=torch.int32, device="cuda")
@@ -32,6 +32,13 @@ def test_pipelined_loads_attend_as_the_while_loop_does(stages: int, quantized: b
         keys = torch.randn(shape, device="cuda", dtype=torch.float16, generator=generator)
         values = torch.randn(shape, device="cuda", dtype=torch.float16, generator=generator)
         scales = (None, None)
+    return query, keys, values, used, *scales
+
+
+@pytest.mark.parametrize("stages", [2, 3])
+@pytest.mark.parametrize("quantized", [False, True])
+def test_pipelined_loads_attend_as_the_while_loop_does(stages: int, quantized: bool, monkeypatch: Any) -> None:
+    query, keys, values, used, *scales = cache(quantized)
 
     monkeypatch.setattr(da, "STAGES", 1)
     looped = da.decode_attention(query, keys, values, used, *scales)
@@ -39,3 +46,19 @@ def test_pipelined_loads_attend_as_the_while_loop_does(stages: int, quantized: b
     pipelined = da.decode_attention(query, keys, values, used, *scales)
 
     torch.testing.assert_close(pipelined.float(), looped.float(), atol=2e-3, rtol=2e-3)
+
+
+@pytest.mark.parametrize("stages", [1, 2])
+def test_int8_codes_made_floats_by_their_bits_attend_as_the_conversion_does(stages: int, monkeypatch: Any) -> None:
+    query, keys, values, used, *scales = cache(quantized=True)
+    keys[0, 0, 0, :2], values[0, 0, 0, :2] = -128, 127  # the codes' extremes
+    monkeypatch.setattr(da, "STAGES", stages)
+
+    monkeypatch.setattr(da, "INT8_BITS", False)
+    converted = da.decode_attention(query, keys, values, used, *scales)
+    monkeypatch.setattr(da, "INT8_BITS", True)
+    by_bits = da.decode_attention(query, keys, values, used, *scales)
+
+    # the same floats go in (the interpreter holds them equal bit for bit); the compiler may order
+    # the sums otherwise around other instructions, so within half precision's rounding
+    torch.testing.assert_close(by_bits.float(), converted.float(), atol=1e-3, rtol=1e-3)
