@@ -47,10 +47,11 @@ WARPS = 1
 # 2,995 / 2,970x: the loads of one warp per (slot, head) gain nothing from being pipelined here.
 STAGES = 1
 # How the kernel makes an int8 cache's codes floats: False, the conversion instruction; True, by
-# their bits (attention_block.int8_as_float: an integer add, an or, a float subtraction). Why: the
-# sweep's int8 kernel read 2.28 TB/s where the fp16 one read 3.76, so it is not bound by bytes;
-# it converts every code, and the conversion instruction issues at a fraction of the fp32 rate.
-# Not yet measured on the H200 (step-profile --sweep sweeps it); False until it is.
+# their bits (attention_block.int8_as_float: an integer add, an or, a float subtraction). Tried
+# because the sweep's int8 kernel read 2.28 TB/s where the fp16 one read 3.76 (not bound by
+# bytes) and the conversion issues at a fraction of the fp32 rate. Measured on an H200: 74.1 vs
+# 73.8 us a layer (block 32, one warp), 71.4 at best (block 64, 2 stages; 88.6 -> 72.1 at block
+# 64 alone), the engine bench 2,975 / 2,964 vs 2,961 / 2,996x: the conversion is not what bounds it.
 INT8_BITS = False
 # Which attention kernel ``decode_attention`` runs when its caller names none: "single" (one
 # program per (slot, head), below) or "split" (partitions of the context and a reduce,
