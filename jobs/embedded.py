@@ -86,9 +86,9 @@ def plan_run(rt: Runtime, book: Path, options: JobOptions, fresh: bool = False) 
     this run continues.
 
     Raises BookError / InputError for bad input (an ffmpeg that cannot make the files asked for
-    too), RunClaimed (exit 2) when another live `run` is
-    reading the same book with the same choices — all before anything is recorded or any model
-    loads. The claim is let go when ``run_book`` ends (or this process does)."""
+    too), RunClaimed (exit 2) when another live `run` is reading the same book with the same
+    choices — all before anything is recorded or any model loads. The claim is let go when
+    ``run_book`` ends (or this process does)."""
     from pipeline.audio.ffmpeg_check import FfmpegCheck
 
     ffmpeg = FfmpegCheck(options.formats)  # runs beside the checks below (ffmpeg_check.py)

@@ -4,7 +4,7 @@ The assembly runs ffmpeg only after the whole book is spoken: a missing ffmpeg, 
 an encoder a format needs (libmp3lame, libopus), or one whose loudness limiter lacks an option the
 assembly passes (ffmpeg 4.2's ``alimiter`` has no ``latency``) would fail the job at its end,
 after the GPU's work. So `run` sends a twentieth of a second of silence through the very filter
-chain and encoders the assembly uses (:class:`pipeline.audio.export.Loudness`, the limiter on),
+chain and encoders the assembly uses (:class:`pipeline.audio.levelling.Loudness`, the limiter on),
 one output per encoder, in one ffmpeg process started at once and read when the other checks are
 done (it runs beside them: ~0.15 s), and refuses with one line naming what is missing and the fix.
 """
@@ -98,7 +98,12 @@ def check_for_worker(warn: Callable[[str], object]) -> None:
     the default M4B (it could finish no book); ``warn`` hears each other format it cannot make
     (a book asking for one fails its assembly with that reason). The checks run side by side."""
     checks = {audio_format: FfmpegCheck([audio_format]) for audio_format in ("m4b", "mp3", "ogg", "flac")}
-    checks.pop("m4b").result()
+    try:
+        checks.pop("m4b").result()
+    except InputError:
+        for check in checks.values():
+            check.abandon()
+        raise
     for audio_format, check in checks.items():
         try:
             check.result()
