@@ -93,11 +93,20 @@ def explain(stderr: str) -> str:
     return f"{' / '.join(lines[-3:]) or 'no error message'} (install a full, recent ffmpeg build)"
 
 
+WORKER_FORMATS = ("m4b", "mp3", "ogg", "flac")
+
+
 def check_for_worker(warn: Callable[[str], object]) -> None:
     """A worker that assembles books, at its start: raises InputError when its ffmpeg cannot make
     the default M4B (it could finish no book); ``warn`` hears each other format it cannot make
-    (a book asking for one fails its assembly with that reason). The checks run side by side."""
-    checks = {audio_format: FfmpegCheck([audio_format]) for audio_format in ("m4b", "mp3", "ogg", "flac")}
+    (a book asking for one fails its assembly with that reason). One ffmpeg run checks them all;
+    only when it fails are they checked one by one (side by side), to say which."""
+    try:
+        FfmpegCheck(WORKER_FORMATS).result()
+        return
+    except InputError:
+        pass
+    checks = {audio_format: FfmpegCheck([audio_format]) for audio_format in WORKER_FORMATS}
     try:
         checks.pop("m4b").result()
     except InputError:
