@@ -61,15 +61,24 @@ def plan_preview(rt: Runtime, book: Path, options: JobOptions, path: Path, chapt
     """Check the book, the options and the file's format, and choose the sentences.
 
     Raises:
-        BookError, OptionError, VoiceError: bad input, before any model loads.
+        BookError, OptionError, VoiceError: bad input, before any model loads (InputError: an
+        ffmpeg that cannot write the file).
     """
+    from pipeline.audio.ffmpeg_check import FfmpegCheck
+    from pipeline.audio.preview import preview_format
     from pipeline.text import split_sentences
 
     check_sample_path(path, "--output")
     if sentences < 1:
         raise OptionError(f"--sentences {sentences}: give 1 or more")
-    check_options(rt, options)
-    read = validate_book(book, options.reading())
+    ffmpeg = FfmpegCheck([preview_format(path)])  # the file's encode, beside the checks below
+    try:
+        check_options(rt, options)
+        read = validate_book(book, options.reading())
+    except BaseException:
+        ffmpeg.abandon()
+        raise
+    ffmpeg.result()
     picked = _chapter(read, chapter, options)
     spoken = _opening(split_sentences(picked, options.speaking(read)), sentences)
     with rt.read_session() as session:

@@ -130,3 +130,12 @@ def test_a_worker_is_told_which_formats_its_ffmpeg_cannot_make(tmp_path: Path, m
     check_for_worker(warnings.append)  # the M4B can be made: the worker starts
 
     assert len(warnings) == 1 and warnings[0].startswith("ogg files cannot be made here") and "libopus" in warnings[0]
+
+
+def test_a_preview_without_ffmpeg_is_refused_before_the_model_loads(tmp_path: Path, book: Path,
+                                                                    settings_factory) -> None:  # type: ignore[no-untyped-def]
+    env = {**env_for(settings_factory()), "PATH": path_with(tmp_path / "bin")}
+
+    refused(["preview", str(book), "-o", str(tmp_path / "sample.mp3")], env, "ffmpeg", "not found")
+
+    assert not (tmp_path / "sample.mp3").exists()

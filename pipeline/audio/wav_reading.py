@@ -9,12 +9,18 @@ from __future__ import annotations
 
 import os
 import struct
+import warnings
 import wave
 from pathlib import Path
 
 import numpy as np
-from pydub import AudioSegment
-from pydub.exceptions import CouldntDecodeError
+
+with warnings.catch_warnings():
+    # pydub warns when its import finds no ffmpeg on PATH; the commands that need ffmpeg check it
+    # themselves and say so in their one error line, with the fix (pipeline/audio/ffmpeg_check.py)
+    warnings.filterwarnings("ignore", message="Couldn't find ffmpeg", category=RuntimeWarning)
+    from pydub import AudioSegment
+    from pydub.exceptions import CouldntDecodeError
 
 from pipeline.audio.failures import os_error_fix
 from pipeline.audio.wavio import SAMPLE_WIDTH
