@@ -91,14 +91,9 @@ def plan_run(rt: Runtime, book: Path, options: JobOptions, fresh: bool = False) 
     ``run_book`` ends (or this process does)."""
     from pipeline.audio.ffmpeg_check import FfmpegCheck
 
-    ffmpeg = FfmpegCheck(options.formats)  # runs beside the checks below (ffmpeg_check.py)
-    try:
+    with FfmpegCheck(options.formats):  # runs beside these checks; a bad book or option is said first
         check_options(rt, options)
         checked = Validated(validate_book(book, options.reading()), file_sha256(book))
-    except BaseException:
-        ffmpeg.abandon()  # a bad book or option is what is said
-        raise
-    ffmpeg.result()
     sha256 = checked.sha256
     claim = claim_run(rt.settings.data_dir, sha256, _with_library(rt, options).run_key(), str(book))
     try:

@@ -71,14 +71,9 @@ def plan_preview(rt: Runtime, book: Path, options: JobOptions, path: Path, chapt
     check_sample_path(path, "--output")
     if sentences < 1:
         raise OptionError(f"--sentences {sentences}: give 1 or more")
-    ffmpeg = FfmpegCheck([preview_format(path)])  # the file's encode, beside the checks below
-    try:
+    with FfmpegCheck([preview_format(path)]):  # the file's encode, beside the checks below
         check_options(rt, options)
         read = validate_book(book, options.reading())
-    except BaseException:
-        ffmpeg.abandon()
-        raise
-    ffmpeg.result()
     picked = _chapter(read, chapter, options)
     spoken = _opening(split_sentences(picked, options.speaking(read)), sentences)
     with rt.read_session() as session:

@@ -152,7 +152,8 @@ def test_a_chapter_wav_changed_after_stitching_is_not_encoded_as_noise(tmp_path)
     """The M4B encoder reads stretches of a stitched chapter WAV raw: a chapter WAV laid out any
     other way (here 16 kHz, replaced after stitching) is refused by name, not encoded as noise."""
     from pipeline.audio.aac import AacChapterPlan, AacPiece
-    from pipeline.audio.export import Loudness, encode_m4b_piece
+    from pipeline.audio.export import encode_m4b_piece
+    from pipeline.audio.levelling import Loudness
     from pipeline.audio.stitch import StitchedChapter
 
     wav_path = tmp_path / "chapter_0001.wav"

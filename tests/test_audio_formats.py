@@ -165,8 +165,9 @@ def test_wav_chapters_carry_exactly_the_gain_ffmpeg_gives_the_other_formats(tmp_
     passages clipped the same way), padded to the chapter's length, tagged."""
     import wave
 
-    from pipeline.audio.export import Loudness, encode_chapter_file
+    from pipeline.audio.export import encode_chapter_file
     from pipeline.audio.ffmpeg import run_ffmpeg
+    from pipeline.audio.levelling import Loudness
     from pipeline.audio.stitch import StitchedChapter
     from pipeline.audio.tags import TrackTags
 

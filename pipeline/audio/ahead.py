@@ -30,12 +30,12 @@ from pathlib import Path
 from pipeline.audio.aac import AacPiece, cut_into_pieces, plan_chapters
 from pipeline.audio.assembly_types import AssemblyOptions, ChapterAudio
 from pipeline.audio.export import (
-    Loudness,
     chapter_loudness,
     encode_chapter_file,
     encode_m4b_piece,
     encode_readalong_audio,
 )
+from pipeline.audio.levelling import Loudness
 from pipeline.audio.parallel import bind, run_longest_first, worker_count
 from pipeline.audio.prepared import LaidOut, PreparedChapter, sentence_stamps
 from pipeline.audio.stitch import StitchedChapter, measure_chapter, stitch_chapter

@@ -33,7 +33,9 @@ def encoder_args(formats: tuple[str, ...] | list[str]) -> list[tuple[str, ...]]:
 
 
 class FfmpegCheck:
-    """ffmpeg run once over silence for ``formats``, started now; ``result()`` waits for it."""
+    """ffmpeg run once over silence for ``formats``, started now; ``result()`` waits for it. As a
+    context manager around a command's other checks: its answer once they pass (raised at the
+    block's end), ended unheard when one of them raises (that error is what is said)."""
 
     def __init__(self, formats: tuple[str, ...] | list[str]) -> None:
         self.encoders = encoder_args(formats)
@@ -49,6 +51,15 @@ class FfmpegCheck:
             return
         self._process = subprocess.Popen(check_command(self.binary, self.encoders), stdin=subprocess.DEVNULL,
                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def __enter__(self) -> FfmpegCheck:
+        return self
+
+    def __exit__(self, failed: type[BaseException] | None, *_: object) -> None:
+        if failed is None:
+            self.result()
+        else:
+            self.abandon()
 
     def abandon(self) -> None:
         """No answer wanted (another check failed first): the run ends, ffmpeg with it."""

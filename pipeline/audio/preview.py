@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.audio.assembly_types import CHAPTER_FORMATS, AssemblyOptions, SentenceAudio
-from pipeline.audio.export import Loudness, chapter_loudness, encode_clip
+from pipeline.audio.export import chapter_loudness, encode_clip
+from pipeline.audio.levelling import Loudness
 from pipeline.audio.loudness import place_energies, sentence_energies, true_peak
 from pipeline.audio.stitch import MeasuredChapter, pause_before
 from pipeline.audio.trim import trim_silence
