@@ -81,27 +81,19 @@ class RunPlan:
     checked: Validated | None = field(default=None, compare=False)
 
 
-def check_run(rt: Runtime, book: Path, options: JobOptions) -> Validated:
-    """The book read as the job will read it, its file's hash, every option checked and this host's
-    ffmpeg tried on the files asked for. Raises BookError / InputError."""
-    from pipeline.audio.ffmpeg_check import FfmpegCheck
-
-    with FfmpegCheck(options.formats):  # runs beside these checks; a bad book or option is said first
-        check_options(rt, options)
-        checked = Validated(validate_book(book, options.reading()), file_sha256(book))
-    return checked
-
-
-def plan_run(rt: Runtime, book: Path, options: JobOptions, fresh: bool = False,
-             checked: Validated | None = None) -> RunPlan:
-    """Check the book and every option (``checked``: ``check_run``'s answer, if it ran already),
-    claim the book for this run, and find the unfinished job this run continues.
+def plan_run(rt: Runtime, book: Path, options: JobOptions, fresh: bool = False) -> RunPlan:
+    """Check the book and every option, claim the book for this run, and find the unfinished job
+    this run continues.
 
     Raises BookError / InputError for bad input (an ffmpeg that cannot make the files asked for
     too), RunClaimed (exit 2) when another live `run` is reading the same book with the same
     choices — all before anything is recorded or any model loads. The claim is let go when
     ``run_book`` ends (or this process does)."""
-    checked = checked or check_run(rt, book, options)
+    from pipeline.audio.ffmpeg_check import FfmpegCheck
+
+    with FfmpegCheck(options.formats):  # runs beside these checks; a bad book or option is said first
+        check_options(rt, options)
+        checked = Validated(validate_book(book, options.reading()), file_sha256(book))
     sha256 = checked.sha256
     claim = claim_run(rt.settings.data_dir, sha256, _with_library(rt, options).run_key(), str(book))
     try:

@@ -103,6 +103,10 @@ class EngineLoading:
     def _load(self, settings: Settings) -> None:
         try:
             began = time.perf_counter()
+            if runs_on_gpu(settings):  # the driver makes its context while torch imports
+                from pipeline.engine.cuda_context import open_context_beside
+
+                open_context_beside(settings.device)
             engine = open_engine(settings)
             loaded = time.perf_counter()
             if engine.device.startswith("cuda"):  # kernels compiled, the memory model calibrated
@@ -164,32 +168,9 @@ NVIDIA_DRIVER = Path("/proc/driver/nvidia/version")  # there when the host has a
 
 
 def runs_on_gpu(settings: Settings) -> bool:
-    """Whether the engine will run on a GPU, known without importing torch (a guess for "auto":
-    the host has an NVIDIA driver loaded)."""
+    """Whether the engine will run on a GPU, known without importing torch (for "auto": the host
+    has an NVIDIA driver loaded)."""
     return settings.device.startswith("cuda") or (settings.device == "auto" and NVIDIA_DRIVER.exists())
-
-
-def import_engine_ahead(device: str) -> threading.Thread:
-    """Start importing the engine's modules (torch with them: 1.2-1.7 s on an H200 host) on a
-    thread of its own, and ``device``'s CUDA context on another (``cuda_context.py``), for a run on
-    a GPU: its checks go on meanwhile (in a forked child, ``jobs/forked.py``), and ``open_engine``
-    finds both done. No model is loaded: bad input still ends the run before any model loads. Not
-    on a CPU, where a refusal would pay for an import it never uses (and a fork costs the checks
-    ~0.3 s of imports made twice)."""
-    from pipeline.engine.cuda_context import open_context_beside
-
-    keep_tokenizer_threads_off()
-    open_context_beside(device)
-    thread = threading.Thread(target=_import_engine, name="engine-import", daemon=True)
-    thread.start()
-    return thread
-
-
-def _import_engine() -> None:
-    try:
-        import pipeline.engine.loading  # noqa: F401 (imported for open_engine)
-    except BaseException:  # said by open_engine, which imports it again
-        log.debug("importing the engine ahead failed", exc_info=True)
 
 
 def open_engine(settings: Settings) -> Engine:

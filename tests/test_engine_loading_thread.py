@@ -38,7 +38,7 @@ class HeldWarmUp:
 
 def loading(monkeypatch: Any, engine: HeldWarmUp) -> EngineLoading:
     monkeypatch.setattr(runtime, "open_engine", lambda settings: engine)
-    return EngineLoading(settings=type("Settings", (), {"calibration_file": None})())  # type: ignore[arg-type]
+    return EngineLoading(settings=type("Settings", (), {"calibration_file": None, "device": "cpu"})())  # type: ignore[arg-type]
 
 
 def test_a_kept_calibration_lets_the_planner_in_while_the_warm_up_runs(monkeypatch: Any) -> None:
@@ -86,7 +86,7 @@ def test_an_engine_that_cannot_load_is_said_to_the_planner_too(monkeypatch: Any)
         raise RuntimeError("no weights there")
 
     monkeypatch.setattr(runtime, "open_engine", broken)
-    loader = EngineLoading(settings=type("Settings", (), {"calibration_file": None})())  # type: ignore[arg-type]
+    loader = EngineLoading(settings=type("Settings", (), {"calibration_file": None, "device": "cpu"})())  # type: ignore[arg-type]
 
     with pytest.raises(RuntimeError, match="no weights there"):
         loader.for_planning()
@@ -104,3 +104,38 @@ def test_triton_hashes_itself_on_a_thread_of_its_own() -> None:
     hits = triton_key.cache_info().hits
     triton_key()
     assert triton_key.cache_info().hits == hits + 1
+
+
+@pytest.mark.parametrize(("device", "asked"), [("cuda:1", ["cuda:1"]), ("cpu", [])])
+def test_on_a_gpu_the_driver_makes_the_context_while_the_engine_imports(monkeypatch: Any, device: str,
+                                                                        asked: list[str]) -> None:
+    """The CUDA context is asked of the driver (on its own thread) before the engine's load begins
+    its imports, and only where the engine runs on a GPU."""
+    import pipeline.engine.cuda_context as cuda_context
+
+    order: list[str] = []
+    monkeypatch.setattr(cuda_context, "open_context_beside", lambda name: order.append(name))
+
+    def load(settings: Any) -> Any:
+        order.append("load")
+        raise RuntimeError("no engine here")
+
+    monkeypatch.setattr(runtime, "open_engine", load)
+    loader = EngineLoading(settings=type("Settings", (), {"calibration_file": None, "device": device})())  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError, match="no engine here"):
+        loader.get()
+    assert order == [*asked, "load"]
+
+
+def test_the_driver_ordinal_is_the_device_torch_will_use() -> None:
+    """``cuda:1`` is the driver's ordinal 1; ``cuda`` and ``auto`` torch's default, 0. Where no
+    driver is (this machine) nothing is made and nothing is raised: torch says what is wrong."""
+    import ctypes
+
+    from pipeline.engine.cuda_context import device_ordinal, open_primary_context
+
+    assert [device_ordinal(d) for d in ("cuda:1", "cuda:0", "cuda", "auto")] == [1, 0, 0, 0]
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        assert open_primary_context(0) is False

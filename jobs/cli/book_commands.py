@@ -30,9 +30,7 @@ from jobs.cli.progress import Finished, ProgressDisplay, set_loudness, silence_d
 from jobs.settings import Settings, memory_gib_option
 
 if TYPE_CHECKING:
-    from jobs.choices.options import JobOptions
     from jobs.runtime import Runtime
-    from jobs.submit import Validated
 
 # The use cases (the database, the book readers, the engine, Celery) are imported inside the
 # commands that call them: `--help`, a refusal and every other command pay for none of them.
@@ -90,26 +88,17 @@ def run(
 
     An interrupted run of the same book with the same options is resumed: what was spoken is kept;
     a finished one is not made again (it says where it is; --fresh makes it again)."""
-    from jobs.forked import ForkedCall
-    from jobs.runtime import check_engine_settings, import_engine_ahead, open_runtime, runs_on_gpu
+    from jobs.embedded import plan_run, run_book
+    from jobs.runtime import EngineLoading, check_engine_settings, open_runtime
+    from jobs.status import StageProgress
 
     set_loudness(quiet, verbose)
     settings = Settings.from_env().with_overrides(model_dir=model_dir, device=device, precision=precision,
                                                   memory_gib=memory_gib_option(memory_gib))
     check_engine_settings(settings)  # the device, precision and weights, before a job is recorded
-    options = job_options({**reading, **style}, settings.data_dir, fmt, out, voice, 0, narrator)
-    on_gpu = runs_on_gpu(settings)  # then the checks run in a child while the engine's modules import
-    checking = ForkedCall(lambda: _checked_run(settings, book, options), fork=on_gpu)
-    if on_gpu:
-        import_engine_ahead(settings.device)
-    checked = checking.answer()  # bad input ends here, before the model loads
-
-    from jobs.embedded import plan_run, run_book
-    from jobs.runtime import EngineLoading
-    from jobs.status import StageProgress
-
     rt = open_runtime(settings)
-    plan = plan_run(rt, book, options, fresh=fresh, checked=checked)
+    options = job_options({**reading, **style}, settings.data_dir, fmt, out, voice, 0, narrator)
+    plan = plan_run(rt, book, options, fresh=fresh)  # bad input ends here, before the model loads
     if plan.finished_job is not None:
         print_done_already(rt, book, plan.finished_job)
         return
@@ -118,19 +107,6 @@ def run(
         silence_dependency_bars()
         job_id = run_book(rt, plan, EngineLoading(settings), display)  # the book is read while it loads
     print_finished(rt, job_id, display)
-
-
-def _checked_run(settings: Settings, book: Path, options: JobOptions) -> Validated:
-    """``run``'s checks of its book, options and ffmpeg, in a forked child (``jobs/forked.py``);
-    the database is made here if it is new."""
-    from jobs.embedded import check_run
-    from jobs.runtime import open_runtime
-
-    rt = open_runtime(settings)
-    try:
-        return check_run(rt, book, options)
-    finally:
-        rt.sessions.kw["bind"].dispose()  # its connections closed, not left to the fork's end
 
 
 def print_finished(rt: Runtime, job_id: int, display: ProgressDisplay | None = None) -> None:

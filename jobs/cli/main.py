@@ -108,15 +108,6 @@ def main() -> None:
     command = typer.main.get_command(app)
     readable_help(command)
     try:
-        code = _command_status(command)
-    except SystemExit as exc:  # an error said in one line (fail), or a command's own exit
-        code = _exit_status(exc)
-    leave(code)
-
-
-def _command_status(command: Any) -> int:
-    """Run the command line; its exit status, or SystemExit after one line saying what went wrong."""
-    try:
         code = command.main(prog_name=PROG, standalone_mode=False)
     except click.NoArgsIsHelpError as exc:  # a group named alone: its help, as click shows it
         typer.echo(exc.ctx.get_help() if exc.ctx else exc.format_message())
@@ -133,25 +124,16 @@ def _command_status(command: Any) -> int:
         fail(str(exc), EXIT_FAILED)
     except KeyboardInterrupt:  # before a job started (or outside one): nothing to resume
         fail("interrupted", EXIT_INTERRUPTED)
-    return code if isinstance(code, int) else 0
-
-
-def _exit_status(exc: SystemExit) -> int:
-    """The status ``exc`` asks for, as the interpreter reads it (a message: said, then 1)."""
-    if exc.code is None or isinstance(exc.code, int):
-        return exc.code or 0
-    print(exc.code, file=sys.stderr)
-    return 1
+    leave(code if isinstance(code, int) else 0)
 
 
 def leave(code: int) -> NoReturn:
-    """End the process once its command has returned or failed: output flushed, then at once,
-    without unwinding the interpreter. A finished `tts-jobs run` spent 0.6-0.8 s after its last
-    line tearing down what it no longer needs (the engine's modules and threads, stitch helpers
-    that end by themselves when their pipe closes); a refused one on a GPU may be importing torch
-    on a thread of its own, not to be waited for nor torn down half-imported. Nothing is lost:
-    every file a command writes is complete and renamed into place, and every database change
-    committed, before it returns, as it must be for a kill at that moment too."""
+    """End the process once its command has returned: output flushed, then at once, without
+    unwinding the interpreter. A finished `tts-jobs run` spent 0.6-0.8 s after its last line
+    tearing down what it no longer needs (the engine's modules and threads, stitch helpers that end
+    by themselves when their pipe closes). Nothing is lost: every file a command writes is
+    complete and renamed into place, and every database change committed, before it returns, as
+    it must be for a kill at that moment too."""
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         try:
