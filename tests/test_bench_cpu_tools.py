@@ -38,6 +38,39 @@ def test_trace_gaps_finds_the_gpu_idle_between_two_kernels_and_the_host_call_mea
     assert "| 0.1 | 300 | gemm | attention | cudaStreamSynchronize |" in done.stdout
 
 
+def test_memory_peak_names_what_held_the_most_at_the_peak_by_the_projects_own_frame(tmp_path: Path) -> None:
+    """A pool allocated by the engine, a warm-up block freed before the peak, two cache blocks made
+    by one line at the peak and a block made after it: only what was alive at the peak is named,
+    grouped by the innermost frame of pipeline/ or jobs/ (not torch's, nor its caller's)."""
+    import pickle
+
+    def frames(own: str) -> list[dict]:
+        return [{"filename": "/site/torch/nn/modules/module.py", "line": 1, "name": "_apply"},
+                {"filename": f"/srv/tts-jobs/pipeline/engine/{own}", "line": 40, "name": "make"},
+                {"filename": "/srv/tts-jobs/jobs/batches/slots.py", "line": 9, "name": "open_slots"}]
+
+    gib = 2**30
+    events = [{"action": "alloc", "addr": 1, "size": 4 * gib, "frames": frames("pool.py")},
+              {"action": "alloc", "addr": 2, "size": 2 * gib, "frames": frames("warm_up.py")},
+              {"action": "free_requested", "addr": 2, "size": 2 * gib, "frames": []},
+              {"action": "free_completed", "addr": 2, "size": 2 * gib, "frames": []},
+              {"action": "alloc", "addr": 3, "size": 3 * gib, "frames": frames("kv_cache.py")},
+              {"action": "alloc", "addr": 4, "size": 2 * gib, "frames": frames("kv_cache.py")},
+              {"action": "free_completed", "addr": 4, "size": 2 * gib, "frames": []},
+              {"action": "alloc", "addr": 5, "size": 1 * gib, "frames": frames("late.py")}]
+    snapshot = tmp_path / "memory.pickle"
+    snapshot.write_bytes(pickle.dumps({"segments": [], "device_traces": [events]}))
+
+    done = bench("memory-peak", str(snapshot))
+
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("device 0: peak 9.00 GiB allocated")
+    assert "pipeline/engine/kv_cache.py:40 make" in lines[1] and "5.000 GiB" in lines[1] and " 2 blocks" in lines[1]
+    assert "pipeline/engine/pool.py:40 make" in lines[2] and "4.000 GiB" in lines[2]
+    assert len(lines) == 3  # neither the warm-up's block (freed) nor the late one was alive at the peak
+
+
 def test_ingest_reads_a_generated_novel_and_reports_its_size_and_time() -> None:
     done = bench("ingest", "--size-mb", "0.03")
 

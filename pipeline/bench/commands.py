@@ -44,6 +44,7 @@ TOOLS = {
     "attention": Tool("pipeline.bench.attention",
                       "the engine's decode attention kernel against candidate rewrites"),
     "trace-gaps": Tool("pipeline.bench.trace_gaps", "the GPU's idle gaps in a bench trace"),
+    "memory-peak": Tool("pipeline.bench.memory_peak", "what held the GPU's memory at its peak (--memory-history)"),
     "spy-summary": Tool("pipeline.bench.spy_summary", "a py-spy profile, per process and thread"),
     "gpu-checks": Tool("pipeline.bench.gpu_checks", "one H200 call: attention kernels, OOM under a cap, "
                        "the bench per kernel and per memory cap", takes_prog=False),

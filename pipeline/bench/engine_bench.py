@@ -24,7 +24,7 @@ from typing import Any
 
 from pipeline.bench.commands import PROGRAM, listing
 from pipeline.bench.engine_runner import Say, fp32_reference, run_engine_rows
-from pipeline.bench.harness import bench_weights
+from pipeline.bench.harness import bench_weights, memory_history
 from pipeline.bench.protocol import BenchOptions, forced_steps, make_workload
 from pipeline.bench.report import BenchReport, BenchRow, describe, format_table, ratios
 from pipeline.bench.upstream_runner import run_upstream_row
@@ -109,7 +109,9 @@ def main(argv: Sequence[str] | None = None, prog: str = PROGRAM) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("ChatTTS", "transformers", "httpx"):
         logging.getLogger(noisy).setLevel(logging.ERROR)
-    report_bench(*options_from(_parser(prog).parse_args(argv)))
+    args = _parser(prog).parse_args(argv)
+    with memory_history(args.memory_history):  # from before the engine loads: every holder is seen
+        report_bench(*options_from(args))
     return 0
 
 
@@ -182,6 +184,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
                         help="cProfile each timed run into DIR (where the host time goes; slows the run)")
     parser.add_argument("--trace", type=Path, metavar="DIR",
                         help="torch.profiler trace of each timed run into DIR, for trace-gaps (slows the run)")
+    parser.add_argument("--memory-history", type=Path, metavar="DIR",
+                        help="the CUDA allocator's history into DIR/memory.pickle, for memory-peak (what "
+                             "held the peak; slows the run)")
     return parser
 
 

@@ -96,3 +96,27 @@ def _device_trace(path: Path) -> Iterator[None]:
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         yield
     prof.export_chrome_trace(str(path))
+
+
+MEMORY_EVENTS = 3_000_000  # the allocator's history keeps this many (a full bench makes ~1 M)
+
+
+@contextlib.contextmanager
+def memory_history(folder: Path | None) -> Iterator[None]:
+    """With ``folder`` (``--memory-history DIR``), keep the CUDA allocator's history (every
+    allocation and free, with the Python frames that made it) over the block, and write it to
+    ``folder/memory.pickle`` for ``python -m pipeline.bench memory-peak``. Nothing on a CPU."""
+    import torch
+
+    if folder is None or not torch.cuda.is_available():
+        if folder is not None:
+            log.warning("--memory-history: no CUDA device here, no allocator history kept")
+        yield
+        return
+    Path(folder).mkdir(parents=True, exist_ok=True)  # before the run, not after it
+    torch.cuda.memory._record_memory_history(max_entries=MEMORY_EVENTS, stacks="python")
+    try:
+        yield
+    finally:
+        torch.cuda.memory._dump_snapshot(str(Path(folder) / "memory.pickle"))
+        torch.cuda.memory._record_memory_history(enabled=None)
