@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
+import pickle
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -104,8 +105,9 @@ MEMORY_EVENTS = 3_000_000  # the allocator's history keeps this many (a full ben
 @contextlib.contextmanager
 def memory_history(folder: Path | None) -> Iterator[None]:
     """With ``folder`` (``--memory-history DIR``), keep the CUDA allocator's history (every
-    allocation and free, with the Python frames that made it) over the block, and write it to
-    ``folder/memory.pickle`` for ``python -m pipeline.bench memory-peak``. Nothing on a CPU."""
+    allocation and free, with the Python frames that made it) over the block, print what held the
+    peak (``memory_peak.report``) and write the history to ``folder/memory.pickle`` (for
+    ``python -m pipeline.bench memory-peak`` or PyTorch's viewer). Nothing on a CPU."""
     import torch
 
     if folder is None or not torch.cuda.is_available():
@@ -118,5 +120,11 @@ def memory_history(folder: Path | None) -> Iterator[None]:
     try:
         yield
     finally:
-        torch.cuda.memory._dump_snapshot(str(Path(folder) / "memory.pickle"))
+        from pipeline.bench.memory_peak import report
+
+        snapshot = torch.cuda.memory._snapshot()
         torch.cuda.memory._record_memory_history(enabled=None)
+        with open(Path(folder) / "memory.pickle", "wb") as out:
+            pickle.dump(snapshot, out)
+        print("\n".join(["What held the GPU's memory at its peak (--memory-history):",
+                         *report(snapshot, top=20)]), flush=True)

@@ -7,8 +7,8 @@ that asked for it (the innermost one in ``pipeline/`` or ``jobs/``), largest fir
     python -m pipeline.bench --synthetic full --device cuda ... --memory-history /tmp/m
     python -m pipeline.bench memory-peak /tmp/m/memory.pickle [--top 20]
 
-The file is large (a few hundred MB for a full bench) and reads anywhere: bring it back from the
-device and look here. The same file opens in PyTorch's viewer (pytorch.org/memory_viz).
+The bench prints the same report when it writes the file. The file is large (hundreds of MB for
+a full bench, too big to come back from a device call); it opens in PyTorch's viewer too.
 """
 
 from __future__ import annotations
