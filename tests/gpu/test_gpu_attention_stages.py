@@ -1,8 +1,9 @@
 """On a GPU, the decode attention kernel with its loads pipelined (``STAGES`` 2 or 3, a
 ``tl.range`` loop the CPU interpreter cannot run) attends exactly as the while loop does: each
 slot over its own first ``used`` positions (1, a block's edge, the whole cache), from a
-half-precision and from an int8 cache; and an int8 cache's codes made floats by their bits
-(``INT8_BITS``) give the conversion instruction's output, at one and two stages."""
+half-precision and from an int8 cache; an int8 cache's codes made floats by their bits
+(``INT8_BITS``) give the conversion instruction's output, at one and two stages; and a slot's
+heads in groups of a program (``HEADS_PER_PROGRAM``) attend as one a program does."""
 
 from __future__ import annotations
 
@@ -62,3 +63,17 @@ def test_int8_codes_made_floats_by_their_bits_attend_as_the_conversion_does(stag
     # the same floats go in (the interpreter holds them equal bit for bit); the compiler may order
     # the sums otherwise around other instructions, so within half precision's rounding
     torch.testing.assert_close(by_bits.float(), converted.float(), atol=1e-3, rtol=1e-3)
+
+
+@pytest.mark.parametrize("group", [2, 4])
+@pytest.mark.parametrize("quantized", [False, True])
+def test_a_slots_heads_in_groups_of_a_program_attend_as_one_a_program_does(group: int, quantized: bool,
+                                                                           monkeypatch: Any) -> None:
+    query, keys, values, used, *scales = cache(quantized)
+
+    monkeypatch.setattr(da, "HEADS_PER_PROGRAM", 1)
+    single = da.decode_attention(query, keys, values, used, *scales)
+    monkeypatch.setattr(da, "HEADS_PER_PROGRAM", group)
+    grouped = da.decode_attention(query, keys, values, used, *scales)
+
+    torch.testing.assert_close(grouped.float(), single.float(), atol=2e-3, rtol=2e-3)
