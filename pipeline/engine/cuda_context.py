@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ctypes
 import logging
-import os
 import threading
 import time
 
@@ -37,8 +36,8 @@ def open_context_beside(device: str) -> threading.Thread:
 
 def open_primary_context(ordinal: int) -> bool:
     """cuInit and ``ordinal``'s primary context retained (kept for the process, as torch keeps
-    it). Returns whether it was made."""
-    os.environ.setdefault("CUDA_MODULE_LOADING", "LAZY")  # read by cuInit; torch sets the same
+    it). Returns whether it was made. Modules load lazily, as torch asks (the driver's default
+    since CUDA 12.2: ``CUDA_MODULE_LOADING`` unset)."""
     began = time.perf_counter()
     try:
         driver = ctypes.CDLL("libcuda.so.1")
