@@ -65,3 +65,5 @@ def test_workers_scaling_takes_books_through_celery_workers_and_reports_the_phas
     assert phase["phase"] == "one" and phase["sentences"] >= 12 and len(phase["outputs"]) == 2
     assert "error" not in report and (tmp_path / "logs").is_dir()
     assert f"| one | 1 | {phase['sentences']} |" in done.stdout
+    # the host's busy cores while spoken and after the last batch (/proc/stat: some, never more than it has)
+    assert 0 < phase["cores_busy"]["synthesizing"] <= os.cpu_count()

@@ -3,6 +3,7 @@ started and ready, the books submitted, the job table and the workers' logs read
 
 from __future__ import annotations
 
+import os
 import re
 import socket
 import time
@@ -21,6 +22,7 @@ from jobs.bench.scaling_setup import (
     seconds_left,
     synthesis_worker_name,
 )
+from pipeline.bench.host_cores import CoresBusy
 from pipeline.bench.kit import Tools
 from pipeline.bench.processes import parent_pid, redis_running, start_worker, stop_process_groups
 from pipeline.bench.run_log import RunFailed, progress
@@ -61,16 +63,31 @@ def run_phase(phase: Phase, books: list[Path], output_format: str) -> PhaseResul
         result.startup_seconds = round(time.monotonic() - started, 1)
         progress(f"phase {phase.name}: every worker ready after {result.startup_seconds} s; submitting")
         submitted = time.monotonic()
+        cores = CoresBusy(submitted)
         job_ids = run_cli(["submit", *map(str, books), "-f", output_format], phase.env).split()
         progress(f"phase {phase.name}: submitted jobs {', '.join(job_ids)}")
         wait_until_done(phase, table, len(books))
         result.submit_to_done_wall_seconds = round(time.monotonic() - submitted, 2)
+        cores.stop()
         record_measurements(result, phase, table)
+        record_cores_busy(result, cores)
     finally:
         table.close()
         stop_process_groups([w.process for w in phase.workers])
         progress(f"phase {phase.name}: workers stopped")
     return result
+
+
+def record_cores_busy(result: PhaseResult, cores: CoresBusy) -> None:
+    """The host's busy cores while the books were spoken and in the tail after the last batch
+    (whether the assembly that ends a shelf waited on the cores or on something else)."""
+    stages = [("synthesizing", 0.0)]
+    if result.to_synthesized_seconds is not None:
+        stages.append(("tail", result.to_synthesized_seconds))
+    result.cores_busy = {name: round(busy, 1) for name, busy in
+                         cores.between_stages(stages, result.submit_to_done_wall_seconds or 0.0)}
+    progress(f"phase {result.phase}: cores busy (of {os.cpu_count()}): "
+             + "; ".join(f"{name} {busy}" for name, busy in result.cores_busy.items()))
 
 
 def start_phase_workers(phase: Phase) -> None:

@@ -37,6 +37,7 @@ class PhaseResult:
     # one after the other (storage/repo.next_queued_batch), the first assembled while the next is spoken
     books_done_seconds: list[float | None] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
+    cores_busy: dict[str, float] = field(default_factory=dict)  # the host's, "synthesizing" and "tail"
 
     @property
     def x_realtime(self) -> float | None:
