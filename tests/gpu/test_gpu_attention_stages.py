@@ -36,17 +36,20 @@ def cache(quantized: bool) -> tuple[Any, ...]:
     return query, keys, values, used, *scales
 
 
-@pytest.mark.parametrize("stages", [2, 3])
+@pytest.mark.parametrize(("setting", "value"), [("STAGES", 2), ("STAGES", 3),
+                                                ("HEADS_PER_PROGRAM", 2), ("HEADS_PER_PROGRAM", 4)])
 @pytest.mark.parametrize("quantized", [False, True])
-def test_pipelined_loads_attend_as_the_while_loop_does(stages: int, quantized: bool, monkeypatch: Any) -> None:
+def test_pipelined_loads_and_head_groups_attend_as_the_while_loop_does(setting: str, value: int, quantized: bool,
+                                                                       monkeypatch: Any) -> None:
     query, keys, values, used, *scales = cache(quantized)
 
     monkeypatch.setattr(da, "STAGES", 1)
+    monkeypatch.setattr(da, "HEADS_PER_PROGRAM", 1)
     looped = da.decode_attention(query, keys, values, used, *scales)
-    monkeypatch.setattr(da, "STAGES", stages)
-    pipelined = da.decode_attention(query, keys, values, used, *scales)
+    monkeypatch.setattr(da, setting, value)
+    shaped = da.decode_attention(query, keys, values, used, *scales)
 
-    torch.testing.assert_close(pipelined.float(), looped.float(), atol=2e-3, rtol=2e-3)
+    torch.testing.assert_close(shaped.float(), looped.float(), atol=2e-3, rtol=2e-3)
 
 
 @pytest.mark.parametrize("stages", [1, 2])
@@ -64,16 +67,3 @@ def test_int8_codes_made_floats_by_their_bits_attend_as_the_conversion_does(stag
     # the sums otherwise around other instructions, so within half precision's rounding
     torch.testing.assert_close(by_bits.float(), converted.float(), atol=1e-3, rtol=1e-3)
 
-
-@pytest.mark.parametrize("group", [2, 4])
-@pytest.mark.parametrize("quantized", [False, True])
-def test_a_slots_heads_in_groups_of_a_program_attend_as_one_a_program_does(group: int, quantized: bool,
-                                                                           monkeypatch: Any) -> None:
-    query, keys, values, used, *scales = cache(quantized)
-
-    monkeypatch.setattr(da, "HEADS_PER_PROGRAM", 1)
-    single = da.decode_attention(query, keys, values, used, *scales)
-    monkeypatch.setattr(da, "HEADS_PER_PROGRAM", group)
-    grouped = da.decode_attention(query, keys, values, used, *scales)
-
-    torch.testing.assert_close(grouped.float(), single.float(), atol=2e-3, rtol=2e-3)
