@@ -1,5 +1,5 @@
 """What held the GPU's memory at its peak: reads the allocator history the engine benchmark keeps
-with ``--memory-history DIR`` (``torch.cuda.memory._dump_snapshot``: every allocation and free
+with ``--memory-history DIR`` (``torch.cuda.memory._snapshot``, pickled: every allocation and free
 since the engine began to load, each with the Python frames that asked for it), replays it to the
 moment the most was allocated, and prints what was alive then, grouped by the project's own frame
 that asked for it (the innermost one in ``pipeline/`` or ``jobs/``), largest first.

@@ -7,8 +7,10 @@ best), and an SM keeps at most 32 programs resident, so 32 of its 64 warps: half
 SM could have in flight, on a step that is pure memory traffic (its int8 kernel read 2.28 TB/s of
 the H200's ~4.3). A program of ``group`` heads keeps ``group`` times the loads in flight per
 program. The slot's length is the same for all its heads, so they share the loop. Chosen by
-``decode_attention.HEADS_PER_PROGRAM`` (a divisor of the head count, a power of two). Imported
-only where Triton is.
+``decode_attention.HEADS_PER_PROGRAM`` (a divisor of the head count, a power of two). It repeats
+``attention_block.attend_block``'s online softmax over one more axis; if the sweep finds it
+faster, it replaces the single-program kernel (a group of 1 is that kernel's shape) rather than
+living beside it. Imported only where Triton is.
 """
 
 from __future__ import annotations
