@@ -36,17 +36,6 @@ da.INT8_BITS = True
 by_bits = da.decode_attention(q, kq, vq, used, ks, vs)
 da.INT8_BITS = False
 assert torch.equal(by_bits, by_conversion), (by_bits - by_conversion).abs().max()
-# ... a slot's heads in groups of a program (2, 4 of 4 heads): the same attention as one a program
-q4, k4, v4 = torch.randn(B, 4, D).half(), torch.randn(B, 4, P, D).half(), torch.randn(B, 4, P, D).half()
-(k4q, k4s), (v4q, v4s) = kv_int8.quantize(k4), kv_int8.quantize(v4)
-one = [da.decode_attention(q4, k4, v4, used).float(), da.decode_attention(q4, k4q, v4q, used, k4s, v4s).float()]
-for group in (2, 4):
-    da.HEADS_PER_PROGRAM = group
-    grouped = [da.decode_attention(q4, k4, v4, used).float(), da.decode_attention(q4, k4q, v4q, used, k4s, v4s).float()]
-    da.HEADS_PER_PROGRAM = 1
-    for got, want in zip(grouped, one):
-        assert (got - want).abs().max().item() < 2e-3, (group, (got - want).abs().max())
-worst = max(worst, (one[0] - reference_attention(q4, k4, v4, used)).abs().max().item())
 
 # RoPE + cache write against the PyTorch path (rotate_half), each slot at its own position
 from pipeline.engine.layer_ops import apply_rope as _apply_rope
@@ -114,7 +103,7 @@ def test_the_gpu_decode_kernels_match_the_pytorch_path() -> None:
     """The Triton kernels the H200 runs, under Triton's CPU interpreter: one query per slot
     against exactly its first ``used`` positions (1, a block edge, the whole cache), from a
     half-precision and from an int8 cache (its codes made floats by the conversion or by their
-    bits: the same output; a slot's heads one or a group a program: the same attention); RoPE and the cache write (and int8 quantization) at each slot's own
+    bits: the same output); RoPE and the cache write (and int8 quantization) at each slot's own
     position, as the PyTorch path does them."""
     assert worst_error_under_the_interpreter(KERNEL_CHECK) < 2e-3
 

@@ -77,34 +77,23 @@ def sweep_attention_kernel(rows: int, attend: int, heads: int = 12, dim: int = 6
     }
     positions = int(used.sum()) * heads
     print(f"attention kernel sweep: {rows} slots, lengths {attend // 4}..{attend}, one layer")
-    print("| cache | heads a program | block | warps | stages | int8 codes by bits | µs | TB/s |")
-    print("|---|---|---|---|---|---|---|---|")
-    saved = da.BLOCK_POSITIONS, da.WARPS, da.STAGES, da.INT8_BITS, da.HEADS_PER_PROGRAM
+    print("| cache | block | warps | stages | int8 codes by bits | µs | TB/s |")
+    print("|---|---|---|---|---|---|---|")
+    saved = da.BLOCK_POSITIONS, da.WARPS, da.STAGES, da.INT8_BITS
     for name, (keys, values, key_scales, value_scales) in caches.items():
         per_position = 2 * dim * keys.element_size() + (8 if key_scales is not None else 0)
         best = None
-        for shape in kernel_shapes(quantized=key_scales is not None):
-            da.BLOCK_POSITIONS, da.WARPS, da.STAGES, da.INT8_BITS, da.HEADS_PER_PROGRAM = shape
+        ways = (False, True) if key_scales is not None else (False,)
+        for block, warps, stages, bits in itertools.product((32, 64, 128), (1, 2, 4), (1, 2, 3), ways):
+            da.BLOCK_POSITIONS, da.WARPS, da.STAGES, da.INT8_BITS = block, warps, stages, bits
             attention = (query, keys, values, used, key_scales, value_scales)
             seconds = seconds_per_run(lambda tensors=attention: da.decode_attention(*tensors))
-            block, warps, stages, bits, group = shape
-            print(f"| {name} | {group} | {block} | {warps} | {stages} | {'yes' if bits else 'no'} | "
-                  f"{seconds * 1e6:.1f} | {positions * per_position / seconds / 1e12:.2f} |")
-            best = min(best or (seconds, shape), (seconds, shape))
-        block, warps, stages, bits, group = best[1]
-        print(f"BEST {name} heads a program {group} block {block} warps {warps} stages {stages} "
-              f"int8 codes by bits {bits}: {best[0] * 1e6:.1f} µs")
-    da.BLOCK_POSITIONS, da.WARPS, da.STAGES, da.INT8_BITS, da.HEADS_PER_PROGRAM = saved
-
-
-def kernel_shapes(quantized: bool) -> list[tuple[int, int, int, bool, int]]:
-    """(block, warps, stages, int8 codes by bits, heads a program) to sweep: every shape of the
-    single-program kernel, and the head-group kernel's blocks and warps (it has one stage and
-    converts codes by the instruction)."""
-    ways = (False, True) if quantized else (False,)
-    single = [(b, w, s, bits, 1) for b, w, s, bits in itertools.product((32, 64, 128), (1, 2, 4), (1, 2, 3), ways)]
-    grouped = [(b, w, 1, False, g) for g, b, w in itertools.product((2, 4), (16, 32, 64), (1, 2, 4))]
-    return single + grouped
+            print(f"| {name} | {block} | {warps} | {stages} | {'yes' if bits else 'no'} | {seconds * 1e6:.1f} | "
+                  f"{positions * per_position / seconds / 1e12:.2f} |")
+            best = min(best or (seconds, block, warps, stages, bits), (seconds, block, warps, stages, bits))
+        print(f"BEST {name} block {best[1]} warps {best[2]} stages {best[3]} int8 codes by bits {best[4]}: "
+              f"{best[0] * 1e6:.1f} µs")
+    da.BLOCK_POSITIONS, da.WARPS, da.STAGES, da.INT8_BITS = saved
 
 
 def profile_waveform_chunk(engine, rows: int = 64, steps: int = 256) -> None:

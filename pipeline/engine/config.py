@@ -37,8 +37,6 @@ class EngineTuning:
     ``python -m pipeline.bench step-profile --sweep``).
     attention_int8_bits: that kernel makes an int8 cache's codes floats by their bits, not by the
     conversion instruction (decode_attention.INT8_BITS; swept too).
-    attention_heads: heads of a slot per program of that kernel (decode_attention.HEADS_PER_PROGRAM;
-    swept too).
     """
 
     decode_attention: str = "triton"
@@ -50,7 +48,6 @@ class EngineTuning:
     attention_warps: int = 1
     attention_stages: int = 1
     attention_int8_bits: bool = False
-    attention_heads: int = 1
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,6 @@ try:  # pragma: no cover - exercised on the GPU machine (and under TRITON_INTERP
     import triton.language as tl
 
     from pipeline.engine.attention_block import attend_block
-    from pipeline.engine.head_group_attention import head_group_attention
 except ImportError:  # CPU builds of PyTorch
     triton = None
     tl = None
@@ -54,10 +53,9 @@ STAGES = 1
 # 73.8 us a layer (block 32, one warp), 71.4 at best (block 64, 2 stages; 88.6 -> 72.1 at block
 # 64 alone), the engine bench 2,975 / 2,964 vs 2,961 / 2,996x: the conversion is not what bounds it.
 INT8_BITS = False
-# Heads of a slot per program: 1, one program per (slot, head); 2 or 4, a group of them sharing
-# the loop over the slot's positions (head_group_attention.py: more loads in flight per program
-# where an SM keeps at most 32 programs). Not yet measured; swept by step-profile --sweep.
-HEADS_PER_PROGRAM = 1
+# Tried and taken out: a slot's heads 2 or 4 to a program (more loads in flight where an SM keeps
+# at most 32 programs). H200, 1,024 slots, int8 cache, one layer: 108.6 / 200.8 us at its best
+# against 102.7 / 194.2 us for one (slot, head) a program (contexts up to 256 / 512).
 # Which attention kernel ``decode_attention`` runs when its caller names none: "single" (one
 # program per (slot, head), below) or "split" (partitions of the context and a reduce,
 # ``split_attention.py``). A process that measures both sets this before its steps are captured.
@@ -240,9 +238,6 @@ def decode_attention(query: torch.Tensor, keys: torch.Tensor, values: torch.Tens
     if chosen == "split":
         return split_attention.split_decode_attention(query, keys, values, used, key_scales,
                                                       value_scales, quantized, partition)
-    if HEADS_PER_PROGRAM > 1:
-        return head_group_attention(query, keys, values, used, key_scales, value_scales, quantized,
-                                    HEADS_PER_PROGRAM, BLOCK_POSITIONS, WARPS)
     out = torch.empty_like(query)
     _decode_attention_kernel[(rows, heads)](
         query, keys, values, key_scales, value_scales, out, used, 1.0 / math.sqrt(dim),

@@ -115,7 +115,6 @@ def apply_tuning(tuning: EngineTuning) -> None:
     decode_attention.WARPS = tuning.attention_warps
     decode_attention.STAGES = tuning.attention_stages
     decode_attention.INT8_BITS = tuning.attention_int8_bits
-    decode_attention.HEADS_PER_PROGRAM = tuning.attention_heads
 
 
 def resolve_device(name: str) -> torch.device:

@@ -2,8 +2,7 @@
 ``tl.range`` loop the CPU interpreter cannot run) attends exactly as the while loop does: each
 slot over its own first ``used`` positions (1, a block's edge, the whole cache), from a
 half-precision and from an int8 cache; an int8 cache's codes made floats by their bits
-(``INT8_BITS``) give the conversion instruction's output, at one and two stages; and a slot's
-heads in groups of a program (``HEADS_PER_PROGRAM``) attend as one a program does."""
+(``INT8_BITS``) give the conversion instruction's output, at one and two stages."""
 
 from __future__ import annotations
 
@@ -36,17 +35,14 @@ def cache(quantized: bool) -> tuple[Any, ...]:
     return query, keys, values, used, *scales
 
 
-@pytest.mark.parametrize(("setting", "value"), [("STAGES", 2), ("STAGES", 3),
-                                                ("HEADS_PER_PROGRAM", 2), ("HEADS_PER_PROGRAM", 4)])
+@pytest.mark.parametrize("stages", [2, 3])
 @pytest.mark.parametrize("quantized", [False, True])
-def test_pipelined_loads_and_head_groups_attend_as_the_while_loop_does(setting: str, value: int, quantized: bool,
-                                                                       monkeypatch: Any) -> None:
+def test_pipelined_loads_attend_as_the_while_loop_does(stages: int, quantized: bool, monkeypatch: Any) -> None:
     query, keys, values, used, *scales = cache(quantized)
 
     monkeypatch.setattr(da, "STAGES", 1)
-    monkeypatch.setattr(da, "HEADS_PER_PROGRAM", 1)
     looped = da.decode_attention(query, keys, values, used, *scales)
-    monkeypatch.setattr(da, setting, value)
+    monkeypatch.setattr(da, "STAGES", stages)
     shaped = da.decode_attention(query, keys, values, used, *scales)
 
     torch.testing.assert_close(shaped.float(), looped.float(), atol=2e-3, rtol=2e-3)
