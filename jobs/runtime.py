@@ -106,7 +106,7 @@ class EngineLoading:
             if runs_on_gpu(settings):  # the driver makes its context while torch imports
                 from pipeline.engine.cuda_context import open_context_beside
 
-                open_context_beside(settings.device)
+                open_context_beside(settings.device, host_wait(settings))
             engine = open_engine(settings)
             loaded = time.perf_counter()
             if engine.device.startswith("cuda"):  # kernels compiled, the memory model calibrated
@@ -171,6 +171,14 @@ def runs_on_gpu(settings: Settings) -> bool:
     """Whether the engine will run on a GPU, known without importing torch (for "auto": the host
     has an NVIDIA driver loaded)."""
     return settings.device.startswith("cuda") or (settings.device == "auto" and NVIDIA_DRIVER.exists())
+
+
+def host_wait(settings: Settings) -> str:
+    """How the threads that feed the GPU wait for it (EngineTuning.host_wait: the settings' or
+    the engine's default)."""
+    from pipeline.engine.config import EngineTuning
+
+    return (settings.engine_tuning or EngineTuning()).host_wait
 
 
 def open_engine(settings: Settings) -> Engine:

@@ -28,6 +28,7 @@
 | TTS_JOBS_ATTENTION_BLOCK | 32 | positions per loop iteration of the Triton attention kernel (for its sweep) |
 | TTS_JOBS_ATTENTION_WARPS | 1 | warps per program of the Triton attention kernel (for its sweep) |
 | TTS_JOBS_ATTENTION_STAGES | 1 | blocks of positions in flight per program of that kernel: 2+ pipelines its loads (for its sweep) |
+| TTS_JOBS_CUDA_WAIT | block | how the threads that feed a GPU wait for it: block (asleep) or spin (a core spun; for measuring) |
 | TTS_JOBS_ATTENTION_INT8_BITS | 0 | 1: that kernel makes the int8 cache's codes floats by their bits, not the conversion instruction (for its sweep) |
 | TTS_JOBS_FAULT_AFTER_COMMIT | (none) | tests only: a process kills itself after the named commits (jobs/faults.py) |
 | TTS_JOBS_FAULT_PAUSE | (none) | tests only: `stage:seconds`, holds a stage once begun (jobs/faults.py) |
@@ -167,7 +168,8 @@ class Settings:
 
 TUNING_VARIABLES = ("TTS_JOBS_DECODE_ATTENTION", "TTS_JOBS_FUSED_LAYERS", "TTS_JOBS_CUDA_GRAPHS",
                     "TTS_JOBS_PREFILL_GRAPHS", "TTS_JOBS_DECODE_CUDNN", "TTS_JOBS_ATTENTION_BLOCK",
-                    "TTS_JOBS_ATTENTION_WARPS", "TTS_JOBS_ATTENTION_STAGES", "TTS_JOBS_ATTENTION_INT8_BITS")
+                    "TTS_JOBS_ATTENTION_WARPS", "TTS_JOBS_ATTENTION_STAGES", "TTS_JOBS_ATTENTION_INT8_BITS",
+                    "TTS_JOBS_CUDA_WAIT")
 
 
 def _engine_tuning(env: Mapping[str, str]) -> EngineTuning | None:
@@ -186,6 +188,7 @@ def _engine_tuning(env: Mapping[str, str]) -> EngineTuning | None:
         attention_warps=int(env.get("TTS_JOBS_ATTENTION_WARPS", "1")),
         attention_stages=int(env.get("TTS_JOBS_ATTENTION_STAGES", "1")),
         attention_int8_bits=env.get("TTS_JOBS_ATTENTION_INT8_BITS", "0") == "1",
+        host_wait=env.get("TTS_JOBS_CUDA_WAIT", "block"),
     )
 
 

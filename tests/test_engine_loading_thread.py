@@ -114,14 +114,15 @@ def test_on_a_gpu_the_driver_makes_the_context_while_the_engine_imports(monkeypa
     import pipeline.engine.cuda_context as cuda_context
 
     order: list[str] = []
-    monkeypatch.setattr(cuda_context, "open_context_beside", lambda name: order.append(name))
+    monkeypatch.setattr(cuda_context, "open_context_beside", lambda name, wait: order.append(name))
 
     def load(settings: Any) -> Any:
         order.append("load")
         raise RuntimeError("no engine here")
 
     monkeypatch.setattr(runtime, "open_engine", load)
-    loader = EngineLoading(settings=type("Settings", (), {"calibration_file": None, "device": device})())  # type: ignore[arg-type]
+    loader = EngineLoading(settings=type("Settings", (), {"calibration_file": None, "device": device,
+                                                          "engine_tuning": None})())  # type: ignore[arg-type]
     with pytest.raises(RuntimeError, match="no engine here"):
         loader.get()
     assert order == [*asked, "load"]
@@ -139,3 +140,53 @@ def test_the_driver_ordinal_is_the_device_torch_will_use() -> None:
         ctypes.CDLL("libcuda.so.1")
     except OSError:
         assert open_primary_context(0) is False
+
+
+class FakeDriver:
+    """libcuda's calls the context needs, recorded in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int]] = []
+
+    def cuInit(self, flags: int) -> int:  # noqa: N802 - the driver's names
+        self.calls.append(("init", flags))
+        return 0
+
+    def cuDeviceGet(self, device: Any, ordinal: int) -> int:  # noqa: N802
+        device._obj.value = ordinal
+        return 0
+
+    def cuDevicePrimaryCtxSetFlags(self, device: Any, flags: int) -> int:  # noqa: N802
+        self.calls.append(("flags", flags))
+        return 0
+
+    def cuDevicePrimaryCtxRetain(self, context: Any, device: Any) -> int:  # noqa: N802
+        self.calls.append(("retain", device.value))
+        return 0
+
+
+@pytest.mark.parametrize(("wait", "flags"), [(None, 0x04), ("block", 0x04), ("spin", 0x01)])
+def test_the_threads_that_feed_the_gpu_sleep_while_they_wait_unless_told_to_spin(
+        monkeypatch: Any, wait: str | None, flags: int) -> None:
+    """The context is made with its threads' way of waiting set before it exists (the driver
+    takes it only then): asleep by default, so that the cores a spinning wait would take go to
+    the encodes beside the GPU; spinning when asked (TTS_JOBS_CUDA_WAIT=spin)."""
+    import ctypes
+
+    import pipeline.engine.cuda_context as cuda_context
+
+    driver = FakeDriver()
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: driver)
+    assert cuda_context.open_primary_context(1, wait) is True
+    assert driver.calls == [("init", 0), ("flags", flags), ("retain", 1)]
+
+
+def test_a_wait_of_no_known_kind_is_refused_when_the_engine_loads(monkeypatch: Any) -> None:
+    from jobs.settings import Settings
+    from pipeline.engine.loading import apply_tuning
+    from pipeline.errors import ModelError
+
+    tuning = Settings.from_env({"TTS_JOBS_CUDA_WAIT": "snooze"}).engine_tuning
+    assert tuning is not None and tuning.host_wait == "snooze"
+    with pytest.raises(ModelError, match="unknown CUDA wait 'snooze': use block or spin"):
+        apply_tuning(tuning)

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+import pipeline.engine.cuda_context as cuda_context  # noqa: PLR0402
 import pipeline.engine.decode_attention as decode_attention  # noqa: PLR0402 (a package import is a circle)
 import pipeline.engine.gpt as gpt  # noqa: PLR0402
 import pipeline.engine.prefill as prefill  # noqa: PLR0402
@@ -21,6 +22,7 @@ import pipeline.engine.step_graphs as step_graphs  # noqa: PLR0402
 import pipeline.engine.waveform as waveform  # noqa: PLR0402
 from pipeline.engine.checksums import verify_real_weights
 from pipeline.engine.config import PRECISIONS, EngineConfig, EngineTuning
+from pipeline.engine.cuda_context import device_ordinal, open_primary_context
 from pipeline.engine.engine import Engine
 from pipeline.engine.gpt import KV_CACHE, KV_CACHE_CHOICES, FusedLlama
 from pipeline.engine.host_threads import hand_over_promptly, spare_the_collector
@@ -67,6 +69,7 @@ def load_engine(config: EngineConfig, int8_scheme: str = "weight_only") -> Engin
         verify_real_weights(files)
     device = resolve_device(config.device)
     if device.type == "cuda":
+        open_primary_context(device_ordinal(str(device)))  # before torch's first use: how it waits
         hash_triton_beside()
         hand_over_promptly()  # its threads queue the GPU's work op by op
         if config.memory_gib is not None:
@@ -106,6 +109,9 @@ def hash_triton_beside() -> threading.Thread:
 def apply_tuning(tuning: EngineTuning) -> None:
     """The kernel choices for this whole process: kernels and CUDA graphs are built once per
     process and shared by its engines, so the choice is the modules' own."""
+    if tuning.host_wait not in cuda_context.WAIT_FLAGS:
+        raise ModelError(f"unknown CUDA wait {tuning.host_wait!r}: use {' or '.join(cuda_context.WAIT_FLAGS)} "
+                         "(TTS_JOBS_CUDA_WAIT)")
     gpt.DECODE_ATTENTION = tuning.decode_attention
     gpt.FUSED_LAYERS = tuning.fused_layers
     step_graphs.CUDA_GRAPHS = tuning.cuda_graphs
@@ -115,6 +121,7 @@ def apply_tuning(tuning: EngineTuning) -> None:
     decode_attention.WARPS = tuning.attention_warps
     decode_attention.STAGES = tuning.attention_stages
     decode_attention.INT8_BITS = tuning.attention_int8_bits
+    cuda_context.WAIT = tuning.host_wait
 
 
 def resolve_device(name: str) -> torch.device:
