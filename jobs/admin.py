@@ -4,9 +4,11 @@ and the synthesis benchmark. (The database schema is ``runtime.upgrade_database`
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from jobs.settings import Settings
+from pipeline.errors import ModelError
 
 
 def synthetic_weights_warning() -> str:
@@ -31,14 +33,20 @@ def download_model(target: Path | None = None) -> Path:
     return download_weights(target)
 
 
-def run_benchmark(argv: list[str]) -> int:
-    """The measurement tools (``python -m pipeline.bench``), as `tts-jobs bench` is given them:
-    the engine benchmark by default, another tool when its name comes first. Returns the exit code."""
+def run_benchmark(argv: list[str], prog: str = "tts-jobs bench") -> int:
+    """The measurement tools, as `tts-jobs bench` and ``python -m pipeline.bench`` are given them:
+    the engine benchmark by default, another tool when its name comes first, with the kernel
+    choices set in the environment (TTS_JOBS_FUSED_LAYERS=0 and the like, for an A/B of the
+    kernels). Returns the exit code."""
     from pipeline.bench.commands import main
 
     tuning = Settings.from_env().engine_tuning
-    if tuning is not None:  # TTS_JOBS_FUSED_LAYERS=0 and the like, for an A/B of the kernels
+    if tuning is not None:
         from pipeline.engine.loading import apply_tuning
 
-        apply_tuning(tuning)
-    return main(argv, prog="tts-jobs bench")
+        try:
+            apply_tuning(tuning)
+        except ModelError as exc:
+            print(f"{prog}: {exc}", file=sys.stderr)
+            return 2
+    return main(argv, prog=prog)

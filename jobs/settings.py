@@ -29,7 +29,7 @@
 | TTS_JOBS_ATTENTION_WARPS | 1 | warps per program of the Triton attention kernel (for its sweep) |
 | TTS_JOBS_ATTENTION_STAGES | 1 | blocks of positions in flight per program of that kernel: 2+ pipelines its loads (for its sweep) |
 | TTS_JOBS_CUDA_WAIT | block | how the threads that feed a GPU wait for it: block (asleep) or spin (a core spun; for measuring) |
-| TTS_JOBS_ATTENTION_INT8_BITS | 0 | 1: that kernel makes the int8 cache's codes floats by their bits, not the conversion instruction (for its sweep) |
+| TTS_JOBS_ATTENTION_INT8_BITS | 1 | 1: that kernel makes the int8 cache's codes floats by their bits; 0: by the conversion instruction (for its sweep) |
 | TTS_JOBS_FAULT_AFTER_COMMIT | (none) | tests only: a process kills itself after the named commits (jobs/faults.py) |
 | TTS_JOBS_FAULT_PAUSE | (none) | tests only: `stage:seconds`, holds a stage once begun (jobs/faults.py) |
 | CUDA_VISIBLE_DEVICES | (every GPU) | the GPUs `worker --gpus all` serves; a pinned worker's child gets its one GPU here |
@@ -187,7 +187,7 @@ def _engine_tuning(env: Mapping[str, str]) -> EngineTuning | None:
         attention_block=int(env.get("TTS_JOBS_ATTENTION_BLOCK", "32")),
         attention_warps=int(env.get("TTS_JOBS_ATTENTION_WARPS", "1")),
         attention_stages=int(env.get("TTS_JOBS_ATTENTION_STAGES", "1")),
-        attention_int8_bits=env.get("TTS_JOBS_ATTENTION_INT8_BITS", "0") == "1",
+        attention_int8_bits=env.get("TTS_JOBS_ATTENTION_INT8_BITS", "1") != "0",
         host_wait=env.get("TTS_JOBS_CUDA_WAIT", "block"),
     )
 

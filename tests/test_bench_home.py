@@ -48,3 +48,18 @@ def test_no_tool_imports_tests_or_edits_sys_path() -> None:
 def test_scripts_holds_only_the_set_up_and_developer_shell_tools() -> None:
     python_files = sorted(path.name for path in (ROOT / "scripts").iterdir() if path.suffix == ".py")
     assert not python_files
+
+
+def test_python_m_pipeline_bench_takes_the_kernel_choices_of_the_environment() -> None:
+    """`python -m pipeline.bench` applies TTS_JOBS_* kernel choices as `tts-jobs bench` does (an
+    A/B run through it once measured the same code twice); one it cannot take is said in a line."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "TTS_JOBS_CUDA_WAIT": "snooze"}
+    done = subprocess.run([sys.executable, "-m", "pipeline.bench", "--help"], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip() == ("python -m pipeline.bench: unknown CUDA wait 'snooze': use block or spin "
+                                   "(TTS_JOBS_CUDA_WAIT)")

@@ -31,10 +31,10 @@ want = reference(kv_int8.dequantize(kq, ks, torch.float32), kv_int8.dequantize(v
 worst = max(worst, (got - want).abs().max().item())
 # ... its codes made floats by their bits: the same output, bit for bit (the codes' extremes too)
 kq[0, 0, 0, :2], vq[0, 0, 0, :2] = torch.tensor([-128, 127], dtype=torch.int8), torch.tensor([127, -128], dtype=torch.int8)
+da.INT8_BITS = False
 by_conversion = da.decode_attention(q, kq, vq, used, ks, vs)
 da.INT8_BITS = True
 by_bits = da.decode_attention(q, kq, vq, used, ks, vs)
-da.INT8_BITS = False
 assert torch.equal(by_bits, by_conversion), (by_bits - by_conversion).abs().max()
 
 # RoPE + cache write against the PyTorch path (rotate_half), each slot at its own position

@@ -49,7 +49,7 @@ class EngineTuning:
     attention_block: int = 32
     attention_warps: int = 1
     attention_stages: int = 1
-    attention_int8_bits: bool = False
+    attention_int8_bits: bool = True
     host_wait: str = "block"
 
 

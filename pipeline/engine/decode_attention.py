@@ -50,9 +50,11 @@ STAGES = 1
 # their bits (attention_block.int8_as_float: an integer add, an or, a float subtraction). Tried
 # because the sweep's int8 kernel read 2.28 TB/s where the fp16 one read 3.76 (not bound by
 # bytes) and the conversion issues at a fraction of the fp32 rate. Measured on an H200: 74.1 vs
-# 73.8 us a layer (block 32, one warp), 71.4 at best (block 64, 2 stages; 88.6 -> 72.1 at block
-# 64 alone), the engine bench 2,975 / 2,964 vs 2,961 / 2,996x: the conversion is not what bounds it.
-INT8_BITS = False
+# 73.8 us a layer at 512 slots (block 32, one warp). At the bench's 1,024 slots: 98.3 vs 102.7 us
+# (contexts up to 256), 183.7 vs 194.2 (up to 512); the engine bench 3,066 / 3,094 vs 2,986 /
+# 3,026x, 3.58 vs 3.66 ms a step, in one call. (An earlier bench "without a gain" set it through
+# the environment of `python -m pipeline.bench`, which did not read it then: the same code twice.)
+INT8_BITS = True
 # Tried and taken out: a slot's heads 2 or 4 to a program (more loads in flight where an SM keeps
 # at most 32 programs). H200, 1,024 slots, int8 cache, one layer: 108.6 / 200.8 us at its best
 # against 102.7 / 194.2 us for one (slot, head) a program (contexts up to 256 / 512).
