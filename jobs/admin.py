@@ -4,11 +4,7 @@ and the synthesis benchmark. (The database schema is ``runtime.upgrade_database`
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-
-from jobs.settings import Settings
-from pipeline.errors import ModelError
 
 
 def synthetic_weights_warning() -> str:
@@ -33,20 +29,10 @@ def download_model(target: Path | None = None) -> Path:
     return download_weights(target)
 
 
-def run_benchmark(argv: list[str], prog: str = "tts-jobs bench") -> int:
-    """The measurement tools, as `tts-jobs bench` and ``python -m pipeline.bench`` are given them:
-    the engine benchmark by default, another tool when its name comes first, with the kernel
-    choices set in the environment (TTS_JOBS_FUSED_LAYERS=0 and the like, for an A/B of the
-    kernels). Returns the exit code."""
+def run_benchmark(argv: list[str]) -> int:
+    """The measurement tools (``python -m pipeline.bench``), as `tts-jobs bench` is given them:
+    the engine benchmark by default, another tool when its name comes first (the kernel choices
+    of the environment applied). Returns the exit code."""
     from pipeline.bench.commands import main
 
-    tuning = Settings.from_env().engine_tuning
-    if tuning is not None:
-        from pipeline.engine.loading import apply_tuning
-
-        try:
-            apply_tuning(tuning)
-        except ModelError as exc:
-            print(f"{prog}: {exc}", file=sys.stderr)
-            return 2
-    return main(argv, prog=prog)
+    return main(argv, prog="tts-jobs bench")

@@ -1,9 +1,8 @@
-"""``python -m pipeline.bench [COMMAND] ...``: the measurement tools (``commands.py``), with the
-kernel choices set in the environment applied as `tts-jobs bench` applies them."""
+"""``python -m pipeline.bench [COMMAND] ...``: the measurement tools (``commands.py``)."""
 
 import sys
 
-from jobs.admin import run_benchmark
+from pipeline.bench.commands import main
 
 if __name__ == "__main__":
-    sys.exit(run_benchmark(sys.argv[1:], prog="python -m pipeline.bench"))
+    sys.exit(main(sys.argv[1:]))

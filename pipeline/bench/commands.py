@@ -68,9 +68,33 @@ def split_command(argv: Sequence[str]) -> tuple[str, list[str]]:
 def main(argv: Sequence[str] | None = None, prog: str = PROGRAM) -> int:
     name, rest = split_command(list(sys.argv[1:] if argv is None else argv))
     tool = TOOLS[name]
+    refused = apply_environment_tuning(prog)
+    if refused:
+        return refused
     if tool.in_child:
         return subprocess.call([sys.executable, "-m", tool.module, "--prog", f"{prog} {name}", *rest])
     runner = importlib.import_module(tool.module)
     if not tool.takes_prog:
         return runner.main(rest) or 0
     return runner.main(rest, prog=prog if name == DEFAULT else f"{prog} {name}") or 0
+
+
+def apply_environment_tuning(prog: str) -> int:
+    """The kernel choices set in the environment (TTS_JOBS_FUSED_LAYERS=0 and the like, for an A/B
+    of the kernels) applied to this process, as `tts-jobs run` and a worker apply them: a tool
+    run without them once timed the same code twice. Returns 0, or 2 after saying in a line what
+    it cannot take."""
+    from jobs.settings import Settings
+
+    tuning = Settings.from_env().engine_tuning
+    if tuning is None:
+        return 0
+    from pipeline.engine.loading import apply_tuning
+    from pipeline.errors import ModelError
+
+    try:
+        apply_tuning(tuning)
+    except ModelError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    return 0
