@@ -50,15 +50,10 @@ class RecordedBook:
 
 
 def recorded_book(rt: Runtime, session: Session, job: Job) -> RecordedBook:
-    recorded = {}
-    for chapter in repo.job_chapters(session, job.id):
-        for sentence in repo.chapter_sentences(session, chapter.id):
-            if sentence.audio_path:
-                recorded[chapter.index, sentence.index] = (sentence.text, sentence.audio_path)
-    paths = rt.artifacts.resolve_many([path for _, path in recorded.values()])
-    recorded = {
-        key: (text, str(path)) for (key, (text, _)), path in zip(recorded.items(), paths, strict=True)
-    }
+    rows = repo.job_recorded_words(session, job.id)
+    paths = rt.artifacts.absolute_many([path for *_, path in rows])
+    recorded = {(chapter, index): (text, path)
+                for (chapter, index, text, _), path in zip(rows, paths, strict=True)}
     return RecordedBook(
         rt.artifacts.resolve(job.source_path),
         recorded_options(job),

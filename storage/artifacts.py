@@ -31,6 +31,11 @@ class ArtifactStore:
         """``resolve`` for many stored paths at once (a book's sentence WAVs): the data directory
         is resolved once and each path checked by its parts — resolve() on every file cost
         ~60 us each, a third of a second per book before its assembly could start."""
+        return [Path(path) for path in self.absolute_many(relatives)]
+
+    def absolute_many(self, relatives: list[str]) -> list[str]:
+        """``resolve_many`` as strings, for callers that want no Path (a read-along's index of a
+        book's sentences: ~20 us a Path, 0.4 s of a 19,043-sentence book)."""
         root = f"{self.root.resolve()}{os.sep}"
         paths = []
         for relative in relatives:
@@ -38,7 +43,7 @@ class ArtifactStore:
             # 0.15 s of a 10,000-sentence book's assembly
             if os.path.isabs(relative) or ".." in relative.split(os.sep):
                 raise ValueError(f"{relative}: outside the data directory {self.root}")
-            paths.append(Path(root + relative))
+            paths.append(root + relative)
         return paths
 
     def job_dir(self, job_id: int) -> Path:

@@ -102,6 +102,27 @@ def test_progress_counts_done_failed_and_audio(sessions) -> None:  # type: ignor
             SentenceState.DONE.value, SentenceState.PENDING.value, SentenceState.PENDING.value]
 
 
+def test_the_read_along_reads_the_recorded_sentences_of_every_chapter_in_reading_order(sessions) -> None:  # type: ignore[no-untyped-def]
+    """What a read-along's timings are made from: each spoken sentence's chapter and place, its
+    words and its audio, chapters in the book's order whatever order they were recorded in; a
+    sentence not spoken (yet, or failed) is left out."""
+    with sessions() as s:
+        job = _job_with_sentences(s, 2)
+        later = [repo.NewSentence(index=i, paragraph_index=0, text=f"later {i}", seed=i, min_new_tokens=1,
+                                  max_new_tokens=10) for i in range(3)]
+        repo.add_chapters(s, job.id, [(1, "Two", later)])
+        s.flush()
+        rows = {(r.chapter_id, r.index): r for r in s.scalars(select(Sentence).where(Sentence.job_id == job.id))}
+        chapters = {c.index: c.id for c in repo.job_chapters(s, job.id)}
+        spoken = [(1, 2), (1, 0), (0, 1)]  # recorded out of order; (0, 0) and (1, 1) never spoken
+        repo.record_spoken_sentences(s, [repo.SpokenSentence(rows[chapters[c], i].id, f"jobs/1/{c}-{i}.wav", 1.0, 5, hit_limit=False)
+                                         for c, i in spoken])
+        s.commit()
+        assert repo.job_recorded_words(s, job.id) == [
+            (0, 1, "sentence 1", "jobs/1/0-1.wav"), (1, 0, "later 0", "jobs/1/1-0.wav"),
+            (1, 2, "later 2", "jobs/1/1-2.wav")]
+
+
 def test_a_state_change_happens_once(sessions) -> None:  # type: ignore[no-untyped-def]
     with sessions() as s:
         job = _job_with_sentences(s, 1)

@@ -83,6 +83,18 @@ def job_sentence_audio(session: Session, job_id: int, chapter_ids: Sequence[int]
     return by_chapter
 
 
+def job_recorded_words(session: Session, job_id: int) -> list[tuple[int, int, str, str]]:
+    """(chapter index, sentence index, text, audio path) of every sentence with audio, in reading
+    order: one query of four columns (a read-along's words; building the 19,043 sentences of a
+    25.8-hour book as objects, chapter by chapter, took ~0.8 s of its assembly's start)."""
+    rows = session.execute(
+        select(Chapter.index, Sentence.index, Sentence.text, Sentence.audio_path)
+        .join(Chapter, Chapter.id == Sentence.chapter_id)
+        .where(Sentence.job_id == job_id, Sentence.audio_path.is_not(None))
+        .order_by(Chapter.index, Sentence.index))
+    return [(chapter, index, text, path) for chapter, index, text, path in rows]
+
+
 def job_token_budget(session: Session, job_id: int) -> int:
     """The GPT steps the job's sentences may take at most (their ``max_new_tokens``, summed)."""
     return session.scalar(select(func.sum(Sentence.max_new_tokens)).where(Sentence.job_id == job_id)) or 0
