@@ -38,7 +38,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from jobs.assemble import assembly_options, book_metadata, chapters_to_assemble
-from jobs.plan import WAVES
+from jobs.plan import scheduling_policy
 from jobs.runtime import Runtime
 from jobs.settings import process_environment
 from pipeline.types import GPT_STEPS_PER_SECOND, SAMPLE_RATE
@@ -69,7 +69,7 @@ def book_ahead(rt: Runtime, job_id: int, prepared: Sequence[PreparedChapter] = (
     # pieces cut for a wave (not the book): each wave's encodes spread over the encoding threads,
     # or a wave waits on its longest piece and the next waves queue behind it (seen on an H200:
     # 750-s pieces took ~5 s a wave, and the last chapters were done 30 s late)
-    wave = round(steps / GPT_STEPS_PER_SECOND * SAMPLE_RATE / WAVES)
+    wave = round(steps / GPT_STEPS_PER_SECOND * SAMPLE_RATE / book_waves(rt))
     return BookAhead(rt.artifacts.work_dir(job_id), replace(options, threads=encode_threads()), chapters,
                      wave, nice=ENCODE_NICENESS, prepared=prepared, metadata=metadata)
 
@@ -83,14 +83,19 @@ def spoken_chapters(rt: Runtime, job_id: int, chapters: int) -> int:
     return 0 if spoken >= chapters else spoken
 
 
-def stretch_chapters(chapters: int) -> int:
+def book_waves(rt: Runtime) -> int:
+    """The waves of chapters a book is planned in (``plan.in_waves``): how its preparation is cut."""
+    return scheduling_policy(rt.settings).waves_per_book
+
+
+def stretch_chapters(chapters: int, waves: int) -> int:
     """The most chapters one stretch prepares: a wave's worth. Behind the speaking (encoding a
     20-hour book takes the host's every core about as long as the GPU takes to speak it), the
     chapters spoken while a stretch was prepared make the next one; taken all at once, a stretch
     begun seconds before the last sentence held the assembly 8.5 s on an H200 (15 chapters of
     60), where the assembly, on every core at once, would have begun on the chapters after a
     wave's worth."""
-    return max(1, math.ceil(chapters / WAVES))
+    return max(1, math.ceil(chapters / waves))
 
 
 def chapters_between(rt: Runtime, job_id: int, first: int, end: int | None) -> list[ChapterAudio]:
@@ -129,12 +134,12 @@ def prepare_spoken(rt: Runtime, job_id: int, book: BookAhead) -> tuple[int, bool
     laid out once the speaking has ended is not encoded (``book`` is not used again). Returns how
     many were prepared, and whether every stretch was (after one that was not, the assembly does
     the rest)."""
-    done, encoding = 0, None
+    done, encoding, waves = 0, None, book_waves(rt)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="encode-stretch") as encoder:
         try:
             while _still_spoken(rt, job_id):
                 first = book.next_to_lay_out
-                end = min(spoken_chapters(rt, job_id, book.chapters), first + stretch_chapters(book.chapters))
+                end = min(spoken_chapters(rt, job_id, book.chapters), first + stretch_chapters(book.chapters, waves))
                 if end <= first:
                     break
                 stretch = book.lay_out(chapters_between(rt, job_id, first, end))

@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 WORKER_ALIVE_SECONDS = 3600  # a synthesis worker not seen for this long no longer shapes batches
-WAVES = SchedulingPolicy().waves_per_book  # the stretches of chapters a book is spoken in
 
 
 def plan_pending(rt: Runtime, job_ids: Sequence[int] | None = None) -> list[int]:
@@ -135,9 +134,10 @@ def plan_limits(settings: Settings, workers: Sequence[Worker] = ()) -> tuple[Pla
 def scheduling_policy(settings: Settings, gpu_worker: bool = False,
                       memory_cap_bytes: int | None = None) -> SchedulingPolicy:
     """The policy for this deployment: on a GPU when this process or a worker runs on one;
-    TTS_JOBS_MAX_BATCH overrides the device's batch size."""
+    TTS_JOBS_MAX_BATCH overrides the device's batch size, TTS_JOBS_WAVES its waves a book."""
     gpu = settings.device.startswith("cuda") or gpu_worker
-    return SchedulingPolicy.for_device(gpu, memory_cap_bytes, settings.max_batch)
+    policy = SchedulingPolicy.for_device(gpu, memory_cap_bytes, settings.max_batch)
+    return replace(policy, waves_per_book=settings.waves) if settings.waves else policy
 
 
 def register_synthesis_worker(rt: Runtime, engine: Engine, name: str, device_memory: int | None) -> None:

@@ -10,6 +10,7 @@
 | TTS_JOBS_PRECISION | auto | auto, fp32, fp16, bf16, int8 |
 | TTS_JOBS_MEMORY_GIB | (the card) | the most GPU memory a synthesis process may use, a hard cap (as a smaller card would have); batches and decode slots are sized from it |
 | TTS_JOBS_MEMORY_FRACTION | 0.85 | share of GPU memory (or of the cap) the planner may plan for |
+| TTS_JOBS_WAVES | 8 | stretches of whole chapters a book is planned in and assembled ahead by (its first chapters finished while the rest is spoken; for measuring the tail after the last sentence against the planner's sort) |
 | TTS_JOBS_MAX_BATCH | 1024 (GPU) / 16 (CPU) | most sentences in one batch (the pool its decode slots draw from; the planner's memory cap may allow fewer) |
 | TTS_JOBS_SLOTS | (the batch) | most sentences a GPU worker decodes at once; the rest of the batch waits for a free slot |
 | TTS_JOBS_STREAM_SECONDS | 60 | how long a synthesis worker goes on claiming the next batch into the decode slots of the one it runs (jobs/batches/stream.py); 0 runs every batch on its own |
@@ -81,6 +82,7 @@ class Settings:
     memory_gib: float | None = None  # None: the whole card
     memory_fraction: float = 0.85
     max_batch: int | None = None  # None: decided by the device (pipeline/scheduling.py)
+    waves: int | None = None  # None: the scheduling policy's (pipeline/scheduling.py)
     slots: int | None = None  # None: every sentence of a batch decodes at once
     stream_seconds: float = 60.0  # 0: no stream, each batch alone
     measure_helpers: int | None = None  # a synthesis worker's sentence measurers; None: one per 4 cores (8+)
@@ -104,6 +106,7 @@ class Settings:
         model_dir = env.get("TTS_JOBS_MODEL_DIR")
         max_batch = env.get("TTS_JOBS_MAX_BATCH")
         slots = env.get("TTS_JOBS_SLOTS")
+        waves = env.get("TTS_JOBS_WAVES")
         measure_helpers = env.get("TTS_JOBS_MEASURE_HELPERS")
         return cls(
             data_dir=data_dir,
@@ -117,6 +120,7 @@ class Settings:
             memory_gib=memory_gib(env.get("TTS_JOBS_MEMORY_GIB")),
             memory_fraction=float(env.get("TTS_JOBS_MEMORY_FRACTION", "0.85")),
             max_batch=int(max_batch) if max_batch else None,
+            waves=max(1, int(waves)) if waves else None,
             slots=int(slots) if slots else None,
             stream_seconds=float(env.get("TTS_JOBS_STREAM_SECONDS", "60")),
             measure_helpers=int(measure_helpers) if measure_helpers else None,

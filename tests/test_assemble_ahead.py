@@ -152,6 +152,36 @@ def test_a_book_behind_its_speaking_is_prepared_a_wave_of_chapters_at_a_time(
     assert [c.audio.index for c in take_prepared(rt, job_id)] == list(range(10))
 
 
+def test_more_waves_plan_a_book_and_cut_its_preparation_finer(settings_factory, tmp_path: Path,
+                                                                caplog) -> None:  # type: ignore[no-untyped-def]
+    """TTS_JOBS_WAVES=16: seventeen chapters planned in about sixteen waves (whole chapters), and
+    the ten spoken prepared in stretches of two (17 / 16), not three: one measure for both."""
+    from jobs.assemble_ahead import prepare_ahead
+    from jobs.ingest import ingest_job
+    from jobs.plan import plan_pending
+    from jobs.runtime import open_runtime
+    from jobs.settings import Settings
+    from jobs.submit import submit_book
+
+    assert Settings.from_env({"TTS_JOBS_WAVES": "16"}).waves == 16
+    rt = open_runtime(settings_factory(waves=16))
+    chapters = [(f"Part {n}", [f"Part {n} has one sentence."]) for n in range(1, 18)]
+    job_id = submit_book(rt, write_epub(tmp_path / "long.epub", "Finer", chapters),
+                         JobOptions(out_dir=tmp_path / "out"))
+    assert ingest_job(rt, job_id)
+    caplog.set_level(logging.INFO)
+    plan_pending(rt)
+    [waves] = [int(r.getMessage().split(" in ")[-1].split()[0]) for r in caplog.records
+               if "waves of chapters" in r.getMessage()]
+    assert 8 < waves <= 16  # whole chapters of about a sixteenth each (the default plans eight)
+    speak_chapters(rt, job_id, set(range(10)), 0.3)
+
+    assert prepare_ahead(rt, job_id) == 10
+
+    stretches = [r.getMessage() for r in caplog.records if "assembled ahead" in r.getMessage()]
+    assert [line.split(" (")[1].split(" of")[0] for line in stretches] == ["1-2", "3-4", "5-6", "7-8", "9-10"]
+
+
 def test_the_next_stretch_is_laid_out_while_the_one_before_it_encodes(
         rt: Runtime, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Nine of seventeen chapters spoken: three stretches of three. Each stretch's encodes wait
