@@ -110,17 +110,19 @@ def assemble_audiobook(
     step = on_step or no_step
     step("assembling", 0, len(chapters))
     ahead = still_the_same(chapters, prepared)
+    checked = time.monotonic()  # the chapters ahead checked against their sentences' files
     measured_chapters = [p.measured for p in ahead] + measure_book(chapters, options, first=len(ahead))
     loudness = [chapter_loudness(chapter, options) for chapter in measured_chapters]
     measured = integrated_lufs([chapter.step_energies for chapter in measured_chapters])
     gains = [treatment.gain_db for treatment in loudness]
     log.info(
-        "%r: measured %d chapters (%.0f s of audio) in %.1f s; loudness %.1f LUFS, chapter gains "
+        "%r: measured %d chapters (%.0f s of audio) in %.1f s%s; loudness %.1f LUFS, chapter gains "
         "%+.2f to %+.2f dB%s",
         metadata.title,
         len(measured_chapters),
         sum(c.seconds for c in measured_chapters),
         time.monotonic() - began,
+        f" ({len(ahead)} ahead, checked in {checked - began:.1f} s)" if ahead else "",
         measured,
         min(gains),
         max(gains),
