@@ -68,11 +68,11 @@ def split_command(argv: Sequence[str]) -> tuple[str, list[str]]:
 def main(argv: Sequence[str] | None = None, prog: str = PROGRAM) -> int:
     name, rest = split_command(list(sys.argv[1:] if argv is None else argv))
     tool = TOOLS[name]
+    if tool.in_child:  # its processes take the environment's choices themselves
+        return subprocess.call([sys.executable, "-m", tool.module, "--prog", f"{prog} {name}", *rest])
     refused = apply_environment_tuning(prog)
     if refused:
         return refused
-    if tool.in_child:
-        return subprocess.call([sys.executable, "-m", tool.module, "--prog", f"{prog} {name}", *rest])
     runner = importlib.import_module(tool.module)
     if not tool.takes_prog:
         return runner.main(rest) or 0
