@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import shutil
 import time
-from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -37,21 +36,19 @@ from storage.models import Job, JobState
 if TYPE_CHECKING:
     from pipeline.audio import AssemblyOptions, AssemblyReport, ChapterAudio
     from pipeline.audio.assembly_types import OnStep
-    from pipeline.audio.prepared import PreparedChapter
+    from pipeline.audio.layout import TakePrepared
     from pipeline.readalong import ReadAlong
 
 log = logging.getLogger(__name__)
 
-TakePrepared = Callable[[], "Sequence[PreparedChapter]"]  # the chapters assembled ahead, once ready
-
-
 def assemble_job(rt: Runtime, job_id: int, on_stage: OnStage | None = None,
-                 prepared: TakePrepared = lambda: ()) -> list[Path]:
+                 prepared: TakePrepared = list) -> list[Path]:
     """Stitch job ``job_id``'s audio into its audiobook files; returns their paths. ``on_stage``
     hears how far assembly is (``assembling``, ``encoding`` k/n), for a progress display;
     ``prepared()``: its first chapters assembled ahead in its work directory
-    (``assemble_ahead.py``), taken once the book is read: a preparation still under way ends
-    meanwhile (the 25.8-hour book's 19,043 sentences take ~1 s to read)."""
+    (``assemble_ahead.py``), taken once the book is read and the chapters after a stretch still
+    being prepared are laid out: a preparation under way ends meanwhile
+    (``pipeline/audio/layout.py``)."""
     from pipeline.audio.stitch_helpers import set_helper_environment, start_helpers, stitch_helpers_wanted
 
     began = time.monotonic()
@@ -75,7 +72,7 @@ def assemble_job(rt: Runtime, job_id: int, on_stage: OnStage | None = None,
     log.info("job=%s: read %d sentences of %d chapters in %.2f s", job_id,
              sum(len(c.sentences) for c in chapters), len(chapters), time.monotonic() - began)
     report, read_along = _assemble_in_work_dir(rt, job_id, chapters, metadata, out_dir, options,
-                                               _told(on_stage), book, prepared())
+                                               _told(on_stage), book, prepared)
     if not _record_done(rt, job_id, report, read_along):
         log.warning("job=%s: no longer assembling (cancelled meanwhile?); its files stay in %s",
                     job_id, out_dir)
@@ -140,17 +137,15 @@ def _told(on_stage: OnStage | None) -> OnStep | None:
 
 def _assemble_in_work_dir(rt: Runtime, job_id: int, chapters: list[ChapterAudio], metadata: BookMetadata,
                           out_dir: Path, options: AssemblyOptions, on_step: OnStep | None,
-                          book: RecordedBook, prepared: Sequence[PreparedChapter] = ()
+                          book: RecordedBook, prepared: TakePrepared = list
                           ) -> tuple[AssemblyReport, ReadAlong]:
     """assemble_audiobook, then the read-along outputs (which use its work files), in the job's
-    emptied work directory (removed after; holding only the chapters ``prepared`` ahead, if
-    any); fails the job with the assembly's message."""
+    work directory (removed after; what an earlier attempt left there is taken only where it is
+    a chapter ``prepared`` ahead that still holds); fails the job with the assembly's message."""
     from pipeline.audio import assemble_audiobook
     from pipeline.audio.library_files import write_library_files
 
     work_dir = rt.artifacts.work_dir(job_id)
-    if not prepared:
-        shutil.rmtree(work_dir, ignore_errors=True)
     work_dir.mkdir(parents=True, exist_ok=True)
     try:
         options = replace(options, format_folders=format_folders(out_dir, options.formats))

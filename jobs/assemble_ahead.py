@@ -30,7 +30,6 @@ from __future__ import annotations
 import fcntl
 import logging
 import math
-import shutil
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -111,6 +110,7 @@ def prepare_ahead(rt: Runtime, job_id: int) -> int:
     its work directory, while the job is still being spoken; returns how many were prepared.
     Another task preparing the same book already does what this one would (it looks again for
     newly spoken chapters before it stops)."""
+    from pipeline.audio.layout import clear_work_dir
     from pipeline.audio.prepared import load_prepared, still_the_same
 
     with book_lock(rt, job_id, wait=False) as held:
@@ -120,7 +120,7 @@ def prepare_ahead(rt: Runtime, job_id: int) -> int:
         # what is kept of an earlier attempt: the chapters whose sentences are still the same
         prepared = still_the_same(chapters_between(rt, job_id, 0, None), load_prepared(work_dir))
         if not prepared:  # what an attempt that kept no list left there is not this one's
-            shutil.rmtree(work_dir, ignore_errors=True)
+            clear_work_dir(work_dir)
         done, _ = prepare_spoken(rt, job_id, book_ahead(rt, job_id, prepared))
         return done
 

@@ -103,12 +103,14 @@ class AssembleAhead:
 def main(job_id: int) -> None:
     """The child: asks on stdin, one per recorded batch, until it closes."""
     from pipeline.audio.ahead import ENCODE_NICENESS
+    from pipeline.audio.layout import clear_work_dir
 
     rt = child_runtime()
     os.nice(ENCODE_NICENESS)  # beside the threads that feed the GPU
     with book_lock(rt, job_id, wait=True):
         # what a child of an earlier attempt, ending as this one began, left there is not this run's
-        shutil.rmtree(rt.artifacts.work_dir(job_id), ignore_errors=True)
+        # (an assembly that began meanwhile keeps what it stitched: pipeline/audio/layout.py)
+        clear_work_dir(rt.artifacts.work_dir(job_id))
         book = book_ahead(rt, job_id)
         going_on = True
         for _ in sys.stdin:

@@ -264,6 +264,32 @@ def test_a_run_whose_assembling_ahead_cannot_start_still_makes_its_audiobook(
     assert len(ffprobe_chapters(Path(status.outputs[0]))) == 5
 
 
+def test_a_child_that_begins_after_the_assembly_leaves_what_the_assembly_stitched(
+        rt: Runtime, tmp_path: Path, tiny_engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The assembly lays out its chapters while the child may still be starting (a book spoken
+    before the child's imports were done): the child, clearing what an earlier attempt left in
+    the work directory, leaves the chapters the assembly stitched there, and the book is made."""
+    from jobs import embedded
+    from jobs.assemble_ahead_child import AssembleAhead
+
+    class StartsLate(AssembleAhead):
+        def poll(self) -> None:  # no child while the book is spoken
+            return None
+
+        def finish(self):  # type: ignore[no-untyped-def]
+            self._start()  # it begins only once the assembly has laid out its chapters
+            return super().finish()
+
+    monkeypatch.setattr(embedded, "AssembleAhead", StartsLate)
+    book = write_epub(tmp_path / "late.epub", "Late", CHAPTERS)
+
+    job_id = run_book(rt, plan_run(rt, book, JobOptions(out_dir=tmp_path / "out")), tiny_engine)
+
+    [status] = job_statuses(rt, job_id)
+    assert status.state == "done", status.error
+    assert len(ffprobe_chapters(Path(status.outputs[0]))) == 5
+
+
 def speak_chapters(rt: Runtime, job_id: int, chapters: set[int], seconds: float) -> None:
     """Write and record every sentence of these chapters (positions) as a tone of ``seconds``."""
     import numpy as np

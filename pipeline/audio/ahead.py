@@ -37,7 +37,7 @@ from pipeline.audio.export import (
 )
 from pipeline.audio.levelling import Loudness
 from pipeline.audio.parallel import bind, run_longest_first, worker_count
-from pipeline.audio.prepared import LaidOut, PreparedChapter, sentence_stamps
+from pipeline.audio.prepared import LaidOut, PreparedChapter, save_under_way, sentence_stamps
 from pipeline.audio.stitch import StitchedChapter, measure_chapter, stitch_chapter
 from pipeline.audio.stitch_helpers import run_per_chapter
 from pipeline.audio.tags import TrackTags, track_tags
@@ -159,6 +159,7 @@ class BookAhead:
         first, pieces, plans = stretch.first, stretch.pieces, stretch.plans
         if first != self.next_position:
             raise ValueError(f"chapters from {first} on are encoded after {self.next_position}: in order only")
+        save_under_way(self.work_dir, first + len(stretch.chapters))
         paths = [self.work_dir / f"ahead_{p.chapter + 1:04d}_{p.start}.aac" for p in pieces]
         encodes = [(p.samples, bind(encode_m4b_piece, stretch.stitched[p.chapter - first], p, plan, path,
                                     stretch.loudness[p.chapter - first], self.options.bitrate, self.nice))

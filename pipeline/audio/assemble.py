@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from pipeline.audio.aac import cut_into_pieces, plan_chapters
-from pipeline.audio.ahead import chapter_pause, chapter_wav_path, piece_samples
+from pipeline.audio.ahead import piece_samples
 from pipeline.audio.assembly_types import (
     AssemblyOptions,
     AssemblyReport,
@@ -35,7 +35,8 @@ from pipeline.audio.export import (
     encode_m4b_piece,
     encode_readalong_audio,
 )
-from pipeline.audio.failures import remove_quietly
+from pipeline.audio.failures import make_dirs, remove_quietly
+from pipeline.audio.layout import TakePrepared, lay_out_book, stitch_book
 from pipeline.audio.loudness import integrated_lufs
 from pipeline.audio.m4b import mux_m4b
 from pipeline.audio.names import safe_stem
@@ -55,9 +56,8 @@ from pipeline.audio.outputs import (
     writes_from_sentences,
 )
 from pipeline.audio.parallel import bind, run_longest_first
-from pipeline.audio.prepared import PreparedChapter, still_the_same
-from pipeline.audio.stitch import MeasuredChapter, StitchedChapter, measure_chapter, stitch_chapter
-from pipeline.audio.stitch_helpers import run_per_chapter
+from pipeline.audio.prepared import PreparedChapter
+from pipeline.audio.stitch import StitchedChapter
 from pipeline.audio.tags import track_tags
 from pipeline.audio.timeline import chapter_timelines, m4b_stretches
 from pipeline.errors import AssemblyError
@@ -73,7 +73,7 @@ def assemble_audiobook(
     work_dir: Path,
     options: AssemblyOptions = AssemblyOptions(),  # noqa: B008 (frozen: safe to share)
     on_step: OnStep | None = None,
-    prepared: Sequence[PreparedChapter] = (),
+    prepared: Sequence[PreparedChapter] | TakePrepared = (),
 ) -> AssemblyReport:
     """Turn chapters of sentence WAVs into finished audiobook files.
 
@@ -86,7 +86,9 @@ def assemble_audiobook(
         options: pauses, loudness, formats, bitrate, split, narrator.
         on_step: told how far assembly is, for a progress display (see ``OnStep``).
         prepared: the book's first chapters assembled ahead in ``work_dir`` (:mod:`.ahead`) while
-            the rest was spoken: taken as they are where they are still made of the same sentences.
+            the rest was spoken: taken as they are where they are still made of the same sentences;
+            a callable that returns them once their preparation ends: the chapters after a stretch
+            still being encoded are laid out meanwhile (:mod:`.layout`).
 
     Returns:
         The files written (in a stable order) and where every chapter starts.
@@ -105,13 +107,12 @@ def assemble_audiobook(
             f"{out_dir}: used as both output and work directory (give assembly a separate scratch "
             "directory, so the output only ever holds finished files)"
         )
-    _make_dirs(out_dir, work_dir, *(folder for _, folder in options.format_folders))
+    make_dirs(out_dir, work_dir, *(folder for _, folder in options.format_folders))
     began = time.monotonic()
     step = on_step or no_step
     step("assembling", 0, len(chapters))
-    ahead = still_the_same(chapters, prepared)
-    checked = time.monotonic()  # the chapters ahead checked against their sentences' files
-    measured_chapters = [p.measured for p in ahead] + measure_book(chapters, options, first=len(ahead))
+    laid_out = lay_out_book(chapters, options, work_dir, prepared)
+    ahead, measured_chapters = laid_out.ahead, laid_out.measured
     loudness = [chapter_loudness(chapter, options) for chapter in measured_chapters]
     measured = integrated_lufs([chapter.step_energies for chapter in measured_chapters])
     gains = [treatment.gain_db for treatment in loudness]
@@ -122,7 +123,8 @@ def assemble_audiobook(
         len(measured_chapters),
         sum(c.seconds for c in measured_chapters),
         time.monotonic() - began,
-        f" ({len(ahead)} ahead, checked in {checked - began:.1f} s)" if ahead else "",
+        f" ({len(ahead)} ahead; {laid_out.early} laid out, then {laid_out.waited:.1f} s waiting for the "
+        "preparation ahead)" if ahead or laid_out.early else "",
         measured,
         min(gains),
         max(gains),
@@ -136,8 +138,8 @@ def assemble_audiobook(
         outputs = write_wav_chapters(measured_chapters, metadata, out_dir, options, loudness, ahead)
         step("encoding", len(chapters), len(chapters))
     else:
-        stitched = [p.stitched for p in ahead] + stitch_book(measured_chapters, work_dir, options,
-                                                             first=len(ahead))
+        stitched = laid_out.stitched if laid_out.stitched is not None else [p.stitched for p in ahead] + \
+            stitch_book(measured_chapters[len(ahead):], work_dir, options, first=len(ahead))
         log.info("%r: stitched in %.1f s%s", metadata.title, time.monotonic() - began,
                  f" ({len(ahead)} chapter(s) ahead)" if ahead else "")
         step("assembling", len(chapters), len(chapters))
@@ -149,33 +151,6 @@ def assemble_audiobook(
     return replace(assembly_report(measured_chapters, outputs, loudness, measured),
                    timeline=chapter_timelines(measured_chapters), m4b_stretches=tuple(stretches),
                    readalong_audio=tuple(readalong_audio))
-
-
-def measure_book(chapters: Sequence[ChapterAudio], options: AssemblyOptions, first: int = 0) -> list[MeasuredChapter]:
-    """Lay out and measure every chapter from position ``first`` on (chapter pause after all but
-    the last), in helper processes, one per core (:mod:`pipeline.audio.stitch_helpers`), unless
-    ``options.stitch_in_processes`` is off, the book short, or there is one chapter or core: then
-    in threads."""
-    calls = [
-        (len(chapter.sentences), f"measuring chapter {chapter.index + 1} ({chapter.title!r})", measure_chapter,
-         (chapter, options, chapter_pause(options, position, len(chapters))))
-        for position, chapter in enumerate(chapters) if position >= first
-    ]
-    return run_per_chapter(calls, options)
-
-
-def stitch_book(
-    chapters: Sequence[MeasuredChapter], work_dir: Path, options: AssemblyOptions, first: int = 0
-) -> list[StitchedChapter]:
-    """Write every chapter's WAV from position ``first`` on into ``work_dir`` for the encoders
-    (as :func:`measure_book`)."""
-    calls = [
-        (len(chapter.sentences), f"stitching chapter {chapter.index + 1} into {path}", stitch_chapter,
-         (chapter, path))
-        for position, chapter in enumerate(chapters) if position >= first
-        for path in [chapter_wav_path(work_dir, position)]
-    ]
-    return run_per_chapter(calls, options)
 
 
 def encode_outputs(
@@ -284,14 +259,3 @@ def plan_m4b_parts(
             )
         )
     return parts
-
-
-def _make_dirs(*directories: Path) -> None:
-    for directory in directories:
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise AssemblyError(
-                f"{directory}: cannot create the directory: {exc.strerror} "
-                "(check the path and its permissions)"
-            ) from exc

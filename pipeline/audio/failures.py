@@ -6,6 +6,8 @@ import contextlib
 import errno
 from pathlib import Path
 
+from pipeline.errors import AssemblyError
+
 
 def os_error_fix(exc: OSError) -> str:
     """The advice that goes with an OSError in an AssemblyError message."""
@@ -20,3 +22,15 @@ def remove_quietly(path: Path) -> None:
     """Delete a temporary file if it is there; never raise (cleanup must not hide the real error)."""
     with contextlib.suppress(OSError):
         path.unlink()
+
+
+def make_dirs(*directories: Path) -> None:
+    """Create each directory (and its parents) if missing; AssemblyError names the one that cannot be."""
+    for directory in directories:
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise AssemblyError(
+                f"{directory}: cannot create the directory: {exc.strerror} "
+                "(check the path and its permissions)"
+            ) from exc

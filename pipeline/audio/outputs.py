@@ -40,7 +40,13 @@ Treatments = Sequence[Loudness]  # one per chapter, in reading order
 def writes_from_sentences(options: AssemblyOptions, loudness: Treatments) -> bool:
     """Whether every output is a WAV chapter without a limiter, written straight from the
     sentences (``gained_wav.write_chapter_wav``): then no chapter is stitched to the work directory."""
-    return (set(options.formats) - {"srt", "vtt"} == {"wav"}) and all(t.limit_dbfs is None for t in loudness)
+    return not stitched_whatever_the_loudness(options) and all(t.limit_dbfs is None for t in loudness)
+
+
+def stitched_whatever_the_loudness(options: AssemblyOptions) -> bool:
+    """Whether the chapters are stitched into the work directory before their loudness is known:
+    every output but WAV chapters (and subtitles) is encoded from the stitched chapters."""
+    return set(options.formats) - {"srt", "vtt"} != {"wav"}
 
 
 def write_wav_chapters(

@@ -22,6 +22,7 @@ from pipeline.audio.tags import TrackTags
 log = logging.getLogger(__name__)
 
 PREPARED_FILE = "prepared.pickle"  # in the work directory: the chapters prepared there so far
+UNDER_WAY_FILE = "under-way"  # in the work directory: how many chapters the stretch being encoded completes
 
 
 @dataclass(frozen=True)
@@ -118,3 +119,22 @@ def load_prepared(work_dir: Path) -> list[PreparedChapter]:
                     work_dir, exc)
         return []
     return [c for c in prepared if isinstance(c, PreparedChapter)] if isinstance(prepared, list) else []
+
+
+def save_under_way(work_dir: Path, through: int) -> None:
+    """Say in ``work_dir`` that a stretch ending before position ``through`` is being encoded: an
+    assembly that begins meanwhile lays out the chapters from there on while it waits
+    (:mod:`pipeline.audio.layout`). Renamed into place: a reader sees one number or the last one."""
+    partial = work_dir / f".{UNDER_WAY_FILE}.{os.getpid()}"
+    partial.write_text(f"{through}\n")
+    os.replace(partial, work_dir / UNDER_WAY_FILE)
+
+
+def under_way(work_dir: Path) -> int:
+    """How many chapters the preparation in ``work_dir`` will have prepared once the stretch it
+    is encoding is kept (``save_under_way``; 0 when none was said). A hint only: the list kept
+    (``load_prepared``) decides what is taken."""
+    try:
+        return max(0, int((work_dir / UNDER_WAY_FILE).read_text()))
+    except (OSError, ValueError):
+        return 0

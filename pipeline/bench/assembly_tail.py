@@ -80,9 +80,14 @@ def timed_tail(book: list[ChapterAudio], chapter_seconds: Sequence[float], work:
         if thread is not None and (end < len(book) or mode == "ahead-serial"):
             thread.hand_over(min(end, len(book) - 1))
     last = time.monotonic()
-    prepared = thread.finish() if thread is not None else []
-    assemble_audiobook(book, METADATA, work / "out", work / "work", options, prepared=prepared)
-    return Tail(mode, rate, time.monotonic() - last, sum(chapter_seconds), len(prepared))
+    taken: list = []
+
+    def take() -> list:  # as a job's assembly takes them: once what follows the stretch under way is laid out
+        taken.extend(thread.finish() if thread is not None else [])
+        return taken
+
+    assemble_audiobook(book, METADATA, work / "out", work / "work", options, prepared=take)
+    return Tail(mode, rate, time.monotonic() - last, sum(chapter_seconds), len(taken))
 
 
 def preparer(book: list[ChapterAudio], work_dir: Path, options: AssemblyOptions, book_seconds: float) -> AheadThread:
