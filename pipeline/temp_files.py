@@ -50,15 +50,22 @@ def remove_dead_writers_files(folder: Path, settled_before: float | None = None)
     if not folder.is_dir():
         return []
     removed = []
-    for pattern in PATTERNS:
-        for temp in folder.rglob(pattern):
-            if writer_gone(temp, settled_before):
-                try:
-                    temp.unlink()
-                    removed.append(temp)
-                except OSError:
-                    pass
+    for temp in _temporary_names(folder):
+        if writer_gone(temp, settled_before):
+            try:
+                temp.unlink()
+                removed.append(temp)
+            except OSError:
+                pass
     return removed
+
+
+def _temporary_names(folder: Path) -> list[Path]:
+    """The files under ``folder`` named as ``PATTERNS`` say, in one walk (a 19,000-sentence book's
+    folder is 38,000 files: a glob per pattern took 0.16 s of an assembly's start)."""
+    suffixes = tuple(f".{kind}" for kind in _KINDS)
+    return [Path(where, name) for where, _, names in os.walk(folder)
+            for name in names if name.startswith(".") and name.endswith(suffixes)]
 
 
 def process_alive(pid: int) -> bool:
