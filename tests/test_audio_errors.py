@@ -70,8 +70,8 @@ def test_ffmpeg_failure_names_the_output_and_leaves_no_file(tmp_path, chapters):
 def test_disk_full_while_writing_the_m4b_says_so_and_keeps_the_old_file(tmp_path, chapters, monkeypatch):
     from pipeline.audio import m4b
 
-    def full_disk(frames, out):
-        out.write(b"half an m4b")
+    def full_disk(frames, out, at):
+        os.pwrite(out.fileno(), b"half an m4b", at)
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     out_dir = tmp_path / "out"

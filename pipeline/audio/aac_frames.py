@@ -105,31 +105,24 @@ def read_frames(path: Path) -> AacFrames:
     return frames
 
 
-def copy_frames(frames: AacFrames, out: BinaryIO) -> None:
-    """Append ``frames``' frames to ``out`` (at its position), in the kernel where it can."""
-    out.flush()
+def copy_frames(frames: AacFrames, out: BinaryIO, at: int) -> None:
+    """Write ``frames``' frames into ``out`` from byte ``at`` on, in the kernel where it can: by
+    positioned writes, so that several pieces may be copied into one file at once."""
     left, offset = frames.frame_bytes, frames.frames_at
     with open(frames.path, "rb") as source:
         while left:
             try:
-                copied = os.copy_file_range(source.fileno(), out.fileno(), left, offset)
+                copied = os.copy_file_range(source.fileno(), out.fileno(), left, offset, at)
             except OSError as exc:
                 if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
                     raise
                 break  # a file system that cannot: copied through this process below
             if copied == 0:
                 raise ValueError(f"{frames.path}: the frames file is cut short")
-            left, offset = left - copied, offset + copied
-        out.seek(0, os.SEEK_END)
-        if left:
-            source.seek(offset)
-            _copy_exactly(source, out, left)
-
-
-def _copy_exactly(source: BinaryIO, out: BinaryIO, count: int) -> None:
-    while count:
-        chunk = source.read(min(count, shutil.COPY_BUFSIZE))
-        if not chunk:
-            raise ValueError(f"{source.name}: the frames file is cut short")
-        out.write(chunk)
-        count -= len(chunk)
+            left, offset, at = left - copied, offset + copied, at + copied
+        while left:
+            chunk = os.pread(source.fileno(), min(left, shutil.COPY_BUFSIZE), offset)
+            if not chunk:
+                raise ValueError(f"{frames.path}: the frames file is cut short")
+            written = os.pwrite(out.fileno(), chunk, at)
+            left, offset, at = left - written, offset + written, at + written

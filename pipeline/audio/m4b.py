@@ -4,7 +4,7 @@ index (``moov``) first, so that a player or a web server can start it before it 
 
 Written here rather than by ffmpeg's mux: every AAC frame's size is known once its piece is encoded
 (:mod:`pipeline.audio.aac_frames`), so the index is built first (:mod:`pipeline.audio.mp4_boxes`)
-and the frames follow, copied a piece at a time by the kernel. What is left after the last
+and the frames follow, each piece copied by the kernel to its place, several at once. What is left after the last
 sentence is the last pieces' encoding and that copy: ffmpeg took 13 s for a 25.8-hour book's 2.2
 million frames on one core, packet by packet. The layout follows ffmpeg's ``-f ipod`` output, and
 the tests read the file back with ffprobe, ffmpeg and mutagen.
@@ -13,6 +13,7 @@ the tests read the file back with ffprobe, ffmpeg and mutagen.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
@@ -33,6 +34,7 @@ from pipeline.types import SAMPLE_RATE
 
 # The brand audiobook players (Apple Books among them) file a book under; "M4A " is music.
 M4B_BRAND = b"M4B "
+COPY_THREADS = 8  # pieces copied into the M4B at once
 
 
 @dataclass(frozen=True)
@@ -100,8 +102,13 @@ def write_m4b(out: BinaryIO, frames: Sequence[AacFrames], marks: Sequence[Chapte
     placed_chapters = replace(chapters, offset=data_at) if chapters is not None else None
     index = movie(replace(audio, offset=data_at + len(titles)), placed_chapters, items)
     out.write(header + index + mdat_header + titles)
-    for piece in frames:
-        copy_frames(piece, out)
+    out.flush()
+    starts = out.tell() + np.cumsum([0] + [piece.frame_bytes for piece in frames[:-1]], dtype=np.int64)
+    # copied several at once: one kernel copy at a time moved a 25.7-hour book's 740 MB in ~1.7 s
+    # on an H200 host, the last thing before its M4B was done
+    with ThreadPoolExecutor(max_workers=min(COPY_THREADS, len(frames)), thread_name_prefix="m4b-copy") as pool:
+        for copied in [pool.submit(copy_frames, piece, out, int(at)) for piece, at in zip(frames, starts)]:
+            copied.result()
 
 
 def _mdat_header(payload: int) -> bytes:
