@@ -33,6 +33,8 @@ TOOLS = {
     "assembly": Tool("pipeline.bench.assembly", "synthetic sentence audio assembled into audiobooks"),
     "assembly-tail": Tool("pipeline.bench.assembly_tail",
                           "the tail after the last sentence, for a recording arriving at a given rate"),
+    "completion-model": Tool("pipeline.bench.completion_model",
+                             "a model of when a book's chapters are done in the slots, per wave count"),
     "ingest": Tool("pipeline.bench.ingest", "a generated novel read and split; --jobs: submit, ingest, plan"),
     "run-book": Tool("pipeline.bench.run_book", "`tts-jobs run` of a generated EPUB, start to audiobook"),
     "workers-scaling": Tool("jobs.bench.workers_scaling",
