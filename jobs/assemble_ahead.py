@@ -83,7 +83,7 @@ def spoken_chapters(rt: Runtime, job_id: int, chapters: int) -> int:
 
 
 def book_waves(rt: Runtime) -> int:
-    """The waves of chapters a book is planned in (``plan.in_waves``): how its preparation is cut."""
+    """The waves of chapters a book is planned in (``pipeline.batching.in_waves``): how its preparation is cut."""
     return scheduling_policy(rt.settings).waves_per_book
 
 

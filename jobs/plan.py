@@ -12,13 +12,13 @@ import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
 
 from jobs.runtime import Runtime
 from jobs.settings import Settings
-from pipeline.batching import MemoryModel, PlanLimits, plan_batches
+from pipeline.batching import MemoryModel, PlanLimits, in_waves, plan_batches
 from pipeline.scheduling import SchedulingPolicy
 from pipeline.types import PlannedSentence
 from storage import repo
@@ -71,35 +71,6 @@ def plan_pending(rt: Runtime, job_ids: Sequence[int] | None = None) -> list[int]
         log.info("planned %d sentences into %d batches%s", len(planned), len(ids),
                  f" in {len(stretches)} waves of chapters" if len(stretches) > 1 else "")
         return ids
-
-
-def in_waves(rows: Sequence, planned: list[PlannedSentence],
-             waves: int) -> list[tuple[list[PlannedSentence], bool]]:
-    """``planned`` (with their ``rows``: job and chapter, each book's in reading order) in
-    ``waves`` stretches of whole chapters of about equal length per book (fewer when a book has
-    fewer chapters), book after book, each with whether it opens its book; with ``waves`` 1, one
-    stretch of every book (the global sort)."""
-    if waves <= 1:
-        return [(planned, True)]
-    books: dict[int, list[tuple[Any, PlannedSentence]]] = {}
-    for row, sentence in zip(rows, planned, strict=True):
-        books.setdefault(getattr(row, "job_id", 0), []).append((row, sentence))
-    return [(stretch, number == 0) for book in books.values()
-            for number, stretch in enumerate(_book_in_waves(book, waves))]
-
-
-def _book_in_waves(book: list[tuple[Any, PlannedSentence]], waves: int) -> list[list[PlannedSentence]]:
-    total = sum(sentence.max_new_tokens for _, sentence in book)
-    stretches: list[list[PlannedSentence]] = [[]]
-    done, chapter = 0, None
-    for row, sentence in book:
-        # a new stretch only where a chapter starts, once this one has its share of the book
-        if row.chapter_id != chapter and stretches[-1] and done >= total * len(stretches) / waves:
-            stretches.append([])
-        chapter = row.chapter_id
-        stretches[-1].append(sentence)
-        done += sentence.max_new_tokens
-    return stretches
 
 
 def estimated_prompt_tokens(text: str) -> int:

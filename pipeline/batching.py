@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from pipeline.scheduling import SchedulingPolicy
 from pipeline.types import Batch, PlannedSentence
@@ -107,6 +108,37 @@ def _lead(ordered: list[PlannedSentence], limits: PlanLimits,
     if cap is not None and estimate(1 + rows, _positions(first_class[0])) > cap:
         return []
     return first_class[len(first_class) - rows:]
+
+
+def in_waves(rows: Sequence, planned: list[PlannedSentence],
+             waves: int) -> list[tuple[list[PlannedSentence], bool]]:
+    """A book is planned in waves (``SchedulingPolicy.waves_per_book``), each sorted by length on
+    its own, so that its first chapters are spoken, and assembled, while the rest of it is:
+    ``planned`` (with their ``rows``: job and chapter, each book's in reading order) in
+    ``waves`` stretches of whole chapters of about equal length per book (fewer when a book has
+    fewer chapters), book after book, each with whether it opens its book; with ``waves`` 1, one
+    stretch of every book (the global sort)."""
+    if waves <= 1:
+        return [(planned, True)]
+    books: dict[int, list[tuple[Any, PlannedSentence]]] = {}
+    for row, sentence in zip(rows, planned, strict=True):
+        books.setdefault(getattr(row, "job_id", 0), []).append((row, sentence))
+    return [(stretch, number == 0) for book in books.values()
+            for number, stretch in enumerate(_book_in_waves(book, waves))]
+
+
+def _book_in_waves(book: list[tuple[Any, PlannedSentence]], waves: int) -> list[list[PlannedSentence]]:
+    total = sum(sentence.max_new_tokens for _, sentence in book)
+    stretches: list[list[PlannedSentence]] = [[]]
+    done, chapter = 0, None
+    for row, sentence in book:
+        # a new stretch only where a chapter starts, once this one has its share of the book
+        if row.chapter_id != chapter and stretches[-1] and done >= total * len(stretches) / waves:
+            stretches.append([])
+        chapter = row.chapter_id
+        stretches[-1].append(sentence)
+        done += sentence.max_new_tokens
+    return stretches
 
 
 def _split_the_last_batches(batches: list[Batch], limits: PlanLimits, estimate: Callable[[int, int], int],

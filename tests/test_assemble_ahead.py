@@ -8,9 +8,9 @@ from pathlib import Path
 
 from jobs.choices.options import JobOptions
 from jobs.embedded import plan_run, run_book
-from jobs.plan import in_waves
 from jobs.runtime import Runtime
 from jobs.status import job_statuses
+from pipeline.batching import in_waves
 from pipeline.types import PlannedSentence
 from storage import repo
 from tests.books import write_epub

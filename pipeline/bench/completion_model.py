@@ -2,7 +2,7 @@
 planner's waves, as a GPU stream's decode slots would speak them.
 
 The book is the run-book benchmark's EPUB (``--hours``, ``--chapters``), read and planned by the
-real code (``jobs.plan.in_waves``, ``pipeline.batching.plan_batches``). Rows are admitted as the
+real code (``pipeline.batching``: ``in_waves``, ``plan_batches``). Rows are admitted as the
 engine admits them (each batch longest first behind the rows already waiting, once an eighth of
 the slots are free), one step a row at a time, a step's time growing with the live rows; a row
 ends past its floor at a steady rate that leaves ``--capped`` of rows at their cap (synthetic
@@ -69,8 +69,7 @@ def _steps(draw: random.Random, floor: int, cap: int, capped: float) -> int:
 
 def planned(rows: Sequence[Row], waves: int) -> list[list[Row]]:
     """The book's batches in the order a stream takes them, by the planner's own code."""
-    from jobs.plan import in_waves
-    from pipeline.batching import PlanLimits, plan_batches
+    from pipeline.batching import PlanLimits, in_waves, plan_batches
     from pipeline.scheduling import SchedulingPolicy
     from pipeline.types import PlannedSentence
 
