@@ -15,6 +15,7 @@ from pipeline.types import PlannedSentence
 from storage import repo
 from tests.books import write_epub
 from tests.e2e_helpers import ffprobe_chapters
+from tests.m4b_encodes import spy_m4b_encodes
 
 CHAPTERS = [(f"Chapter {n}", [f"Sentence {n}.{k} of a book read in waves." for k in range(1, 4)])
             for n in range(1, 6)]
@@ -29,12 +30,8 @@ def test_the_first_chapters_are_assembled_while_the_rest_is_spoken(
 
     from jobs import embedded
     from jobs.assemble_ahead_child import AssembleAhead
-    from pipeline.audio import assemble
 
-    encoded: list[int] = []
-    real_encode = assemble.encode_m4b_piece
-    monkeypatch.setattr(assemble, "encode_m4b_piece",
-                        lambda chapter, *rest: encoded.append(chapter.index) or real_encode(chapter, *rest))
+    encoded = spy_m4b_encodes(monkeypatch)
     # Each stretch is prepared before the next batch is recorded: the order of the waves, not how
     # fast this machine speaks against how fast it encodes, decides what comes prepared.
     monkeypatch.setattr(embedded, "AssembleAhead", partial(AssembleAhead, in_step=True))

@@ -16,6 +16,7 @@ from pipeline.audio.ahead import BookAhead
 from pipeline.audio.ffmpeg import measure_loudness, probe
 from pipeline.bench.synthetic_audio import speechlike_sentence, tone_book
 from pipeline.types import SAMPLE_RATE, BookMetadata
+from tests.m4b_encodes import spy_m4b_encodes
 
 METADATA = BookMetadata(title="Ahead", authors=("Ann Author",), language="en")
 TITLES = ["One", "Two", "Three", "Four", "Five"]
@@ -105,17 +106,13 @@ def test_a_chapter_spoken_again_after_it_was_prepared_is_prepared_again(tmp_path
     """A sentence of chapter two written again into the same file (a retried batch) after three
     chapters were prepared: the assembly keeps chapter one as prepared and assembles chapter two
     and every chapter after it anew, so the book has the new sentence (here: a longer one)."""
-    from pipeline.audio import assemble
 
     chapters = tone_book(tmp_path / "sentences", TITLES[:4], body_sentences=2, seconds=0.3)
     options = AssemblyOptions(threads=2)
     book = prepared_ahead(chapters, tmp_path / "w", options, [(0, 3)], metadata=None)
     respoken = chapters[1].sentences[1].path
     write_sentence_wav(respoken, 0.3 * np.sin(np.arange(3 * SAMPLE_RATE, dtype=np.float32) / 10), durable=False)
-    encoded: list[int] = []
-    real_encode = assemble.encode_m4b_piece
-    monkeypatch.setattr(assemble, "encode_m4b_piece",
-                        lambda chapter, *rest: encoded.append(chapter.index) or real_encode(chapter, *rest))
+    encoded = spy_m4b_encodes(monkeypatch)
 
     report = assemble_audiobook(chapters, METADATA, tmp_path / "out", tmp_path / "w", options,
                                 prepared=book.prepared)
@@ -182,16 +179,13 @@ def test_the_chapters_left_after_the_last_sentence_are_cut_for_every_core(tmp_pa
     """Three of four chapters prepared ahead: the last one, all that is left to encode, is cut into
     pieces sized from itself (four per core), not from the whole book (which left it one or two
     pieces, a core or two busy while the rest waited), and the M4B still has its marks in place."""
-    from pipeline.audio import ahead, assemble
+    from pipeline.audio import ahead
 
     chapters = tone_book(tmp_path / "sentences", TITLES[:4], body_sentences=11, seconds=0.3)
     options = AssemblyOptions(threads=2, chapter_pause_ms=1500)
     monkeypatch.setattr(ahead, "MIN_PIECE_SECONDS", 0.5)
     at_the_end = assemble_audiobook(chapters, METADATA, tmp_path / "end", tmp_path / "w1", options)
-    encoded: list[int] = []  # the chapter of each piece the assembly itself encodes
-    real_encode = assemble.encode_m4b_piece
-    monkeypatch.setattr(assemble, "encode_m4b_piece",
-                        lambda chapter, *rest: encoded.append(chapter.index) or real_encode(chapter, *rest))
+    encoded = spy_m4b_encodes(monkeypatch)  # the chapter of each piece the assembly itself encodes
     book = BookAhead(tmp_path / "w2", options, chapters=4, expected_samples=40 * SAMPLE_RATE, metadata=METADATA)
     book.prepare(chapters[:3])
     report = assemble_audiobook(chapters, METADATA, tmp_path / "ahead", tmp_path / "w2", options,

@@ -5,6 +5,8 @@ stretch, less (it failed), or more (one more begun as the speaking ended)."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from pipeline.audio import AssemblyOptions, assemble_audiobook
@@ -13,6 +15,7 @@ from pipeline.audio.layout import REST_DIR
 from pipeline.audio.prepared import save_under_way, under_way
 from pipeline.bench.synthetic_audio import tone_book
 from pipeline.types import SAMPLE_RATE
+from tests.m4b_encodes import spy_m4b_encodes
 from tests.test_audio_m4b import METADATA
 from tests.test_audio_m4b_pieces import _plays_alike
 
@@ -28,13 +31,7 @@ def book(tmp_path):  # type: ignore[no-untyped-def]
 @pytest.fixture()
 def encoded(monkeypatch):  # type: ignore[no-untyped-def]
     """The chapter indices of the M4B pieces the assembly itself encodes."""
-    from pipeline.audio import assemble
-
-    indices: list[int] = []
-    real_encode = assemble.encode_m4b_piece
-    monkeypatch.setattr(assemble, "encode_m4b_piece",
-                        lambda chapter, *rest: indices.append(chapter.index) or real_encode(chapter, *rest))
-    return indices
+    return spy_m4b_encodes(monkeypatch)
 
 
 def test_the_chapters_after_a_stretch_being_encoded_are_laid_out_before_the_assembly_waits_for_it(
@@ -46,11 +43,16 @@ def test_the_chapters_after_a_stretch_being_encoded_are_laid_out_before_the_asse
     ahead.prepare(book[:1])
     assert under_way(work) == 1  # what the stretch being encoded completes, said as it began
     stretch = ahead.lay_out(book[1:3])  # laid out; its encodes run once the assembly has begun
-    save_under_way(work, 3)  # as ahead.encode says when it begins
+    ahead.say_under_way(stretch)  # as ahead.encode says when it begins
     seen_before_the_wait: list[str] = []
+    begun_before_the_wait: set[int] = set()
 
     def take():  # type: ignore[no-untyped-def]
         seen_before_the_wait.extend(sorted(p.name for p in (work / REST_DIR).glob("*.wav")))
+        deadline = time.monotonic() + 30
+        while set(encoded) != {3, 4} and time.monotonic() < deadline:  # begun beside the stretch's
+            time.sleep(0.01)
+        begun_before_the_wait.update(encoded)
         ahead.encode(stretch)
         return ahead.prepared
 
@@ -58,8 +60,36 @@ def test_the_chapters_after_a_stretch_being_encoded_are_laid_out_before_the_asse
 
     assert seen_before_the_wait == ["chapter_0004.wav", "chapter_0005.wav"]
     assert under_way(work) == 3
-    assert sorted(set(encoded)) == [3, 4]  # the stretch under way was not encoded again
+    assert begun_before_the_wait == {3, 4} and sorted(encoded) == [3, 4]  # not encoded again after it
     _plays_alike(at_the_end, report, sentences=5 * 4)
+
+
+def test_pieces_encoded_beside_a_stretch_are_taken_only_if_planned_after_what_was_kept(
+        tmp_path, book, encoded):
+    """The assembly takes the pieces it encoded while it waited only where the chapters kept ahead
+    end where it planned them after: with the first chapter kept and a stretch after it said
+    wrongly (an earlier attempt's word, say), every later piece is encoded again, and the
+    audiobook is the one assembled at the end; said rightly (the stretch failed, but its chapters
+    are cut as the assembly cuts them), they are taken."""
+    from pipeline.audio.aac import AacPiece
+
+    at_the_end = assemble_audiobook(book, METADATA, tmp_path / "end", tmp_path / "w0", OPTIONS)
+    for said_rightly in (False, True):
+        work = tmp_path / f"work{said_rightly}"
+        ahead = BookAhead(work, OPTIONS, chapters=5, expected_samples=30 * SAMPLE_RATE)
+        ahead.prepare(book[:1])
+        stretch = ahead.lay_out(book[1:3])
+        if said_rightly:
+            ahead.say_under_way(stretch)
+        else:
+            save_under_way(work, 3, [AacPiece(0, 0, 5 * SAMPLE_RATE, 1000)] * 3)
+        encoded.clear()
+
+        report = assemble_audiobook(book, METADATA, tmp_path / f"out{said_rightly}", work, OPTIONS,
+                                    prepared=lambda: ahead.prepared)  # noqa: B023 - called at once
+
+        assert encoded.count(3) == (1 if said_rightly else 2) and sorted(set(encoded)) == [1, 2, 3, 4]
+        _plays_alike(at_the_end, report, sentences=5 * 4)
 
 
 @pytest.mark.parametrize("kept, said, assembled", [

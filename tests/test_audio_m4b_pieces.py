@@ -12,6 +12,7 @@ from pipeline.audio.aac import FRAME
 from pipeline.audio.ffmpeg import decode_pcm, probe
 from pipeline.bench.synthetic_audio import tone_book
 from pipeline.types import SAMPLE_RATE, BookMetadata
+from tests.m4b_encodes import spy_m4b_encodes
 from tests.test_audio_m4b import METADATA
 
 
@@ -20,12 +21,12 @@ def test_long_chapters_are_encoded_in_pieces_that_play_as_one(tmp_path, monkeypa
     encoded in pieces cut in the pauses, one core each, and plays like the same book encoded
     chapter by chapter: the same length, every sentence starting where it does there (within
     one AAC frame), and each chapter mark where its audio starts."""
-    from pipeline.audio import ahead, assemble
+    from pipeline.audio import ahead, early_m4b
 
     chapters = tone_book(tmp_path / "sentences", ["First", "Second"], body_sentences=11, seconds=0.3)
     cuts: list[int] = []
-    real_cut = assemble.cut_into_pieces
-    monkeypatch.setattr(assemble, "cut_into_pieces",
+    real_cut = early_m4b.cut_into_pieces
+    monkeypatch.setattr(early_m4b, "cut_into_pieces",
                         lambda *args: cuts.append(len(real_cut(*args))) or real_cut(*args))
     options = AssemblyOptions(normalize_loudness=False, threads=2, chapter_pause_ms=1500)
 
@@ -61,16 +62,12 @@ def test_chapters_assembled_ahead_make_the_same_audiobook_and_are_not_encoded_ag
     chapters are encoded then, and the M4B plays like one assembled all at the end — the same
     length, every sentence where it is there (within a frame), every chapter mark at its audio.
     A chapter whose sentences changed since it was prepared is assembled anew, with all after it."""
-    from pipeline.audio import assemble
     from pipeline.audio.ahead import BookAhead
 
     titles = ["One", "Two", "Three", "Four"]
     chapters = tone_book(tmp_path / "sentences", titles, body_sentences=4, seconds=0.3)
     options = AssemblyOptions(threads=2, chapter_pause_ms=1500)
-    encoded: list[int] = []  # chapter indices of the pieces the assembly itself encodes
-    real_encode = assemble.encode_m4b_piece
-    monkeypatch.setattr(assemble, "encode_m4b_piece",
-                        lambda chapter, *rest: encoded.append(chapter.index) or real_encode(chapter, *rest))
+    encoded = spy_m4b_encodes(monkeypatch)  # chapter indices of the pieces the assembly itself encodes
 
     at_the_end = assemble_audiobook(chapters, METADATA, tmp_path / "end", tmp_path / "w1", options)
     assert sorted(set(encoded)) == [0, 1, 2, 3]
@@ -102,7 +99,6 @@ def test_chapters_prepared_by_one_process_and_assembled_by_another_make_the_same
     directory, a later one (a new BookAhead from that list) prepares the next two, and the
     assembly takes the list from the file: it encodes only the last chapter, and the M4B plays
     like one assembled all at the end. A list that cannot be read is no list."""
-    from pipeline.audio import assemble
     from pipeline.audio.ahead import BookAhead
     from pipeline.audio.prepared import PREPARED_FILE, load_prepared, save_prepared
 
@@ -110,10 +106,7 @@ def test_chapters_prepared_by_one_process_and_assembled_by_another_make_the_same
     chapters = tone_book(tmp_path / "sentences", titles, body_sentences=3, seconds=0.3)
     options = AssemblyOptions(threads=2, chapter_pause_ms=1500)
     at_the_end = assemble_audiobook(chapters, METADATA, tmp_path / "end", tmp_path / "w1", options)
-    encoded: list[int] = []
-    real_encode = assemble.encode_m4b_piece
-    monkeypatch.setattr(assemble, "encode_m4b_piece",
-                        lambda chapter, *rest: encoded.append(chapter.index) or real_encode(chapter, *rest))
+    encoded = spy_m4b_encodes(monkeypatch)
 
     work = tmp_path / "w2"
     first = BookAhead(work, options, chapters=4, expected_samples=20 * SAMPLE_RATE)

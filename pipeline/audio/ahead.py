@@ -159,7 +159,7 @@ class BookAhead:
         first, pieces, plans = stretch.first, stretch.pieces, stretch.plans
         if first != self.next_position:
             raise ValueError(f"chapters from {first} on are encoded after {self.next_position}: in order only")
-        save_under_way(self.work_dir, first + len(stretch.chapters))
+        self.say_under_way(stretch)
         paths = [self.work_dir / f"ahead_{p.chapter + 1:04d}_{p.start}.aac" for p in pieces]
         encodes = [(p.samples, bind(encode_m4b_piece, stretch.stitched[p.chapter - first], p, plan, path,
                                     stretch.loudness[p.chapter - first], self.options.bitrate, self.nice))
@@ -179,6 +179,12 @@ class BookAhead:
         log.info("%d chapter(s) assembled ahead (%d-%d of %d) in %.1f s (laid out in %.1f s)",
                  len(stretch.chapters), first + 1, first + len(stretch.chapters), self.chapters,
                  time.monotonic() - stretch.began, stretch.laid_out_seconds)
+
+    def say_under_way(self, stretch: LaidOut) -> None:
+        """Say in the work directory that ``stretch``, the next to be prepared, is being encoded,
+        and every M4B piece up to its end (``prepared.save_under_way``)."""
+        pieces = [p for c in self.prepared for p in c.pieces] + list(stretch.pieces) if self.encodes else None
+        save_under_way(self.work_dir, stretch.first + len(stretch.chapters), pieces)
 
     def _pieces(self, stitched: Sequence[StitchedChapter], first: int) -> list[AacPiece]:
         """The M4B pieces of these chapters (``chapter`` = position in the book), counted into

@@ -20,8 +20,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from pipeline.audio.aac import cut_into_pieces, plan_chapters
-from pipeline.audio.ahead import piece_samples
+from pipeline.audio.aac import plan_chapters
 from pipeline.audio.assembly_types import (
     AssemblyOptions,
     AssemblyReport,
@@ -29,6 +28,7 @@ from pipeline.audio.assembly_types import (
     M4bStretch,
     OnStep,
 )
+from pipeline.audio.early_m4b import EarlyM4b, m4b_piece_path, rest_pieces
 from pipeline.audio.export import (
     chapter_loudness,
     encode_chapter_file,
@@ -144,7 +144,7 @@ def assemble_audiobook(
                  f" ({len(ahead)} chapter(s) ahead)" if ahead else "")
         step("assembling", len(chapters), len(chapters))
         outputs, stretches, readalong_audio = encode_outputs(stitched, metadata, out_dir, work_dir, options,
-                                                             loudness, on_step, ahead)
+                                                             loudness, on_step, ahead, laid_out.early_m4b)
         for chapter in stitched:  # on failure they stay, for a look; the next run overwrites them
             remove_quietly(chapter.wav_path)
     log.info("%r: wrote %d file(s) in %.1f s", metadata.title, len(outputs), time.monotonic() - began)
@@ -162,6 +162,7 @@ def encode_outputs(
     loudness: Treatments,
     on_step: OnStep | None = None,
     ahead: Sequence[PreparedChapter] = (),
+    early: EarlyM4b | None = None,
 ) -> tuple[list[Path], list[M4bStretch], list[Path]]:
     """Write every requested format; returns the final paths (M4B parts first, then per format),
     where the chapters play in the M4B(s), and the chapters' audio for a read-along EPUB (in
@@ -171,6 +172,8 @@ def encode_outputs(
     m4b_parts = (
         plan_m4b_parts(stitched, metadata, out_dir, work_dir, options, ahead) if "m4b" in options.formats else []
     )
+    if early is not None:  # pieces encoded while a stretch ahead was still being prepared
+        m4b_parts = early.fill(m4b_parts)
     chapter_files = plan_chapter_files(stitched, metadata, out_dir, options)
     treatment = {chapter.index: t for chapter, t in zip(stitched, loudness, strict=True)}
     aac_encodes = [
@@ -229,14 +232,7 @@ def plan_m4b_parts(
         else:
             name, title = f"{stem} - Part {number}.m4b", f"{metadata.title} (Part {number} of {len(groups)})"
         encoded = [a for a in ahead if a.encoded] if len(groups) == 1 else []
-        rest = chapters[len(encoded):]
-        # pieces sized from what is left to encode, not the whole book: after the last sentence
-        # the last chapters are all there is, and every core should have a share of them
-        pieces = [p for a in encoded for p in a.pieces] + [
-            replace(p, chapter=p.chapter + len(encoded))
-            for p in cut_into_pieces([c.samples for c in rest], [c.trailing_silence for c in rest],
-                                     [c.cut_points for c in rest],
-                                     piece_samples(sum(c.samples for c in rest), options))]
+        pieces = [p for a in encoded for p in a.pieces] + rest_pieces(chapters[len(encoded):], len(encoded), options)
         plans = plan_chapters([p.samples for p in pieces], [p.trailing_silence for p in pieces])
         ahead_plans = [plan for a in encoded for plan in a.plans]
         if plans[:len(ahead_plans)] != ahead_plans:  # cannot happen for a prefix; never trust it blindly
@@ -249,8 +245,7 @@ def plan_m4b_parts(
                 pieces=tuple(pieces),
                 plans=tuple(plans),
                 aac_paths=tuple(a for prepared in encoded for a in prepared.aac_paths) + tuple(
-                    work_dir / f"part{number:02d}_{chapters[piece.chapter].wav_path.stem}_{piece.start}.aac"
-                    for piece in pieces[len(done):]
+                    m4b_piece_path(work_dir, number, chapters[piece.chapter], piece) for piece in pieces[len(done):]
                 ),
                 tags=track_tags(metadata, options.narrator, title, number, len(groups)),
                 final_path=out_dir / name,

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from pipeline.audio.ahead import chapter_pause, chapter_wav_path
 from pipeline.audio.assembly_types import AssemblyOptions, ChapterAudio
+from pipeline.audio.early_m4b import EarlyM4b, encode_early
 from pipeline.audio.failures import make_dirs, remove_quietly
 from pipeline.audio.outputs import stitched_whatever_the_loudness
 from pipeline.audio.prepared import PreparedChapter, still_the_same, under_way
@@ -40,13 +41,15 @@ class BookLaidOut:
     stitched: list[StitchedChapter] | None  # every chapter; None: those not ahead are not stitched yet
     early: int  # chapters laid out while a preparation was still under way
     waited: float = 0.0  # seconds spent waiting for it after that
+    early_m4b: EarlyM4b | None = None  # their M4B pieces, being encoded meanwhile
 
 
 def lay_out_book(chapters: Sequence[ChapterAudio], options: AssemblyOptions, work_dir: Path,
                  prepared: Sequence[PreparedChapter] | TakePrepared) -> BookLaidOut:
     """Every chapter measured, the chapters ``prepared`` ahead taken where they still hold; with
-    ``prepared`` a callable, the chapters after a stretch still being prepared are measured and
-    stitched (``stitched_whatever_the_loudness``) before it is called."""
+    ``prepared`` a callable, the chapters after a stretch still being prepared are measured,
+    stitched (``stitched_whatever_the_loudness``) and their M4B pieces' encodes begun
+    (:mod:`pipeline.audio.early_m4b`) before it is called."""
     if not callable(prepared):
         ahead = still_the_same(chapters, prepared)
         return BookLaidOut(ahead, [p.measured for p in ahead] + measure_book(chapters, options, len(ahead)),
@@ -57,8 +60,14 @@ def lay_out_book(chapters: Sequence[ChapterAudio], options: AssemblyOptions, wor
     start = min(under_way(work_dir), len(chapters))
     early = measure_book(chapters, options, start)
     early_stitched = stitch_book(early, rest_dir, options, start) if stitch else []
+    early_m4b = encode_early(work_dir, options, start, early, early_stitched) if stitch else None
     waiting = time.monotonic()
-    ahead = still_the_same(chapters, prepared())
+    try:
+        ahead = still_the_same(chapters, prepared())
+    except BaseException:
+        if early_m4b is not None:
+            early_m4b.finish()
+        raise
     waited = time.monotonic() - waiting
     if not ahead:
         clear_work_dir(work_dir)
@@ -71,7 +80,7 @@ def lay_out_book(chapters: Sequence[ChapterAudio], options: AssemblyOptions, wor
         early_stitched = (stitch_book(gap, rest_dir, options, taken) if stitch else []) + early_stitched
     measured = [p.measured for p in ahead] + gap + early
     stitched = [p.stitched for p in ahead] + early_stitched if stitch else None
-    return BookLaidOut(ahead, measured, stitched, len(early), waited)
+    return BookLaidOut(ahead, measured, stitched, len(early), waited, early_m4b)
 
 
 def measure_book(chapters: Sequence[ChapterAudio], options: AssemblyOptions, first: int = 0,

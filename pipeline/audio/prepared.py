@@ -6,6 +6,7 @@ what the book is now (a chapter spoken again since is assembled anew).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import pickle
@@ -121,12 +122,16 @@ def load_prepared(work_dir: Path) -> list[PreparedChapter]:
     return [c for c in prepared if isinstance(c, PreparedChapter)] if isinstance(prepared, list) else []
 
 
-def save_under_way(work_dir: Path, through: int) -> None:
-    """Say in ``work_dir`` that a stretch ending before position ``through`` is being encoded: an
-    assembly that begins meanwhile lays out the chapters from there on while it waits
-    (:mod:`pipeline.audio.layout`). Renamed into place: a reader sees one number or the last one."""
+def save_under_way(work_dir: Path, through: int, pieces: Sequence[AacPiece] | None = None) -> None:
+    """Say in ``work_dir`` that a stretch ending before position ``through`` is being encoded, and
+    the M4B pieces of every chapter before that (None: none are encoded ahead): an assembly that
+    begins meanwhile lays out and encodes the chapters from there on while it waits
+    (:mod:`pipeline.audio.layout`, :mod:`pipeline.audio.early_m4b`). Renamed into place: a reader
+    sees the whole of one."""
+    said = {"through": through,
+            "pieces": None if pieces is None else [[p.samples, p.trailing_silence] for p in pieces]}
     partial = work_dir / f".{UNDER_WAY_FILE}.{os.getpid()}"
-    partial.write_text(f"{through}\n")
+    partial.write_text(json.dumps(said))
     os.replace(partial, work_dir / UNDER_WAY_FILE)
 
 
@@ -134,7 +139,21 @@ def under_way(work_dir: Path) -> int:
     """How many chapters the preparation in ``work_dir`` will have prepared once the stretch it
     is encoding is kept (``save_under_way``; 0 when none was said). A hint only: the list kept
     (``load_prepared``) decides what is taken."""
+    return _said(work_dir).get("through", 0)
+
+
+def under_way_pieces(work_dir: Path, through: int) -> list[tuple[int, int]] | None:
+    """(samples, trailing silence) of every M4B piece before position ``through``, as the
+    preparation in ``work_dir`` said them; None when it said none, or for another position."""
+    said = _said(work_dir)
+    if said.get("through") != through or not isinstance(said.get("pieces"), list):
+        return None
+    return [(int(samples), int(silence)) for samples, silence in said["pieces"]]
+
+
+def _said(work_dir: Path) -> dict:
     try:
-        return max(0, int((work_dir / UNDER_WAY_FILE).read_text()))
+        said = json.loads((work_dir / UNDER_WAY_FILE).read_text())
+        return said if isinstance(said, dict) and isinstance(said.get("through"), int) else {}
     except (OSError, ValueError):
-        return 0
+        return {}
