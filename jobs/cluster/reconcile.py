@@ -34,7 +34,11 @@ log = logging.getLogger(__name__)
 # (TTS_JOBS_LEASE_SECONDS) shortens it with the sweeps' pace: a quarter of the lease, at most this.
 GRACE_SECONDS = 30.0
 MAX_BACKOFF_SECONDS = 3600.0
-IDLE_QUEUE_SECONDS = 300.0  # queued batches, none running, no send for this long: wake a worker
+# Queued batches, none running, no send for this long: wake a worker. A worker claims a batch
+# within seconds of its message (a model loads in ~10-20 s); a message lost with a killed worker
+# before it claimed the batch left the queue stalled for all of the 300 s this was (a soak once
+# took 329 s). A wake too early costs a duplicate message, which the claim turns away.
+IDLE_QUEUE_SECONDS = 60.0
 
 
 @dataclass

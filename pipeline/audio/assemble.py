@@ -88,7 +88,7 @@ def assemble_audiobook(
         prepared: the book's first chapters assembled ahead in ``work_dir`` (:mod:`.ahead`) while
             the rest was spoken: taken as they are where they are still made of the same sentences;
             a callable that returns them once their preparation ends: the chapters after a stretch
-            still being encoded are laid out meanwhile (:mod:`.layout`).
+            still being encoded are laid out and encoded meanwhile (:mod:`.layout`).
 
     Returns:
         The files written (in a stable order) and where every chapter starts.
