@@ -141,3 +141,21 @@ def test_a_work_directory_left_by_an_earlier_attempt_is_cleared_when_nothing_of_
         [p.read_bytes() for p in fresh.outputs if p.suffix == ".wav"]
     if formats == ("m4b",):
         _plays_alike(fresh, report, sentences=5 * 4)
+
+
+def test_pieces_encoded_beside_a_preparation_that_kept_nothing_are_finished_before_its_place_is_cleared(
+        tmp_path, book, encoded):
+    """The preparation said a stretch and its pieces, then nothing it made holds (its list is
+    gone): the pieces begun beside it are let finish before the work directory is cleared, and
+    the book is assembled whole, as at the end."""
+    work = tmp_path / "work"
+    at_the_end = assemble_audiobook(book, METADATA, tmp_path / "end", tmp_path / "w0", OPTIONS)
+    ahead = BookAhead(work, OPTIONS, chapters=5, expected_samples=30 * SAMPLE_RATE)
+    ahead.prepare(book[:1])
+    ahead.say_under_way(ahead.lay_out(book[1:3]))
+    encoded.clear()
+
+    report = assemble_audiobook(book, METADATA, tmp_path / "out", work, OPTIONS, prepared=list)
+
+    assert sorted(set(encoded)) == [0, 1, 2, 3, 4] and encoded.count(3) == 2  # begun early, then again
+    _plays_alike(at_the_end, report, sentences=5 * 4)

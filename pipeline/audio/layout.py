@@ -69,7 +69,10 @@ def lay_out_book(chapters: Sequence[ChapterAudio], options: AssemblyOptions, wor
             early_m4b.finish()
         raise
     waited = time.monotonic() - waiting
-    if not ahead:
+    if not ahead:  # nothing of the work directory is taken: its space back, once nothing writes there
+        if early_m4b is not None:  # planned after pieces that are not kept: encoded again
+            early_m4b.finish()
+            early_m4b = None
         clear_work_dir(work_dir)
     taken = len(ahead)
     if taken >= start:  # the stretch under way kept (or one more begun as the speaking ended)
