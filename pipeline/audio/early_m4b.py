@@ -3,7 +3,7 @@
 An assembly that begins while a preparation ahead encodes a stretch lays out the chapters after
 it first (:mod:`pipeline.audio.layout`). Their M4B pieces' AAC plans depend only on the lengths of
 every piece before them, and the preparation said those as it began encoding the stretch
-(``prepared.under_way``): so these chapters are encoded then too, on every core, beside the
+(``prepared.under_way_pieces``): so these chapters are encoded then too, on every core, beside the
 stretch's own encodes (niced below them), instead of after them. The M4B takes them only if the
 chapters prepared ahead come to exactly what was said (the stretch kept, the same pieces); else
 they are encoded again, as they always were.

@@ -23,7 +23,7 @@ from pipeline.audio.tags import TrackTags
 log = logging.getLogger(__name__)
 
 PREPARED_FILE = "prepared.pickle"  # in the work directory: the chapters prepared there so far
-UNDER_WAY_FILE = "under-way"  # in the work directory: how many chapters the stretch being encoded completes
+UNDER_WAY_FILE = "under-way"  # in the work directory: the stretch being encoded, and every M4B piece to its end
 
 
 @dataclass(frozen=True)
