@@ -81,13 +81,13 @@ def sweep_attention_kernel(rows: int, attend: int, heads: int = 12, dim: int = 6
     print("| cache | sums | block | warps | stages | µs | TB/s |")
     print("|---|---|---|---|---|---|---|")
     # int8 codes are made floats by their bits (the default: measured against the conversion,
-    # docs/engine.md); 3 stages, blocks of 128 and 4 warps lost to these everywhere
+    # docs/engine.md); 3 stages lost to 1 and 2 everywhere
     saved = da.BLOCK_POSITIONS, da.WARPS, da.STAGES, da.REDUCE
     for name, (keys, values, key_scales, value_scales) in caches.items():
         per_position = 2 * dim * keys.element_size() + (8 if key_scales is not None else 0)
         for reduce in da.REDUCTIONS:
             best = None
-            for block, warps, stages in itertools.product((32, 64), (1, 2), (1, 2)):
+            for block, warps, stages in itertools.product((32, 64, 128), (1, 2, 4), (1, 2)):
                 da.BLOCK_POSITIONS, da.WARPS, da.STAGES, da.REDUCE = block, warps, stages, reduce
                 attention = (query, keys, values, used, key_scales, value_scales)
                 seconds = seconds_per_run(lambda tensors=attention: da.decode_attention(*tensors))
