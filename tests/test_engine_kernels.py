@@ -29,12 +29,6 @@ worst = (da.decode_attention(q, k, v, used).float() - reference(k, v)).abs().max
 got = da.decode_attention(q, kq, vq, used, ks, vs).float()
 want = reference(kv_int8.dequantize(kq, ks, torch.float32), kv_int8.dequantize(vq, vs, torch.float32))
 worst = max(worst, (got - want).abs().max().item())
-# ... and with the sums over positions deferred to the slot's end (per position; per lane)
-for reduce in ("sums", "lanes"):
-    da.REDUCE = reduce
-    worst = max(worst, (da.decode_attention(q, k, v, used).float() - reference(k, v)).abs().max().item(),
-                (da.decode_attention(q, kq, vq, used, ks, vs).float() - want).abs().max().item())
-da.REDUCE = "block"
 # ... its codes made floats by their bits: the same output, bit for bit (the codes' extremes too)
 kq[0, 0, 0, :2], vq[0, 0, 0, :2] = torch.tensor([-128, 127], dtype=torch.int8), torch.tensor([127, -128], dtype=torch.int8)
 da.INT8_BITS = False
@@ -109,8 +103,7 @@ def test_the_gpu_decode_kernels_match_the_pytorch_path() -> None:
     """The Triton kernels the H200 runs, under Triton's CPU interpreter: one query per slot
     against exactly its first ``used`` positions (1, a block edge, the whole cache), from a
     half-precision and from an int8 cache (its codes made floats by the conversion or by their
-    bits: the same output; its sums over positions kept per block, per position or per lane);
-    RoPE and the cache write (and int8 quantization) at each slot's own
+    bits: the same output); RoPE and the cache write (and int8 quantization) at each slot's own
     position, as the PyTorch path does them."""
     assert worst_error_under_the_interpreter(KERNEL_CHECK) < 2e-3
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from jobs.settings import Settings
 
 BASE = {"TTS_JOBS_DATA_DIR": "/tmp/tts-jobs-settings"}
@@ -15,8 +13,7 @@ BASE = {"TTS_JOBS_DATA_DIR": "/tmp/tts-jobs-settings"}
 def test_the_engine_gets_its_weights_device_and_kernel_choices_from_the_settings() -> None:
     env = {**BASE, "TTS_JOBS_MODEL_DIR": "/models/chattts", "TTS_JOBS_KV_CACHE": "model", "HF_HOME": "/hf",
            "TTS_JOBS_FUSED_LAYERS": "0", "TTS_JOBS_CUDA_GRAPHS": "0", "TTS_JOBS_ATTENTION_BLOCK": "64",
-           "TTS_JOBS_ATTENTION_STAGES": "2", "TTS_JOBS_ATTENTION_INT8_BITS": "0",
-           "TTS_JOBS_ATTENTION_REDUCE": "lanes"}
+           "TTS_JOBS_ATTENTION_STAGES": "2", "TTS_JOBS_ATTENTION_INT8_BITS": "0"}
 
     config = Settings.from_env(env).engine_config()
 
@@ -24,7 +21,6 @@ def test_the_engine_gets_its_weights_device_and_kernel_choices_from_the_settings
     assert config.tuning is not None
     assert (config.tuning.fused_layers, config.tuning.cuda_graphs, config.tuning.attention_block) == (False, False, 64)
     assert config.tuning.attention_stages == 2 and not config.tuning.attention_int8_bits
-    assert config.tuning.attention_reduce == "lanes"
     assert config.tuning.decode_attention == "triton"  # what was not set keeps its default
 
 
@@ -41,25 +37,13 @@ def test_loading_applies_the_kernel_choices_to_the_whole_process() -> None:
 
     try:
         apply_tuning(EngineTuning(decode_attention="sdpa", cuda_graphs=False, attention_warps=4,
-                                  attention_stages=3, attention_int8_bits=False, attention_reduce="sums"))
-        assert (gpt.DECODE_ATTENTION, step_graphs.CUDA_GRAPHS, decode_attention.WARPS, decode_attention.STAGES,
-                decode_attention.INT8_BITS, decode_attention.REDUCE) == ("sdpa", False, 4, 3, False, "sums")
+                                  attention_stages=3, attention_int8_bits=False))
+        assert (gpt.DECODE_ATTENTION, step_graphs.CUDA_GRAPHS, decode_attention.WARPS,
+                decode_attention.STAGES, decode_attention.INT8_BITS) == ("sdpa", False, 4, 3, False)
     finally:
         apply_tuning(EngineTuning())
-    assert (gpt.DECODE_ATTENTION, step_graphs.CUDA_GRAPHS, decode_attention.WARPS, decode_attention.STAGES,
-            decode_attention.INT8_BITS, decode_attention.REDUCE) == ("triton", True, 1, 1, True, "block")
-
-
-def test_an_unknown_attention_reduction_is_refused_naming_the_choices() -> None:
-    from pipeline.engine.config import EngineTuning
-    from pipeline.engine.loading import apply_tuning
-    from pipeline.errors import ModelError
-
-    try:
-        with pytest.raises(ModelError, match="block, sums, lanes.*TTS_JOBS_ATTENTION_REDUCE"):
-            apply_tuning(EngineTuning(attention_reduce="rows"))
-    finally:
-        apply_tuning(EngineTuning())
+    assert (gpt.DECODE_ATTENTION, step_graphs.CUDA_GRAPHS, decode_attention.WARPS,
+            decode_attention.STAGES, decode_attention.INT8_BITS) == ("triton", True, 1, 1, True)
 
 
 def test_the_test_switches_and_the_log_level_are_settings_too() -> None:

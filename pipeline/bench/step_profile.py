@@ -1,7 +1,6 @@
 """Where a decode step's GPU time goes: torch.profiler over eager steps at full slots, the
 Triton attention against masked SDPA, graph replay time, and a sweep of the attention kernel's
-block size, warps, stages and way of summing (``decode_attention.REDUCTIONS``) over fp16 and int8
-caches.
+block size and warps over fp16 and int8 caches.
 
     python -m pipeline.bench step-profile --rows 512 --attend 320 --precision fp16 [--kv-cache int8]
     python -m pipeline.bench step-profile --cpu-smoke     # tiny weights on the CPU: the flow only
@@ -78,25 +77,23 @@ def sweep_attention_kernel(rows: int, attend: int, heads: int = 12, dim: int = 6
     }
     positions = int(used.sum()) * heads
     print(f"attention kernel sweep: {rows} slots, lengths {attend // 4}..{attend}, one layer")
-    print("| cache | sums | block | warps | stages | µs | TB/s |")
+    print("| cache | block | warps | stages | int8 codes by bits | µs | TB/s |")
     print("|---|---|---|---|---|---|---|")
-    # int8 codes are made floats by their bits (the default: measured against the conversion,
-    # docs/engine.md); 3 stages lost to 1 and 2 everywhere
-    saved = da.BLOCK_POSITIONS, da.WARPS, da.STAGES, da.REDUCE
+    saved = da.BLOCK_POSITIONS, da.WARPS, da.STAGES, da.INT8_BITS
     for name, (keys, values, key_scales, value_scales) in caches.items():
         per_position = 2 * dim * keys.element_size() + (8 if key_scales is not None else 0)
-        for reduce in da.REDUCTIONS:
-            best = None
-            for block, warps, stages in itertools.product((32, 64, 128), (1, 2, 4), (1, 2)):
-                da.BLOCK_POSITIONS, da.WARPS, da.STAGES, da.REDUCE = block, warps, stages, reduce
-                attention = (query, keys, values, used, key_scales, value_scales)
-                seconds = seconds_per_run(lambda tensors=attention: da.decode_attention(*tensors))
-                print(f"| {name} | {reduce} | {block} | {warps} | {stages} | {seconds * 1e6:.1f} | "
-                      f"{positions * per_position / seconds / 1e12:.2f} |")
-                best = min(best or (seconds, block, warps, stages), (seconds, block, warps, stages))
-            print(f"BEST {name} sums {reduce}: block {best[1]} warps {best[2]} stages {best[3]}: "
-                  f"{best[0] * 1e6:.1f} µs")
-    da.BLOCK_POSITIONS, da.WARPS, da.STAGES, da.REDUCE = saved
+        best = None
+        ways = (False, True) if key_scales is not None else (False,)
+        for block, warps, stages, bits in itertools.product((32, 64, 128), (1, 2, 4), (1, 2, 3), ways):
+            da.BLOCK_POSITIONS, da.WARPS, da.STAGES, da.INT8_BITS = block, warps, stages, bits
+            attention = (query, keys, values, used, key_scales, value_scales)
+            seconds = seconds_per_run(lambda tensors=attention: da.decode_attention(*tensors))
+            print(f"| {name} | {block} | {warps} | {stages} | {'yes' if bits else 'no'} | {seconds * 1e6:.1f} | "
+                  f"{positions * per_position / seconds / 1e12:.2f} |")
+            best = min(best or (seconds, block, warps, stages, bits), (seconds, block, warps, stages, bits))
+        print(f"BEST {name} block {best[1]} warps {best[2]} stages {best[3]} int8 codes by bits {best[4]}: "
+              f"{best[0] * 1e6:.1f} µs")
+    da.BLOCK_POSITIONS, da.WARPS, da.STAGES, da.INT8_BITS = saved
 
 
 def profile_waveform_chunk(engine, rows: int = 64, steps: int = 256) -> None:

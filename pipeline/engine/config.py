@@ -37,8 +37,6 @@ class EngineTuning:
     ``python -m pipeline.bench step-profile --sweep``).
     attention_int8_bits: that kernel makes an int8 cache's codes floats by their bits, not by the
     conversion instruction (decode_attention.INT8_BITS; swept too).
-    attention_reduce: how that kernel sums a slot's positions: "block", "sums" or "lanes"
-    (decode_attention.REDUCE; swept too).
     host_wait: how a host thread waits for the GPU: "block" (asleep) or "spin" (a core spun;
     cuda_context.WAIT).
     """
@@ -52,7 +50,6 @@ class EngineTuning:
     attention_warps: int = 1
     attention_stages: int = 1
     attention_int8_bits: bool = True
-    attention_reduce: str = "block"
     host_wait: str = "block"
 
 

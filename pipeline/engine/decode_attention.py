@@ -30,7 +30,7 @@ try:  # pragma: no cover - exercised on the GPU machine (and under TRITON_INTERP
     import triton
     import triton.language as tl
 
-    from pipeline.engine.attention_block import attend_next, empty_state, finish_state
+    from pipeline.engine.attention_block import attend_block
 except ImportError:  # CPU builds of PyTorch
     triton = None
     tl = None
@@ -63,14 +63,6 @@ INT8_BITS = True
 # ``split_attention.py``). A process that measures both sets this before its steps are captured.
 KERNELS = ("single", "split")
 KERNEL = "single"
-# How the single kernel sums a slot's positions: "block", each block's weights and weighted values
-# summed over its positions as it goes (D sums across the lanes that hold them, every block);
-# "sums", kept per position of a block and summed once at the slot's end; "lanes", the same with
-# one running maximum per lane too (no reduction across lanes until the end, a rescale a lane).
-# Written because the int8 kernel is not bound by its bytes (2.28 of the fp16 kernel's 3.76 TB/s)
-# and a block's D-wide sum across lanes is most of its shuffles; to be measured (step-profile --sweep).
-REDUCTIONS = ("block", "sums", "lanes")
-REDUCE = "block"
 
 
 def available() -> bool:
@@ -84,8 +76,7 @@ if triton is not None:  # pragma: no cover
                                  stride_qb, stride_qh, stride_kb, stride_kh, stride_kp,
                                  stride_sb, stride_sh, stride_ob, stride_oh,
                                  QUANTIZED: tl.constexpr, BLOCK_N: tl.constexpr,
-                                 HEAD_DIM: tl.constexpr, STAGES: tl.constexpr, INT8_BITS: tl.constexpr,
-                                 REDUCE: tl.constexpr):
+                                 HEAD_DIM: tl.constexpr, STAGES: tl.constexpr, INT8_BITS: tl.constexpr):
         row = tl.program_id(0)
         head = tl.program_id(1)
         used = tl.load(used_ptr + row)
@@ -93,25 +84,27 @@ if triton is not None:  # pragma: no cover
         q = tl.load(q_ptr + row * stride_qb + head * stride_qh + dims).to(tl.float32) * scale
         base = row * stride_kb + head * stride_kh
         scale_base = row * stride_sb + head * stride_sh
-        best, total, acc = empty_state(BLOCK_N, HEAD_DIM, REDUCE)
+        best = tl.max(tl.full([BLOCK_N], float("-inf"), tl.float32), 0)
+        total = tl.sum(tl.zeros([BLOCK_N], tl.float32), 0)
+        acc = tl.zeros([HEAD_DIM], tl.float32)
         if STAGES > 1:
             # software-pipelined: the next blocks' loads in flight while this one is summed
             # (a ``range`` over a loaded bound: GPU only)
             for start in tl.range(0, used, BLOCK_N, num_stages=STAGES):
-                best, total, acc = attend_next(q, k_ptr, v_ptr, ks_ptr, vs_ptr, base, scale_base,
-                                               stride_kp, start, used, dims, best, total, acc,
-                                               QUANTIZED, BLOCK_N, INT8_BITS, REDUCE)
+                best, total, acc = attend_block(q, k_ptr, v_ptr, ks_ptr, vs_ptr, base, scale_base,
+                                                 stride_kp, start, used, dims, best, total, acc,
+                                                 QUANTIZED, BLOCK_N, False, INT8_BITS)
         else:
             # a while loop up to the slot's own length: one compiled kernel for every length (a
             # ``range`` over a loaded bound is not supported by Triton's CPU interpreter, which
             # the tests run this kernel under)
             start = 0
             while start < used:
-                best, total, acc = attend_next(q, k_ptr, v_ptr, ks_ptr, vs_ptr, base, scale_base,
-                                               stride_kp, start, used, dims, best, total, acc,
-                                               QUANTIZED, BLOCK_N, INT8_BITS, REDUCE)
+                best, total, acc = attend_block(q, k_ptr, v_ptr, ks_ptr, vs_ptr, base, scale_base,
+                                                 stride_kp, start, used, dims, best, total, acc,
+                                                 QUANTIZED, BLOCK_N, False, INT8_BITS)
                 start += BLOCK_N
-        out = finish_state(best, total, acc, REDUCE)
+        out = acc / total
         tl.store(o_ptr + row * stride_ob + head * stride_oh + dims, out.to(o_ptr.dtype.element_ty))
 
 
@@ -253,7 +246,7 @@ def decode_attention(query: torch.Tensor, keys: torch.Tensor, values: torch.Tens
         query.stride(0), query.stride(1), keys.stride(0), keys.stride(1), keys.stride(2),
         key_scales.stride(0), key_scales.stride(1), out.stride(0), out.stride(1),
         QUANTIZED=quantized, BLOCK_N=BLOCK_POSITIONS, HEAD_DIM=dim, STAGES=STAGES, INT8_BITS=INT8_BITS,
-        REDUCE=REDUCTIONS.index(REDUCE), num_warps=WARPS)
+        num_warps=WARPS)
     return out
 
 

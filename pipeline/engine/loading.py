@@ -112,9 +112,6 @@ def apply_tuning(tuning: EngineTuning) -> None:
     if tuning.host_wait not in cuda_context.WAIT_FLAGS:
         raise ModelError(f"unknown CUDA wait {tuning.host_wait!r}: use {' or '.join(cuda_context.WAIT_FLAGS)} "
                          "(TTS_JOBS_CUDA_WAIT)")
-    if tuning.attention_reduce not in decode_attention.REDUCTIONS:
-        raise ModelError(f"unknown attention reduction {tuning.attention_reduce!r}: use one of "
-                         f"{', '.join(decode_attention.REDUCTIONS)} (TTS_JOBS_ATTENTION_REDUCE)")
     gpt.DECODE_ATTENTION = tuning.decode_attention
     gpt.FUSED_LAYERS = tuning.fused_layers
     step_graphs.CUDA_GRAPHS = tuning.cuda_graphs
@@ -124,7 +121,6 @@ def apply_tuning(tuning: EngineTuning) -> None:
     decode_attention.WARPS = tuning.attention_warps
     decode_attention.STAGES = tuning.attention_stages
     decode_attention.INT8_BITS = tuning.attention_int8_bits
-    decode_attention.REDUCE = tuning.attention_reduce
     cuda_context.WAIT = tuning.host_wait
 
 

@@ -2,8 +2,7 @@
 ``tl.range`` loop the CPU interpreter cannot run) attends exactly as the while loop does: each
 slot over its own first ``used`` positions (1, a block's edge, the whole cache), from a
 half-precision and from an int8 cache; an int8 cache's codes made floats by their bits
-(``INT8_BITS``) give the conversion instruction's output, at one and two stages; the sums over
-positions deferred to a slot's end (``REDUCE`` sums, lanes) give the block sums' output."""
+(``INT8_BITS``) give the conversion instruction's output, at one and two stages."""
 
 from __future__ import annotations
 
@@ -64,19 +63,3 @@ def test_int8_codes_made_floats_by_their_bits_attend_as_the_conversion_does(stag
     # the sums otherwise around other instructions, so within half precision's rounding
     torch.testing.assert_close(by_bits.float(), converted.float(), atol=1e-3, rtol=1e-3)
 
-
-
-@pytest.mark.parametrize("stages", [1, 2])
-@pytest.mark.parametrize("reduce", ["sums", "lanes"])
-@pytest.mark.parametrize("quantized", [False, True])
-def test_sums_deferred_to_a_slots_end_attend_as_the_block_sums_do(stages: int, reduce: str, quantized: bool,
-                                                                 monkeypatch: Any) -> None:
-    query, keys, values, used, *scales = cache(quantized)
-    monkeypatch.setattr(da, "STAGES", stages)
-
-    monkeypatch.setattr(da, "REDUCE", "block")
-    summed = da.decode_attention(query, keys, values, used, *scales)
-    monkeypatch.setattr(da, "REDUCE", reduce)
-    deferred = da.decode_attention(query, keys, values, used, *scales)
-
-    torch.testing.assert_close(deferred.float(), summed.float(), atol=2e-3, rtol=2e-3)
