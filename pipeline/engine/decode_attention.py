@@ -58,6 +58,11 @@ INT8_BITS = True
 # Tried and taken out: a slot's heads 2 or 4 to a program (more loads in flight where an SM keeps
 # at most 32 programs). H200, 1,024 slots, int8 cache, one layer: 108.6 / 200.8 us at its best
 # against 102.7 / 194.2 us for one (slot, head) a program (contexts up to 256 / 512).
+# Also taken out: a block's sums over positions deferred to the slot's end (kept per position of a
+# block, with one running maximum per lane or the slot's), to spare each block's D-wide sum across
+# lanes. H200, 1,024 slots, contexts up to 512, int8 cache, block 32, one warp, one stage: 214.1 /
+# 219.2 us against 183.7 (best of each over blocks 32-64, warps 1-2, stages 1-2: 192.2 / 191.9
+# against 180.3); fp16 239.7 / 239.3 against 239.5: those sums are not what binds it.
 # Which attention kernel ``decode_attention`` runs when its caller names none: "single" (one
 # program per (slot, head), below) or "split" (partitions of the context and a reduce,
 # ``split_attention.py``). A process that measures both sets this before its steps are captured.
