@@ -214,3 +214,13 @@ def test_a_paragraph_with_no_language_of_its_own_is_read_in_its_chapters():
     among = split_sentences(Chapter(0, "", (chinese, "IV", chinese)))
     assert [s.text for s in among if s.paragraph_index == 1] == ["四"]
     assert normalize_text("IV") == "four"
+
+
+@pytest.mark.parametrize("paragraph", ["Chapter , IV .", "Antony and Cleopatra, II.", "Tristan und Isolde, iii:"])
+def test_a_cited_numeral_ending_a_paragraph_reads_the_same_with_paragraphs_after_it(paragraph: str):
+    """A numeral that ends its paragraph is read as it is where the paragraph ends the text (the
+    chapter's paragraphs are normalised joined: the next one's start is not what follows it)."""
+    alone = split_sentences(Chapter(0, "", (paragraph,)))
+    followed = split_sentences(Chapter(0, "", (paragraph, "", "And then the next part began.")))
+    assert [s.text for s in followed if s.paragraph_index == 0] == [s.text for s in alone]
+    assert any(word in alone[0].text for word in ("four", "two", "three"))

@@ -66,8 +66,9 @@ _LISTED_AFTER_PLURAL = re.compile(
     r"|PARTS|CHAPTERS|BOOKS|VOLUMES|ACTS|CANTOS)(?: [IVXLCivxlc]{1,8}(?:,| and| or| to| &)?)*$"
 )
 # A lower-case numeral in a citation, between commas or before the lines it numbers: 'Metamorphoses,
-# iii. 55-7', 'Tristan und Isolde, i, verses 5-8'.
-_CITATION_AFTER = re.compile(r"[.,;:] ?(?=[a-z]|$)|[.,] [a-z]")
+# iii. 55-7', 'Tristan und Isolde, i, verses 5-8'. A paragraph's end is its text's end: a chapter's
+# paragraphs are normalised together, joined by SEPARATOR.
+_CITATION_AFTER = re.compile(rf"[.,;:] ?(?=[a-z]|$|{re.escape(SEPARATOR)})|[.,] [a-z]")
 # Lone capitals after a chapter word that are letters, not numerals: "Appendix D", "Section C".
 _LETTERS_NOT_NUMERALS = frozenset("LCDMlcdm")
 # Words that follow the pronoun "I" and hardly a king's numeral: "told Charles I would".
