@@ -31,7 +31,7 @@ from jobs.choices.options import JobOptions, recorded_options
 from jobs.ingest import ingest_beside, ingest_job
 from jobs.leases import this_process
 from jobs.lifecycle import RETRYABLE_BY_RUN, fail_job, interrupt_job_in, retry_job
-from jobs.plan import device_memory_bytes, plan_pending, register_synthesis_worker
+from jobs.plan import PlanBeside, device_memory_bytes, plan_pending, register_synthesis_worker
 from jobs.run_claims import RunClaim, RunClaimed, claim_run
 from jobs.runners import recognise_interrupted, run_heartbeat
 from jobs.runtime import EngineLoading, Runtime
@@ -190,8 +190,15 @@ def _stages(rt: Runtime, job_id: int, engine: Engine | EngineLoading, runner: st
     cleanup.remove_dead_writers_of_jobs(rt, [job_id])  # and the files it was writing when it died
     planning = engine.for_planning() if isinstance(engine, EngineLoading) else engine
     register_synthesis_worker(rt, planning, worker, device_memory_bytes(planning))
-    plan_pending(rt, [job_id])  # in waves of chapters: the first are assembled while the rest is spoken
-    engine = engine.get() if isinstance(engine, EngineLoading) else engine
+    # in waves of chapters, the first assembled while the rest is spoken; a long book's first
+    # waves only: the rest is planned beside their speaking
+    plan_pending(rt, [job_id], opening=True)
+    rest = PlanBeside(rt, job_id)
+    try:
+        engine = engine.get() if isinstance(engine, EngineLoading) else engine
+    except BaseException:
+        rest.stop()
+        raise
     ahead = AssembleAhead(rt, job_id)
 
     def recorded(_: int | None = None) -> None:
@@ -201,8 +208,11 @@ def _stages(rt: Runtime, job_id: int, engine: Engine | EngineLoading, runner: st
     recorded()
     engine.clock.reset()  # the speaking's GPU timeline, logged once it ends
     try:
-        speak_job(rt, engine, job_id, worker=runner, learned_by=worker, on_recorded=recorded)
+        speak_job(rt, engine, job_id, worker=runner, learned_by=worker, on_recorded=recorded,
+                  more_planned=rest.wait)
+        rest.wait()  # ended already, unless a batch could not be claimed
     except BaseException:
+        rest.stop()
         ahead.abandon()
         raise
     log_device_time(f"job={job_id}", engine)

@@ -9,6 +9,7 @@ ran out of memory (``record_learned_rows``).
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import timedelta
@@ -32,13 +33,15 @@ log = logging.getLogger(__name__)
 WORKER_ALIVE_SECONDS = 3600  # a synthesis worker not seen for this long no longer shapes batches
 
 
-def plan_pending(rt: Runtime, job_ids: Sequence[int] | None = None) -> list[int]:
+def plan_pending(rt: Runtime, job_ids: Sequence[int] | None = None, opening: bool = False) -> list[int]:
     """Cut every unplanned sentence of active jobs into batches (sorted globally by length).
 
-    Each book in the policy's waves of whole
-    chapters in reading order, each of about the same length, planned one after the other (each
-    sorted by length; a stream takes them in that order), so that its first chapters are all
-    spoken, and can be assembled, while the rest of it is (``jobs/assemble_ahead.py``).
+    Each book in the policy's waves of whole chapters in reading order, each of about the same
+    length, planned one after the other (each sorted by length; a stream takes them in that
+    order), so that its first chapters are all spoken, and can be assembled, while the rest of it
+    is (``jobs/assemble_ahead.py``). ``opening``: a long book's first waves only
+    (``SchedulingPolicy.opening_waves``), for a run that speaks them while the rest is planned
+    beside it (``PlanBeside``); a book planned in part gets the rest in waves of the same length.
 
     With nothing to plan (a plan message after the ingest task planned its book itself) it returns
     after one read, without queueing for SQLite's write lock behind other books' writes."""
@@ -51,26 +54,72 @@ def plan_pending(rt: Runtime, job_ids: Sequence[int] | None = None) -> list[int]
             session.commit()
             return []
         priorities = repo.job_priorities(session, {s.job_id for s in sentences})
-        planned = [PlannedSentence(id=s.id, max_new_tokens=s.max_new_tokens,
-                                   prompt_tokens=estimated_prompt_tokens(s.text),
-                                   priority=priorities.get(s.job_id, 0))
-                   for s in sentences]
         limits, memory = plan_limits(rt.settings, live_synthesis_workers(session))
+        policy = limits.policy
+        first = policy.opening_waves if opening and len(sentences) > policy.plan_beside_from else None
         # another book still being read will add batches behind these: they are not the queue's end
-        ends_queue = repo.jobs_being_read(session) == 0
-        stretches = in_waves(sentences, planned, limits.policy.waves())
+        ends_queue = first is None and repo.jobs_being_read(session) == 0
+        stretches = in_waves(sentences, policy.waves(), repo.shares_left_to_plan(session, priorities), first)
         planned_at, batches = utcnow(), []
         for number, (stretch, opens_book) in enumerate(stretches):
             # each wave a plan of its own, made in order (a stream takes plans in creation order)
             limits = replace(limits, ends_queue=ends_queue and number == len(stretches) - 1,
-                             lead_rows=limits.policy.lead_rows if opens_book else 0)
-            batches += repo.create_batches(session, plan_batches(stretch, limits, memory),
+                             lead_rows=policy.lead_rows if opens_book else 0)
+            planned = [PlannedSentence(id=s.id, max_new_tokens=s.max_new_tokens,
+                                       prompt_tokens=estimated_prompt_tokens(s.text),
+                                       priority=priorities.get(s.job_id, 0)) for s in stretch]
+            batches += repo.create_batches(session, plan_batches(planned, limits, memory),
                                            planned_at=planned_at + timedelta(milliseconds=number))
         session.commit()
         ids = [b.id for b in batches]
-        log.info("planned %d sentences into %d batches%s", len(planned), len(ids),
+        log.info("planned %d sentences into %d batches%s", sum(len(s) for s, _ in stretches), len(ids),
                  f" in {len(stretches)} waves of chapters" if len(stretches) > 1 else "")
         return ids
+
+
+class PlanBeside:
+    """The rest of a run's book planned in a child process (``child_process.py``) while the
+    run speaks its first waves (``plan_pending``'s ``opening``): planning a 25.7-hour book's
+    19,000 sentences took ~0.4 s before its first sentence, and in the run's own process it
+    would hold the interpreter lock that the threads feeding the GPU wait on. Nothing is started
+    when nothing is left to plan. If the child fails, ``wait`` plans the rest itself."""
+
+    def __init__(self, rt: Runtime, job_id: int) -> None:
+        from jobs.child_process import Child
+
+        self.rt, self.job_id, self._lock = rt, job_id, threading.Lock()
+        with rt.read_session() as session:
+            left = repo.has_unplanned_sentences(session, [job_id])
+        self._child: Child | None = Child(rt.settings, __name__, f"main({job_id:d})") if left else None
+
+    def wait(self) -> bool:
+        """Once the rest is planned: whether batches may have been added since the last call
+        (a stream that found its queue empty looks again)."""
+        with self._lock:
+            child, self._child = self._child, None
+            if child is None:
+                return False
+            code = child.wait()
+            if code != 0:
+                log.warning("job=%s: planning the rest of the book beside the speaking failed (exit status "
+                            "%s: %s); planning it here", self.job_id, code, child.last_words or "no message")
+                plan_pending(self.rt, [self.job_id])
+            return True
+
+    def stop(self) -> None:
+        """End the child if it still runs (the run stopped): what it left unplanned a resumed run plans."""
+        with self._lock:
+            if self._child is not None:
+                self._child.process.terminate()
+                self._child.wait()
+                self._child = None
+
+
+def main(job_id: int) -> None:
+    """The child of ``PlanBeside``: plan what is left of job ``job_id``'s book."""
+    from jobs.child_process import child_runtime
+
+    plan_pending(child_runtime(), [job_id])
 
 
 def estimated_prompt_tokens(text: str) -> int:

@@ -5,7 +5,8 @@ Pure: no torch, no database. The engine's memory model supplies the per-batch es
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,34 +111,47 @@ def _lead(ordered: list[PlannedSentence], limits: PlanLimits,
     return first_class[len(first_class) - rows:]
 
 
-def in_waves(rows: Sequence, planned: list[PlannedSentence],
-             waves: int) -> list[tuple[list[PlannedSentence], bool]]:
+def in_waves(rows: Sequence[Any], waves: int, left: Mapping[int, float] | None = None,
+             first: int | None = None) -> list[tuple[list[Any], bool]]:
     """A book is planned in waves (``SchedulingPolicy.waves_per_book``), each sorted by length on
     its own, so that its first chapters are spoken, and assembled, while the rest of it is:
-    ``planned`` (with their ``rows``: job and chapter, each book's in reading order) in
-    ``waves`` stretches of whole chapters of about equal length per book (fewer when a book has
-    fewer chapters), book after book, each with whether it opens its book; with ``waves`` 1, one
-    stretch of every book (the global sort)."""
+    ``rows`` (each with its ``job_id``, ``chapter_id`` and ``max_new_tokens``, each book's in
+    reading order) in ``waves`` stretches of whole chapters of about equal length per book (fewer
+    when a book has fewer chapters), book after book, each with whether it opens its book; with
+    ``waves`` 1, one stretch of every book (the global sort).
+
+    ``left``: books partly planned already, each with the share of its GPT steps still to plan:
+    what is left is cut about where the whole book's waves would be, none of them opening it.
+    ``first``: only each book's first so many waves (a run plans the rest while it speaks them)."""
     if waves <= 1:
-        return [(planned, True)]
-    books: dict[int, list[tuple[Any, PlannedSentence]]] = {}
-    for row, sentence in zip(rows, planned, strict=True):
-        books.setdefault(getattr(row, "job_id", 0), []).append((row, sentence))
-    return [(stretch, number == 0) for book in books.values()
-            for number, stretch in enumerate(_book_in_waves(book, waves))]
+        return [(list(rows), True)]
+    left = left or {}
+    books: dict[int, list[Any]] = {}
+    for row in rows:
+        books.setdefault(getattr(row, "job_id", 0), []).append(row)
+    stretches = []
+    for job_id, book in books.items():
+        share = left.get(job_id, 1.0)
+        stretches += [(stretch, share == 1.0 and number == 0)
+                      for number, stretch in enumerate(_book_in_waves(book, waves, share)[:first])]
+    return stretches
 
 
-def _book_in_waves(book: list[tuple[Any, PlannedSentence]], waves: int) -> list[list[PlannedSentence]]:
-    total = sum(sentence.max_new_tokens for _, sentence in book)
-    stretches: list[list[PlannedSentence]] = [[]]
-    done, chapter = 0, None
-    for row, sentence in book:
+def _book_in_waves(book: list[Any], waves: int, share: float = 1.0) -> list[list[Any]]:
+    """``book``'s rows in stretches; ``share``: what they are of the whole book (its last part),
+    cut where the whole book's stretches would be cut, counted from where its plan stopped."""
+    total = sum(row.max_new_tokens for row in book) / share
+    done = total - sum(row.max_new_tokens for row in book)
+    before = math.floor(done * waves / total + 1e-9) if total else 0  # stretches the plan before made
+    stretches: list[list[Any]] = [[]]
+    chapter = None
+    for row in book:
         # a new stretch only where a chapter starts, once this one has its share of the book
-        if row.chapter_id != chapter and stretches[-1] and done >= total * len(stretches) / waves:
+        if row.chapter_id != chapter and stretches[-1] and done >= total * (before + len(stretches)) / waves:
             stretches.append([])
         chapter = row.chapter_id
-        stretches[-1].append(sentence)
-        done += sentence.max_new_tokens
+        stretches[-1].append(row)
+        done += row.max_new_tokens
     return stretches
 
 

@@ -11,7 +11,6 @@ from jobs.embedded import plan_run, run_book
 from jobs.runtime import Runtime
 from jobs.status import job_statuses
 from pipeline.batching import in_waves
-from pipeline.types import PlannedSentence
 from storage import repo
 from tests.books import write_epub
 from tests.e2e_helpers import ffprobe_chapters
@@ -57,24 +56,46 @@ def test_waves_are_whole_chapters_of_about_equal_length_in_reading_order() -> No
     """Eight chapters of 10 sentences each in 4 waves: 2 chapters a wave, never a chapter split,
     every sentence once, in reading order; one wave is the whole book. Each book's first wave
     says so (its first batch takes the lead: ``plan_batches``)."""
-
-    class Row:
-        def __init__(self, chapter_id: int, job_id: int = 1) -> None:
-            self.chapter_id, self.job_id = chapter_id, job_id
-
-    rows = [Row(chapter) for chapter in range(8) for _ in range(10)]
-    planned = [PlannedSentence(id=i, max_new_tokens=50, prompt_tokens=10) for i in range(80)]
-    waves = in_waves(rows, planned, 4)
-    assert [[p.id for p in wave] for wave, _ in waves] == [list(range(k * 20, k * 20 + 20)) for k in range(4)]
+    rows = [_Row(i, chapter) for i, chapter in enumerate(c for c in range(8) for _ in range(10))]
+    waves = in_waves(rows, 4)
+    assert _ids(waves) == [list(range(k * 20, k * 20 + 20)) for k in range(4)]
     assert [opens for _, opens in waves] == [True, False, False, False]
-    assert in_waves(rows, planned, 1) == [(planned, True)]
-    assert len(in_waves(rows[:10], planned[:10], 4)) == 1  # one chapter cannot be split
+    assert in_waves(rows, 1) == [(rows, True)]
+    assert len(in_waves(rows[:10], 4)) == 1  # one chapter cannot be split
     # two books planned together: each in its own waves, the first book's before the second's
-    rows = [Row(chapter, 1) for chapter in range(4) for _ in range(10)] + \
-        [Row(chapter, 2) for chapter in range(10, 12) for _ in range(10)]
-    waves = in_waves(rows, planned[:60], 4)
-    assert [[p.id for p in wave] for wave, _ in waves] == [list(range(k * 10, k * 10 + 10)) for k in range(6)]
+    chapters = [(c, 1) for c in range(4) for _ in range(10)] + [(c, 2) for c in range(10, 12) for _ in range(10)]
+    rows = [_Row(i, chapter, job) for i, (chapter, job) in enumerate(chapters)]
+    waves = in_waves(rows, 4)
+    assert _ids(waves) == [list(range(k * 10, k * 10 + 10)) for k in range(6)]
     assert [opens for _, opens in waves] == [True, False, False, False, True, False]
+
+
+def test_a_book_planned_in_two_goes_gets_the_same_waves_and_opens_once() -> None:
+    """A run plans its book's first two waves (``first``), speaks them, and plans the rest beside:
+    the rest (three quarters of the book ``left``) comes in the three waves it would have had,
+    none of them opening the book again (no second lead); books not begun open as before."""
+    rows = [_Row(i, chapter) for i, chapter in enumerate(c for c in range(8) for _ in range(10))]
+    opening = in_waves(rows, 4, first=2)
+    assert _ids(opening) == [list(range(0, 20)), list(range(20, 40))]
+    assert [opens for _, opens in opening] == [True, False]
+    rest = in_waves(rows[40:], 4, left={1: 0.5})
+    assert _ids(rest) == [list(range(40, 60)), list(range(60, 80))]
+    assert [opens for _, opens in rest] == [False, False]
+    other = [_Row(100 + i, 50 + i // 10, job_id=2) for i in range(40)]
+    mixed = in_waves(rows[70:] + other, 4, left={1: 0.125})
+    assert _ids(mixed) == [list(range(70, 80)), *[list(range(100 + k * 10, 110 + k * 10)) for k in range(4)]]
+    assert [opens for _, opens in mixed] == [False, True, False, False, False]
+
+
+class _Row:
+    """A sentence as the planner reads it from the database."""
+
+    def __init__(self, row_id: int, chapter_id: int, job_id: int = 1, max_new_tokens: int = 50) -> None:
+        self.id, self.chapter_id, self.job_id, self.max_new_tokens = row_id, chapter_id, job_id, max_new_tokens
+
+
+def _ids(waves: list) -> list[list[int]]:  # type: ignore[type-arg]
+    return [[row.id for row in wave] for wave, _ in waves]
 
 
 def test_a_cluster_task_prepares_only_a_book_still_being_spoken_and_only_one_at_a_time(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from jobs.plan import estimated_prompt_tokens
 from jobs.runtime import Runtime
 from storage import repo
 
@@ -28,6 +29,9 @@ def prepare_slots_for_job(rt: Runtime, engine: Engine, job_id: int) -> None:
     with rt.read_session() as session:
         rows, positions = repo.queued_batch_shape(session, job_id)
         steps = repo.longest_pending_sentence(session, job_id)
+        # the later waves of a book planned in two goes (plan.PlanBeside) are not in batches yet
+        if unplanned := repo.longest_unplanned_span(session, job_id):
+            positions = max(positions, estimated_prompt_tokens("") + unplanned)
     if not rows or not cache_fits(rows, rounded_positions(positions), engine.kv_bytes_per_position(), budget):
         return
     # Only the full slots' step is captured now: it is all the stream runs until its last rows,

@@ -1,24 +1,21 @@
 """A synthesis worker's batches as one stream through its decode slots.
 
 The task for batch N claims N and starts the engine's stream (pipeline/engine/streaming.py).
-While N's sentences are in the slots, the next queued batch is claimed from the database and its
-sentences take the slots as they come free, so that the slots never drain between batches (its
-own Celery message, reaching a worker later, finds it leased or done and does nothing). Each
-batch is recorded, and its finished jobs sent to assembly, as soon as its last WAV is written, on
-a recorder thread: the stream goes on meanwhile.
+While N's sentences are in the slots, the next queued batch is claimed and its sentences take the
+slots as they come free: the slots never drain between batches (its own Celery message, coming
+later, finds it leased or done). Each batch is recorded, and its finished jobs sent to assembly,
+once its last WAV is written, on a recorder thread: the stream goes on meanwhile.
 
 - A stream claims batches for at most ``Settings.stream_seconds`` (a warm shutdown waits for the
-  running task; a stream without end would keep a worker from stopping).
-- A batch whose jobs asked for the refine pass is left to its own message (the refine pass is a
-  generation loop of its own on the same model); the stream ends before it.
+  running task); a batch whose jobs asked for the refine pass (a generation loop of its own on
+  the same model) is left to its own message: the stream ends before it.
 - Each sentence's WAV, once written, is measured for assembly (speech bounds, loudness, peaks) by
   helper processes (``Settings.measure_helpers``; pipeline/audio/measure.py) as the stream goes
-  on; assembly reads those measures. The queue's last batches (``SchedulingPolicy.queue_is_deep``)
-  are recorded only once measured, so a book's last batch leaves assembly nothing to measure.
-  Best effort: whatever is not measured in time, assembly measures itself.
+  on. The queue's last batches (``SchedulingPolicy.queue_is_deep``) are recorded only once
+  measured, so a book's last batch leaves assembly nothing to measure (what is not measured in
+  time, assembly measures itself).
 - Out of memory (slots larger than the device now has free) is ``pipeline/engine/oom.py``'s: the
-  stream takes no more batches; the sentences it had taken are spoken with halving, as the
-  single-batch road does; what it learns is recorded for the planner.
+  stream takes no more batches and speaks those it took with halving; the planner learns the fit.
 - If the stream fails otherwise, every batch it holds and has not recorded goes back to the queue
   (or fails for good after ``max_attempts``), and each but the task's own is sent out again.
 """
@@ -55,8 +52,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# How long the recording of one of the queue's last batches waits for its sentences' measures
-# (~0.1 s for an end piece of short sentences); past it, assembly measures what is missing.
+# How long recording one of the queue's last batches waits for its measures (~0.1 s): then assembly measures
 MEASURE_WAIT_SECONDS = 10.0
 
 JobsReady = Callable[[list[int]], None]  # jobs whose every sentence is spoken: assemble them
@@ -66,13 +62,13 @@ BatchRecorded = Callable[[int], None]  # a batch recorded (its id): its books' c
 
 @dataclass(frozen=True)
 class StreamScope:
-    """Which queued batches a stream takes, for how long, and who hears of each one recorded: a
-    worker's, any batch for ``Settings.stream_seconds``; an embedded run's, its own job's batches
-    (``job_id``) until there are none (``seconds`` None)."""
+    """Which queued batches a stream takes, for how long, who hears of each one recorded: a worker's,
+    any for ``Settings.stream_seconds``; an embedded run's, its job's until none is left or planned."""
 
     seconds: float | None
     job_id: int | None = None
     on_recorded: BatchRecorded | None = None
+    more_planned: Callable[[], bool] | None = None  # waits for a plan under way: whether it added any
 
 
 def synthesize_stream(rt: Runtime, engine: Engine, batch_id: int, worker: str, jobs_ready: JobsReady,
@@ -89,17 +85,20 @@ def synthesize_stream(rt: Runtime, engine: Engine, batch_id: int, worker: str, j
 
 
 def speak_job(rt: Runtime, engine: Engine, job_id: int, worker: str, learned_by: str | None = None,
-              on_recorded: BatchRecorded | None = None) -> None:
-    """Every queued batch of job ``job_id`` through the decode slots as one stream, in this
-    process (the embedded run): its slots stay full from batch to batch, each batch is recorded
-    as soon as its last WAV is written (``on_recorded`` hears it), and a batch that needs the
-    refine pass, or whose last holder died, runs on its own."""
-    scope = StreamScope(seconds=None, job_id=job_id, on_recorded=on_recorded)
+              on_recorded: BatchRecorded | None = None,
+              more_planned: Callable[[], bool] | None = None) -> None:
+    """Every queued batch of job ``job_id`` through the decode slots as one stream, in this process
+    (the embedded run), slots full from batch to batch, each recorded once its last WAV is written
+    (``on_recorded`` hears it); a batch that needs the refine pass, or whose last holder died, runs
+    on its own. An empty queue waits for the plan of the book's rest (``more_planned``) first."""
+    scope = StreamScope(seconds=None, job_id=job_id, on_recorded=on_recorded, more_planned=more_planned)
     prepare_slots_for_job(rt, engine, job_id)
     tried: set[int] = set()
     while True:
         with rt.read_session() as session:
             batch_id = repo.next_queued_batch(session, suspects=True, job_id=job_id)
+        if batch_id is None and more_planned is not None and more_planned():
+            continue
         if batch_id is None or batch_id in tried:  # a batch that cannot be claimed is left queued
             return
         tried.add(batch_id)
@@ -123,10 +122,9 @@ def _unheard(_: object) -> None:
 
 
 def _claim_first(rt: Runtime, batch_id: int, worker: str) -> tuple[ClaimedBatch | None, list[int]]:
-    """The stream's first batch: the queue's first in its order (messages wake workers; the
-    database decides what runs next, so a batch given back by a killed worker keeps its place),
-    else the message's own batch (taken over from a dead holder on this host if need be). What
-    an earlier attempt of this process still holds goes back to the queue first, in its place."""
+    """The stream's first batch: the queue's first in its order (the database decides what runs next:
+    a batch given back by a killed worker keeps its place), else the message's own (taken over from a
+    dead holder on this host if need be); what an earlier attempt here still holds goes back first."""
     with rt.session() as session:
         if returned := repo.give_back_own_batches(session, worker):
             log.info("batches %s: held by this process's earlier attempt; back in the queue", returned)
@@ -216,6 +214,8 @@ class _Stream:
                 # many left for the other workers: the next one may be claimed as soon as a slot is free
                 self.queue_deep = self.policy.queue_is_deep(
                     repo.queued_batch_count(session, self.scope.job_id))
+            if batch_id is None and self.scope.more_planned is not None and self.scope.more_planned():
+                continue
             if batch_id is None or refines:
                 return None
             claimed, ready = claim_batch(self.rt, batch_id, self.worker)

@@ -38,6 +38,10 @@ class Row:
     budget: int  # its cap: GPT steps
     steps: int  # what it runs in the model
 
+    @property
+    def max_new_tokens(self) -> int:  # what the planner's waves are cut by
+        return self.budget
+
 
 def book_rows(hours: float, chapters: int, capped: float, seed: int = 0) -> list[Row]:
     """The benchmark book's sentences as rows, their lengths drawn as the model says."""
@@ -74,13 +78,14 @@ def planned(rows: Sequence[Row], waves: int) -> list[list[Row]]:
     from pipeline.types import PlannedSentence
 
     by_id = {row.id: row for row in rows}
-    sentences = [PlannedSentence(id=row.id, max_new_tokens=row.budget, prompt_tokens=8) for row in rows]
     policy = SchedulingPolicy()
     batches = []
-    for stretch, opens_book in in_waves(rows, sentences, waves):
+    for stretch, opens_book in in_waves(rows, waves):
         limits = PlanLimits(memory_cap_bytes=None, max_rows=SLOTS, policy=policy,
                             lead_rows=policy.lead_rows if opens_book else 0)
-        batches += [[by_id[i] for i in batch.sentence_ids] for batch in plan_batches(stretch, limits)]
+        sentences = [PlannedSentence(id=row.id, max_new_tokens=row.budget, prompt_tokens=8)
+                     for row in stretch]
+        batches += [[by_id[i] for i in batch.sentence_ids] for batch in plan_batches(sentences, limits)]
     return batches
 
 

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Select, func, insert, select, update
+from sqlalchemy import Select, case, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from pipeline.types import NARRATOR
@@ -146,6 +146,23 @@ def _unplanned(query: Select, job_ids: Sequence[int] | None) -> Select:
              .where(Sentence.state == SentenceState.PENDING.value, Sentence.batch_id.is_(None),
                     Job.state == JobState.SYNTHESIZING.value))
     return query if job_ids is None else query.where(Sentence.job_id.in_(job_ids))
+
+
+def shares_left_to_plan(session: Session, job_ids: Iterable[int]) -> dict[int, float]:
+    """Of ``job_ids``, the books planned in part: the share of each one's GPT steps
+    (``max_new_tokens``) in sentences no batch holds yet."""
+    unplanned = func.sum(case((Sentence.batch_id.is_(None), Sentence.max_new_tokens), else_=0))
+    rows = session.execute(select(Sentence.job_id, unplanned, func.sum(Sentence.max_new_tokens))
+                           .where(Sentence.job_id.in_(list(job_ids))).group_by(Sentence.job_id))
+    return {job_id: left / total for job_id, left, total in rows if total and left < total}
+
+
+def longest_unplanned_span(session: Session, job_id: int) -> int:
+    """The most characters of text plus GPT steps of any of the job's sentences no batch holds
+    yet (a batch's positions are its longest prompt's plus steps: ``jobs.plan``)."""
+    return session.scalar(select(func.max(func.length(Sentence.text) + Sentence.max_new_tokens)).where(
+        Sentence.job_id == job_id, Sentence.batch_id.is_(None),
+        Sentence.state == SentenceState.PENDING.value)) or 0
 
 
 def jobs_being_read(session: Session) -> int:
