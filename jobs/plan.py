@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import timedelta
@@ -23,7 +24,7 @@ from pipeline.batching import MemoryModel, PlanLimits, in_waves, plan_batches
 from pipeline.scheduling import SchedulingPolicy
 from pipeline.types import PlannedSentence
 from storage import repo
-from storage.models import Worker, utcnow
+from storage.models import BatchState, Worker, utcnow
 
 if TYPE_CHECKING:
     from pipeline.engine import Engine
@@ -31,6 +32,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 WORKER_ALIVE_SECONDS = 3600  # a synthesis worker not seen for this long no longer shapes batches
+# How long the plan of a book's rest waits for the run to claim its first batch (``main``): more
+# than a warm engine's load and warm-up; a run that is slower to start gets the rest planned anyway.
+FIRST_CLAIM_WAIT_SECONDS = 10.0
 
 
 def plan_pending(rt: Runtime, job_ids: Sequence[int] | None = None, opening: bool = False) -> list[int]:
@@ -116,10 +120,19 @@ class PlanBeside:
 
 
 def main(job_id: int) -> None:
-    """The child of ``PlanBeside``: plan what is left of job ``job_id``'s book."""
+    """The child of ``PlanBeside``: plan what is left of job ``job_id``'s book, once the run has
+    claimed its first batch (or a while has passed): SQLite has one writer at a time, and the
+    plan's write (~0.2 s for a long book) must not hold the claim the first sentence waits for."""
     from jobs.child_process import child_runtime
 
-    plan_pending(child_runtime(), [job_id])
+    rt = child_runtime()
+    deadline = time.monotonic() + FIRST_CLAIM_WAIT_SECONDS
+    while time.monotonic() < deadline:
+        with rt.read_session() as session:
+            if repo.job_batches(session, job_id, (BatchState.RUNNING, BatchState.DONE)):
+                break
+        time.sleep(0.02)
+    plan_pending(rt, [job_id])
 
 
 def estimated_prompt_tokens(text: str) -> int:

@@ -133,21 +133,25 @@ def in_waves(rows: Sequence[Any], waves: int, left: Mapping[int, float] | None =
     for job_id, book in books.items():
         share = left.get(job_id, 1.0)
         stretches += [(stretch, share == 1.0 and number == 0)
-                      for number, stretch in enumerate(_book_in_waves(book, waves, share)[:first])]
+                      for number, stretch in enumerate(_book_in_waves(book, waves, share, first))]
     return stretches
 
 
-def _book_in_waves(book: list[Any], waves: int, share: float = 1.0) -> list[list[Any]]:
-    """``book``'s rows in stretches; ``share``: what they are of the whole book (its last part),
-    cut where the whole book's stretches would be cut, counted from where its plan stopped."""
-    total = sum(row.max_new_tokens for row in book) / share
-    done = total - sum(row.max_new_tokens for row in book)
+def _book_in_waves(book: list[Any], waves: int, share: float = 1.0, first: int | None = None) -> list[list[Any]]:
+    """``book``'s rows in stretches (the first ``first`` only); ``share``: what they are of the whole
+    book (its last part), cut where the whole book's stretches would be, counted from where its plan
+    stopped."""
+    rest = sum(row.max_new_tokens for row in book)
+    total = rest / share
+    done = total - rest
     before = math.floor(done * waves / total + 1e-9) if total else 0  # stretches the plan before made
     stretches: list[list[Any]] = [[]]
     chapter = None
     for row in book:
         # a new stretch only where a chapter starts, once this one has its share of the book
         if row.chapter_id != chapter and stretches[-1] and done >= total * (before + len(stretches)) / waves:
+            if len(stretches) == first:
+                break
             stretches.append([])
         chapter = row.chapter_id
         stretches[-1].append(row)

@@ -84,6 +84,7 @@ def test_ingest_with_jobs_also_times_submit_ingest_and_plan() -> None:
 
     assert done.returncode == 0, done.stderr
     assert "as a job: submit" in done.stderr and "batches of <= 16" in done.stderr
+    assert "a run's plan in two goes: its first waves" in done.stderr
 
 
 @pytest.mark.slow

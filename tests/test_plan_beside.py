@@ -20,6 +20,7 @@ from jobs.plan import PlanBeside, plan_pending
 from jobs.runtime import Runtime
 from jobs.status import job_statuses
 from jobs.submit import submit_book
+from storage import repo
 from storage.models import Batch, Sentence
 from tests.books import write_epub
 
@@ -29,7 +30,7 @@ CHAPTERS = [(f"Part {n}", [f"Sentence {k} of part {n} is here." for k in range(1
 
 @pytest.fixture
 def plan_in_two_goes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A book of more than two sentences counts as long (the policy's threshold is 2,000)."""
+    """A book of more than two sentences counts as long (the policy's threshold is 8,000)."""
     policy = jobs.plan.scheduling_policy
     monkeypatch.setattr(jobs.plan, "scheduling_policy",
                         lambda *args, **kwargs: replace(policy(*args, **kwargs), plan_beside_from=2))
@@ -62,6 +63,10 @@ def test_a_long_books_rest_is_planned_beside_in_the_waves_it_would_have_had(rt: 
     job_id = _read(rt, tmp_path, "Long Book")
     plan_pending(rt, [job_id], opening=True)
     assert _plans(rt, job_id) == (sum(waves[2:]), waves[:2])  # the first two waves only
+    with rt.session() as session:  # the run claims its first batch: the child then writes the rest
+        first = repo.next_queued_batch(session, job_id=job_id)
+        assert repo.claim_batch(session, first, "run@test", 60.0) is not None
+        session.commit()
     rest = PlanBeside(rt, job_id)
     assert rest.wait() is True  # the child planned the rest
     assert _plans(rt, job_id) == (0, waves)  # in the waves a plan in one go makes, after the first two
@@ -82,7 +87,7 @@ def test_a_rest_whose_child_fails_is_planned_by_the_run_itself(rt: Runtime, tmp_
 
 
 def test_a_short_book_is_planned_whole_and_starts_no_child(rt: Runtime, tmp_path: Path) -> None:
-    job_id = _read(rt, tmp_path, "Short Book")  # 40 sentences: under the policy's 2,000
+    job_id = _read(rt, tmp_path, "Short Book")  # 40 sentences: under the policy's 8,000
     plan_pending(rt, [job_id], opening=True)
     assert _plans(rt, job_id)[0] == 0 and len(_plans(rt, job_id)[1]) >= 6
     assert PlanBeside(rt, job_id).wait() is False

@@ -102,5 +102,7 @@ def report(result: dict[str, float], max_batch: int) -> None:
         logger.info("as a job: submit %.2f s, ingest (read, split, record) %.2f s, "
                     "plan into %d batches of <= %d %.2f s",
                     result["submit_s"], result["ingest_s"], result["batches"], max_batch, result["plan_s"])
+        logger.info("a run's plan in two goes: its first waves %.2f s (before its first sentence), "
+                    "the rest %.2f s (beside the speaking)", result["opening_plan_s"], result["rest_plan_s"])
     logger.info("machine load average during the run: %.1f on %d cores (wall time grows with it)",
                 result["load_average"], os.cpu_count() or 1)
