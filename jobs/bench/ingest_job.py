@@ -17,7 +17,7 @@ from pathlib import Path
 from jobs.choices.options import JobOptions
 from jobs.ingest import ingest_job
 from jobs.plan import plan_pending
-from jobs.runtime import open_runtime
+from jobs.runtime import Runtime, open_runtime
 from jobs.settings import Settings
 from jobs.submit import submit_book
 from pipeline.bench.ingest import measure
@@ -26,9 +26,7 @@ from pipeline.bench.ingest import measure
 def measure_job_path(path: Path, max_batch: int) -> dict[str, float]:
     """Time submit, ingest (recording every sentence) and planning on a fresh SQLite database."""
     with tempfile.TemporaryDirectory() as scratch:
-        settings = Settings.from_env(dict(settings_env(max_batch), TTS_JOBS_DATA_DIR=scratch,
-                                          TTS_JOBS_DATABASE_URL=f"sqlite:///{scratch}/jobs.sqlite"))
-        rt = open_runtime(settings)
+        rt = fresh_runtime(scratch, max_batch)
         started = time.perf_counter()
         job_id = submit_book(rt, path, JobOptions())
         submitted = time.perf_counter()
@@ -37,15 +35,14 @@ def measure_job_path(path: Path, max_batch: int) -> dict[str, float]:
         batches = plan_pending(rt, [job_id])
         planned = time.perf_counter()
     return {"submit_s": submitted - started, "ingest_s": ingested - submitted,
-            "plan_s": planned - ingested, "batches": len(batches), **opening_plan(path, settings_env(max_batch))}
+            "plan_s": planned - ingested, "batches": len(batches), **opening_plan(path, max_batch)}
 
 
-def opening_plan(path: Path, env: dict[str, str]) -> dict[str, float]:
+def opening_plan(path: Path, max_batch: int) -> dict[str, float]:
     """A run's plan of the same book on a fresh database: its first waves (what its first sentence
     waits for) and the rest (planned beside the speaking: ``jobs.plan.PlanBeside``)."""
     with tempfile.TemporaryDirectory() as scratch:
-        rt = open_runtime(Settings.from_env(dict(env, TTS_JOBS_DATA_DIR=scratch,
-                                                 TTS_JOBS_DATABASE_URL=f"sqlite:///{scratch}/jobs.sqlite")))
+        rt = fresh_runtime(scratch, max_batch)
         job_id = submit_book(rt, path, JobOptions())
         ingest_job(rt, job_id)
         started = time.perf_counter()
@@ -55,8 +52,10 @@ def opening_plan(path: Path, env: dict[str, str]) -> dict[str, float]:
     return {"opening_plan_s": opened - started, "rest_plan_s": time.perf_counter() - opened}
 
 
-def settings_env(max_batch: int) -> dict[str, str]:
-    return {"TTS_JOBS_MAX_BATCH": str(max_batch)}
+def fresh_runtime(scratch: str, max_batch: int) -> Runtime:
+    """A runtime on a new SQLite database in ``scratch``, planning batches of ``max_batch``."""
+    return open_runtime(Settings.from_env({"TTS_JOBS_DATA_DIR": scratch, "TTS_JOBS_MAX_BATCH": str(max_batch),
+                                           "TTS_JOBS_DATABASE_URL": f"sqlite:///{scratch}/jobs.sqlite"}))
 
 
 def main(argv: list[str] | None = None) -> int:
