@@ -1,6 +1,6 @@
 """Planning under a memory cap (pipeline/engine/memory.py): the capped calibration's arithmetic
 against a simulated H200 whose peak memory follows what the engine allocates — resident weights,
-the int8 slot cache and kept states per row-position, the prefill's fp16 cache and activations
+the int8 slot cache and kept states per row-position, the prefill's one layer of activations
 per prompt position, and Decoder + Vocos transients that grow with the row-steps up to one chunk.
 No GPU: the device's peak is a formula; the planner and the model are the real ones."""
 
@@ -23,7 +23,7 @@ from pipeline.types import PlannedSentence
 GIB = 2**30
 RESIDENT = 1.1e9  # fp16 weights, embeddings, Decoder + Vocos, workspaces
 SLOT_BYTES = 34_258  # int8 K and V of 20 layers + a kept hidden state + scores, per row-position
-PREFILL_BYTES = 89_088  # the prefill's fp16 cache of 20 layers + a layer's activations, per prompt position
+PREFILL_BYTES = 30_720  # a prefill layer's fp16 activations per prompt position (keys and values go to the slots)
 CHUNK_ROW_STEPS = 16_384  # Decoder + Vocos chunk
 WAVE_BYTES = 100_000  # Decoder + Vocos transients per row-step, up to a chunk
 HARVEST_BYTES = 1_536  # finished rows' hidden states gathered at a harvest, per row-step
@@ -110,7 +110,7 @@ def test_the_capped_calibration_shapes_fit_the_cap_and_fill_a_chunk_on_a_large_c
 
 
 def test_the_prefill_bytes_of_the_full_size_gpt() -> None:
-    """fp16 keys and values of 20 layers (61,440 B) and one layer's activations per position."""
+    """One layer's fp16 activations per position; its keys and values go straight into the slots."""
     from types import SimpleNamespace
 
     import torch
@@ -119,7 +119,7 @@ def test_the_prefill_bytes_of_the_full_size_gpt() -> None:
 
     layer = SimpleNamespace(gate_up=SimpleNamespace(out_features=2 * 3072))
     gpt = SimpleNamespace(dtype=torch.float16, layers=[layer] * 20, hidden=768)
-    assert prefill_bytes_per_position(gpt) == 61_440 + (6 * 768 + 3 * 3072) * 2  # 89,088
+    assert prefill_bytes_per_position(gpt) == (8 * 768 + 3 * 3072) * 2  # 30,720: no layer's keys kept
 
 
 def test_the_model_lies_above_every_measured_point_and_not_below_the_cache() -> None:

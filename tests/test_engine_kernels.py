@@ -95,6 +95,15 @@ for quantized in (False, True):
             exact = (prefilled if part == 0 else halved)[i, :, 40 - n:].float()
             assert quantized or torch.equal(got, exact)
             assert (got - exact).abs().max().item() < 0.05
+
+# the values of a prefill as it hands them on layer by layer: a view into the fused projection's
+# output [n, w, 3, H, D] (rows, heads and positions strided), not a contiguous tensor
+fused = torch.randn(3, 40, 3, H, D).half()
+strided = fused.permute(2, 0, 3, 1, 4)[2]  # [n, H, w, D]
+dense = torch.zeros(B, H, P, D, dtype=torch.float16)
+da.admit_prefill(strided, dense, None, slots, lengths)
+for i, (slot, n) in enumerate(zip(slots.tolist(), lengths.tolist())):
+    assert torch.equal(dense[slot, :, :n], strided[i, :, 40 - n:])
 print(worst)
 """
 

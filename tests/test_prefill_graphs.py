@@ -64,6 +64,22 @@ def flat(cache: Any, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.cat([t.reshape(-1) for t in cache.keys + cache.values]), hidden
 
 
+def padded_eagerly(gpt: Any, prompts: Any, index: torch.Tensor, shape: tuple[int, int]) -> tuple[Any, Any]:
+    """``prefill.prefill_padded``'s keys and values, as its sink takes them layer by layer, kept
+    in a cache (copies: the slots would take them), and its last hidden states."""
+    from pipeline.engine.kv_cache import KVCache
+
+    kept = KVCache(keys=[], values=[])
+
+    def keep(layer: int, keys: torch.Tensor, values: torch.Tensor) -> None:
+        assert layer == len(kept.keys), "layers come in order, each once"
+        kept.keys.append(keys.clone())
+        kept.values.append(values.clone())
+
+    hidden = prefill.prefill_padded(gpt, prompts, index, shape, keep)
+    return kept, hidden
+
+
 def prompts_of(engine: Engine, texts: list[str]) -> Any:
     from pipeline.engine.prompts import code_prompt_row, code_prompt_text, embed_prompts
     from pipeline.engine.voices import parse_voice
@@ -131,7 +147,7 @@ def test_without_graphs_an_admission_padded_eagerly_gives_the_graphs_values_exac
         assert shape is not None
 
         graphed_cache, graphed = (c.clone() for c in flat(*graphs.prefill(prompts, index, width)))
-        eager_cache, eager = flat(*prefill.prefill_padded(gpt, prompts, index, shape))
+        eager_cache, eager = flat(*padded_eagerly(gpt, prompts, index, shape))
 
         assert torch.equal(eager, graphed) and torch.equal(eager_cache, graphed_cache)
 
@@ -148,9 +164,9 @@ def test_where_admissions_are_padded_without_graphs_every_sentence_keeps_its_tok
     monkeypatch.setattr(loop_runner, "pads_admissions", lambda device: True)  # as on a GPU
     monkeypatch.setattr(engine._runner.prefills, "allowed", lambda device: False)  # as under a cap
 
-    def recorded(gpt: Any, prompts: Any, index: Any, shape: tuple[int, int]) -> Any:
+    def recorded(gpt: Any, prompts: Any, index: Any, shape: tuple[int, int], sink: Any) -> Any:
         padded.append(shape)
-        return prefill.prefill_padded(gpt, prompts, index, shape)
+        return prefill.prefill_padded(gpt, prompts, index, shape, sink)
 
     monkeypatch.setattr(loop_runner, "prefill_padded", recorded)
     for (batch, slots), want in zip(ways, eager, strict=True):

@@ -22,9 +22,10 @@ from pipeline.temp_files import temporary_sibling
 
 log = logging.getLogger(__name__)
 
-# Bump when what calibration measures or how it fits changes (shapes, margins): old entries are
-# then never read again.
-CALIBRATION_VERSION = 1
+# Bump when what calibration measures or how it fits changes (shapes, margins, what a batch
+# holds at its peak): old entries are then never read again. 2: a prefill's keys and values go
+# into the slots layer by layer (an admission's peak is lower).
+CALIBRATION_VERSION = 2
 MOST_ENTRIES = 32  # devices, caps and precisions one data directory keeps models for
 
 

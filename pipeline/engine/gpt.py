@@ -47,6 +47,9 @@ FUSED_LAYERS = True
 _KV = KV
 # store(layer index, new keys, new values) -> the keys and values to attend to
 _Store = Callable[[int, torch.Tensor, torch.Tensor], _KV]
+# sink(layer index, keys, values [B, H, L, D]): a prefill's keys and values taken layer by layer
+# (into the decode slots' cache) instead of kept in a KVCache of every layer
+LayerSink = Callable[[int, torch.Tensor, torch.Tensor], None]
 # attend(queries [B, H, L, D], keys, values) -> [B, L, H, D]
 _Attend = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 # mix(layer index, fused qkv projection [B, L, 3C]) -> attention output [B, L, H, D]
@@ -127,12 +130,22 @@ class FusedLlama(nn.Module):
         return cos, sin
 
     def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor],
-                attn_mask: torch.Tensor, cache: KVCache) -> torch.Tensor:
+                attn_mask: torch.Tensor, cache: KVCache | LayerSink) -> torch.Tensor:
         """Run ``x`` [B, L, C] at cache positions [cache.length, cache.length + L) (prefill).
 
         ``attn_mask`` is additive, [B, 1, L, cache.length + L]. Returns the final-norm hidden
-        states [B, L, C] and advances ``cache.length`` by L.
+        states [B, L, C] and advances ``cache.length`` by L. A ``LayerSink`` instead of a cache
+        takes each layer's keys and values as they are made (a prefill from position 0): one
+        layer's fp16 keys and values live at a time, not every layer's.
         """
+        if not isinstance(cache, KVCache):
+            sink = cache
+
+            def hand_on(index: int, keys: torch.Tensor, values: torch.Tensor) -> _KV:
+                sink(index, keys, values)
+                return keys, values
+
+            return self._layers(x, self._rope_store_attend(rope, hand_on, _masked_attention(attn_mask)))
         start, end = cache.length, cache.length + x.shape[1]
 
         def store(index: int, keys: torch.Tensor, values: torch.Tensor) -> _KV:

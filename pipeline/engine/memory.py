@@ -187,13 +187,14 @@ def calibrate_capped_memory_model(engine: CalibrationTarget, voice: str, planner
 
 CALIBRATION_TEXT = "校准" * 10
 # Shares of what the planner may fill beyond the fixed part, by the analytic model: that model
-# leaves out the prefill's transients (~0.3 x 82 kB per position), so 0.55 of it is ~0.75 real
+# leaves out the prefill's transients (~0.3 x 31 kB per position), so 0.55 of it is ~0.65 real
 CAPPED_SHARES = (0.3, 0.55)
 PLANNER_SHARE = 0.85  # of a capped device's memory the planner fills (TTS_JOBS_MEMORY_FRACTION)
 CAPPED_STEPS = 64  # steps of each capped calibration row: its prompt is ~30 % of its positions
 CAPPED_MARGIN = 1.05  # on the measured slope: the points are where the planner plans
-# A batch's admission prefills all its rows at once: the prefill's cache and activations (~89 kB
-# per prompt position in fp16) come on top of the slots. Peak memory is then the larger of that
+# A batch's admission prefills all its rows at once: the prefill's activations (~31 kB per prompt
+# position in fp16 on the full model; its keys and values go into the slots layer by layer) come
+# on top of the slots. Peak memory is then the larger of that
 # and the Decoder + Vocos tail, which no line through two points both below the admission's
 # turn foresees; the slope's floor counts it for prompts of this share of a row's positions.
 PROMPT_SHARE = 0.25
@@ -219,11 +220,12 @@ def model_through(points: list[tuple[float, float]], floor: float) -> MemoryMode
 
 
 def prefill_bytes_per_position(gpt: FusedLlama) -> int:
-    """Transient bytes of one prompt position in a prefill: its fp16 keys and values in every
-    layer (``KVCache``) and one layer's activations (x, h, qkv, attention out, gate/up, SiLU)."""
+    """Transient bytes of one prompt position in an eager prefill: one layer's activations (x, h,
+    qkv, rotated queries and keys, attention out, gate/up, SiLU). Its keys and values go into the
+    decode slots layer by layer (``LoopRunner.prefill``), so no layer's stay behind."""
     item = torch.finfo(gpt.dtype).bits // 8
     inner = gpt.layers[0].gate_up.out_features // 2
-    return (2 * len(gpt.layers) * gpt.hidden + 6 * gpt.hidden + 3 * inner) * item
+    return (8 * gpt.hidden + 3 * inner) * item
 
 
 def _measured_peaks(engine: CalibrationTarget, voice: str, shapes: Sequence[tuple[int, int]],

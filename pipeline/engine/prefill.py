@@ -10,14 +10,15 @@ graph an admission is one launch, and then its admission into the slots.
 Measured on an H200 (25.8-hour book, in one call): prefill device time 5.65-7.51 -> 4.63-5.15 s,
 the speaking 42.0-46.3 -> 39.2-40.1 s. Off with ``TTS_JOBS_PREFILL_GRAPHS=0``
 (``EngineTuning.prefill_graphs``), under a memory cap, and for good once the engine gave its
-memory back for an out-of-memory retry. An
-admission's rows are padded to a power of two and its width to a multiple of WIDTH_BUCKET, at
-most POSITIONS positions in all (a batch's first admission, 1,024 rows, runs eagerly: its
-launches are few beside its work). Padding is invalid positions, masked out of every real query
-(each padding query attends only to itself), so a real row's keys, values and last hidden state
-are the eager ones. All graphs share one pool, one set of inputs, one key and one value buffer
-per layer: admissions run one at a time. A shape's first admission runs eagerly on those buffers,
-then the shape is captured (``graph_recording``: no stall of the decode steps).
+memory back for an out-of-memory retry. An admission's rows are padded to a power of two and
+its width to a multiple of WIDTH_BUCKET, at most POSITIONS positions in all (a batch's first
+admission, 1,024 rows, runs eagerly: its launches are few beside its work). An eager prefill
+hands each layer's keys and values to the slots as it makes them (``LoopRunner.prefill``): no
+fp16 cache of every layer is held (3.75 GiB of the H200's peak at 1,024 slots). Padding is
+invalid positions, masked out of every real query (each padding query attends only to itself),
+so a real row's keys, values and last hidden state are the eager ones. All graphs share one
+pool, one set of inputs, one key and one value buffer per layer: admissions run one at a time.
+A shape's first admission runs eagerly on those buffers, then the shape is captured (``graph_recording``: no stall of the decode steps).
 
 On a GPU an admission runs at its padded shape whether or not it is graphed (``prefill_padded``
 where there are no graphs: under a memory cap, with ``TTS_JOBS_PREFILL_GRAPHS=0``, after an
@@ -32,7 +33,7 @@ import threading
 
 import torch
 
-from pipeline.engine.gpt import FusedLlama, KVCache
+from pipeline.engine.gpt import FusedLlama, KVCache, LayerSink
 from pipeline.engine.graph_recording import Allowed, GraphSet
 from pipeline.engine.layer_ops import additive_mask
 from pipeline.engine.prompts import PromptBatch
@@ -42,8 +43,9 @@ WIDTH_BUCKET = 32  # prompt positions an admission's width is rounded up to
 POSITIONS = 16384  # rows x width of the largest graphed admission (128 rows of 128 positions)
 
 
-def run_positions(gpt: FusedLlama, prompts: PromptBatch, cache: KVCache) -> torch.Tensor:
-    """Causal pass over all of ``prompts``' positions; returns hidden states [B, P, C]."""
+def run_positions(gpt: FusedLlama, prompts: PromptBatch, cache: KVCache | LayerSink) -> torch.Tensor:
+    """Causal pass over all of ``prompts``' positions, their keys and values into ``cache`` (or
+    handed to a sink layer by layer); returns hidden states [B, P, C]."""
     width = prompts.width
     device = prompts.embeds.device
     causal = torch.ones(width, width, dtype=torch.bool, device=device).tril()
@@ -83,28 +85,29 @@ def fill_padded(prompts: PromptBatch, index: torch.Tensor, embeds: torch.Tensor,
 
 
 def run_padded(gpt: FusedLlama, embeds: torch.Tensor, valid: torch.Tensor, positions: torch.Tensor,
-               cache: KVCache) -> torch.Tensor:
+               cache: KVCache | LayerSink) -> torch.Tensor:
     """The causal pass over padded inputs (``fill_padded``) into ``cache``; every row's last hidden state."""
     batch = PromptBatch(embeds=embeds, valid=valid, positions=positions, lengths=positions[:, 0])
     return run_positions(gpt, batch, cache)[:, -1]
 
 
 def prefill_padded(gpt: FusedLlama, prompts: PromptBatch, index: torch.Tensor,
-                   shape: tuple[int, int]) -> tuple[KVCache, torch.Tensor]:
+                   shape: tuple[int, int], sink: LayerSink) -> torch.Tensor:
     """Rows ``index`` of ``prompts`` prefilled eagerly at the padded ``shape`` a graph would replay
-    (the same kernels, so the same values), in tensors of their own: their cache and last hidden
-    states, as ``PrefillGraphs.prefill`` gives them."""
+    (the same kernels, so the same values): each layer's keys and values of those rows [n, H, W, D]
+    handed to ``sink`` as they are made (no cache of every layer: a capped card's admissions
+    hold one layer's at a time), their last hidden states returned, as
+    ``PrefillGraphs.prefill`` gives them."""
     rows, width = shape
     device = gpt.norm.device
     embeds = torch.empty(rows, width, gpt.hidden, dtype=gpt.dtype, device=device)
     valid = torch.empty(rows, width, dtype=torch.bool, device=device)
     positions = torch.empty(rows, width, dtype=torch.int64, device=device)
     fill_padded(prompts, index, embeds, valid, positions)
-    cache = gpt.new_cache(rows, width)
-    hidden = run_padded(gpt, embeds, valid, positions, cache)
     count = index.shape[0]
-    return (KVCache(keys=[k[:count] for k in cache.keys], values=[v[:count] for v in cache.values],
-                    length=width), hidden[:count])
+    hidden = run_padded(gpt, embeds, valid, positions,
+                        lambda layer, keys, values: sink(layer, keys[:count], values[:count]))
+    return hidden[:count]
 
 
 class PrefillGraphs(GraphSet):

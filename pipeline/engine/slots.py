@@ -84,7 +84,9 @@ class Newcomers:
     """Sentences entering free slots: their prefill output and their settings (device tensors)."""
 
     slots: list[int]
-    cache: KVCache  # [n, H, width, D], filled by the prefill; prompts left-padded to width
+    # [n, H, width, D], filled by the prefill, prompts left-padded to width; None: the prefill
+    # put each layer's keys and values into the slots as it made them (LoopRunner.prefill)
+    cache: KVCache | None
     last_hidden: torch.Tensor  # [n, C]
     lengths: torch.Tensor  # int64 [n]: real prompt tokens (the next cache index and RoPE position)
     min_new: torch.Tensor  # int64 [n]
@@ -98,8 +100,9 @@ def admit(state: SlotState, new: Newcomers) -> None:
     The prefill's left padding is dropped: each prompt moves to cache position 0 of its slot, so a
     slot's valid positions are always the prefix [0, write_at]."""
     index = to_device(new.slots, state.hidden.device)
-    for layer, (keys, values) in enumerate(zip(new.cache.keys, new.cache.values)):
-        state.cache.admit(layer, index, keys, values, new.lengths)
+    if new.cache is not None:
+        for layer, (keys, values) in enumerate(zip(new.cache.keys, new.cache.values)):
+            state.cache.admit(layer, index, keys, values, new.lengths)
     state.hidden[index] = new.last_hidden.to(state.hidden.dtype)
     state.write_at[index] = new.lengths
     state.rope_at[index] = new.lengths

@@ -15,7 +15,7 @@ import torch
 import pipeline.engine.prefill as prefill
 from pipeline.bench.graph_check import synthetic_engine
 from pipeline.engine.prompts import PromptBatch
-from tests.test_prefill_graphs import flat, prompts_of
+from tests.test_prefill_graphs import flat, padded_eagerly, prompts_of
 
 pytestmark = pytest.mark.gpu
 
@@ -43,7 +43,7 @@ def test_graphed_prefills_fill_the_eager_cache_and_hidden_states(tmp_path: Path,
         again_cache, again = flat(*graphs.prefill(prompts, index, width))  # replayed
 
         shape = prefill.padded_shape(len(rows), width)
-        padded_cache, padded = flat(*prefill.prefill_padded(gpt, prompts, index, shape))  # no graphs
+        padded_cache, padded = flat(*padded_eagerly(gpt, prompts, index, shape))  # no graphs
 
         torch.testing.assert_close(again, first, atol=1e-3, rtol=1e-3)  # the same kernels, replayed
         torch.testing.assert_close(again_cache, first_cache, atol=1e-3, rtol=1e-3)
