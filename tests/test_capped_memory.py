@@ -1,7 +1,8 @@
 """Planning under a memory cap (pipeline/engine/memory.py): the capped calibration's arithmetic
 against a simulated H200 whose peak memory follows what the engine allocates — resident weights,
 the int8 slot cache and kept states per row-position, the prefill's one layer of activations
-per prompt position, and Decoder + Vocos transients that grow with the row-steps up to one chunk.
+per prompt position of one piece of an admission, and Decoder + Vocos transients that grow with
+the row-steps up to one chunk.
 No GPU: the device's peak is a formula; the planner and the model are the real ones."""
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from pipeline.engine.memory import (
     CAPPED_SHARES,
     MARGIN,
     PLANNER_SHARE,
-    PROMPT_SHARE,
     capped_calibration_shapes,
     model_through,
 )
+from pipeline.engine.prefill import rows_per_piece
 from pipeline.types import PlannedSentence
 
 GIB = 2**30
@@ -34,7 +35,7 @@ PROMPT = 28  # the calibration text's prompt tokens
 def device_peak(rows: int, prompt: int, steps: int) -> float:
     """The simulated device's peak for ``rows`` rows of ``prompt`` + ``steps`` positions."""
     slots = rows * (prompt + steps) * SLOT_BYTES
-    admission = rows * prompt * PREFILL_BYTES
+    admission = rows_per_piece(rows, prompt) * prompt * PREFILL_BYTES  # one piece at a time
     tail = min(rows * steps, CHUNK_ROW_STEPS) * WAVE_BYTES + rows * steps * HARVEST_BYTES
     return RESIDENT + slots + max(admission, tail)
 
@@ -43,7 +44,7 @@ def capped_model(cap: float) -> MemoryModel:
     """What ``calibrate_capped_memory_model`` fits on the simulated device."""
     shapes = capped_calibration_shapes(ANALYTIC, int(PLANNER_SHARE * cap), PROMPT)
     points = [(rows * (PROMPT + steps), device_peak(rows, PROMPT, steps)) for rows, steps in shapes]
-    return model_through(points, ANALYTIC.bytes_per_row_position / MARGIN + PROMPT_SHARE * PREFILL_BYTES)
+    return model_through(points, ANALYTIC.bytes_per_row_position / MARGIN)
 
 
 def small_shapes_model() -> MemoryModel:
@@ -107,19 +108,6 @@ def test_the_capped_calibration_shapes_fit_the_cap_and_fill_a_chunk_on_a_large_c
     assert all(device_peak(rows, PROMPT, steps) < cap for rows, steps in shapes)
     if cap_gib == 24:
         assert shapes[0][0] * shapes[0][1] >= CHUNK_ROW_STEPS  # the slope is the marginal cost
-
-
-def test_the_prefill_bytes_of_the_full_size_gpt() -> None:
-    """One layer's fp16 activations per position; its keys and values go straight into the slots."""
-    from types import SimpleNamespace
-
-    import torch
-
-    from pipeline.engine.memory import prefill_bytes_per_position
-
-    layer = SimpleNamespace(gate_up=SimpleNamespace(out_features=2 * 3072))
-    gpt = SimpleNamespace(dtype=torch.float16, layers=[layer] * 20, hidden=768)
-    assert prefill_bytes_per_position(gpt) == (8 * 768 + 3 * 3072) * 2  # 30,720: no layer's keys kept
 
 
 def test_the_model_lies_above_every_measured_point_and_not_below_the_cache() -> None:

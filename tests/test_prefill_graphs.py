@@ -116,11 +116,39 @@ def test_a_padded_prefill_fills_each_rows_cache_and_hidden_state_as_the_eager_on
                 torch.testing.assert_close(ours[i, :, -n:], theirs[i, :, -n:], atol=1e-5, rtol=1e-5)
 
 
-def test_admissions_too_big_for_a_graph_prefill_eagerly() -> None:
+def test_admissions_too_big_for_a_graph_run_in_pieces_a_graph_holds() -> None:
     assert prefill.padded_shape(3, 40) == (4, 64)
     assert prefill.padded_shape(128, 128) == (128, 128)
     assert prefill.padded_shape(129, 100) is None  # 256 x 128 positions: past POSITIONS
-    assert prefill.padded_shape(1024, 60) is None  # a batch's first admission
+    assert prefill.padded_shape(1024, 60) is None  # a batch's first admission...
+    assert prefill.rows_per_piece(1024, 60) == 256  # ...runs in 4 pieces of 256 x 64 positions
+    assert prefill.padded_shape(256, 60) == (256, 64)
+    assert prefill.rows_per_piece(3, 40) == 3 and prefill.rows_per_piece(129, 100) == 128
+    assert prefill.rows_per_piece(5, 200) == 5 and prefill.rows_per_piece(500, 200) == 64  # 64 x 224
+    assert prefill.rows_per_piece(2, prefill.POSITIONS + 1) == 2  # no graph holds one: one pass
+
+
+@pytest.mark.parametrize("greedy", [True, False])
+def test_an_admission_cut_into_pieces_keeps_every_sentences_tokens(engine: Engine, monkeypatch: Any,
+                                                                   greedy: bool) -> None:
+    import pipeline.engine.loop_runner as loop_runner
+
+    requests = requests_for(engine, greedy=greedy)
+    whole = codes_with_slots(engine, requests, None)
+    pieces: list[int] = []
+    real_piece = loop_runner.LoopRunner._prefill_piece
+
+    def piece(runner: Any, prompts: Any, indices: list[int], *rest: Any) -> None:
+        pieces.append(len(indices))
+        real_piece(runner, prompts, indices, *rest)
+
+    monkeypatch.setattr(loop_runner.LoopRunner, "_prefill_piece", piece)
+    monkeypatch.setattr(prefill, "POSITIONS", 2 * prefill.WIDTH_BUCKET)  # two rows of <= 32 positions
+
+    got = codes_with_slots(engine, requests, None)
+
+    assert all(torch.equal(a, b) for a, b in zip(got, whole, strict=True))
+    assert max(pieces) == 2 and sum(pieces) == len(requests)  # 7 sentences in 4 pieces
 
 
 def test_graphs_given_back_for_an_out_of_memory_retry_stay_off(engine: Engine, monkeypatch: Any) -> None:

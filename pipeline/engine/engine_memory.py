@@ -21,7 +21,6 @@ from pipeline.engine.memory import (
     device_budget_bytes,
     device_capped,
     model_with_widest_slots,
-    prefill_bytes_per_position,
     release_cached_memory,
 )
 from pipeline.engine.slots import SlotShape
@@ -161,7 +160,6 @@ class EngineMemory:
     def _measure_memory_model(self, voice: str) -> None:
         engine: Any = self
         budget = self.memory_budget_bytes() if self.memory_capped() else None
-        self._memory = (calibrate_capped_memory_model(engine, voice, int(PLANNER_SHARE * budget),
-                                                      prefill_bytes_per_position(self._parts.gpt))
+        self._memory = (calibrate_capped_memory_model(engine, voice, int(PLANNER_SHARE * budget))
                         if budget else calibrate_memory_model(engine, voice))
         log.info("memory model calibrated on %s/%s: %s", self.device, self.precision, self._memory)

@@ -14,7 +14,13 @@ import torch
 from pipeline.engine.decode_step import StepKind, TokenSpace, run_gpt_step
 from pipeline.engine.gpt import FusedLlama, LayerSink
 from pipeline.engine.host_lists import to_device
-from pipeline.engine.prefill import padded_shape, pads_admissions, prefill_padded, run_positions
+from pipeline.engine.prefill import (
+    padded_shape,
+    pads_admissions,
+    prefill_padded,
+    rows_per_piece,
+    run_positions,
+)
 from pipeline.engine.prompts import PromptBatch
 from pipeline.engine.sampling import RowSampling
 from pipeline.engine.slots import Newcomers, SlotShape, SlotState, admit, compact, take_finished
@@ -62,10 +68,19 @@ class LoopRunner:
 
     def prefill(self, prompts: PromptBatch, indices: list[int], slots: list[int], lengths: list[int],
                 min_new: list[int], max_new: list[int], sampling: RowSampling) -> None:
-        """Rows ``indices`` of ``prompts`` (with their host ``lengths`` and limits) prefilled
-        together and admitted into ``slots``. An eager prefill hands each layer's keys and values
-        to the slots as it makes them (``into_slots``): a batch's first admission (1,024 rows
-        on an H200) held 3.75 GiB of fp16 keys and values of every layer before they went in."""
+        """Rows ``indices`` of ``prompts`` (with their host ``lengths`` and limits) prefilled and
+        admitted into ``slots``, in pieces a graph holds (``rows_per_piece``)."""
+        step = rows_per_piece(len(indices), max(lengths))
+        for at in range(0, len(indices), step):
+            part = slice(at, at + step)
+            self._prefill_piece(prompts, indices[part], slots[part], lengths[part], min_new[part],
+                                max_new[part], sampling)
+
+    def _prefill_piece(self, prompts: PromptBatch, indices: list[int], slots: list[int],
+                       lengths: list[int], min_new: list[int], max_new: list[int],
+                       sampling: RowSampling) -> None:
+        """Rows ``indices`` prefilled together. An eager prefill hands each layer's keys and
+        values to the slots as it makes them (``into_slots``): no cache of every layer's."""
         width = max(lengths)
         index = to_device(indices, prompts.embeds.device)
         into_slots = self._into_slots(slots, prompts.lengths[index])

@@ -158,8 +158,7 @@ def calibrate_memory_model(engine: CalibrationTarget, voice: str) -> MemoryModel
     return model
 
 
-def calibrate_capped_memory_model(engine: CalibrationTarget, voice: str, planner_bytes: int,
-                                  prefill_bytes: int) -> MemoryModel:
+def calibrate_capped_memory_model(engine: CalibrationTarget, voice: str, planner_bytes: int) -> MemoryModel:
     """The planner's model for a device under a cap, measured where the planner will plan.
 
     The small shapes of ``calibrate_memory_model`` (<= 5,120 row-steps) all lie below one
@@ -169,8 +168,10 @@ def calibrate_capped_memory_model(engine: CalibrationTarget, voice: str, planner
     may fill (by the analytic model) are measured, and the line through
     them is the model: at a large cap their chunk is full, so the slope is the marginal cost of
     a row-position; at a small cap it is not, and neither are the planner's batches there.
-    ``prefill_bytes``: a prompt position's transient bytes in a prefill
-    (:func:`prefill_bytes_per_position`), which sets the slope's floor."""
+    An admission's prefill is a fixed cost, not one per row: it runs in pieces of at most
+    ``prefill.POSITIONS`` prompt positions (``prefill.rows_per_piece``), each layer's keys and
+    values going straight into the slots, so the points' line carries it in its fixed part.
+    The slope's floor is the slots' own bytes (the analytic slope without its margin)."""
     analytic = engine.memory_model()
     prompt = engine.prompt_tokens(CALIBRATION_TEXT)
     shapes = capped_calibration_shapes(analytic, planner_bytes, prompt)
@@ -179,25 +180,17 @@ def calibrate_capped_memory_model(engine: CalibrationTarget, voice: str, planner
         log.warning("capped calibration measured %d of %d points; planning with the small shapes",
                     len(points), len(shapes))
         return calibrate_memory_model(engine, voice)
-    floor = analytic.bytes_per_row_position / MARGIN + PROMPT_SHARE * prefill_bytes
-    model = model_through(points, floor)
+    model = model_through(points, analytic.bytes_per_row_position / MARGIN)
     log.debug("capped calibration points %s -> %s", points, model)
     return model
 
 
 CALIBRATION_TEXT = "校准" * 10
-# Shares of what the planner may fill beyond the fixed part, by the analytic model: that model
-# leaves out the prefill's transients (~0.3 x 31 kB per position), so 0.55 of it is ~0.65 real
+# Shares of what the planner may fill beyond the fixed part, by the analytic model
 CAPPED_SHARES = (0.3, 0.55)
 PLANNER_SHARE = 0.85  # of a capped device's memory the planner fills (TTS_JOBS_MEMORY_FRACTION)
 CAPPED_STEPS = 64  # steps of each capped calibration row: its prompt is ~30 % of its positions
 CAPPED_MARGIN = 1.05  # on the measured slope: the points are where the planner plans
-# A batch's admission prefills all its rows at once: the prefill's activations (~31 kB per prompt
-# position in fp16 on the full model; its keys and values go into the slots layer by layer) come
-# on top of the slots. Peak memory is then the larger of that
-# and the Decoder + Vocos tail, which no line through two points both below the admission's
-# turn foresees; the slope's floor counts it for prompts of this share of a row's positions.
-PROMPT_SHARE = 0.25
 
 
 def capped_calibration_shapes(analytic: MemoryModel, planner_bytes: int, prompt: int,
@@ -217,15 +210,6 @@ def model_through(points: list[tuple[float, float]], floor: float) -> MemoryMode
     slope = max(slope, floor) * CAPPED_MARGIN
     fixed = max(peak - slope * x for x, peak in points)
     return MemoryModel(fixed_bytes=int(fixed + SLACK_BYTES), bytes_per_row_position=int(slope))
-
-
-def prefill_bytes_per_position(gpt: FusedLlama) -> int:
-    """Transient bytes of one prompt position in an eager prefill: one layer's activations (x, h,
-    qkv, rotated queries and keys, attention out, gate/up, SiLU). Its keys and values go into the
-    decode slots layer by layer (``LoopRunner.prefill``), so no layer's stay behind."""
-    item = torch.finfo(gpt.dtype).bits // 8
-    inner = gpt.layers[0].gate_up.out_features // 2
-    return (8 * gpt.hidden + 3 * inner) * item
 
 
 def _measured_peaks(engine: CalibrationTarget, voice: str, shapes: Sequence[tuple[int, int]],

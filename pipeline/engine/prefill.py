@@ -11,10 +11,11 @@ Measured on an H200 (25.8-hour book, in one call): prefill device time 5.65-7.51
 the speaking 42.0-46.3 -> 39.2-40.1 s. Off with ``TTS_JOBS_PREFILL_GRAPHS=0``
 (``EngineTuning.prefill_graphs``), under a memory cap, and for good once the engine gave its
 memory back for an out-of-memory retry. An admission's rows are padded to a power of two and
-its width to a multiple of WIDTH_BUCKET, at most POSITIONS positions in all (a batch's first
-admission, 1,024 rows, runs eagerly: its launches are few beside its work). An eager prefill
-hands each layer's keys and values to the slots as it makes them (``LoopRunner.prefill``): no
-fp16 cache of every layer is held (3.75 GiB of the H200's peak at 1,024 slots). Padding is
+its width to a multiple of WIDTH_BUCKET, at most POSITIONS positions in all; a larger one (a
+batch's first, 1,024 rows) runs in pieces that fit (``rows_per_piece``). An eager prefill hands
+each layer's keys and values to the slots as it makes them (``LoopRunner.prefill``): no fp16
+cache of every layer is held (3.75 GiB of the H200's peak at 1,024 slots, when a batch's first
+admission was one eager pass). Padding is
 invalid positions, masked out of every real query (each padding query attends only to itself),
 so a real row's keys, values and last hidden state are the eager ones. All graphs share one
 pool, one set of inputs, one key and one value buffer per layer: admissions run one at a time.
@@ -61,6 +62,18 @@ def padded_shape(rows: int, width: int) -> tuple[int, int] | None:
     """The (rows, width) an admission runs at as a graph; None: too big, it runs eagerly."""
     padded = (1 << (rows - 1).bit_length(), -(-width // WIDTH_BUCKET) * WIDTH_BUCKET)
     return padded if padded[0] * padded[1] <= POSITIONS else None
+
+
+def rows_per_piece(rows: int, width: int) -> int:
+    """How many of an admission's ``rows`` prompts (at most ``width`` positions) are prefilled
+    together: all where their padded shape fits a graph, else the most whose shape does (a power
+    of two). So a batch's first admission (1,024 rows on an H200) runs in pieces of POSITIONS
+    positions, graphed where graphs are on, and no admission's activations outgrow one piece's
+    (~0.5 GB in fp16 at full size): a fixed cost, not one that grows with the batch under a cap."""
+    padded_width = -(-width // WIDTH_BUCKET) * WIDTH_BUCKET
+    if padded_width > POSITIONS:
+        return rows  # no graph holds one such prompt: one eager pass
+    return min(rows, 1 << ((POSITIONS // padded_width).bit_length() - 1))
 
 
 def pads_admissions(device: torch.device) -> bool:
