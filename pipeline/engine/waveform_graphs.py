@@ -73,10 +73,11 @@ class WaveformGraphs(GraphSet):
         """``decode_padded(x, frames)``, replayed where its shape was captured before (a new
         tensor: the next chunk reuses the graph's output buffer)."""
         rows, steps, channels = x.shape
+        buffer = self._input(x)  # first: a new input buffer drops the graphs that read the old one
         graph = self.get((rows, steps))
         if graph is None:
             return self._first_of_shape(x, frames)
-        self._input(x).copy_(x)
+        buffer.copy_(x)
         self._row_frames(rows, x.device).copy_(frames)
         graph.replay()
         return self._output(rows, steps, x.device).clone()
@@ -110,6 +111,9 @@ class WaveformGraphs(GraphSet):
     def _input(self, like: torch.Tensor) -> torch.Tensor:
         rows, steps, channels = like.shape
         if self._x is None or self._x.shape[1] != channels or self._x.dtype != like.dtype:
+            # Every graph reads the buffer it was recorded over: replayed after a new one is made
+            # (float32 hidden states after fp16 ones, say), it would read freed memory.
+            self.release()
             self._x = torch.zeros(self.budget, channels, dtype=like.dtype, device=like.device)
         return self._x[: rows * steps].view(rows, steps, channels)
 
