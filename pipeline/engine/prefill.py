@@ -15,11 +15,11 @@ its width to a multiple of WIDTH_BUCKET, at most POSITIONS positions in all; a l
 batch's first, 1,024 rows) runs in pieces that fit (``rows_per_piece``). An eager prefill hands
 each layer's keys and values to the slots as it makes them (``LoopRunner.prefill``): no fp16
 cache of every layer is held (3.75 GiB of the H200's peak at 1,024 slots, when a batch's first
-admission was one eager pass). Padding is
-invalid positions, masked out of every real query (each padding query attends only to itself),
-so a real row's keys, values and last hidden state are the eager ones. All graphs share one
-pool, one set of inputs, one key and one value buffer per layer: admissions run one at a time.
-A shape's first admission runs eagerly on those buffers, then the shape is captured (``graph_recording``: no stall of the decode steps).
+admission was one eager pass). Padding is invalid positions, masked out of every real query
+(each padding query attends only to itself), so a real row's keys, values and last hidden state
+are the eager ones. All graphs share one pool, one set of inputs, one key and one value buffer
+per layer: admissions run one at a time. A shape's first admission runs eagerly on those
+buffers, then the shape is captured (``graph_recording``: no stall of the decode steps).
 
 On a GPU an admission runs at its padded shape whether or not it is graphed (``prefill_padded``
 where there are no graphs: under a memory cap, with ``TTS_JOBS_PREFILL_GRAPHS=0``, after an
