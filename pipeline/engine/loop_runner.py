@@ -87,17 +87,16 @@ class LoopRunner:
         graphs = self.runner.prefills
         graphed = graphs.wanted(index.device)
         shape = padded_shape(len(indices), width) if graphed or pads_admissions(index.device) else None
+        cache = None  # an eager prefill puts its keys and values into the slots itself
         if shape is not None and graphed:
             cache, hidden = graphs.prefill(prompts, index, width)  # one replay (prefill.py)
-            for layer, (keys, values) in enumerate(zip(cache.keys, cache.values)):
-                into_slots(layer, keys, values)
         elif shape is not None:  # as a graph would run it, so the same values (prefill.py)
             hidden = prefill_padded(self.gpt, prompts, index, shape, into_slots)
         else:
             batch = PromptBatch(embeds=prompts.embeds[index, -width:], valid=prompts.valid[index, -width:],
                                 positions=prompts.positions[index, -width:], lengths=prompts.lengths[index])
             hidden = run_positions(self.gpt, batch, into_slots)[:, -1]
-        admit(self.state, Newcomers(slots=slots, cache=None, last_hidden=hidden, lengths=prompts.lengths[index],
+        admit(self.state, Newcomers(slots=slots, cache=cache, last_hidden=hidden, lengths=prompts.lengths[index],
                                     min_new=to_device(min_new, index.device),
                                     max_new=to_device(max_new, index.device),
                                     sampling=sampling.select(index)))
