@@ -23,12 +23,12 @@ def test_every_section_runs_to_its_table_on_the_cpu(tmp_path: Path) -> None:
     assert "all sections ran" in done.stdout
     tables = json.loads(out.read_text())["tables"]
     assert list(tables) == ["attention", "kernels", "oom", "caps"]  # the caps last: a cap stays set
-    assert {row["kernel"] for row in tables["attention"]} == {"single", "split"}
+    assert {row["kernel"] for row in tables["attention"]} == {"single", "words", "split"}
     assert all(row["rel_error"] < 1e-2 for row in tables["attention"])
     engine_release, fallback = tables["oom"]
     assert engine_release["spoken"] == engine_release["rows"] and engine_release["failures"] >= 1
     assert engine_release["calls"].startswith("8! 4! 2 2")  # halved, then the second half cut at once
-    assert {row["kernel"] for row in tables["kernels"]} == {"single", "split"}
+    assert {row["kernel"] for row in tables["kernels"]} == {"single", "words"}
     assert [row["cap_gib"] for row in tables["caps"]] == [4.0, 8.0, 24.0]
     for heading in ("### attention", "### oom", "### kernels", "### caps"):
         assert heading in done.stdout

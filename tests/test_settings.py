@@ -13,7 +13,8 @@ BASE = {"TTS_JOBS_DATA_DIR": "/tmp/tts-jobs-settings"}
 def test_the_engine_gets_its_weights_device_and_kernel_choices_from_the_settings() -> None:
     env = {**BASE, "TTS_JOBS_MODEL_DIR": "/models/chattts", "TTS_JOBS_KV_CACHE": "model", "HF_HOME": "/hf",
            "TTS_JOBS_FUSED_LAYERS": "0", "TTS_JOBS_CUDA_GRAPHS": "0", "TTS_JOBS_ATTENTION_BLOCK": "64",
-           "TTS_JOBS_ATTENTION_STAGES": "2", "TTS_JOBS_ATTENTION_INT8_BITS": "0"}
+           "TTS_JOBS_ATTENTION_STAGES": "2", "TTS_JOBS_ATTENTION_INT8_BITS": "0",
+           "TTS_JOBS_ATTENTION_KERNEL": "words"}
 
     config = Settings.from_env(env).engine_config()
 
@@ -21,6 +22,7 @@ def test_the_engine_gets_its_weights_device_and_kernel_choices_from_the_settings
     assert config.tuning is not None
     assert (config.tuning.fused_layers, config.tuning.cuda_graphs, config.tuning.attention_block) == (False, False, 64)
     assert config.tuning.attention_stages == 2 and not config.tuning.attention_int8_bits
+    assert config.tuning.attention_kernel == "words"
     assert config.tuning.decode_attention == "triton"  # what was not set keeps its default
 
 
@@ -37,13 +39,27 @@ def test_loading_applies_the_kernel_choices_to_the_whole_process() -> None:
 
     try:
         apply_tuning(EngineTuning(decode_attention="sdpa", cuda_graphs=False, attention_warps=4,
-                                  attention_stages=3, attention_int8_bits=False))
+                                  attention_stages=3, attention_int8_bits=False, attention_kernel="words"))
         assert (gpt.DECODE_ATTENTION, step_graphs.CUDA_GRAPHS, decode_attention.WARPS,
                 decode_attention.STAGES, decode_attention.INT8_BITS) == ("sdpa", False, 4, 3, False)
+        assert decode_attention.KERNEL == "words"
     finally:
         apply_tuning(EngineTuning())
     assert (gpt.DECODE_ATTENTION, step_graphs.CUDA_GRAPHS, decode_attention.WARPS,
             decode_attention.STAGES, decode_attention.INT8_BITS) == ("triton", True, 1, 1, True)
+    assert decode_attention.KERNEL == "single"
+
+
+def test_an_attention_kernel_of_no_known_name_is_refused_in_one_line_when_the_engine_loads() -> None:
+    import pytest
+
+    from pipeline.engine.loading import apply_tuning
+    from pipeline.errors import ModelError
+
+    tuning = Settings.from_env({**BASE, "TTS_JOBS_ATTENTION_KERNEL": "fastest"}).engine_config().tuning
+    with pytest.raises(ModelError, match=r"^unknown attention kernel 'fastest': use single, split, words "
+                                         r"\(TTS_JOBS_ATTENTION_KERNEL\)$"):
+        apply_tuning(tuning)
 
 
 def test_the_test_switches_and_the_log_level_are_settings_too() -> None:

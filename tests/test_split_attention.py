@@ -77,4 +77,4 @@ def test_split_attention_matches_the_single_program_kernel_and_pytorch() -> None
 def test_the_default_kernel_stays_the_single_program_one_until_measured() -> None:
     import pipeline.engine.decode_attention as da
 
-    assert da.KERNEL == "single" and set(da.KERNELS) == {"single", "split"}
+    assert da.KERNEL == "single" and set(da.KERNELS) == {"single", "split", "words"}

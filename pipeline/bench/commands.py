@@ -45,6 +45,8 @@ TOOLS = {
     "step-profile": Tool("pipeline.bench.step_profile", "where one decode step's GPU time goes"),
     "attention": Tool("pipeline.bench.attention",
                       "the engine's decode attention kernel against candidate rewrites"),
+    "kernel-code": Tool("pipeline.bench.kernel_code",
+                        "the attention kernels' loops as the H100/H200 runs them, counted (no GPU needed)"),
     "trace-gaps": Tool("pipeline.bench.trace_gaps", "the GPU's idle gaps in a bench trace"),
     "memory-peak": Tool("pipeline.bench.memory_peak", "what held the GPU's memory at its peak (--memory-history)"),
     "spy-summary": Tool("pipeline.bench.spy_summary", "a py-spy profile, per process and thread"),

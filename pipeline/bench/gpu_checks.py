@@ -7,10 +7,12 @@ never speech). ~4-5 minutes on one H200.
     python -m pipeline.bench.gpu_checks --cpu-smoke   # tiny weights, CPU, Triton's interpreter (a test)
 
 Sections (in this order, each also after one that failed; the exit status says if all ran):
-  attention  µs per layer's attention, current kernel ("single") against split-K partitions, at
+  attention  µs per layer's attention, current kernel ("single") against the int8 cache read as
+             words ("words") and split-K partitions, at
              256/512/1024 rows x 128/256/512 positions (and 256 in a worker's 2,304-position
              cache), int8; TB/s over the bytes read
   kernels    the engine bench (fp16, pool 2048 / 1024 slots, int8 KV) with each attention kernel
+             named by --kernels (single and words)
   oom        96 rows x 300 steps, then a cap between resident memory and their peak: rows spoken,
              failures, learned rows, memory at the first error and retry, by pool when idle;
              with the engine's release, then with gc + empty_cache only (the old release)
@@ -44,13 +46,13 @@ def attention_table(smoke: bool) -> Table:
 
     from pipeline.bench.attention import inputs, reference, relative_error
     from pipeline.bench.gpu_timing import seconds_per_run
-    from pipeline.engine import decode_attention, split_attention
+    from pipeline.engine import decode_attention, split_attention, word_attention
 
     device = torch.device("cpu" if smoke else "cuda")
     # (rows, context, cache positions): the bench's slots, and a worker's (2,304 positions held)
     shapes = ([(4, 40, 64)] if smoke else [(r, c, c) for r in (256, 512, 1024) for c in (128, 256, 512)]
               + [(1024, 256, 2304)])
-    variants = [("single", None, 32, 1)] + [("split", p, b, w) for p in ((16,) if smoke else (64, 128, 256))
+    variants = [("single", None, 32, 1)] + [("words", None, b, w) for b, w in ((32, 1), (64, 1), (32, 2))] + [("split", p, b, w) for p in ((16,) if smoke else (64, 128, 256))
                                             for b, w in ((32, 1), (64, 2))]
     rows: Table = []
     for slots, context, capacity in shapes:
@@ -65,6 +67,7 @@ def attention_table(smoke: bool) -> Table:
         single = None
         for kernel, partition, block, warps in variants:
             split_attention.BLOCK, split_attention.WARPS = block, warps
+            word_attention.BLOCK_POSITIONS, word_attention.WARPS = block, warps
             run = functools.partial(decode_attention.decode_attention, *tensors, kernel=kernel,
                                     partition=partition)
             error = relative_error(run(), want)
@@ -75,6 +78,7 @@ def attention_table(smoke: bool) -> Table:
                          "tb_s": read / seconds / 1e12, "vs_single": single / seconds,
                          "rel_error": error})
     split_attention.BLOCK, split_attention.WARPS = 32, 1  # the defaults back
+    word_attention.BLOCK_POSITIONS, word_attention.WARPS = 32, 1
     return rows
 
 
@@ -166,6 +170,7 @@ def bench_table(model_dir: Path, device: Any, opts: BenchOptions, runs: list[tup
     if key not in _REFERENCES:  # one fp32 engine for the whole call
         _REFERENCES[key] = fp32_reference(model_dir, device, texts, steps, opts, say)[0]
     table: Table = []
+    default = decode_attention.KERNEL
     for label, kernel, cap in runs:
         decode_attention.KERNEL = kernel  # read when the engine's steps are captured
         halvings = _Counter("pipeline.engine.oom")
@@ -173,7 +178,7 @@ def bench_table(model_dir: Path, device: Any, opts: BenchOptions, runs: list[tup
             found = run_engine_rows(model_dir, device, "fp32" if device.type == "cpu" else "fp16",
                                     texts, steps, replace(opts, memory_gib=cap), _REFERENCES[key])
         finally:
-            decode_attention.KERNEL = "single"
+            decode_attention.KERNEL = default
             halvings.logger.removeHandler(halvings)
         for row in found:
             say(f"{label}: {row.x_realtime:.1f}x real time, peak {row.peak_gib} GiB, {row.note}")
@@ -252,8 +257,9 @@ def run_sections(args: argparse.Namespace) -> tuple[dict[str, Table], list[str]]
         jobs: dict[str, Callable[[], Table]] = {
             "attention": lambda: attention_table(smoke),
             "oom": lambda: oom_table(model_dir, device, smoke, 8 if smoke else 96, 6 if smoke else 300),
-            "kernels": lambda: bench_table(model_dir, device, opts, [(f"no cap, {k}", k, None) for k in ("single", "split")], print),
-            "caps": lambda: bench_table(model_dir, device, replace(opts, batch=8 if smoke else args.cap_batch, slots=None),
+            "kernels": lambda: bench_table(model_dir, device, opts, [(f"no cap, {k}", k, None) for k in args.kernels], print),
+            "caps": lambda: bench_table(model_dir, device, replace(opts, batch=8 if smoke else args.cap_batch, slots=None,
+                                                                   sentences=opts.sentences if smoke else args.cap_sentences),
                                         [(f"cap {g:g} GiB", args.caps_kernel, g) for g in args.caps], print),
         }
         for name in [s for s in SECTIONS if s in args.sections]:  # caps last: a cap stays set
@@ -270,6 +276,8 @@ def run_sections(args: argparse.Namespace) -> tuple[dict[str, Table], list[str]]
 
 
 def main(argv: list[str] | None = None) -> int:
+    from pipeline.engine.decode_attention import KERNELS
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sections", type=_sections, default=list(SECTIONS), help=", ".join(SECTIONS))
     parser.add_argument("--cpu-smoke", action="store_true", help="tiny weights on the CPU, Triton's interpreter")
@@ -278,7 +286,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=2, help="kernels: timed runs per kernel")
     parser.add_argument("--caps", type=float, nargs="+", default=[4.0, 8.0, 24.0])
     parser.add_argument("--cap-batch", type=int, default=1024, help="caps: most rows in a planned batch")
-    parser.add_argument("--caps-kernel", default="single", choices=("single", "split"))
+    parser.add_argument("--kernels", nargs="+", default=["single", "words"], choices=KERNELS,
+                        help="kernels: the attention kernels benched (default single words)")
+    parser.add_argument("--caps-kernel", default="single", choices=KERNELS)
+    parser.add_argument("--cap-sentences", type=int, help="caps: sentences of the workload (default 1024)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     if args.cpu_smoke:

@@ -94,6 +94,21 @@ def sweep_attention_kernel(rows: int, attend: int, heads: int = 12, dim: int = 6
         print(f"BEST {name} block {best[1]} warps {best[2]} stages {best[3]} int8 codes by bits {best[4]}: "
               f"{best[0] * 1e6:.1f} µs")
     da.BLOCK_POSITIONS, da.WARPS, da.STAGES, da.INT8_BITS = saved
+    sweep_word_kernel(query, caches["int8"], used, positions * (2 * dim + 8))
+
+
+def sweep_word_kernel(query: torch.Tensor, int8_cache: tuple, used: torch.Tensor, read: int) -> None:
+    """The int8 cache read as words (word_attention.py) over the same slots, by block and warps."""
+    from pipeline.engine import decode_attention as da
+    from pipeline.engine import word_attention as wa
+
+    saved = wa.BLOCK_POSITIONS, wa.WARPS
+    for block, warps in itertools.product((16, 32, 64), (1, 2)):
+        wa.BLOCK_POSITIONS, wa.WARPS = block, warps
+        seconds = seconds_per_run(lambda: da.decode_attention(query, *int8_cache[:2], used, *int8_cache[2:],
+                                                              kernel="words"))
+        print(f"| int8 words | {block} | {warps} | 1 | words | {seconds * 1e6:.1f} | {read / seconds / 1e12:.2f} |")
+    wa.BLOCK_POSITIONS, wa.WARPS = saved
 
 
 def profile_waveform_chunk(engine, rows: int = 64, steps: int = 256) -> None:

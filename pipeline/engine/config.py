@@ -37,6 +37,8 @@ class EngineTuning:
     ``python -m pipeline.bench step-profile --sweep``).
     attention_int8_bits: that kernel makes an int8 cache's codes floats by their bits, not by the
     conversion instruction (decode_attention.INT8_BITS; swept too).
+    attention_kernel: which Triton attention kernel a decode step runs (decode_attention.KERNELS):
+    "single", "split" or "words" (the int8 cache read as 32-bit words, word_attention.py).
     host_wait: how a host thread waits for the GPU: "block" (asleep) or "spin" (a core spun;
     cuda_context.WAIT).
     """
@@ -50,6 +52,7 @@ class EngineTuning:
     attention_warps: int = 1
     attention_stages: int = 1
     attention_int8_bits: bool = True
+    attention_kernel: str = "single"
     host_wait: str = "block"
 
 

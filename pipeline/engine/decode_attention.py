@@ -25,6 +25,7 @@ import math
 import torch
 
 import pipeline.engine.split_attention as split_attention  # noqa: PLR0402 (a package import is a circle)
+import pipeline.engine.word_attention as word_attention  # noqa: PLR0402
 
 try:  # pragma: no cover - exercised on the GPU machine (and under TRITON_INTERPRET=1)
     import triton
@@ -64,9 +65,11 @@ INT8_BITS = True
 # 219.2 us against 183.7 (best of each over blocks 32-64, warps 1-2, stages 1-2: 192.2 / 191.9
 # against 180.3); fp16 239.7 / 239.3 against 239.5: those sums are not what binds it.
 # Which attention kernel ``decode_attention`` runs when its caller names none: "single" (one
-# program per (slot, head), below) or "split" (partitions of the context and a reduce,
-# ``split_attention.py``). A process that measures both sets this before its steps are captured.
-KERNELS = ("single", "split")
+# program per (slot, head), below), "split" (partitions of the context and a reduce,
+# ``split_attention.py``) or "words" (one program per (slot, head) reading an int8 cache as
+# 32-bit words, ``word_attention.py``; "single" where the cache is not int8). A process that
+# measures them sets this before its steps are captured.
+KERNELS = ("single", "split", "words")
 KERNEL = "single"
 
 
@@ -245,6 +248,8 @@ def decode_attention(query: torch.Tensor, keys: torch.Tensor, values: torch.Tens
     if chosen == "split":
         return split_attention.split_decode_attention(query, keys, values, used, key_scales,
                                                       value_scales, quantized, partition)
+    if chosen == "words" and quantized:
+        return word_attention.word_decode_attention(query, keys, values, used, key_scales, value_scales)
     out = torch.empty_like(query)
     _decode_attention_kernel[(rows, heads)](
         query, keys, values, key_scales, value_scales, out, used, 1.0 / math.sqrt(dim),

@@ -112,6 +112,9 @@ def apply_tuning(tuning: EngineTuning) -> None:
     if tuning.host_wait not in cuda_context.WAIT_FLAGS:
         raise ModelError(f"unknown CUDA wait {tuning.host_wait!r}: use {' or '.join(cuda_context.WAIT_FLAGS)} "
                          "(TTS_JOBS_CUDA_WAIT)")
+    if tuning.attention_kernel not in decode_attention.KERNELS:
+        raise ModelError(f"unknown attention kernel {tuning.attention_kernel!r}: use "
+                         f"{', '.join(decode_attention.KERNELS)} (TTS_JOBS_ATTENTION_KERNEL)")
     gpt.DECODE_ATTENTION = tuning.decode_attention
     gpt.FUSED_LAYERS = tuning.fused_layers
     step_graphs.CUDA_GRAPHS = tuning.cuda_graphs
@@ -121,6 +124,7 @@ def apply_tuning(tuning: EngineTuning) -> None:
     decode_attention.WARPS = tuning.attention_warps
     decode_attention.STAGES = tuning.attention_stages
     decode_attention.INT8_BITS = tuning.attention_int8_bits
+    decode_attention.KERNEL = tuning.attention_kernel
     cuda_context.WAIT = tuning.host_wait
 
 

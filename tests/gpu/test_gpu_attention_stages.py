@@ -63,3 +63,21 @@ def test_int8_codes_made_floats_by_their_bits_attend_as_the_conversion_does(stag
     # the sums otherwise around other instructions, so within half precision's rounding
     torch.testing.assert_close(by_bits.float(), converted.float(), atol=1e-3, rtol=1e-3)
 
+
+
+def test_the_int8_cache_read_as_words_attends_as_the_single_kernel_does() -> None:
+    """The word kernel's inline PTX (dp4a, prmt), which the CPU interpreter never runs, gives the
+    interpreter's arithmetic: the single kernel's output within half precision, and nothing past
+    a slot's length (other codes, NaN scales) reaches it."""
+    query, keys, values, used, *scales = cache(quantized=True)
+    keys[0, 0, 0, :2], values[0, 0, 0, :2] = -128, 127  # the codes' extremes
+
+    single = da.decode_attention(query, keys, values, used, *scales, kernel="single")
+    words = da.decode_attention(query, keys, values, used, *scales, kernel="words")
+    torch.testing.assert_close(words.float(), single.float(), atol=2e-3, rtol=2e-3)
+
+    past = torch.arange(keys.shape[2], device="cuda")[None, :] >= used[:, None]  # [rows, positions]
+    keys[past.nonzero(as_tuple=True)[0], :, past.nonzero(as_tuple=True)[1]] = 99
+    for scale in scales:
+        scale.masked_fill_(past[:, None, :], float("nan"))
+    assert torch.equal(da.decode_attention(query, keys, values, used, *scales, kernel="words"), words)

@@ -1,0 +1,119 @@
+"""What the decode attention kernels compile to for the H100/H200 (sm_90), on any machine: Triton
+compiles for a GPU it is not running on, with the ptxas and cuobjdump its wheel carries. Prints,
+per kernel, the instructions of its loop over a slot's positions, per cached position, and the
+registers a program holds (32 programs of one warp fit an SM at 64 or fewer):
+
+    python -m pipeline.bench kernel-code             # single (int8 codes by bits) and words
+    python -m pipeline.bench kernel-code --json F    # also as JSON
+
+A count, not a clock: the H200 read the int8 cache at 2.28 TB/s where the fp16 one (16.7
+instructions per position) read 3.76, so what each position costs to issue is what this tells.
+Not under TRITON_INTERPRET=1 (the interpreter compiles nothing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import tempfile
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+TARGET = ("cuda", 90, 32)  # Hopper: the H100 and the H200
+POINTER_ARGUMENTS = 7  # q, k, v, key scales, value scales, out, used (then scale and the strides)
+
+
+@dataclass(frozen=True)
+class KernelCode:
+    kernel: str
+    block: int  # positions per loop iteration
+    loop_instructions: int
+    per_position: float
+    registers: int
+    dp4a: int  # four-way byte dot products in the loop
+    byte_loads: int  # one-byte loads in the loop (none when the cache is read vectorised)
+    top: dict[str, int]
+
+
+def compile_kernel(kernel: str, block: int = 32) -> KernelCode:
+    """``kernel``: "single" (decode_attention.py, int8 cache, codes by bits) or "words"
+    (word_attention.py), as the engine launches them (strides divisible by 16)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from pipeline.engine import decode_attention, word_attention
+
+    if kernel == "words":
+        fn, cache, const = (word_attention._word_attention_kernel, "*i32",
+                            {"BLOCK_N": block, "HEAD_DIM": 64, "ASM": True})
+    elif kernel == "single":
+        fn, cache, const = (decode_attention._decode_attention_kernel, "*i8",
+                            {"QUANTIZED": True, "BLOCK_N": block, "HEAD_DIM": 64, "STAGES": 1, "INT8_BITS": True})
+    else:
+        raise ValueError(f"unknown kernel {kernel!r}: single or words")
+    names = list(fn.arg_names)
+    types = ["*fp16", cache, cache, "*fp32", "*fp32", "*fp16", "*i32", "fp32"]
+    signature = {name: (types[i] if i < len(types) else "i32") for i, name in enumerate(names)}
+    signature.update({name: "constexpr" for name in const})
+    aligned = [i for i in range(len(names)) if i != POINTER_ARGUMENTS and names[i] not in const]
+    source = ASTSource(fn=fn, signature=signature, constexprs=const,
+                       attrs={(i,): [["tt.divisibility", 16]] for i in aligned})
+    compiled = triton.compile(source, target=GPUTarget(*TARGET), options={"num_warps": 1, "num_stages": 1})
+    sass, usage = disassembled(compiled.asm["cubin"])
+    body = loop_body(sass)
+    ops = Counter(re.sub(r"^@!?P\w+\s+", "", line).split()[0] for line in body)
+    return KernelCode(kernel=kernel, block=block, loop_instructions=len(body),
+                      per_position=round(len(body) / block, 2),
+                      registers=int(re.search(r"REG:(\d+)", usage).group(1)),
+                      dp4a=sum(n for op, n in ops.items() if op.startswith("IDP.4A")),
+                      byte_loads=sum(n for op, n in ops.items() if op.startswith("LDG.E.U8") or op.startswith("LDG.E.S8")),
+                      top=dict(ops.most_common(8)))
+
+
+def disassembled(cubin: bytes) -> tuple[str, str]:
+    """(the SASS listing, the resource usage) of a compiled kernel, by the wheel's cuobjdump."""
+    import triton
+
+    tool = str(Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump")
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / "kernel.cubin"
+        path.write_bytes(cubin)
+        return tuple(subprocess.run([tool, flag, str(path)], capture_output=True, text=True, check=True).stdout
+                     for flag in ("-sass", "-res-usage"))
+
+
+def loop_body(sass: str) -> list[str]:
+    """The instructions between the kernel's one backward branch and its target."""
+    listing = [(int(m.group(1), 16), m.group(2)) for line in sass.splitlines()
+               if (m := re.match(r"\s+/\*([0-9a-f]{4})\*/\s+(.*?)\s*;", line))]
+    for address, text in listing:
+        branch = re.search(r"BRA (0x[0-9a-f]+)", text)
+        if branch and int(branch.group(1), 16) < address:
+            start = int(branch.group(1), 16)
+            return [text for at, text in listing if start <= at <= address]
+    raise ValueError("no loop in this kernel's code")
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench kernel-code") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kernel", action="append", choices=("single", "words"))
+    parser.add_argument("--block", type=int, default=32, help="positions per loop iteration (default 32)")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    found = [compile_kernel(kernel, args.block) for kernel in args.kernel or ["single", "words"]]
+    print(f"decode attention kernels for sm_{TARGET[1]}, int8 cache, head dim 64, one warp:")
+    print("| kernel | block | loop instructions | per position | registers | dp4a | byte loads |")
+    print("|---|---|---|---|---|---|---|")
+    for code in found:
+        print(f"| {code.kernel} | {code.block} | {code.loop_instructions} | {code.per_position} | "
+              f"{code.registers} | {code.dp4a} | {code.byte_loads} |")
+    for code in found:
+        print(f"{code.kernel}: {code.top}")
+    if args.json:
+        args.json.write_text(json.dumps([asdict(code) for code in found], indent=1))
+    return 0

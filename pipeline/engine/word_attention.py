@@ -1,0 +1,174 @@
+"""Decode attention over the int8 cache read as 32-bit words: four codes per register, the keys'
+dot products by the GPU's four-way byte dot product (``dp4a``), the values made floats by one
+byte permute each. The kernel ``decode_attention(kernel="words")`` runs.
+
+Why: the one-program-per-(slot, head) kernel (``decode_attention.py``) spends ~28 instructions
+per cached position making int8 codes floats (extract, add, or, subtract) before each multiply,
+and 1.5 shuffles per position summing its values across lanes: compiled for the H200 (sm_90) its
+loop issues 897 instructions per block of 32 positions, and the H200 read that cache at 2.28 TB/s
+where the same kernel over fp16 (16.7 instructions per position, no conversions) read 3.76. This
+one issues 332 (``tests/test_word_attention.py`` compiles both):
+
+- keys: the query quantized once per program to 15 bits (``q = step * (128 * coarse + fine)``,
+  both int8, packed four to a word), so a key word's dot product with it is two ``dp4a``: exact
+  integer sums where the other kernel rounds a float product per code. The query's own rounding
+  (1 / 32,512 of its largest element) is below fp16's.
+- values: each code, biased to 0..255, placed by one ``prmt`` in the mantissa of 1.0 (the float
+  1 + b / 2**15); a block's weighted sum of those is the weighted sum of the codes plus the weights'
+  sum times 1 + 2**-8, which is taken away per block before it joins the running sum (so the sum
+  rounds relative to the values, not to the offset).
+- each lane keeps its own partial sums of the values over the positions it loads (a [8, D / 4]
+  accumulator per byte of a word); the lanes are summed once, at the slot's end, not per block.
+
+Under Triton's CPU interpreter (the tests) the same integer and bit arithmetic runs as plain
+Triton operations instead of the inline PTX (``ASM``); ``tests/gpu`` checks the PTX on the card.
+Positions past a slot's length are read from the slot's own (allocated) capacity and masked out
+of the scores, so the word loads need no mask.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import torch
+
+try:  # pragma: no cover - exercised on the GPU machine (and under TRITON_INTERPRET=1)
+    import triton
+    import triton.language as tl
+except ImportError:  # CPU builds of PyTorch
+    triton = None
+    tl = None
+
+BLOCK_POSITIONS = 32  # positions per loop iteration: 8 lanes x 4 positions each, 4 lanes per position
+WARPS = 1
+
+
+def interpreted() -> bool:
+    """Whether Triton runs its CPU interpreter here (no inline PTX there)."""
+    return os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+if triton is not None:  # pragma: no cover
+    BIAS = tl.constexpr(1.0 + 128.0 / 32768.0)  # the float a value code of 0 becomes: 1 + (0 + 128) / 2**15
+    SIGN_BITS = tl.constexpr(-2139062144)  # 0x80808080: each byte's top bit, flipped to add 128 to its code
+
+    @triton.jit
+    def _dp4a(words, query_words, ASM: tl.constexpr):
+        """The sum of the four signed byte products of each pair of words."""
+        if ASM:
+            return tl.inline_asm_elementwise("dp4a.s32.s32 $0, $1, $2, 0;", "=r,r,r", [words, query_words],
+                                             dtype=tl.int32, is_pure=True, pack=1)
+        else:
+            total = words * 0
+            for byte in tl.static_range(4):
+                total += ((words << (24 - 8 * byte)) >> 24) * ((query_words << (24 - 8 * byte)) >> 24)
+            return total
+
+    @triton.jit
+    def _byte_floats(biased, ASM: tl.constexpr):
+        """Each byte b of each word as the float 1 + b / 2**15 (b in the mantissa's second byte)."""
+        if ASM:
+            return tl.inline_asm_elementwise(
+                "{.reg .b32 one; mov.b32 one, 0x3F800000; prmt.b32 $0, $4, one, 0x7604; "
+                "prmt.b32 $1, $4, one, 0x7614; prmt.b32 $2, $4, one, 0x7624; prmt.b32 $3, $4, one, 0x7634;}",
+                "=r,=r,=r,=r,r", [biased], dtype=(tl.float32, tl.float32, tl.float32, tl.float32),
+                is_pure=True, pack=1)
+        else:
+            one = 0x3F800000
+            return (((biased << 8) & 0xFF00 | one).to(tl.float32, bitcast=True),
+                    (biased & 0xFF00 | one).to(tl.float32, bitcast=True),
+                    ((biased >> 8) & 0xFF00 | one).to(tl.float32, bitcast=True),
+                    ((biased >> 16) & 0xFF00 | one).to(tl.float32, bitcast=True))
+
+    @triton.jit
+    def _rounded(x):
+        """Rounded half away from zero, as int32."""
+        return (x + tl.where(x >= 0, 0.5, -0.5)).to(tl.int32)
+
+    @triton.jit
+    def _query_words(q_ptr, words, lanes):
+        """The query [D] as two packed int8 halves (coarse, fine) of 15-bit codes, and its step."""
+        q = tl.load(q_ptr + words[:, None] * 4 + lanes[None, :]).to(tl.float32)
+        step = tl.maximum(tl.max(tl.max(tl.abs(q), 1), 0), 1e-30) / 16256.0
+        codes = _rounded(q / step)  # -16256..16256
+        coarse = _rounded(codes.to(tl.float32) / 128.0)  # -127..127
+        fine = codes - coarse * 128  # -64..64
+        shifts = lanes[None, :] * 8
+        return tl.sum((coarse & 0xFF) << shifts, 1), tl.sum((fine & 0xFF) << shifts, 1), step
+
+    @triton.jit
+    def _lane_sums(weights, values, BLOCK_N: tl.constexpr, WORDS: tl.constexpr):
+        """sum over a block's positions of weight x value, kept per lane: [BLOCK_N / 8, 8, W]
+        summed over its first axis adds only the positions each lane holds."""
+        return tl.sum(tl.reshape(weights[:, None] * values, [BLOCK_N // 8, 8, WORDS]), 0)
+
+    @triton.jit
+    def _word_attention_kernel(q_ptr, k_ptr, v_ptr, ks_ptr, vs_ptr, o_ptr, used_ptr, scale,
+                               stride_qb, stride_qh, stride_kb, stride_kh, stride_kp,
+                               stride_sb, stride_sh, stride_ob, stride_oh,
+                               BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, ASM: tl.constexpr):
+        WORDS: tl.constexpr = HEAD_DIM // 4
+        row = tl.program_id(0)
+        head = tl.program_id(1)
+        used = tl.load(used_ptr + row)
+        words = tl.arange(0, WORDS)
+        lanes = tl.arange(0, 4)
+        coarse, fine, q_step = _query_words(q_ptr + row * stride_qb + head * stride_qh, words, lanes)
+        q_scale = q_step * scale
+        base = row * stride_kb + head * stride_kh
+        scale_base = row * stride_sb + head * stride_sh
+        best = tl.max(tl.full([BLOCK_N], float("-inf"), tl.float32), 0)
+        total = tl.sum(tl.zeros([BLOCK_N], tl.float32), 0)
+        acc0 = tl.zeros([8, WORDS], tl.float32)  # byte 0 of each word (dims 0, 4, 8, ...), per lane
+        acc1 = tl.zeros([8, WORDS], tl.float32)
+        acc2 = tl.zeros([8, WORDS], tl.float32)
+        acc3 = tl.zeros([8, WORDS], tl.float32)
+        start = 0
+        while start < used:  # a while loop: Triton's CPU interpreter takes no range over a load
+            positions = start + tl.arange(0, BLOCK_N)
+            inside = positions < used
+            held = tl.minimum(positions, used - 1)  # in bounds: no mask on the word loads
+            offsets = base + held[:, None] * stride_kp + words[None, :]
+            keys = tl.load(k_ptr + offsets)
+            values = tl.load(v_ptr + offsets) ^ SIGN_BITS
+            dots = _dp4a(keys, coarse[None, :], ASM) * 128 + _dp4a(keys, fine[None, :], ASM)
+            scores = tl.sum(dots, 1).to(tl.float32) * q_scale
+            scores *= tl.load(ks_ptr + scale_base + positions, mask=inside, other=0.0)
+            scores = tl.where(inside, scores, float("-inf"))
+            new_best = tl.maximum(best, tl.max(scores, 0))
+            rescale = tl.exp(best - new_best)
+            weights = tl.exp(scores - new_best)
+            total = total * rescale + tl.sum(weights, 0)
+            weights *= tl.load(vs_ptr + scale_base + positions, mask=inside, other=0.0)
+            offset = tl.sum(tl.reshape(weights, [BLOCK_N // 8, 8]), 0)[:, None] * BIAS
+            v0, v1, v2, v3 = _byte_floats(values, ASM)
+            acc0 = acc0 * rescale + (_lane_sums(weights, v0, BLOCK_N, WORDS) - offset)
+            acc1 = acc1 * rescale + (_lane_sums(weights, v1, BLOCK_N, WORDS) - offset)
+            acc2 = acc2 * rescale + (_lane_sums(weights, v2, BLOCK_N, WORDS) - offset)
+            acc3 = acc3 * rescale + (_lane_sums(weights, v3, BLOCK_N, WORDS) - offset)
+            best = new_best
+            start += BLOCK_N
+        out = o_ptr + row * stride_ob + head * stride_oh + words * 4
+        norm = 32768.0 / total  # the codes were placed 2**15 below the float's units
+        kind = o_ptr.dtype.element_ty
+        tl.store(out, (tl.sum(acc0, 0) * norm).to(kind))
+        tl.store(out + 1, (tl.sum(acc1, 0) * norm).to(kind))
+        tl.store(out + 2, (tl.sum(acc2, 0) * norm).to(kind))
+        tl.store(out + 3, (tl.sum(acc3, 0) * norm).to(kind))
+
+
+def word_decode_attention(query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
+                          used: torch.Tensor, key_scales: torch.Tensor,
+                          value_scales: torch.Tensor) -> torch.Tensor:
+    """``decode_attention.decode_attention`` over an int8 cache [B, H, P, D] (D a multiple of 4,
+    contiguous) with its scales [B, H, P]: the same result to within the query's 15-bit rounding."""
+    rows, heads, dim = query.shape
+    key_words, value_words = keys.view(torch.int32), values.view(torch.int32)
+    out = torch.empty_like(query)
+    _word_attention_kernel[(rows, heads)](
+        query, key_words, value_words, key_scales, value_scales, out, used, 1.0 / math.sqrt(dim),
+        query.stride(0), query.stride(1), key_words.stride(0), key_words.stride(1), key_words.stride(2),
+        key_scales.stride(0), key_scales.stride(1), out.stride(0), out.stride(1),
+        BLOCK_N=BLOCK_POSITIONS, HEAD_DIM=dim, ASM=not interpreted(), num_warps=WARPS)
+    return out
