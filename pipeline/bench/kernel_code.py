@@ -38,7 +38,7 @@ class KernelCode:
     top: dict[str, int]
 
 
-def compile_kernel(kernel: str, block: int = 32) -> KernelCode:
+def compile_kernel(kernel: str, block: int = 32, prefetch: bool = False) -> KernelCode:
     """``kernel``: "single" (decode_attention.py, int8 cache, codes by bits) or "words"
     (word_attention.py), as the engine launches them (strides divisible by 16)."""
     import triton
@@ -49,7 +49,7 @@ def compile_kernel(kernel: str, block: int = 32) -> KernelCode:
 
     if kernel == "words":
         fn, cache, const = (word_attention._word_attention_kernel, "*i32",
-                            {"BLOCK_N": block, "HEAD_DIM": 64, "ASM": True})
+                            {"BLOCK_N": block, "HEAD_DIM": 64, "PREFETCH": prefetch, "ASM": True})
     elif kernel == "single":
         fn, cache, const = (decode_attention._decode_attention_kernel, "*i8",
                             {"QUANTIZED": True, "BLOCK_N": block, "HEAD_DIM": 64, "STAGES": 1, "INT8_BITS": True})

@@ -42,6 +42,7 @@ except ImportError:  # CPU builds of PyTorch
 
 BLOCK_POSITIONS = 32  # positions per loop iteration: 8 lanes x 4 positions each, 4 lanes per position
 WARPS = 1
+PREFETCH = False  # True: each block's loads issued while the one before is summed (the sweep's)
 
 
 def interpreted() -> bool:
@@ -98,6 +99,14 @@ if triton is not None:  # pragma: no cover
         return tl.sum((coarse & 0xFF) << shifts, 1), tl.sum((fine & 0xFF) << shifts, 1), step
 
     @triton.jit
+    def _block_words(k_ptr, v_ptr, base, stride_kp, start, used, words, BLOCK_N: tl.constexpr):
+        """A block's key and value words [BLOCK_N, D / 4], the values' codes biased by 128.
+        Positions past ``used`` read its last one (in bounds: no mask; their scores are masked)."""
+        held = tl.minimum(start + tl.arange(0, BLOCK_N), used - 1)
+        offsets = base + held[:, None] * stride_kp + words[None, :]
+        return tl.load(k_ptr + offsets), tl.load(v_ptr + offsets) ^ SIGN_BITS
+
+    @triton.jit
     def _lane_sums(weights, values, BLOCK_N: tl.constexpr, WORDS: tl.constexpr):
         """sum over a block's positions of weight x value, kept per lane: [BLOCK_N / 8, 8, W]
         summed over its first axis adds only the positions each lane holds."""
@@ -107,7 +116,8 @@ if triton is not None:  # pragma: no cover
     def _word_attention_kernel(q_ptr, k_ptr, v_ptr, ks_ptr, vs_ptr, o_ptr, used_ptr, scale,
                                stride_qb, stride_qh, stride_kb, stride_kh, stride_kp,
                                stride_sb, stride_sh, stride_ob, stride_oh,
-                               BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, ASM: tl.constexpr):
+                               BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, PREFETCH: tl.constexpr,
+                               ASM: tl.constexpr):
         WORDS: tl.constexpr = HEAD_DIM // 4
         row = tl.program_id(0)
         head = tl.program_id(1)
@@ -125,13 +135,16 @@ if triton is not None:  # pragma: no cover
         acc2 = tl.zeros([8, WORDS], tl.float32)
         acc3 = tl.zeros([8, WORDS], tl.float32)
         start = 0
+        if PREFETCH:
+            keys, values = _block_words(k_ptr, v_ptr, base, stride_kp, start, used, words, BLOCK_N)
         while start < used:  # a while loop: Triton's CPU interpreter takes no range over a load
             positions = start + tl.arange(0, BLOCK_N)
             inside = positions < used
-            held = tl.minimum(positions, used - 1)  # in bounds: no mask on the word loads
-            offsets = base + held[:, None] * stride_kp + words[None, :]
-            keys = tl.load(k_ptr + offsets)
-            values = tl.load(v_ptr + offsets) ^ SIGN_BITS
+            if PREFETCH:  # the next block's words in flight while this one is summed
+                next_keys, next_values = _block_words(k_ptr, v_ptr, base, stride_kp, start + BLOCK_N, used,
+                                                      words, BLOCK_N)
+            else:
+                keys, values = _block_words(k_ptr, v_ptr, base, stride_kp, start, used, words, BLOCK_N)
             dots = _dp4a(keys, coarse[None, :], ASM) * 128 + _dp4a(keys, fine[None, :], ASM)
             scores = tl.sum(dots, 1).to(tl.float32) * q_scale
             scores *= tl.load(ks_ptr + scale_base + positions, mask=inside, other=0.0)
@@ -148,6 +161,8 @@ if triton is not None:  # pragma: no cover
             acc2 = acc2 * rescale + (_lane_sums(weights, v2, BLOCK_N, WORDS) - offset)
             acc3 = acc3 * rescale + (_lane_sums(weights, v3, BLOCK_N, WORDS) - offset)
             best = new_best
+            if PREFETCH:
+                keys, values = next_keys, next_values
             start += BLOCK_N
         out = o_ptr + row * stride_ob + head * stride_oh + words * 4
         norm = 32768.0 / total  # the codes were placed 2**15 below the float's units
@@ -170,5 +185,5 @@ def word_decode_attention(query: torch.Tensor, keys: torch.Tensor, values: torch
         query, key_words, value_words, key_scales, value_scales, out, used, 1.0 / math.sqrt(dim),
         query.stride(0), query.stride(1), key_words.stride(0), key_words.stride(1), key_words.stride(2),
         key_scales.stride(0), key_scales.stride(1), out.stride(0), out.stride(1),
-        BLOCK_N=BLOCK_POSITIONS, HEAD_DIM=dim, ASM=not interpreted(), num_warps=WARPS)
+        BLOCK_N=BLOCK_POSITIONS, HEAD_DIM=dim, PREFETCH=PREFETCH, ASM=not interpreted(), num_warps=WARPS)
     return out
