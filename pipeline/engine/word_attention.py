@@ -52,7 +52,8 @@ def interpreted() -> bool:
 
 if triton is not None:  # pragma: no cover
     BIAS = tl.constexpr(1.0 + 128.0 / 32768.0)  # the float a value code of 0 becomes: 1 + (0 + 128) / 2**15
-    SIGN_BITS = tl.constexpr(-2139062144)  # 0x80808080: each byte's top bit, flipped to add 128 to its code
+    SIGN_BITS = tl.constexpr(-2139062144)
+    LOG2E = tl.constexpr(1.4426950408889634)  # 0x80808080: each byte's top bit, flipped to add 128 to its code
 
     @triton.jit
     def _dp4a(words, query_words, ASM: tl.constexpr):
@@ -125,7 +126,7 @@ if triton is not None:  # pragma: no cover
         words = tl.arange(0, WORDS)
         lanes = tl.arange(0, 4)
         coarse, fine, q_step = _query_words(q_ptr + row * stride_qb + head * stride_qh, words, lanes)
-        q_scale = q_step * scale
+        q_scale = q_step * scale * LOG2E  # scores in base 2: exp2 is the hardware's own
         base = row * stride_kb + head * stride_kh
         scale_base = row * stride_sb + head * stride_sh
         best = tl.max(tl.full([BLOCK_N], float("-inf"), tl.float32), 0)
@@ -150,8 +151,8 @@ if triton is not None:  # pragma: no cover
             scores *= tl.load(ks_ptr + scale_base + positions, mask=inside, other=0.0)
             scores = tl.where(inside, scores, float("-inf"))
             new_best = tl.maximum(best, tl.max(scores, 0))
-            rescale = tl.exp(best - new_best)
-            weights = tl.exp(scores - new_best)
+            rescale = tl.exp2(best - new_best)
+            weights = tl.exp2(scores - new_best)
             total = total * rescale + tl.sum(weights, 0)
             weights *= tl.load(vs_ptr + scale_base + positions, mask=inside, other=0.0)
             offset = tl.sum(tl.reshape(weights, [BLOCK_N // 8, 8]), 0)[:, None] * BIAS
