@@ -15,8 +15,10 @@ Kernels:
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -131,3 +133,47 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench at
         for attend in args.attend:
             sweep(rows, attend)
     return 0
+
+
+def attention_table(smoke: bool) -> list[dict[str, Any]]:
+    """gpu_checks' attention section: the current kernel against the word kernel and split-K
+    partitions on the int8 cache of a decode step, µs and TB/s, by shape."""
+    from pipeline.engine import split_attention, word_attention
+
+    device = torch.device("cpu" if smoke else "cuda")
+    # (rows, context, cache positions): the bench's slots, and a worker's (2,304 positions held)
+    shapes = ([(4, 40, 64)] if smoke else [(r, c, c) for r in (256, 512, 1024) for c in (128, 256, 512)]
+              + [(1024, 256, 2304)])
+    # (kernel, partition, block, warps, prefetch): the words kernel by block, warps and whether
+    # its next block's loads are issued before this one is summed (more registers, fewer programs)
+    variants = ([("single", None, 32, 1, False)]
+                + [("words", None, b, w, f) for b, w, f in ((32, 1, False), (64, 1, False), (32, 2, False),
+                                                           (16, 1, True), (32, 1, True))]
+                + [("split", p, b, w, False) for p in ((16,) if smoke else (64, 128, 256))
+                   for b, w in ((32, 1), (64, 2))])
+    rows: list[dict[str, Any]] = []
+    for slots, context, capacity in shapes:
+        tensors = inputs(slots, context, device)
+        tensors[3] = torch.randint(context * 7 // 8, context + 1, (slots,), dtype=torch.int32).to(device)
+        grow = capacity - context  # positions the cache holds beyond the rows' lengths
+        tensors[1:3] = [torch.nn.functional.pad(t, (0, 0, 0, grow)) for t in tensors[1:3]]
+        tensors[4:6] = [torch.nn.functional.pad(t, (0, grow)) for t in tensors[4:6]]
+        want = reference(*tensors)
+        heads, dim = tensors[0].shape[1], tensors[0].shape[2]
+        read = int(tensors[3].sum()) * heads * (2 * dim + 8)  # int8 keys and values, two scales
+        single = None
+        for kernel, partition, block, warps, prefetch in variants:
+            split_attention.BLOCK, split_attention.WARPS = block, warps
+            word_attention.BLOCK_POSITIONS, word_attention.WARPS, word_attention.PREFETCH = block, warps, prefetch
+            run = functools.partial(engine_kernels.decode_attention, *tensors, kernel=kernel,
+                                    partition=partition)
+            error = relative_error(run(), want)
+            seconds = seconds_per_run(run, repeats=1 if smoke else 50, warm_ups=0 if smoke else 5)
+            single = seconds if kernel == "single" else single
+            rows.append({"rows": slots, "context": context, "cache": capacity, "kernel": kernel, "partition": partition,
+                         "block": block, "warps": warps, "prefetch": prefetch, "us": seconds * 1e6,
+                         "tb_s": read / seconds / 1e12, "vs_single": single / seconds,
+                         "rel_error": error})
+    split_attention.BLOCK, split_attention.WARPS = 32, 1  # the defaults back
+    word_attention.BLOCK_POSITIONS, word_attention.WARPS, word_attention.PREFETCH = 32, 1, False
+    return rows

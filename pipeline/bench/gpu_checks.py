@@ -22,7 +22,6 @@ Sections (in this order, each also after one that failed; the exit status says i
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import logging
 import traceback
@@ -38,53 +37,6 @@ from pipeline.errors import OutOfDeviceMemory
 SECTIONS = ("attention", "kernels", "oom", "caps")  # the order they run in: the caps come after
 GIB = 2**30
 Table = list[dict[str, Any]]
-
-
-def attention_table(smoke: bool) -> Table:
-    """The current kernel against split-K partitions on the int8 cache of a decode step."""
-    import torch
-
-    from pipeline.bench.attention import inputs, reference, relative_error
-    from pipeline.bench.gpu_timing import seconds_per_run
-    from pipeline.engine import decode_attention, split_attention, word_attention
-
-    device = torch.device("cpu" if smoke else "cuda")
-    # (rows, context, cache positions): the bench's slots, and a worker's (2,304 positions held)
-    shapes = ([(4, 40, 64)] if smoke else [(r, c, c) for r in (256, 512, 1024) for c in (128, 256, 512)]
-              + [(1024, 256, 2304)])
-    # (kernel, partition, block, warps, prefetch): the words kernel by block, warps and whether
-    # its next block's loads are issued before this one is summed (more registers, fewer programs)
-    variants = ([("single", None, 32, 1, False)]
-                + [("words", None, b, w, f) for b, w, f in ((32, 1, False), (64, 1, False), (32, 2, False),
-                                                           (16, 1, True), (32, 1, True))]
-                + [("split", p, b, w, False) for p in ((16,) if smoke else (64, 128, 256))
-                   for b, w in ((32, 1), (64, 2))])
-    rows: Table = []
-    for slots, context, capacity in shapes:
-        tensors = inputs(slots, context, device)
-        tensors[3] = torch.randint(context * 7 // 8, context + 1, (slots,), dtype=torch.int32).to(device)
-        grow = capacity - context  # positions the cache holds beyond the rows' lengths
-        tensors[1:3] = [torch.nn.functional.pad(t, (0, 0, 0, grow)) for t in tensors[1:3]]
-        tensors[4:6] = [torch.nn.functional.pad(t, (0, grow)) for t in tensors[4:6]]
-        want = reference(*tensors)
-        heads, dim = tensors[0].shape[1], tensors[0].shape[2]
-        read = int(tensors[3].sum()) * heads * (2 * dim + 8)  # int8 keys and values, two scales
-        single = None
-        for kernel, partition, block, warps, prefetch in variants:
-            split_attention.BLOCK, split_attention.WARPS = block, warps
-            word_attention.BLOCK_POSITIONS, word_attention.WARPS, word_attention.PREFETCH = block, warps, prefetch
-            run = functools.partial(decode_attention.decode_attention, *tensors, kernel=kernel,
-                                    partition=partition)
-            error = relative_error(run(), want)
-            seconds = seconds_per_run(run, repeats=1 if smoke else 50, warm_ups=0 if smoke else 5)
-            single = seconds if kernel == "single" else single
-            rows.append({"rows": slots, "context": context, "cache": capacity, "kernel": kernel, "partition": partition,
-                         "block": block, "warps": warps, "prefetch": prefetch, "us": seconds * 1e6,
-                         "tb_s": read / seconds / 1e12, "vs_single": single / seconds,
-                         "rel_error": error})
-    split_attention.BLOCK, split_attention.WARPS = 32, 1  # the defaults back
-    word_attention.BLOCK_POSITIONS, word_attention.WARPS, word_attention.PREFETCH = 32, 1, False
-    return rows
 
 
 class OomProbe:
@@ -247,6 +199,7 @@ def _cell(value: Any) -> str:
 
 
 def run_sections(args: argparse.Namespace) -> tuple[dict[str, Table], list[str]]:
+    from pipeline.bench.attention import attention_table
     from pipeline.bench.harness import bench_weights
     from pipeline.engine.loading import resolve_device
 
@@ -260,7 +213,7 @@ def run_sections(args: argparse.Namespace) -> tuple[dict[str, Table], list[str]]
     failed: list[str] = []  # sections that raised
     with bench_weights(opts) as (model_dir, _):
         jobs: dict[str, Callable[[], Table]] = {
-            "attention": lambda: attention_table(smoke),
+            "attention": lambda: attention_table(smoke),  # pipeline/bench/attention.py
             "oom": lambda: oom_table(model_dir, device, smoke, 8 if smoke else 96, 6 if smoke else 300),
             "kernels": lambda: bench_table(model_dir, device, opts, [(f"no cap, {k}", k, None) for k in args.kernels], print),
             "caps": lambda: bench_table(model_dir, device, replace(opts, batch=8 if smoke else args.cap_batch, slots=None,

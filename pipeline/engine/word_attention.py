@@ -29,7 +29,6 @@ of the scores, so the word loads need no mask.
 from __future__ import annotations
 
 import math
-import os
 
 import torch
 
@@ -43,11 +42,6 @@ except ImportError:  # CPU builds of PyTorch
 BLOCK_POSITIONS = 32  # positions per loop iteration: 8 lanes x 4 positions each, 4 lanes per position
 WARPS = 1
 PREFETCH = False  # True: each block's loads issued while the one before is summed (the sweep's)
-
-
-def interpreted() -> bool:
-    """Whether Triton runs its CPU interpreter here (no inline PTX there)."""
-    return os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 
 if triton is not None:  # pragma: no cover
@@ -186,5 +180,11 @@ def word_decode_attention(query: torch.Tensor, keys: torch.Tensor, values: torch
         query, key_words, value_words, key_scales, value_scales, out, used, 1.0 / math.sqrt(dim),
         query.stride(0), query.stride(1), key_words.stride(0), key_words.stride(1), key_words.stride(2),
         key_scales.stride(0), key_scales.stride(1), out.stride(0), out.stride(1),
-        BLOCK_N=BLOCK_POSITIONS, HEAD_DIM=dim, PREFETCH=PREFETCH, ASM=not interpreted(), num_warps=WARPS)
+        BLOCK_N=BLOCK_POSITIONS, HEAD_DIM=dim, PREFETCH=PREFETCH, ASM=compiled(), num_warps=WARPS)
     return out
+
+
+def compiled() -> bool:
+    """Whether the kernel is compiled for the GPU (its inline PTX) rather than run by Triton's CPU
+    interpreter (TRITON_INTERPRET=1 makes ``triton.jit`` give an interpreted function)."""
+    return isinstance(_word_attention_kernel, triton.runtime.JITFunction)
