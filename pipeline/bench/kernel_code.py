@@ -35,10 +35,11 @@ class KernelCode:
     registers: int
     dp4a: int  # four-way byte dot products in the loop
     byte_loads: int  # one-byte loads in the loop (none when the cache is read vectorised)
+    spills: int  # loads and stores of spilled registers in the loop (local memory)
     top: dict[str, int]
 
 
-def compile_kernel(kernel: str, block: int = 32, prefetch: bool = False) -> KernelCode:
+def compile_kernel(kernel: str, block: int = 32, prefetch: bool = False, registers: int | None = None) -> KernelCode:
     """``kernel``: "single" (decode_attention.py, int8 cache, codes by bits) or "words"
     (word_attention.py), as the engine launches them (strides divisible by 16)."""
     import triton
@@ -62,7 +63,7 @@ def compile_kernel(kernel: str, block: int = 32, prefetch: bool = False) -> Kern
     aligned = [i for i in range(len(names)) if i != POINTER_ARGUMENTS and names[i] not in const]
     source = ASTSource(fn=fn, signature=signature, constexprs=const,
                        attrs={(i,): [["tt.divisibility", 16]] for i in aligned})
-    compiled = triton.compile(source, target=GPUTarget(*TARGET), options={"num_warps": 1, "num_stages": 1})
+    compiled = triton.compile(source, target=GPUTarget(*TARGET), options={"num_warps": 1, "num_stages": 1, "maxnreg": registers})
     sass, usage = disassembled(compiled.asm["cubin"])
     body = loop_body(sass)
     ops = Counter(re.sub(r"^@!?P\w+\s+", "", line).split()[0] for line in body)
@@ -71,6 +72,7 @@ def compile_kernel(kernel: str, block: int = 32, prefetch: bool = False) -> Kern
                       registers=int(re.search(r"REG:(\d+)", usage).group(1)),
                       dp4a=sum(n for op, n in ops.items() if op.startswith("IDP.4A")),
                       byte_loads=sum(n for op, n in ops.items() if op.startswith("LDG.E.U8") or op.startswith("LDG.E.S8")),
+                      spills=sum(n for op, n in ops.items() if op.startswith(("LDL", "STL"))),
                       top=dict(ops.most_common(8)))
 
 
@@ -103,15 +105,18 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench ke
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kernel", action="append", choices=("single", "words"))
     parser.add_argument("--block", type=int, default=32, help="positions per loop iteration (default 32)")
+    parser.add_argument("--registers", type=int, help="the most registers a thread may hold (ptxas .maxnreg)")
+    parser.add_argument("--prefetch", action="store_true", help="words: the next block's loads before this one's sums")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    found = [compile_kernel(kernel, args.block) for kernel in args.kernel or ["single", "words"]]
+    found = [compile_kernel(kernel, args.block, args.prefetch and kernel == "words", args.registers)
+             for kernel in args.kernel or ["single", "words"]]
     print(f"decode attention kernels for sm_{TARGET[1]}, int8 cache, head dim 64, one warp:")
-    print("| kernel | block | loop instructions | per position | registers | dp4a | byte loads |")
-    print("|---|---|---|---|---|---|---|")
+    print("| kernel | block | loop instructions | per position | registers | dp4a | byte loads | spills |")
+    print("|---|---|---|---|---|---|---|---|")
     for code in found:
         print(f"| {code.kernel} | {code.block} | {code.loop_instructions} | {code.per_position} | "
-              f"{code.registers} | {code.dp4a} | {code.byte_loads} |")
+              f"{code.registers} | {code.dp4a} | {code.byte_loads} | {code.spills} |")
     for code in found:
         print(f"{code.kernel}: {code.top}")
     if args.json:

@@ -41,6 +41,11 @@ except ImportError:  # CPU builds of PyTorch
 
 BLOCK_POSITIONS = 32  # positions per loop iteration: 8 lanes x 4 positions each, 4 lanes per position
 WARPS = 1
+# The most registers a thread may hold (ptxas .maxnreg), or None for the compiler's choice (80 at
+# block 32): at 64 a one-warp program fits 32 to an SM, not 25 (sm_90: 348 instructions a block
+# against 334, 7 of them spilled registers' loads and stores; python -m pipeline.bench
+# kernel-code --registers 64). The sweep's.
+REGISTERS: int | None = None
 PREFETCH = False  # True: each block's loads issued while the one before is summed (the sweep's)
 
 
@@ -180,7 +185,8 @@ def word_decode_attention(query: torch.Tensor, keys: torch.Tensor, values: torch
         query, key_words, value_words, key_scales, value_scales, out, used, 1.0 / math.sqrt(dim),
         query.stride(0), query.stride(1), key_words.stride(0), key_words.stride(1), key_words.stride(2),
         key_scales.stride(0), key_scales.stride(1), out.stride(0), out.stride(1),
-        BLOCK_N=BLOCK_POSITIONS, HEAD_DIM=dim, PREFETCH=PREFETCH, ASM=compiled(), num_warps=WARPS)
+        BLOCK_N=BLOCK_POSITIONS, HEAD_DIM=dim, PREFETCH=PREFETCH, ASM=compiled(), num_warps=WARPS,
+        maxnreg=REGISTERS)
     return out
 
 
