@@ -147,12 +147,13 @@ def attention_table(smoke: bool) -> list[dict[str, Any]]:
     # (kernel, partition, block, warps, prefetch, registers): the words kernel by block, warps,
     # whether its next block's loads are issued before this one is summed (more registers, fewer
     # programs to an SM) and the registers a thread may hold (None: the compiler's choice)
-    variants = ([("single", None, 32, 1, False, None)]
-                + [("words", None, b, w, f, r) for b, w, f, r in (
-                    (32, 1, False, None), (32, 1, False, 64), (64, 1, False, None), (32, 2, False, None),
-                    (16, 1, True, None), (32, 1, True, None))]
-                + [("split", p, b, w, False, None) for p in ((16,) if smoke else (64, 128, 256))
-                   for b, w in ((32, 1), (64, 2))])
+    words = ((32, 1, False, None), (32, 1, False, 64), (64, 1, False, None), (32, 2, False, None),
+             (16, 1, True, None), (32, 1, True, None))
+    splits = [(p, b, w) for p in (64, 128, 256) for b, w in ((32, 1), (64, 2))]
+    if smoke:  # the flow of each kind once (the interpreter is slow): a register cap, a prefetch
+        words, splits = ((32, 1, False, 64), (16, 1, True, None)), [(16, 32, 1)]
+    variants = ([("single", None, 32, 1, False, None)] + [("words", None, *w) for w in words]
+                + [("split", p, b, w, False, None) for p, b, w in splits])
     rows: list[dict[str, Any]] = []
     for slots, context, capacity in shapes:
         tensors = inputs(slots, context, device)
