@@ -101,8 +101,9 @@ if triton is not None:  # pragma: no cover
     @triton.jit
     def _block_words(k_ptr, v_ptr, base, stride_kp, start, used, words, BLOCK_N: tl.constexpr):
         """A block's key and value words [BLOCK_N, D / 4], the values' codes biased by 128.
-        Positions past ``used`` read its last one (in bounds: no mask; their scores are masked)."""
-        held = tl.minimum(start + tl.arange(0, BLOCK_N), used - 1)
+        Positions past ``used`` read its last one (in bounds: no mask; their scores are masked),
+        an empty slot's its first (a prefetch before the loop reads even where it never runs)."""
+        held = tl.maximum(tl.minimum(start + tl.arange(0, BLOCK_N), used - 1), 0)
         offsets = base + held[:, None] * stride_kp + words[None, :]
         return tl.load(k_ptr + offsets), tl.load(v_ptr + offsets) ^ SIGN_BITS
 
