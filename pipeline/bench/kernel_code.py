@@ -23,7 +23,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 TARGET = ("cuda", 90, 32)  # Hopper: the H100 and the H200
-POINTER_ARGUMENTS = 7  # q, k, v, key scales, value scales, out, used (then scale and the strides)
+# Both kernels take q, k, v, key scales, value scales, out and used (pointers), then the float
+# ``scale``, then integer strides: every argument but ``scale`` is divisible by 16 as the engine
+# launches them (Triton's launcher tells the compiler so; here the attributes say it).
+SCALE_ARGUMENT = 7
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,7 @@ def compile_kernel(kernel: str, block: int = 32, prefetch: bool = False, registe
     types = ["*fp16", cache, cache, "*fp32", "*fp32", "*fp16", "*i32", "fp32"]
     signature = {name: (types[i] if i < len(types) else "i32") for i, name in enumerate(names)}
     signature.update({name: "constexpr" for name in const})
-    aligned = [i for i in range(len(names)) if i != POINTER_ARGUMENTS and names[i] not in const]
+    aligned = [i for i in range(len(names)) if i != SCALE_ARGUMENT and names[i] not in const]
     source = ASTSource(fn=fn, signature=signature, constexprs=const,
                        attrs={(i,): [["tt.divisibility", 16]] for i in aligned})
     compiled = triton.compile(source, target=GPUTarget(*TARGET), options={"num_warps": 1, "num_stages": 1, "maxnreg": registers})

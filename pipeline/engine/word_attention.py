@@ -4,10 +4,10 @@ byte permute each. The kernel ``decode_attention(kernel="words")`` runs.
 
 Why: the one-program-per-(slot, head) kernel (``decode_attention.py``) spends ~28 instructions
 per cached position making int8 codes floats (extract, add, or, subtract) before each multiply,
-and 1.5 shuffles per position summing its values across lanes: compiled for the H200 (sm_90) its
+and 2 shuffles per position summing its values across lanes: compiled for the H200 (sm_90) its
 loop issues 897 instructions per block of 32 positions, and the H200 read that cache at 2.28 TB/s
 where the same kernel over fp16 (16.7 instructions per position, no conversions) read 3.76. This
-one issues 332 (``tests/test_word_attention.py`` compiles both):
+one issues 334 (``python -m pipeline.bench kernel-code``; ``tests/test_word_attention.py``):
 
 - keys: the query quantized once per program to 15 bits (``q = step * (128 * coarse + fine)``,
   both int8, packed four to a word), so a key word's dot product with it is two ``dp4a``: exact
@@ -51,8 +51,8 @@ PREFETCH = False  # True: each block's loads issued while the one before is summ
 
 if triton is not None:  # pragma: no cover
     BIAS = tl.constexpr(1.0 + 128.0 / 32768.0)  # the float a value code of 0 becomes: 1 + (0 + 128) / 2**15
-    SIGN_BITS = tl.constexpr(-2139062144)
-    LOG2E = tl.constexpr(1.4426950408889634)  # 0x80808080: each byte's top bit, flipped to add 128 to its code
+    SIGN_BITS = tl.constexpr(-2139062144)  # 0x80808080: each byte's top bit, flipped to add 128 to its code
+    LOG2E = tl.constexpr(1.4426950408889634)
 
     @triton.jit
     def _dp4a(words, query_words, ASM: tl.constexpr):
