@@ -26,15 +26,15 @@ def reference(keys, values):
 worst = (da.decode_attention(q, k, v, used).float() - reference(k, v)).abs().max().item()
 # int8 cache: the kernel against the same attention over the dequantized cache
 (kq, ks), (vq, vs) = kv_int8.quantize(k), kv_int8.quantize(v)
-got = da.decode_attention(q, kq, vq, used, ks, vs).float()
+got = da.decode_attention(q, kq, vq, used, ks, vs, kernel="single").float()
 want = reference(kv_int8.dequantize(kq, ks, torch.float32), kv_int8.dequantize(vq, vs, torch.float32))
 worst = max(worst, (got - want).abs().max().item())
 # ... its codes made floats by their bits: the same output, bit for bit (the codes' extremes too)
 kq[0, 0, 0, :2], vq[0, 0, 0, :2] = torch.tensor([-128, 127], dtype=torch.int8), torch.tensor([127, -128], dtype=torch.int8)
 da.INT8_BITS = False
-by_conversion = da.decode_attention(q, kq, vq, used, ks, vs)
+by_conversion = da.decode_attention(q, kq, vq, used, ks, vs, kernel="single")
 da.INT8_BITS = True
-by_bits = da.decode_attention(q, kq, vq, used, ks, vs)
+by_bits = da.decode_attention(q, kq, vq, used, ks, vs, kernel="single")
 assert torch.equal(by_bits, by_conversion), (by_bits - by_conversion).abs().max()
 
 # RoPE + cache write against the PyTorch path (rotate_half), each slot at its own position

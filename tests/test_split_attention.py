@@ -74,7 +74,7 @@ def test_split_attention_matches_the_single_program_kernel_and_pytorch() -> None
     assert float(done.stdout.strip().splitlines()[-1]) < 2e-3
 
 
-def test_the_default_kernel_stays_the_single_program_one_until_measured() -> None:
+def test_the_default_kernel_is_the_one_measured_fastest_the_word_kernel() -> None:
     import pipeline.engine.decode_attention as da
 
-    assert da.KERNEL == "single" and set(da.KERNELS) == {"single", "split", "words"}
+    assert da.KERNEL == "words" and set(da.KERNELS) == {"single", "split", "words"}

@@ -35,7 +35,7 @@ def run_variant(name: str, tensors: Tensors, block: int, warps: int) -> torch.Te
         saved = engine_kernels.BLOCK_POSITIONS, engine_kernels.WARPS
         engine_kernels.BLOCK_POSITIONS, engine_kernels.WARPS = block, warps  # the sweep's knobs
         try:
-            return engine_kernels.decode_attention(*tensors)
+            return engine_kernels.decode_attention(*tensors, kernel="single")
         finally:
             engine_kernels.BLOCK_POSITIONS, engine_kernels.WARPS = saved
     if name == "split":

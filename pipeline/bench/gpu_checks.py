@@ -246,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cap-batch", type=int, default=1024, help="caps: most rows in a planned batch")
     parser.add_argument("--kernels", nargs="+", default=["single", "words"], choices=KERNELS,
                         help="kernels: the attention kernels benched (default single words)")
-    parser.add_argument("--caps-kernel", default="single", choices=KERNELS)
+    parser.add_argument("--caps-kernel", default="words", choices=KERNELS)
     parser.add_argument("--cap-sentences", type=int, help="caps: sentences of the workload (default 1024)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)

@@ -87,7 +87,7 @@ def sweep_attention_kernel(rows: int, attend: int, heads: int = 12, dim: int = 6
         for block, warps, stages, bits in itertools.product((32, 64, 128), (1, 2, 4), (1, 2, 3), ways):
             da.BLOCK_POSITIONS, da.WARPS, da.STAGES, da.INT8_BITS = block, warps, stages, bits
             attention = (query, keys, values, used, key_scales, value_scales)
-            seconds = seconds_per_run(lambda tensors=attention: da.decode_attention(*tensors))
+            seconds = seconds_per_run(lambda tensors=attention: da.decode_attention(*tensors, kernel="single"))
             print(f"| {name} | {block} | {warps} | {stages} | {'yes' if bits else 'no'} | {seconds * 1e6:.1f} | "
                   f"{positions * per_position / seconds / 1e12:.2f} |")
             best = min(best or (seconds, block, warps, stages, bits), (seconds, block, warps, stages, bits))

@@ -38,7 +38,8 @@ class EngineTuning:
     attention_int8_bits: that kernel makes an int8 cache's codes floats by their bits, not by the
     conversion instruction (decode_attention.INT8_BITS; swept too).
     attention_kernel: which Triton attention kernel a decode step runs (decode_attention.KERNELS):
-    "single", "split" or "words" (the int8 cache read as 32-bit words, word_attention.py).
+    "words" (the int8 cache read as 32-bit words, word_attention.py; the default), "single" or
+    "split".
     host_wait: how a host thread waits for the GPU: "block" (asleep) or "spin" (a core spun;
     cuda_context.WAIT).
     """
@@ -52,7 +53,7 @@ class EngineTuning:
     attention_warps: int = 1
     attention_stages: int = 1
     attention_int8_bits: bool = True
-    attention_kernel: str = "single"
+    attention_kernel: str = "words"
     host_wait: str = "block"
 
 

@@ -68,9 +68,11 @@ INT8_BITS = True
 # program per (slot, head), below), "split" (partitions of the context and a reduce,
 # ``split_attention.py``) or "words" (one program per (slot, head) reading an int8 cache as
 # 32-bit words, ``word_attention.py``; "single" where the cache is not int8). A process that
-# measures them sets this before its steps are captured.
+# measures them sets this before its steps are captured. "words" by default: on an H200 the engine
+# bench ran 3,258-3,292x against 3,104-3,120x with "single" (pool 2048, 1,024 slots), 3,503 against
+# 3,150x capped at 24 GiB, the same fidelity and peak (gpu_checks, docs/benchmarks.md).
 KERNELS = ("single", "split", "words")
-KERNEL = "single"
+KERNEL = "words"
 
 
 def available() -> bool:

@@ -41,9 +41,9 @@ def test_pipelined_loads_attend_as_the_while_loop_does(stages: int, quantized: b
     query, keys, values, used, *scales = cache(quantized)
 
     monkeypatch.setattr(da, "STAGES", 1)
-    looped = da.decode_attention(query, keys, values, used, *scales)
+    looped = da.decode_attention(query, keys, values, used, *scales, kernel="single")
     monkeypatch.setattr(da, "STAGES", stages)
-    shaped = da.decode_attention(query, keys, values, used, *scales)
+    shaped = da.decode_attention(query, keys, values, used, *scales, kernel="single")
 
     torch.testing.assert_close(shaped.float(), looped.float(), atol=2e-3, rtol=2e-3)
 
@@ -55,9 +55,9 @@ def test_int8_codes_made_floats_by_their_bits_attend_as_the_conversion_does(stag
     monkeypatch.setattr(da, "STAGES", stages)
 
     monkeypatch.setattr(da, "INT8_BITS", False)
-    converted = da.decode_attention(query, keys, values, used, *scales)
+    converted = da.decode_attention(query, keys, values, used, *scales, kernel="single")
     monkeypatch.setattr(da, "INT8_BITS", True)
-    by_bits = da.decode_attention(query, keys, values, used, *scales)
+    by_bits = da.decode_attention(query, keys, values, used, *scales, kernel="single")
 
     # the same floats go in (the interpreter holds them equal bit for bit); the compiler may order
     # the sums otherwise around other instructions, so within half precision's rounding
