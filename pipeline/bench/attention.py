@@ -144,16 +144,13 @@ def attention_table(smoke: bool) -> list[dict[str, Any]]:
     # (rows, context, cache positions): the bench's slots, and a worker's (2,304 positions held)
     shapes = ([(4, 40, 64)] if smoke else [(r, c, c) for r in (256, 512, 1024) for c in (128, 256, 512)]
               + [(1024, 256, 2304)])
-    # (kernel, partition, block, warps, prefetch, registers): the words kernel by block, warps,
-    # whether its next block's loads are issued before this one is summed (more registers, fewer
-    # programs to an SM) and the registers a thread may hold (None: the compiler's choice)
-    words = ((32, 1, False, None), (32, 1, False, 64), (64, 1, False, None), (32, 2, False, None),
-             (16, 1, True, None), (32, 1, True, None))
+    # (kernel, partition, block, warps)
+    words = [(32, 1), (64, 1)]
     splits = [(p, b, w) for p in (64, 128, 256) for b, w in ((32, 1), (64, 2))]
-    if smoke:  # the flow of each kind once (the interpreter is slow): a register cap, a prefetch
-        words, splits = ((32, 1, False, 64), (16, 1, True, None)), [(16, 32, 1)]
-    variants = ([("single", None, 32, 1, False, None)] + [("words", None, *w) for w in words]
-                + [("split", p, b, w, False, None) for p, b, w in splits])
+    if smoke:  # the flow of each kind once (the interpreter is slow)
+        words, splits = [(32, 1)], [(16, 32, 1)]
+    variants = ([("single", None, 32, 1)] + [("words", None, b, w) for b, w in words]
+                + [("split", p, b, w) for p, b, w in splits])
     rows: list[dict[str, Any]] = []
     for slots, context, capacity in shapes:
         tensors = inputs(slots, context, device)
@@ -165,21 +162,18 @@ def attention_table(smoke: bool) -> list[dict[str, Any]]:
         heads, dim = tensors[0].shape[1], tensors[0].shape[2]
         read = int(tensors[3].sum()) * heads * (2 * dim + 8)  # int8 keys and values, two scales
         single = None
-        for kernel, partition, block, warps, prefetch, registers in variants:
+        for kernel, partition, block, warps in variants:
             split_attention.BLOCK, split_attention.WARPS = block, warps
-            word_attention.BLOCK_POSITIONS, word_attention.WARPS, word_attention.PREFETCH = block, warps, prefetch
-            word_attention.REGISTERS = registers
+            word_attention.BLOCK_POSITIONS, word_attention.WARPS = block, warps
             run = functools.partial(engine_kernels.decode_attention, *tensors, kernel=kernel,
                                     partition=partition)
             error = relative_error(run(), want)
             seconds = seconds_per_run(run, repeats=1 if smoke else 50, warm_ups=0 if smoke else 5)
             single = seconds if kernel == "single" else single
             rows.append({"rows": slots, "context": context, "cache": capacity, "kernel": kernel, "partition": partition,
-                         "block": block, "warps": warps, "prefetch": prefetch, "registers": registers,
-                         "us": seconds * 1e6,
+                         "block": block, "warps": warps, "us": seconds * 1e6,
                          "tb_s": read / seconds / 1e12, "vs_single": single / seconds,
                          "rel_error": error})
     split_attention.BLOCK, split_attention.WARPS = 32, 1  # the defaults back
-    word_attention.BLOCK_POSITIONS, word_attention.WARPS, word_attention.PREFETCH = 32, 1, False
-    word_attention.REGISTERS = None
+    word_attention.BLOCK_POSITIONS, word_attention.WARPS = 32, 1
     return rows

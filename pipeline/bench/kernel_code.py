@@ -42,7 +42,7 @@ class KernelCode:
     top: dict[str, int]
 
 
-def compile_kernel(kernel: str, block: int = 32, prefetch: bool = False, registers: int | None = None) -> KernelCode:
+def compile_kernel(kernel: str, block: int = 32) -> KernelCode:
     """``kernel``: "single" (decode_attention.py, int8 cache, codes by bits) or "words"
     (word_attention.py), as the engine launches them (strides divisible by 16)."""
     import triton
@@ -53,7 +53,7 @@ def compile_kernel(kernel: str, block: int = 32, prefetch: bool = False, registe
 
     if kernel == "words":
         fn, cache, const = (word_attention._word_attention_kernel, "*i32",
-                            {"BLOCK_N": block, "HEAD_DIM": 64, "PREFETCH": prefetch, "ASM": True})
+                            {"BLOCK_N": block, "HEAD_DIM": 64, "ASM": True})
     elif kernel == "single":
         fn, cache, const = (decode_attention._decode_attention_kernel, "*i8",
                             {"QUANTIZED": True, "BLOCK_N": block, "HEAD_DIM": 64, "STAGES": 1, "INT8_BITS": True})
@@ -66,7 +66,7 @@ def compile_kernel(kernel: str, block: int = 32, prefetch: bool = False, registe
     aligned = [i for i in range(len(names)) if i != SCALE_ARGUMENT and names[i] not in const]
     source = ASTSource(fn=fn, signature=signature, constexprs=const,
                        attrs={(i,): [["tt.divisibility", 16]] for i in aligned})
-    compiled = triton.compile(source, target=GPUTarget(*TARGET), options={"num_warps": 1, "num_stages": 1, "maxnreg": registers})
+    compiled = triton.compile(source, target=GPUTarget(*TARGET), options={"num_warps": 1, "num_stages": 1})
     sass, usage = disassembled(compiled.asm["cubin"])
     body = loop_body(sass)
     ops = Counter(re.sub(r"^@!?P\w+\s+", "", line).split()[0] for line in body)
@@ -108,12 +108,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench ke
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kernel", action="append", choices=("single", "words"))
     parser.add_argument("--block", type=int, default=32, help="positions per loop iteration (default 32)")
-    parser.add_argument("--registers", type=int, help="the most registers a thread may hold (ptxas .maxnreg)")
-    parser.add_argument("--prefetch", action="store_true", help="words: the next block's loads before this one's sums")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    found = [compile_kernel(kernel, args.block, args.prefetch and kernel == "words", args.registers)
-             for kernel in args.kernel or ["single", "words"]]
+    found = [compile_kernel(kernel, args.block) for kernel in args.kernel or ["single", "words"]]
     print(f"decode attention kernels for sm_{TARGET[1]}, int8 cache, head dim 64, one warp:")
     print("| kernel | block | loop instructions | per position | registers | dp4a | byte loads | spills |")
     print("|---|---|---|---|---|---|---|---|")

@@ -102,14 +102,14 @@ def sweep_word_kernel(query: torch.Tensor, int8_cache: tuple, used: torch.Tensor
     from pipeline.engine import decode_attention as da
     from pipeline.engine import word_attention as wa
 
-    saved = wa.BLOCK_POSITIONS, wa.WARPS, wa.PREFETCH
-    for block, warps, prefetch in itertools.product((16, 32, 64), (1, 2), (False, True)):
-        wa.BLOCK_POSITIONS, wa.WARPS, wa.PREFETCH = block, warps, prefetch
+    saved = wa.BLOCK_POSITIONS, wa.WARPS
+    for block, warps in itertools.product((16, 32, 64), (1, 2)):
+        wa.BLOCK_POSITIONS, wa.WARPS = block, warps
         seconds = seconds_per_run(lambda: da.decode_attention(query, *int8_cache[:2], used, *int8_cache[2:],
                                                               kernel="words"))
-        print(f"| int8 words | {block} | {warps} | {'next block' if prefetch else 1} | words | "
+        print(f"| int8 words | {block} | {warps} | 1 | words | "
               f"{seconds * 1e6:.1f} | {read / seconds / 1e12:.2f} |")
-    wa.BLOCK_POSITIONS, wa.WARPS, wa.PREFETCH = saved
+    wa.BLOCK_POSITIONS, wa.WARPS = saved
 
 
 def profile_waveform_chunk(engine, rows: int = 64, steps: int = 256) -> None:

@@ -41,12 +41,10 @@ except ImportError:  # CPU builds of PyTorch
 
 BLOCK_POSITIONS = 32  # positions per loop iteration: 8 lanes x 4 positions each, 4 lanes per position
 WARPS = 1
-# The most registers a thread may hold (ptxas .maxnreg), or None for the compiler's choice (80 at
-# block 32): at 64 a one-warp program fits 32 to an SM, not 25 (sm_90: 348 instructions a block
-# against 334, 7 of them spilled registers' loads and stores; python -m pipeline.bench
-# kernel-code --registers 64). The sweep's.
-REGISTERS: int | None = None
-PREFETCH = False  # True: each block's loads issued while the one before is summed (the sweep's)
+# Tried on an H200 and taken out (gpu_checks' attention section, 1,024 slots x 128-512 positions):
+# the next block's words loaded before this one is summed (127 registers at block 32, 64 at block
+# 16): no faster, 0.5-0.8x at 256-512 slots; at most 64 registers a thread (32 programs to an SM,
+# not 25; 7 spills a block): 4 % slower; block 64: as fast as 32; two warps: 3x slower.
 
 
 if triton is not None:  # pragma: no cover
@@ -101,9 +99,8 @@ if triton is not None:  # pragma: no cover
     @triton.jit
     def _block_words(k_ptr, v_ptr, base, stride_kp, start, used, words, BLOCK_N: tl.constexpr):
         """A block's key and value words [BLOCK_N, D / 4], the values' codes biased by 128.
-        Positions past ``used`` read its last one (in bounds: no mask; their scores are masked),
-        an empty slot's its first (a prefetch before the loop reads even where it never runs)."""
-        held = tl.maximum(tl.minimum(start + tl.arange(0, BLOCK_N), used - 1), 0)
+        Positions past ``used`` read its last one (in bounds: no mask; their scores are masked)."""
+        held = tl.minimum(start + tl.arange(0, BLOCK_N), used - 1)
         offsets = base + held[:, None] * stride_kp + words[None, :]
         return tl.load(k_ptr + offsets), tl.load(v_ptr + offsets) ^ SIGN_BITS
 
@@ -117,8 +114,7 @@ if triton is not None:  # pragma: no cover
     def _word_attention_kernel(q_ptr, k_ptr, v_ptr, ks_ptr, vs_ptr, o_ptr, used_ptr, scale,
                                stride_qb, stride_qh, stride_kb, stride_kh, stride_kp,
                                stride_sb, stride_sh, stride_ob, stride_oh,
-                               BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, PREFETCH: tl.constexpr,
-                               ASM: tl.constexpr):
+                               BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, ASM: tl.constexpr):
         WORDS: tl.constexpr = HEAD_DIM // 4
         row = tl.program_id(0)
         head = tl.program_id(1)
@@ -136,16 +132,10 @@ if triton is not None:  # pragma: no cover
         acc2 = tl.zeros([8, WORDS], tl.float32)
         acc3 = tl.zeros([8, WORDS], tl.float32)
         start = 0
-        if PREFETCH:
-            keys, values = _block_words(k_ptr, v_ptr, base, stride_kp, start, used, words, BLOCK_N)
         while start < used:  # a while loop: Triton's CPU interpreter takes no range over a load
             positions = start + tl.arange(0, BLOCK_N)
             inside = positions < used
-            if PREFETCH:  # the next block's words in flight while this one is summed
-                next_keys, next_values = _block_words(k_ptr, v_ptr, base, stride_kp, start + BLOCK_N, used,
-                                                      words, BLOCK_N)
-            else:
-                keys, values = _block_words(k_ptr, v_ptr, base, stride_kp, start, used, words, BLOCK_N)
+            keys, values = _block_words(k_ptr, v_ptr, base, stride_kp, start, used, words, BLOCK_N)
             dots = _dp4a(keys, coarse[None, :], ASM) * 128 + _dp4a(keys, fine[None, :], ASM)
             scores = tl.sum(dots, 1).to(tl.float32) * q_scale
             scores *= tl.load(ks_ptr + scale_base + positions, mask=inside, other=0.0)
@@ -162,8 +152,6 @@ if triton is not None:  # pragma: no cover
             acc2 = acc2 * rescale + (_lane_sums(weights, v2, BLOCK_N, WORDS) - offset)
             acc3 = acc3 * rescale + (_lane_sums(weights, v3, BLOCK_N, WORDS) - offset)
             best = new_best
-            if PREFETCH:
-                keys, values = next_keys, next_values
             start += BLOCK_N
         out = o_ptr + row * stride_ob + head * stride_oh + words * 4
         norm = 32768.0 / total  # the codes were placed 2**15 below the float's units
@@ -186,8 +174,7 @@ def word_decode_attention(query: torch.Tensor, keys: torch.Tensor, values: torch
         query, key_words, value_words, key_scales, value_scales, out, used, 1.0 / math.sqrt(dim),
         query.stride(0), query.stride(1), key_words.stride(0), key_words.stride(1), key_words.stride(2),
         key_scales.stride(0), key_scales.stride(1), out.stride(0), out.stride(1),
-        BLOCK_N=BLOCK_POSITIONS, HEAD_DIM=dim, PREFETCH=PREFETCH, ASM=compiled(), num_warps=WARPS,
-        maxnreg=REGISTERS)
+        BLOCK_N=BLOCK_POSITIONS, HEAD_DIM=dim, ASM=compiled(), num_warps=WARPS)
     return out
 
 
