@@ -115,3 +115,29 @@ def test_the_model_lies_above_every_measured_point_and_not_below_the_cache() -> 
     model = model_through(points, SLOT_BYTES)
     assert model.bytes_per_row_position >= SLOT_BYTES
     assert all(model.fixed_bytes + model.bytes_per_row_position * x >= peak for x, peak in points)
+
+
+def test_a_share_that_runs_out_of_memory_is_measured_again_smaller() -> None:
+    """On a small card the analytic model may not foresee what a planned share needs: the line
+    is still drawn through two measured points (the fallback shares), not the small shapes'."""
+    from pipeline.engine.memory import FALLBACK_SHARES, two_points
+
+    cap = 4 * GIB
+    shapes = capped_calibration_shapes(ANALYTIC, int(PLANNER_SHARE * cap), PROMPT,
+                                       CAPPED_SHARES + FALLBACK_SHARES)
+    largest_fitting = shapes[0][0]  # the 55 % share runs out of memory on this device
+    tried: list[int] = []
+
+    def measure(shape: tuple[int, int]) -> tuple[float, float] | None:
+        rows, steps = shape
+        tried.append(rows)
+        if rows > largest_fitting:
+            return None
+        return rows * (PROMPT + steps), device_peak(rows, PROMPT, steps)
+
+    points = two_points(shapes, measure)
+    assert [x for x, _ in points] == [shapes[0][0] * (PROMPT + 64), shapes[2][0] * (PROMPT + 64)]
+    assert tried == [shapes[0][0], shapes[1][0], shapes[2][0]]  # the smallest share never run
+    model = model_through(points, SLOT_BYTES)
+    peaks = planned_peaks(model, cap, workload(1024), max_rows=1024)
+    assert max(peaks) <= cap and max(peaks) >= 0.6 * cap

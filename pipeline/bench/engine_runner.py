@@ -110,8 +110,8 @@ def run_engine_rows(model_dir: Path, device: Any, name: str, texts: list[str], s
     kv_int8 = engine.quantized_kv()
     load_s = time.perf_counter() - started
     started = time.perf_counter()
-    requests, graphs = _warm_up_as_a_worker(engine, texts, steps, opts)
-    warmup_s = time.perf_counter() - started
+    requests, graphs, warmup_s = _warm_up_as_a_worker(engine, device, texts, steps, opts)
+    warm_batch_s = time.perf_counter() - started - warmup_s
     timed = [_timed_run(engine, device, f"{name}-{opts.batch}", requests, texts, steps, opts)
              for _ in range(max(1, opts.repeat))]
     quality = fidelity.measure(engine, ref)
@@ -127,31 +127,35 @@ def run_engine_rows(model_dir: Path, device: Any, name: str, texts: list[str], s
                      audio_s=audio, wall_s=run.wall, x_realtime=audio / run.wall,
                      peak_gib=run.peak, top1_agreement=quality.top1_agreement,
                      relative_logit_error=quality.relative_logit_error, snr_db=quality.snr_db,
-                     load_s=load_s, warmup_s=warmup_s, batches=run.batches, slots=opts.slots,
+                     load_s=load_s, warmup_s=warmup_s, warm_batch_s=warm_batch_s, batches=run.batches, slots=opts.slots,
                      note=_join(note, f"run {number} of {len(timed)}" if len(timed) > 1 else ""),
                      **_time_columns(run, on_gpu))
             for number, run in enumerate(timed, start=1)]
 
 
-def _warm_up_as_a_worker(engine: Any, texts: list[str], steps: list[int],
-                         opts: BenchOptions) -> tuple[list[SynthesisRequest], int]:
+def _warm_up_as_a_worker(engine: Any, device: Any, texts: list[str], steps: list[int],
+                         opts: BenchOptions) -> tuple[list[SynthesisRequest], int, float]:
     """``warm_up``, the slots and graphs for the workload, then the protocol's warm-up batches,
     planned like the timed ones but of other sentences: the memory allocator, pinned host buffers
     and FFT plans are then as a worker has them after its first batches. Under a memory cap no
     slots are prepared ahead: each batch gets slots of its own shape, as on a capped worker.
-    Returns the timed run's requests and the CUDA graphs captured ahead."""
+    Returns the timed run's requests, the CUDA graphs captured ahead and the seconds of the
+    engine's own warm-up (up to the protocol's batches, which are work of the workload's size)."""
+    started = time.perf_counter()
     engine.warm_up()
     voice = engine.sample_voice(opts.seed)
     requests = forced_requests(texts, steps, voice, opts.seed)
     slots, graphs = opts.slots or (None if opts.memory_gib else opts.batch), 0
     if slots:
         graphs = engine.prepare_slots(slots, max(engine.prompt_tokens_of(texts)), max(steps))
+    sync_device(device)
+    warm_up_s = time.perf_counter() - started
     warm_texts = make_workload(min(opts.batch, len(texts)), opts.seed + 1)
     warm_steps = [min(forced_steps(t), max(steps)) for t in warm_texts]
     warm_requests = forced_requests(warm_texts, warm_steps, voice, opts.seed + 1)
     for batch in _plan(engine, warm_texts, warm_steps, opts):
         _synthesize(engine, [warm_requests[i] for i in batch.sentence_ids])
-    return requests, graphs
+    return requests, graphs, warm_up_s
 
 
 def _timed_run(engine: Any, device: Any, label: str, requests: list[SynthesisRequest],

@@ -142,6 +142,7 @@ def bench_table(model_dir: Path, device: Any, opts: BenchOptions, runs: list[tup
             table.append({"run": label, "kernel": kernel, "cap_gib": cap, "x_realtime": row.x_realtime,
                           "peak_gib": row.peak_gib, "peak_share": (row.peak_gib or 0) / cap if cap else None,
                           "batches": row.batches, "halvings": halvings.count, "warmup_s": row.warmup_s,
+                          "warm_batch_s": row.warm_batch_s,
                           "step_ms": row.step_ms, "tb_s": row.bandwidth_tbs, "gpt_s": row.gpt_s,
                           "top1": row.top1_agreement, "snr_db": row.snr_db, "note": row.note})
     return table

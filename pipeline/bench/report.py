@@ -26,7 +26,8 @@ class BenchRow:
     relative_logit_error: float | None = None
     snr_db: float | None = None
     load_s: float | None = None
-    warmup_s: float | None = None
+    warmup_s: float | None = None  # the engine's warm-up: a small batch, calibration, slots, graphs
+    warm_batch_s: float | None = None  # the protocol's warm batch of the workload's size (not a start-up cost)
     batches: int = 0
     slots: int | None = None
     gpt_s: float | None = None  # GPU time in decode steps
@@ -91,7 +92,8 @@ def describe(row: BenchRow) -> str:
             f"{row.batches} batches): {row.x_realtime:.1f}x real time ({row.audio_s:.0f} s audio "
             f"in {row.wall_s:.1f} s), peak {_fmt(row.peak_gib, '.2f')} GiB, top-1 "
             f"{_fmt(row.top1_agreement, '.4f')}, SNR {_fmt(row.snr_db, '.1f')} dB, load "
-            f"{_fmt(row.load_s, '.1f')} s, warm-up {_fmt(row.warmup_s, '.1f')} s {row.note}")
+            f"{_fmt(row.load_s, '.1f')} s, warm-up {_fmt(row.warmup_s, '.1f')} s (then a warm batch "
+            f"{_fmt(row.warm_batch_s, '.1f')} s) {row.note}")
 
 
 def format_table(report: BenchReport) -> str:

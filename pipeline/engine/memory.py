@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gc
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 import torch
@@ -154,7 +154,7 @@ def calibrate_memory_model(engine: CalibrationTarget, voice: str) -> MemoryModel
     floor = analytic.bytes_per_row_position / MARGIN if analytic else 0
     model = MemoryModel(fixed_bytes=int(intercept + SLACK_BYTES),
                         bytes_per_row_position=int(max(slope, floor) * MARGIN))
-    log.debug("calibration points %s -> %s", points, model)
+    log.info("calibration points %s -> %s", points, model)
     return model
 
 
@@ -174,32 +174,50 @@ def calibrate_capped_memory_model(engine: CalibrationTarget, voice: str, planner
     The slope's floor is the slots' own bytes (the analytic slope without its margin)."""
     analytic = engine.memory_model()
     prompt = engine.prompt_tokens(CALIBRATION_TEXT)
-    shapes = capped_calibration_shapes(analytic, planner_bytes, prompt)
-    points = _measured_peaks(engine, voice, shapes, skip_out_of_memory=True)
+    shapes = capped_calibration_shapes(analytic, planner_bytes, prompt, CAPPED_SHARES + FALLBACK_SHARES)
+    points = two_points(shapes, lambda shape: _measured_peak(engine, voice, shape))
     if len(points) < 2:
-        log.warning("capped calibration measured %d of %d points; planning with the small shapes",
+        log.warning("capped calibration measured %d of %d shapes; planning with the small shapes",
                     len(points), len(shapes))
         return calibrate_memory_model(engine, voice)
     model = model_through(points, analytic.bytes_per_row_position / MARGIN)
-    log.debug("capped calibration points %s -> %s", points, model)
+    log.info("capped calibration points %s -> %s", points, model)
     return model
 
 
+def two_points(shapes: Sequence[tuple[int, int]],
+               measure: Callable[[tuple[int, int]], tuple[float, float] | None]) -> list[tuple[float, float]]:
+    """The first two shapes in ``shapes`` that ``measure`` could run (None: out of memory). The
+    analytic model leaves out what the device holds beyond weights and slots, so on a small
+    card a planned share may not fit; a smaller one is then measured in its place."""
+    points: list[tuple[float, float]] = []
+    for shape in shapes:
+        point = measure(shape)
+        if point is not None:
+            points.append(point)
+        if len(points) == 2:
+            break
+    return points
+
+
 CALIBRATION_TEXT = "校准" * 10
-# Shares of what the planner may fill beyond the fixed part, by the analytic model
+# Shares of what the planner may fill beyond the fixed part, by the analytic model; the fallback
+# shares are measured in turn where one of them ran out of memory
 CAPPED_SHARES = (0.3, 0.55)
+FALLBACK_SHARES = (0.15, 0.08)
 PLANNER_SHARE = 0.85  # of a capped device's memory the planner fills (TTS_JOBS_MEMORY_FRACTION)
 CAPPED_STEPS = 64  # steps of each capped calibration row: its prompt is ~30 % of its positions
 CAPPED_MARGIN = 1.05  # on the measured slope: the points are where the planner plans
 
 
 def capped_calibration_shapes(analytic: MemoryModel, planner_bytes: int, prompt: int,
+                              shares: Sequence[float] = CAPPED_SHARES,
                               steps: int = CAPPED_STEPS) -> list[tuple[int, int]]:
     """(rows, steps) of the batches a capped device is calibrated with: each at one of
-    ``CAPPED_SHARES`` of ``planner_bytes`` beyond ``analytic``'s fixed part, by that model."""
+    ``shares`` of ``planner_bytes`` beyond ``analytic``'s fixed part, by that model."""
     free = max(planner_bytes - analytic.fixed_bytes, 0)
     per_row = analytic.bytes_per_row_position * (prompt + steps)
-    return [(max(8, int(share * free / per_row)), steps) for share in CAPPED_SHARES]
+    return [(max(8, int(share * free / per_row)), steps) for share in shares]
 
 
 def model_through(points: list[tuple[float, float]], floor: float) -> MemoryModel:
@@ -212,29 +230,35 @@ def model_through(points: list[tuple[float, float]], floor: float) -> MemoryMode
     return MemoryModel(fixed_bytes=int(fixed + SLACK_BYTES), bytes_per_row_position=int(slope))
 
 
-def _measured_peaks(engine: CalibrationTarget, voice: str, shapes: Sequence[tuple[int, int]],
-                    skip_out_of_memory: bool = False) -> list[tuple[float, float]]:
+def _measured_peaks(engine: CalibrationTarget, voice: str,
+                    shapes: Sequence[tuple[int, int]]) -> list[tuple[float, float]]:
     """(rows * (prompt + steps), peak allocated bytes) of one batch per (rows, steps) shape."""
+    points = [_measured_peak(engine, voice, shape, skip_out_of_memory=False) for shape in shapes]
+    return [point for point in points if point is not None]
+
+
+def _measured_peak(engine: CalibrationTarget, voice: str, shape: tuple[int, int],
+                   skip_out_of_memory: bool = True) -> tuple[float, float] | None:
+    """(rows * (prompt + steps), peak allocated bytes) of one batch of ``shape`` (rows, steps);
+    None where it ran out of memory and ``skip_out_of_memory``."""
+    rows, steps = shape
     prompt = engine.prompt_tokens(CALIBRATION_TEXT)
-    points: list[tuple[float, float]] = []
-    for rows, steps in shapes:
-        requests = [SynthesisRequest(text=CALIBRATION_TEXT, voice=voice, seed=i, max_new_tokens=steps,
-                                     min_new_tokens=steps) for i in range(rows)]
-        engine.release_slots()  # each point measures slots of its own shape
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-        try:
-            engine.synthesize(requests)
-        except OutOfDeviceMemory:
-            if not skip_out_of_memory:
-                raise
-            log.warning("calibration batch of %d rows x %d steps ran out of memory; left out", rows, steps)
-            engine.release_slots()
-            release_cached_memory(torch.device("cuda", torch.cuda.current_device()))
-            continue
-        torch.cuda.synchronize()
-        points.append((rows * (prompt + steps), float(torch.cuda.max_memory_allocated())))
-    return points
+    requests = [SynthesisRequest(text=CALIBRATION_TEXT, voice=voice, seed=i, max_new_tokens=steps,
+                                 min_new_tokens=steps) for i in range(rows)]
+    engine.release_slots()  # each point measures slots of its own shape
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    try:
+        engine.synthesize(requests)
+    except OutOfDeviceMemory:
+        if not skip_out_of_memory:
+            raise
+        log.warning("calibration batch of %d rows x %d steps ran out of memory; left out", rows, steps)
+        engine.release_slots()
+        release_cached_memory(torch.device("cuda", torch.cuda.current_device()))
+        return None
+    torch.cuda.synchronize()
+    return rows * (prompt + steps), float(torch.cuda.max_memory_allocated())
 
 
 def _fit_line(points: list[tuple[float, float]]) -> tuple[float, float]:
