@@ -135,3 +135,26 @@ def test_profile_writes_where_the_host_time_of_each_timed_run_went(tiny_model_di
 
     [profile] = tmp_path.glob("host-*.txt")
     assert "function calls" in profile.read_text()
+
+
+def test_a_finished_rows_engine_is_given_back_though_the_loaded_engine_was_frozen(tiny_model_dir: Path) -> None:
+    """A GPU run freezes what is alive once its engine is loaded (``spare_the_collector``); the
+    bench's fp32 reference engine, dropped before the timed rows, must still be collected, or
+    its memory stays under every capped row (a 4-GiB cap then planned ~20-row batches)."""
+    import gc
+    import weakref
+
+    from pipeline.bench.harness import release_device_memory
+    from pipeline.engine import EngineConfig
+    from pipeline.engine.host_threads import spare_the_collector
+    from pipeline.engine.loading import load_engine
+
+    engine = load_engine(EngineConfig(model_dir=tiny_model_dir, device="cpu", precision="fp32"))
+    spare_the_collector()
+    try:
+        gone = weakref.ref(engine.parts.gpt)
+        del engine
+        release_device_memory()
+        assert gone() is None
+    finally:
+        gc.unfreeze()

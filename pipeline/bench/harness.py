@@ -52,9 +52,13 @@ def peak_gib(device: Any) -> float | None:
 
 
 def release_device_memory() -> None:
-    """Give a finished row's memory back, so that the next row's peak is its own."""
+    """Give a finished row's memory back, so that the next row's peak is its own. A loaded engine
+    is frozen out of the collector's sight (``host_threads.spare_the_collector``): the objects
+    are let back in first, or a dropped engine (the fp32 reference's ~2 GB on a full-size model)
+    would stay on the GPU under every later row."""
     import torch
 
+    gc.unfreeze()
     gc.collect()
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
