@@ -42,6 +42,7 @@ class EngineTuning:
     "split".
     host_wait: how a host thread waits for the GPU: "block" (asleep) or "spin" (a core spun;
     cuda_context.WAIT).
+    fused_sampling: a decode step's sampling as one Triton kernel (fused_sampling.py) on CUDA.
     """
 
     decode_attention: str = "triton"
@@ -55,6 +56,7 @@ class EngineTuning:
     attention_int8_bits: bool = True
     attention_kernel: str = "words"
     host_wait: str = "block"
+    fused_sampling: bool = False
 
 
 @dataclass(frozen=True)

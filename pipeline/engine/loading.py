@@ -16,6 +16,7 @@ import torch
 
 import pipeline.engine.cuda_context as cuda_context  # noqa: PLR0402
 import pipeline.engine.decode_attention as decode_attention  # noqa: PLR0402 (a package import is a circle)
+import pipeline.engine.fused_sampling as fused_sampling  # noqa: PLR0402
 import pipeline.engine.gpt as gpt  # noqa: PLR0402
 import pipeline.engine.prefill as prefill  # noqa: PLR0402
 import pipeline.engine.step_graphs as step_graphs  # noqa: PLR0402
@@ -126,6 +127,7 @@ def apply_tuning(tuning: EngineTuning) -> None:
     decode_attention.INT8_BITS = tuning.attention_int8_bits
     decode_attention.KERNEL = tuning.attention_kernel
     cuda_context.WAIT = tuning.host_wait
+    fused_sampling.ON = tuning.fused_sampling
 
 
 def resolve_device(name: str) -> torch.device:

@@ -1,0 +1,130 @@
+"""A decode step's sampling as one kernel, one program per (row, codebook).
+
+``decode_step.sample_tokens`` runs the sampling of ``sampling.py`` as some twenty small PyTorch
+kernels (the temperature, the penalty's gather and scatter, the EOS mask, top-k, logsumexp, the
+nucleus' cumsum, the noise hash, argmax): at 1,024 rows on an H100/H200 they take ~0.3 ms of a
+~3.4-ms step, each a launch over a few MB. Here one program loads its 626 logits once and does
+it all in registers: the same operations in the same order on the same values, so it draws the
+same tokens (the noise is the same hash of row seed, step, codebook and token) up to float
+rounding in the logsumexp and cumsum, which only a tie within an ulp could turn.
+
+Off until measured on a GPU (``ON``; ``EngineTuning.fused_sampling``, ``TTS_JOBS_FUSED_SAMPLING``).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from pipeline.engine.sampling import REPETITION_WINDOW, RowSampling
+
+try:  # pragma: no cover - exercised on the GPU machine (and under TRITON_INTERPRET=1)
+    import triton
+    import triton.language as tl
+except ImportError:  # CPU builds of PyTorch
+    triton = None
+    tl = None
+
+ON = False  # the engine's choice (loading.apply_tuning)
+
+
+def available() -> bool:
+    return triton is not None
+
+
+def sample_fused(logits: torch.Tensor, sampling: RowSampling, window: torch.Tensor, allow: torch.Tensor,
+                 eos: int, row_step: torch.Tensor, cells: torch.Tensor) -> torch.Tensor:
+    """Tokens [B, Q] drawn from raw ``logits`` [B, Q, V] (float32) as ``decode_step.sample_tokens``
+    draws them: divided by each row's temperature, penalised over its ``window`` [B, Q, 16] where
+    ``sampling.penalised``, EOS masked where ``allow`` [B] is False, then top-p / top-k and the
+    row's Gumbel noise at its ``row_step`` over ``cells`` [1, Q, V] (argmax where greedy)."""
+    rows, codebooks, vocab = logits.shape
+    tokens = torch.empty(rows, codebooks, dtype=torch.int64, device=logits.device)
+    _sample_kernel[(rows, codebooks)](
+        logits.contiguous(), sampling.temperature, sampling.top_p, sampling.top_k, sampling.penalty,
+        sampling.seed_key, row_step, allow, window, cells, tokens, vocab, codebooks,
+        EOS=eos, PADDED=triton.next_power_of_2(vocab), WINDOW=REPETITION_WINDOW,
+        GREEDY=sampling.greedy, PENALISED=sampling.penalised, num_warps=4)
+    return tokens
+
+
+if triton is not None:  # pragma: no cover
+
+    @triton.jit
+    def _mix32(x):
+        """sampling._mix32 on uint32 (its products mod 2**32 are what the int64 masks keep)."""
+        x = x ^ (x >> 16)
+        x = x * 0x7FEB352D
+        x = x ^ (x >> 15)
+        x = x * 0x2C1B3C6D
+        return x ^ (x >> 16)
+
+    @triton.jit
+    def _processed_logits(logits_ptr, temperature_ptr, penalty_ptr, window_ptr, allow_ptr, row, code,
+                          vocab, codebooks, EOS: tl.constexpr, PADDED: tl.constexpr,
+                          WINDOW: tl.constexpr, PENALISED: tl.constexpr):
+        """The (row, codebook)'s logits over the padded vocabulary as sample_tokens makes them
+        before choosing: / temperature, the repetition penalty, EOS masked (-inf past the end)."""
+        token = tl.arange(0, PADDED)
+        inside = token < vocab
+        x = tl.load(logits_ptr + (row * codebooks + code) * vocab + token, mask=inside, other=float("-inf"))
+        x = x / tl.load(temperature_ptr + row)
+        if PENALISED:
+            seen = tl.load(window_ptr + (row * codebooks + code) * WINDOW + tl.arange(0, WINDOW))
+            count = tl.sum((token[:, None] == seen[None, :]).to(tl.int32), 1)
+            penalty = tl.load(penalty_ptr + row)
+            alpha = tl.full([PADDED], 1.0, tl.float32)
+            for times in tl.static_range(WINDOW):
+                alpha = tl.where(count > times, alpha * penalty, alpha)
+            x = tl.where(inside & (count > 0), tl.where(x < 0, x * alpha, x / alpha), x)
+        allowed = tl.load(allow_ptr + row).to(tl.int32)
+        return tl.where((token == EOS) & (allowed == 0), float("-inf"), x)
+
+    @triton.jit
+    def _sample_kernel(logits_ptr, temperature_ptr, top_p_ptr, top_k_ptr, penalty_ptr, seed_key_ptr,
+                       row_step_ptr, allow_ptr, window_ptr, cells_ptr, tokens_ptr, vocab, codebooks,
+                       EOS: tl.constexpr, PADDED: tl.constexpr, WINDOW: tl.constexpr,
+                       GREEDY: tl.constexpr, PENALISED: tl.constexpr):
+        row = tl.program_id(0)
+        code = tl.program_id(1)
+        x = _processed_logits(logits_ptr, temperature_ptr, penalty_ptr, window_ptr, allow_ptr, row, code,
+                              vocab, codebooks, EOS, PADDED, WINDOW, PENALISED)
+        if GREEDY:
+            chosen = tl.argmax(x, 0).to(tl.int64)
+        else:
+            chosen = _draw(x, top_p_ptr, top_k_ptr, seed_key_ptr, row_step_ptr, cells_ptr, row, code,
+                           vocab, PADDED)
+        tl.store(tokens_ptr + row * codebooks + code, chosen)
+
+    @triton.jit
+    def _draw(x, top_p_ptr, top_k_ptr, seed_key_ptr, row_step_ptr, cells_ptr, row, code, vocab,
+              PADDED: tl.constexpr):
+        """sampling.choose: tokens by descending logit (ties: the lower token first), the nucleus
+        by the probability of the better-ranked ones, then Gumbel-max among the kept."""
+        token = tl.arange(0, PADDED).to(tl.int64)
+        most = tl.max(x, 0)
+        logsumexp = most + tl.log(tl.sum(tl.exp(x - most), 0))
+        # a float's bits made an order-keeping integer, the token in the low bits (lower first)
+        bits = x.to(tl.int32, bitcast=True).to(tl.int64)
+        order_key = tl.where(bits >= 0, bits + 2147483648, -1 - bits)
+        ranked = tl.sort(order_key * PADDED + (PADDED - 1 - token), descending=True)
+        ranked_token = PADDED - 1 - ranked % PADDED
+        key = ranked // PADDED
+        best = tl.where(key >= 2147483648, key - 2147483648, -1 - key).to(tl.int32).to(tl.float32, bitcast=True)
+        probs = tl.exp(best - logsumexp)
+        mass_before = tl.cumsum(probs, 0) - probs
+        rank = tl.arange(0, PADDED)
+        top_p = tl.load(top_p_ptr + row)
+        top_k = tl.load(top_k_ptr + row)
+        nucleus = tl.where(top_p >= 1.0, 2.0, top_p)  # top-p 1 keeps all (any mass is below 2)
+        keep = (mass_before < nucleus) | (rank < tl.minimum(top_k, 3))
+        keep = keep & (rank < top_k) & (ranked_token < vocab)
+        seed_key = tl.load(seed_key_ptr + row).to(tl.uint32)
+        step = tl.load(row_step_ptr + row).to(tl.uint32)
+        step_key = _mix32(seed_key + step * 0x9E3779B1)
+        cell = tl.load(cells_ptr + code * vocab + ranked_token, mask=ranked_token < vocab, other=0)
+        noise_bits = _mix32(_mix32(step_key ^ cell.to(tl.uint32)))
+        uniform = ((noise_bits >> 8).to(tl.float32) + 0.5) * (1.0 / 16777216.0)
+        noise = -tl.log(-tl.log(uniform))
+        scores = tl.where(keep, best + noise, float("-inf"))
+        at = tl.argmax(scores, 0)
+        return tl.sum(tl.where(rank == at, ranked_token, 0), 0)

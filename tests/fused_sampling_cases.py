@@ -1,0 +1,48 @@
+"""Sampling cases drawn by the fused kernel (pipeline/engine/fused_sampling.py) and by the
+PyTorch ops of ``decode_step.sample_tokens`` alike, for the interpreter test and tests/gpu."""
+
+from __future__ import annotations
+
+import torch
+
+from pipeline.engine import fused_sampling
+from pipeline.engine.sampling import RowSampling, apply_penalty, choose, mask_eos, noise_cells
+
+
+def unfused(logits: torch.Tensor, sampling: RowSampling, window: torch.Tensor, allow: torch.Tensor,
+            eos: int, step: torch.Tensor, cells: torch.Tensor) -> torch.Tensor:
+    """``decode_step.sample_tokens``'s own operations."""
+    x = logits / sampling.temperature
+    if sampling.penalised:
+        x = apply_penalty(x, window, sampling.penalty)
+    return choose(mask_eos(x, eos, allow), sampling, step, cells)
+
+
+def disagreements(device: str, vocab: int, rows: int = 6, codebooks: int = 2) -> tuple[int, int]:
+    """(tokens the two ways drew differently, tokens drawn) over greedy, sampled and penalised
+    pools whose rows each have their own temperature, top-p, top-k, penalty, seed and step, with
+    EOS the likeliest token and masked for some rows, and the best tokens in the window."""
+    generator = torch.Generator().manual_seed(3)
+    eos, cells = vocab - 1, noise_cells(codebooks, vocab, torch.device(device))
+    differing = total = 0
+    pools = [([1, 2, 3, 5, 20, 64], [1.05, 1.0, 1.3, 1.05, 2.0, 1.1]),  # sampled, penalised
+             ([20, 3, 64, 7, 20, 2], [1.0] * rows),  # sampled
+             ([1] * rows, [1.2] * rows)]  # greedy, penalised
+    for number, (top_k, penalty) in enumerate(pools):
+        for scale in (1.0, 4.0):
+            logits = torch.randn(rows, codebooks, vocab, generator=generator) * scale
+            logits[:, :, eos] = logits.max() + 1.0
+            window = torch.randint(0, vocab + 1, (rows, codebooks, 16), generator=generator)
+            window[:, :, :3] = logits.argsort(-1, descending=True)[:, :, 1:4]
+            sampling = RowSampling.build([0.3, 0.7, 1.0, 0.5, 0.3, 1.2][:rows],
+                                         [0.7, 0.9, 1.0, 0.5, 0.3, 0.8][:rows], top_k[:rows],
+                                         penalty[:rows], [11 * i + number for i in range(rows)],
+                                         torch.device(device))
+            step = torch.randint(0, 500, (rows,), generator=generator).to(device)
+            allow = torch.tensor([i % 2 == 0 for i in range(rows)], device=device)
+            logits, window = logits.to(device), window.to(device)
+            want = unfused(logits.clone(), sampling, window, allow, eos, step, cells)
+            got = fused_sampling.sample_fused(logits.clone(), sampling, window, allow, eos, step, cells)
+            differing += int((want != got).sum())
+            total += want.numel()
+    return differing, total

@@ -1,0 +1,20 @@
+"""A decode step's sampling as one kernel (pipeline/engine/fused_sampling.py): under Triton's CPU
+interpreter it draws the tokens the PyTorch ops of ``decode_step.sample_tokens`` draw — greedy,
+sampled and penalised pools, each row with its own temperature, top-p, top-k, seed and step, EOS
+masked where a row may not end yet — and the engine runs it only where it was asked for."""
+
+from __future__ import annotations
+
+from tests.test_engine_kernels import worst_error_under_the_interpreter
+
+CHECK = """
+from tests.fused_sampling_cases import disagreements
+differing, total = disagreements("cpu", vocab=100)
+assert total == 3 * 2 * 6 * 2, total
+print(differing / total)
+"""
+
+
+def test_the_fused_kernel_draws_the_tokens_the_pytorch_ops_draw() -> None:
+    assert worst_error_under_the_interpreter(CHECK) == 0.0
+
