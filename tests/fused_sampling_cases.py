@@ -1,21 +1,12 @@
 """Sampling cases drawn by the fused kernel (pipeline/engine/fused_sampling.py) and by the
-PyTorch ops of ``decode_step.sample_tokens`` alike, for the interpreter test and tests/gpu."""
+PyTorch ops of ``sampling.sample`` (what ``decode_step.sample_tokens`` runs) alike, for the interpreter test and tests/gpu."""
 
 from __future__ import annotations
 
 import torch
 
 from pipeline.engine import fused_sampling
-from pipeline.engine.sampling import RowSampling, apply_penalty, choose, mask_eos, noise_cells
-
-
-def unfused(logits: torch.Tensor, sampling: RowSampling, window: torch.Tensor, allow: torch.Tensor,
-            eos: int, step: torch.Tensor, cells: torch.Tensor) -> torch.Tensor:
-    """``decode_step.sample_tokens``'s own operations."""
-    x = logits / sampling.temperature
-    if sampling.penalised:
-        x = apply_penalty(x, window, sampling.penalty)
-    return choose(mask_eos(x, eos, allow), sampling, step, cells)
+from pipeline.engine.sampling import RowSampling, noise_cells, sample
 
 
 def disagreements(device: str, vocab: int, rows: int = 6, codebooks: int = 2) -> tuple[int, int]:
@@ -41,7 +32,7 @@ def disagreements(device: str, vocab: int, rows: int = 6, codebooks: int = 2) ->
             step = torch.randint(0, 500, (rows,), generator=generator).to(device)
             allow = torch.tensor([i % 2 == 0 for i in range(rows)], device=device)
             logits, window = logits.to(device), window.to(device)
-            want = unfused(logits.clone(), sampling, window, allow, eos, step, cells)
+            want = sample(logits.clone(), sampling, window, allow, eos, step, cells)
             got = fused_sampling.sample_fused(logits.clone(), sampling, window, allow, eos, step, cells)
             differing += int((want != got).sum())
             total += want.numel()

@@ -1,5 +1,5 @@
 """A decode step's sampling as one kernel (pipeline/engine/fused_sampling.py): under Triton's CPU
-interpreter it draws the tokens the PyTorch ops of ``decode_step.sample_tokens`` draw — greedy,
+interpreter it draws the tokens the PyTorch ops of ``sampling.sample`` draw — greedy,
 sampled and penalised pools, each row with its own temperature, top-p, top-k, seed and step, EOS
 masked where a row may not end yet — and the engine runs it only where it was asked for."""
 

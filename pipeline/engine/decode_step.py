@@ -17,7 +17,7 @@ import torch
 
 import pipeline.engine.fused_sampling as fused_sampling  # noqa: PLR0402 (a package import is a circle)
 from pipeline.engine.gpt import FusedLlama
-from pipeline.engine.sampling import apply_penalty, choose, mask_eos, push_window
+from pipeline.engine.sampling import push_window, sample
 from pipeline.engine.slots import SlotState
 
 
@@ -56,15 +56,10 @@ def decode_step(gpt: FusedLlama, space: TokenSpace, state: SlotState, kind: Step
 def sample_tokens(space: TokenSpace, state: SlotState, kind: StepKind, step: torch.Tensor) -> torch.Tensor:
     b = kind.rows
     sampling = state.sampling.first(b, kind.greedy, kind.penalised, kind.candidates)
-    allow_eos = state.min_new[:b] <= step
-    if fused_sampling.ON and state.hidden.is_cuda and fused_sampling.available():
-        return fused_sampling.sample_fused(space.logits(state.hidden[:b]), sampling, state.window[:b],
-                                           allow_eos, space.eos, step, state.cells)
-    logits = space.logits(state.hidden[:b]) / sampling.temperature
-    if kind.penalised:
-        logits = apply_penalty(logits, state.window[:b], sampling.penalty)
-    logits = mask_eos(logits, space.eos, allow_eos)
-    return choose(logits, sampling, step, state.cells)
+    fused = fused_sampling.ON and state.hidden.is_cuda and fused_sampling.available()
+    draw = fused_sampling.sample_fused if fused else sample
+    return draw(space.logits(state.hidden[:b]), sampling, state.window[:b], state.min_new[:b] <= step,
+                space.eos, step, state.cells)
 
 
 def record_tokens(state: SlotState, b: int, step: torch.Tensor, tokens: torch.Tensor) -> None:

@@ -1,6 +1,6 @@
 """A decode step's sampling as one kernel, one program per (row, codebook).
 
-``decode_step.sample_tokens`` runs the sampling of ``sampling.py`` as some twenty small PyTorch
+``sampling.sample`` (what ``decode_step.sample_tokens`` runs) is some twenty small PyTorch
 kernels (the temperature, the penalty's gather and scatter, the EOS mask, top-k, logsumexp, the
 nucleus' cumsum, the noise hash, argmax): at 1,024 rows on an H100/H200 they take ~0.3 ms of a
 ~3.4-ms step, each a launch over a few MB. Here one program loads its 626 logits once and does
@@ -33,8 +33,8 @@ def available() -> bool:
 
 def sample_fused(logits: torch.Tensor, sampling: RowSampling, window: torch.Tensor, allow: torch.Tensor,
                  eos: int, row_step: torch.Tensor, cells: torch.Tensor) -> torch.Tensor:
-    """Tokens [B, Q] drawn from raw ``logits`` [B, Q, V] (float32) as ``decode_step.sample_tokens``
-    draws them: divided by each row's temperature, penalised over its ``window`` [B, Q, 16] where
+    """Tokens [B, Q] drawn from raw ``logits`` [B, Q, V] (float32) as ``sampling.sample`` draws
+    them: divided by each row's temperature, penalised over its ``window`` [B, Q, 16] where
     ``sampling.penalised``, EOS masked where ``allow`` [B] is False, then top-p / top-k and the
     row's Gumbel noise at its ``row_step`` over ``cells`` [1, Q, V] (argmax where greedy)."""
     rows, codebooks, vocab = logits.shape

@@ -125,6 +125,17 @@ def filter_top_p_top_k(probs: torch.Tensor, top_p: torch.Tensor,
     return in_nucleus & (rank < top_k)
 
 
+def sample(logits: torch.Tensor, sampling: RowSampling, window: torch.Tensor, allow: torch.Tensor,
+           eos: int, row_step: torch.Tensor, cells: torch.Tensor) -> torch.Tensor:
+    """Tokens [B, Q] from raw ``logits`` [B, Q, V]: / temperature, the repetition penalty over
+    each row's ``window`` (where the pool has one), EOS masked where ``allow`` [B] is False, then
+    ``choose``. ``fused_sampling.sample_fused`` is the same in one kernel."""
+    logits = logits / sampling.temperature
+    if sampling.penalised:
+        logits = apply_penalty(logits, window, sampling.penalty)
+    return choose(mask_eos(logits, eos, allow), sampling, row_step, cells)
+
+
 def choose(logits: torch.Tensor, sampling: RowSampling, row_step: torch.Tensor,
            cells: torch.Tensor) -> torch.Tensor:
     """Sample one token per (row, codebook) from processed ``logits`` [B, Q, V]; returns [B, Q].
