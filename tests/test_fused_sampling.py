@@ -10,7 +10,7 @@ from tests.test_engine_kernels import worst_error_under_the_interpreter
 CHECK = """
 from tests.fused_sampling_cases import disagreements
 differing, total = disagreements("cpu", vocab=100)
-assert total == 3 * 2 * 6 * 2, total
+assert total == 4 * 3 * 6 * 2, total
 print(differing / total)
 """
 

@@ -12,6 +12,7 @@ eager steps and the runner's step time are taken: the Triton kernels and CUDA gr
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import tempfile
 import time
@@ -21,10 +22,11 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from pipeline.bench.gpu_timing import seconds_per_run
-from pipeline.engine import EngineConfig, load_engine
+from pipeline.engine import EngineConfig, fused_sampling, load_engine
 from pipeline.engine import decode_step as ds
 from pipeline.engine import gpt as gpt_module
 from pipeline.engine.decode_step import StepKind, decode_step
+from pipeline.engine.sampling import sample
 from pipeline.engine.slots import SlotShape
 from pipeline.engine.weights import write_synthetic_weights
 
@@ -137,12 +139,13 @@ def time_step_parts(engine, state, kind: StepKind) -> None:
     tokens = ds.sample_tokens(space, state, kind, step)
     sampling = state.sampling.first(b, kind.greedy, kind.penalised, kind.candidates)
     logits = space.logits(state.hidden[:b])
+    after_logits = (state.window[:b], state.min_new[:b] <= step, space.eos, step, state.cells)
     parts = {
         "sampling: head logits": lambda: space.logits(state.hidden[:b]),
-        "sampling: everything after the logits": lambda: ds.choose(
-            ds.mask_eos(ds.apply_penalty(logits / sampling.temperature, state.window[:b],
-                                         sampling.penalty), space.eos, state.min_new[:b] <= step),
-            sampling, step, state.cells),
+        "sampling after the logits, PyTorch ops": lambda: sample(logits, sampling, *after_logits),
+        **{f"sampling after the logits, fused kernel, {warps} warps":
+           functools.partial(fused_sampling.sample_fused, logits, sampling, *after_logits, warps=warps)
+           for warps in (1, 2, 4, 8)},
         "sampling, whole": lambda: ds.sample_tokens(space, state, kind, step),
         "record + counters": lambda: (ds.record_tokens(state, b, step, tokens),
                                       ds.advance_counters(state, b, step, alive, tokens, space.eos)),

@@ -56,7 +56,7 @@ class EngineTuning:
     attention_int8_bits: bool = True
     attention_kernel: str = "words"
     host_wait: str = "block"
-    fused_sampling: bool = False
+    fused_sampling: bool = True
 
 
 @dataclass(frozen=True)

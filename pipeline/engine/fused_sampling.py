@@ -2,13 +2,16 @@
 
 ``sampling.sample`` (what ``decode_step.sample_tokens`` runs) is some twenty small PyTorch
 kernels (the temperature, the penalty's gather and scatter, the EOS mask, top-k, logsumexp, the
-nucleus' cumsum, the noise hash, argmax): at 1,024 rows on an H100/H200 they take ~0.3 ms of a
-~3.4-ms step, each a launch over a few MB. Here one program loads its 626 logits once and does
-it all in registers: the same operations in the same order on the same values, so it draws the
-same tokens (the noise is the same hash of row seed, step, codebook and token) up to float
-rounding in the logsumexp and cumsum, which only a tie within an ulp could turn.
+nucleus' cumsum, the noise hash, argmax): at 1,024 rows on an H100 they take 316 us of a ~3.3-ms
+step (step-profile), each a launch over a few MB. Here one program loads its 626 logits once and
+does it all in registers: the same operations in the same order on the same values, so it draws
+the same tokens (the noise is the same hash of row seed, step, codebook and token) up to float
+rounding in the logsumexp and the nucleus' running sum, which only a tie within an ulp could turn.
+The k best are taken one at a time, and no more once the nucleus is full: 81 us (8 warps; a sort
+of the whole vocabulary per program took 467). Engine bench, H100, same call: +4 % (3.31 ->
+3.13 ms a step).
 
-Off until measured on a GPU (``ON``; ``EngineTuning.fused_sampling``, ``TTS_JOBS_FUSED_SAMPLING``).
+On by default (``ON``; ``EngineTuning.fused_sampling``, ``TTS_JOBS_FUSED_SAMPLING=0`` runs the ops).
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ except ImportError:  # CPU builds of PyTorch
     triton = None
     tl = None
 
-ON = False  # the engine's choice (loading.apply_tuning)
+ON = True  # the engine's choice (loading.apply_tuning)
+WARPS = 8  # per program (step-profile, H100: 1 warp 539 us, 2 118, 4 96, 8 81)
 
 
 def available() -> bool:
@@ -32,7 +36,7 @@ def available() -> bool:
 
 
 def sample_fused(logits: torch.Tensor, sampling: RowSampling, window: torch.Tensor, allow: torch.Tensor,
-                 eos: int, row_step: torch.Tensor, cells: torch.Tensor) -> torch.Tensor:
+                 eos: int, row_step: torch.Tensor, cells: torch.Tensor, warps: int | None = None) -> torch.Tensor:
     """Tokens [B, Q] drawn from raw ``logits`` [B, Q, V] (float32) as ``sampling.sample`` draws
     them: divided by each row's temperature, penalised over its ``window`` [B, Q, 16] where
     ``sampling.penalised``, EOS masked where ``allow`` [B] is False, then top-p / top-k and the
@@ -43,7 +47,8 @@ def sample_fused(logits: torch.Tensor, sampling: RowSampling, window: torch.Tens
         logits.contiguous(), sampling.temperature, sampling.top_p, sampling.top_k, sampling.penalty,
         sampling.seed_key, row_step, allow, window, cells, tokens, vocab, codebooks,
         EOS=eos, PADDED=triton.next_power_of_2(vocab), WINDOW=REPETITION_WINDOW,
-        GREEDY=sampling.greedy, PENALISED=sampling.penalised, num_warps=4)
+        GREEDY=sampling.greedy, PENALISED=sampling.penalised, CANDIDATES=sampling.candidates,
+        num_warps=warps or WARPS)
     return tokens
 
 
@@ -83,23 +88,66 @@ if triton is not None:  # pragma: no cover
     def _sample_kernel(logits_ptr, temperature_ptr, top_p_ptr, top_k_ptr, penalty_ptr, seed_key_ptr,
                        row_step_ptr, allow_ptr, window_ptr, cells_ptr, tokens_ptr, vocab, codebooks,
                        EOS: tl.constexpr, PADDED: tl.constexpr, WINDOW: tl.constexpr,
-                       GREEDY: tl.constexpr, PENALISED: tl.constexpr):
+                       GREEDY: tl.constexpr, PENALISED: tl.constexpr, CANDIDATES: tl.constexpr):
         row = tl.program_id(0)
         code = tl.program_id(1)
         x = _processed_logits(logits_ptr, temperature_ptr, penalty_ptr, window_ptr, allow_ptr, row, code,
                               vocab, codebooks, EOS, PADDED, WINDOW, PENALISED)
         if GREEDY:
             chosen = tl.argmax(x, 0).to(tl.int64)
+        elif CANDIDATES > 0:
+            chosen = _draw_among_best(x, top_p_ptr, top_k_ptr, seed_key_ptr, row_step_ptr, cells_ptr, row,
+                                      code, vocab, PADDED, CANDIDATES)
         else:
             chosen = _draw(x, top_p_ptr, top_k_ptr, seed_key_ptr, row_step_ptr, cells_ptr, row, code,
                            vocab, PADDED)
         tl.store(tokens_ptr + row * codebooks + code, chosen)
 
     @triton.jit
+    def _noise(seed_key_ptr, row_step_ptr, cells_ptr, row, code, token, vocab):
+        """sampling.gumbel_noise of the row at its step for ``token`` of codebook ``code``."""
+        seed_key = tl.load(seed_key_ptr + row).to(tl.uint32)
+        step = tl.load(row_step_ptr + row).to(tl.uint32)
+        step_key = _mix32(seed_key + step * 0x9E3779B1)
+        cell = tl.load(cells_ptr + code * vocab + token, mask=token < vocab, other=0)
+        noise_bits = _mix32(_mix32(step_key ^ cell.to(tl.uint32)))
+        uniform = ((noise_bits >> 8).to(tl.float32) + 0.5) * (1.0 / 16777216.0)
+        return -tl.log(-tl.log(uniform))
+
+    @triton.jit
+    def _draw_among_best(x, top_p_ptr, top_k_ptr, seed_key_ptr, row_step_ptr, cells_ptr, row, code, vocab,
+                         PADDED: tl.constexpr, CANDIDATES: tl.constexpr):
+        """sampling.choose where the pool ranks its best candidates (top-k <= the largest bucket):
+        the row's k best tokens (k <= ``CANDIDATES``, the pool's bucket) taken one at a time, best
+        first (ties: the lower token), each
+        kept while the probability of those before it is under top-p (or among the first
+        min(k, 3)), then Gumbel-max among the kept."""
+        token = tl.arange(0, PADDED)
+        most = tl.max(x, 0)
+        logsumexp = most + tl.log(tl.sum(tl.exp(x - most), 0))
+        top_p = tl.load(top_p_ptr + row)
+        top_k = tl.load(top_k_ptr + row).to(tl.int32)
+        nucleus = tl.where(top_p >= 1.0, 2.0, top_p)  # top-p 1 keeps all (any mass is below 2)
+        left = x
+        kept = token < 0  # none yet
+        mass_before = tl.sum(tl.zeros([PADDED], tl.float32), 0)
+        for rank in range(0, CANDIDATES):
+            # once a rank is not kept none after it is (the mass before only grows): skipped
+            if (rank < top_k) & ((mass_before < nucleus) | (rank < tl.minimum(top_k, 3))):
+                best, at = tl.max(left, 0, return_indices=True, return_indices_tie_break_left=True)
+                kept = kept | (token == at)
+                left = tl.where(token == at, float("-inf"), left)
+                mass_before += tl.exp(best - logsumexp)
+        noise = _noise(seed_key_ptr, row_step_ptr, cells_ptr, row, code, token, vocab)
+        scores = tl.where(kept & (token < vocab), x + noise, float("-inf"))
+        return tl.argmax(scores, 0).to(tl.int64)
+
+    @triton.jit
     def _draw(x, top_p_ptr, top_k_ptr, seed_key_ptr, row_step_ptr, cells_ptr, row, code, vocab,
               PADDED: tl.constexpr):
-        """sampling.choose: tokens by descending logit (ties: the lower token first), the nucleus
-        by the probability of the better-ranked ones, then Gumbel-max among the kept."""
+        """sampling.choose where the pool ranks the whole vocabulary (a top-k past the buckets):
+        tokens by descending logit (ties: the lower token first), the nucleus by the probability of
+        the better-ranked ones, then Gumbel-max among the kept."""
         token = tl.arange(0, PADDED).to(tl.int64)
         most = tl.max(x, 0)
         logsumexp = most + tl.log(tl.sum(tl.exp(x - most), 0))
@@ -118,13 +166,7 @@ if triton is not None:  # pragma: no cover
         nucleus = tl.where(top_p >= 1.0, 2.0, top_p)  # top-p 1 keeps all (any mass is below 2)
         keep = (mass_before < nucleus) | (rank < tl.minimum(top_k, 3))
         keep = keep & (rank < top_k) & (ranked_token < vocab)
-        seed_key = tl.load(seed_key_ptr + row).to(tl.uint32)
-        step = tl.load(row_step_ptr + row).to(tl.uint32)
-        step_key = _mix32(seed_key + step * 0x9E3779B1)
-        cell = tl.load(cells_ptr + code * vocab + ranked_token, mask=ranked_token < vocab, other=0)
-        noise_bits = _mix32(_mix32(step_key ^ cell.to(tl.uint32)))
-        uniform = ((noise_bits >> 8).to(tl.float32) + 0.5) * (1.0 / 16777216.0)
-        noise = -tl.log(-tl.log(uniform))
+        noise = _noise(seed_key_ptr, row_step_ptr, cells_ptr, row, code, ranked_token, vocab)
         scores = tl.where(keep, best + noise, float("-inf"))
         at = tl.argmax(scores, 0)
         return tl.sum(tl.where(rank == at, ranked_token, 0), 0)
