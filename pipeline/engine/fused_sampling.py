@@ -119,9 +119,8 @@ if triton is not None:  # pragma: no cover
                          PADDED: tl.constexpr, CANDIDATES: tl.constexpr):
         """sampling.choose where the pool ranks its best candidates (top-k <= the largest bucket):
         the row's k best tokens (k <= ``CANDIDATES``, the pool's bucket) taken one at a time, best
-        first (ties: the lower token), each
-        kept while the probability of those before it is under top-p (or among the first
-        min(k, 3)), then Gumbel-max among the kept."""
+        first (ties: the lower token), each kept while the probability of those before it is under
+        top-p (or among the first min(k, 3)), then Gumbel-max among the kept."""
         token = tl.arange(0, PADDED)
         most = tl.max(x, 0)
         logsumexp = most + tl.log(tl.sum(tl.exp(x - most), 0))
