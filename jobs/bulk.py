@@ -23,6 +23,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ from jobs.submit import add_job, check_options, validate_book, withdraw_job
 from pipeline.errors import BookError, TtsJobsError
 from pipeline.files import file_sha256
 from storage import repo
+from storage.models import utcnow
 
 log = logging.getLogger(__name__)
 
@@ -95,8 +97,9 @@ class BookOutcome:
 def find_books(inbox: Path, recursive: bool = False) -> list[Path]:
     """Every file in ``inbox`` with a supported book extension, oldest first.
 
-    Oldest first: books are queued in the order they arrived, and of two copies of one book the
-    original (usually the older file) is the one submitted and named in the output.
+    Oldest first: books are recorded in the order they arrived (the queue speaks one run's books
+    largest first: ``QueueKey.LARGER_BOOK``), and of two copies of one book the original (usually
+    the older file) is the one submitted and named in the output.
     Hidden files are left out: editors and copy tools (rsync, browsers) write hidden temporaries.
 
     Raises:
@@ -133,17 +136,19 @@ def submit_inbox(rt: Runtime, inbox: Path, options: BulkOptions,
         TtsJobsError: the inbox, a format or the voice is wrong (nothing was submitted).
     """
     check_options(rt, options.job)
-    outcomes = []
+    outcomes, submitted_at = [], utcnow()  # one submission: its books are spoken largest first
     for path in find_books(inbox, options.recursive):
-        outcome = submit_one(rt, path, options, enqueue)
+        outcome = submit_one(rt, path, options, enqueue, submitted_at)
         log.debug("bulk: %s %s%s", outcome.outcome.value, path,
                   f" (job {outcome.job_id})" if outcome.job_id else "")
         outcomes.append(outcome)
     return outcomes
 
 
-def submit_one(rt: Runtime, path: Path, options: BulkOptions, enqueue: Enqueue) -> BookOutcome:
-    """Submit one book unless its content was submitted before (see the module docstring)."""
+def submit_one(rt: Runtime, path: Path, options: BulkOptions, enqueue: Enqueue,
+               submitted_at: datetime | None = None) -> BookOutcome:
+    """Submit one book unless its content was submitted before (see the module docstring);
+    ``submitted_at``: the run's submission, which its books share (``add_job``)."""
     try:
         if time.time() - path.stat().st_mtime < options.min_age_seconds:
             return BookOutcome(path, Outcome.SKIPPED, f"changed less than {options.min_age_seconds:g} s "
@@ -159,7 +164,7 @@ def submit_one(rt: Runtime, path: Path, options: BulkOptions, enqueue: Enqueue) 
     except BookError as exc:
         return BookOutcome(path, Outcome.UNREADABLE, _book_problem(exc), sha256=sha256)
     try:
-        job_id, book_dir = _record(rt, path, book, sha256, options)
+        job_id, book_dir = _record(rt, path, book, sha256, options, submitted_at)
     except IntegrityError:  # another run inserted the same hash after our check: it wins
         known = _already_submitted(rt, sha256)
         return replace(known, path=path) if known else BookOutcome(
@@ -187,7 +192,7 @@ def _already_submitted(rt: Runtime, sha256: str) -> BookOutcome | None:
 
 
 def _record(rt: Runtime, path: Path, book: Any, sha256: str,
-            options: BulkOptions) -> tuple[int, Path]:
+            options: BulkOptions, submitted_at: datetime | None = None) -> tuple[int, Path]:
     """Insert the bulk entry, then the job (which claims the book's folder), in one transaction.
     Returns (job id, book folder).
 
@@ -196,7 +201,8 @@ def _record(rt: Runtime, path: Path, book: Any, sha256: str,
     """
     with rt.session() as session:
         entry = repo.add_bulk_entry(session, sha256, str(path.resolve()))  # waits for a rival run
-        job = add_job(rt, session, path, book, replace(options.job, out_dir=options.out_dir), sha256)
+        job = add_job(rt, session, path, book, replace(options.job, out_dir=options.out_dir), sha256,
+                      submitted_at=submitted_at)
         book_dir = Path(job.options["out_dir"])
         try:
             entry.job_id = job.id

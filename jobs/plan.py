@@ -61,24 +61,39 @@ def plan_pending(rt: Runtime, job_ids: Sequence[int] | None = None, opening: boo
         limits, memory = plan_limits(rt.settings, live_synthesis_workers(session))
         policy = limits.policy
         first = policy.opening_waves if opening and len(sentences) > policy.plan_beside_from else None
-        # another book still being read will add batches behind these: they are not the queue's end
-        ends_queue = first is None and repo.jobs_being_read(session) == 0
+        # any book's last wave may end the queue: books submitted together are spoken largest
+        # first, not in the order they are read (so its last batches are cut for several workers)
+        ends_queue = first is None
         stretches = in_waves(sentences, policy.waves(), repo.shares_left_to_plan(session, priorities), first)
         planned_at, batches = utcnow(), []
+        places = repo.book_places(session, priorities, planned_at)
         for number, (stretch, opens_book) in enumerate(stretches):
             # each wave a plan of its own, made in order (a stream takes plans in creation order)
-            limits = replace(limits, ends_queue=ends_queue and number == len(stretches) - 1,
+            limits = replace(limits, ends_queue=ends_queue and ends_its_book(stretches, number),
                              lead_rows=policy.lead_rows if opens_book else 0)
             planned = [PlannedSentence(id=s.id, max_new_tokens=s.max_new_tokens,
                                        prompt_tokens=estimated_prompt_tokens(s.text),
                                        priority=priorities.get(s.job_id, 0)) for s in stretch]
             batches += repo.create_batches(session, plan_batches(planned, limits, memory),
-                                           planned_at=planned_at + timedelta(milliseconds=number))
+                                           planned_at=planned_at + timedelta(milliseconds=number),
+                                           place=stretch_place(places, {s.job_id for s in stretch}))
         session.commit()
         ids = [b.id for b in batches]
         log.info("planned %d sentences into %d batches%s", sum(len(s) for s, _ in stretches), len(ids),
                  f" in {len(stretches)} waves of chapters" if len(stretches) > 1 else "")
         return ids
+
+
+def ends_its_book(stretches: list[tuple[list, bool]], number: int) -> bool:
+    """Whether stretch ``number`` is its book's last (``in_waves`` gives them book after book)."""
+    return number == len(stretches) - 1 or stretches[number + 1][0][0].job_id != stretches[number][0][0].job_id
+
+
+def stretch_place(places: dict[int, repo.BookPlace], job_ids: set[int]) -> repo.BookPlace:
+    """Where a stretch's batches stand in the queue: its book's place (a stretch of several
+    books, as a plan of one wave makes, moves with the earliest submitted and the largest)."""
+    mine = [places[job_id] for job_id in job_ids]
+    return repo.BookPlace(min(p.submitted_at for p in mine), max(p.steps for p in mine))
 
 
 class PlanBeside:

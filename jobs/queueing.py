@@ -20,6 +20,7 @@ from jobs.lifecycle import RetryPlan, fail_job, retry_job
 from jobs.runtime import Runtime
 from jobs.submit import check_options, submit_book, withdraw_job
 from pipeline.errors import BookError
+from storage.models import utcnow
 
 
 @dataclass(frozen=True)
@@ -37,9 +38,10 @@ def submit_to_workers(rt: Runtime, books: Sequence[Path], options: JobOptions) -
     first: OptionError or BrokerUnreachable before anything is recorded."""
     check_options(rt, options)
     check_broker()
+    submitted_at = utcnow()  # one submission: its books are spoken largest first
     for book in books:
         try:
-            job_id = submit_book(rt, book, options)
+            job_id = submit_book(rt, book, options, submitted_at=submitted_at)
         except BookError as exc:
             yield Submission(book, error=exc)
             continue

@@ -7,6 +7,7 @@ ends with one line naming the problem and the fix.
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -62,15 +63,17 @@ class Validated(NamedTuple):
 
 
 def submit_book(rt: Runtime, path: Path, options: JobOptions, mode: JobMode = JobMode.CLUSTER,
-                runner: str | None = None, checked: Validated | None = None) -> int:
+                runner: str | None = None, checked: Validated | None = None,
+                submitted_at: datetime | None = None) -> int:
     """Validate a book, store a copy in the data directory and record a queued job. Returns its id.
     ``runner``: the process (host:pid) that runs an embedded job. ``checked``: the book as this
-    process validated it with these options already (not read again)."""
+    process validated it with these options already (not read again). ``submitted_at``: see
+    ``add_job``."""
     path = Path(path)
     check_choices(options)
     book, sha256 = checked or Validated(validate_book(path, options.reading()), file_sha256(path))
     with rt.session() as session:
-        job = add_job(rt, session, path, book, options, sha256, mode)
+        job = add_job(rt, session, path, book, options, sha256, mode, submitted_at)
         if runner is not None:
             job.runner, job.heartbeat_at = runner, utcnow()
         session.commit()
@@ -79,9 +82,11 @@ def submit_book(rt: Runtime, path: Path, options: JobOptions, mode: JobMode = Jo
 
 
 def add_job(rt: Runtime, session: Session, path: Path, book: Book, options: JobOptions, sha256: str,
-            mode: JobMode = JobMode.CLUSTER) -> Job:
+            mode: JobMode = JobMode.CLUSTER, submitted_at: datetime | None = None) -> Job:
     """Record a queued job for a validated book, claim its output folder (``OUT/<Author>/<Title>``)
-    and store its copy; the caller commits."""
+    and store its copy; the caller commits. ``submitted_at`` (else now) is its ``created_at``: the
+    books of one submit command or bulk run share it, and the queue speaks them largest first
+    (``QueueKey.LARGER_BOOK``)."""
     title = book.metadata.title or path.stem
     out_root = options.out_dir or default_out_root(rt.settings.data_dir)
     folder, _ = claim_book_folder(out_root, title, book.metadata.authors, sha256, options)
@@ -93,7 +98,7 @@ def add_job(rt: Runtime, session: Session, path: Path, book: Book, options: JobO
                   voice_embedding=resolve_voice(session, options.voice),
                   options={**options.to_json(), "out_root": str(out_root), "out_dir": str(folder),
                            **_dialogue_voice(session, options)},
-                  warnings=list(book.warnings), mode=mode.value)
+                  warnings=list(book.warnings), mode=mode.value, created_at=submitted_at or utcnow())
         session.add(job)
         session.flush()
         job.source_path = str(rt.artifacts.store_source(job.id, path))

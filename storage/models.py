@@ -199,6 +199,10 @@ class Batch(Base):
     estimated_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
     # the order a streaming worker takes queued batches in (storage/repo.next_queued_batch)
     priority: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # its book's submission (the job's created_at; a submit's books share it) and how many GPT
+    # steps the whole book may take: submissions in turn, the larger book of one first
+    submitted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    book_steps: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     longest_positions: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     attempts: Mapped[int] = mapped_column(Integer, default=0)  # claims
     failures: Mapped[int] = mapped_column(Integer, default=0, server_default="0")  # errors raised speaking it

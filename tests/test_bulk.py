@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from jobs.runtime import open_runtime
+from storage import repo
 from tests.books import write_epub, write_markdown
 from tests.conftest import env_for
 from tests.e2e_helpers import cli, popen_worker, read_log, status_json, terminate
@@ -64,7 +66,8 @@ def small_book(path: Path, title: str) -> Path:
 
 def test_each_new_book_is_submitted_once_and_the_output_says_what_was_skipped(
         tmp_path: Path, settings_factory, redis_url: str) -> None:  # type: ignore[no-untyped-def]
-    env = env_for(settings_factory())
+    settings = settings_factory()
+    env = env_for(settings)
     inbox, out = tmp_path / "inbox", tmp_path / "out"
     inbox.mkdir()
     alpha = small_book(inbox / "alpha.epub", "Alpha")
@@ -104,6 +107,11 @@ def test_each_new_book_is_submitted_once_and_the_output_says_what_was_skipped(
     assert books["broken.epub"]["outcome"] == "unreadable"
     assert {books[name]["outcome"] for name in ("alpha.epub", "alpha-renamed.epub", "beta.md")} == {"skipped"}
     assert len(status_json(env)) == 3 and queued_messages(redis_url) == 3
+    # one run's books are one submission (the queue speaks them largest first); the next run's later
+    beta_job, fresh_job = int(submitted[1].split("-> job ")[1].split()[0]), books["fresh.epub"]["job"]
+    with open_runtime(settings).read_session() as session:
+        at = {job_id: repo.get_job(session, job_id).created_at for job_id in (alpha_job, beta_job, fresh_job)}
+    assert at[alpha_job] == at[beta_job] < at[fresh_job]
 
 
 def test_wait_reports_a_book_that_did_not_finish_and_exits_non_zero(

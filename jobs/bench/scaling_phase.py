@@ -63,7 +63,7 @@ def run_phase(phase: Phase, books: list[Path], output_format: str) -> PhaseResul
         result.startup_seconds = round(time.monotonic() - started, 1)
         progress(f"phase {phase.name}: every worker ready after {result.startup_seconds} s; submitting")
         submitted = time.monotonic()
-        cores = CoresBusy(submitted)
+        cores = CoresBusy(submitted, trees={w.name: w.process.pid for w in phase.workers})
         job_ids = run_cli(["submit", *map(str, books), "-f", output_format], phase.env).split()
         progress(f"phase {phase.name}: submitted jobs {', '.join(job_ids)}")
         wait_until_done(phase, table, len(books))
@@ -84,8 +84,11 @@ def record_cores_busy(result: PhaseResult, cores: CoresBusy) -> None:
     stages = [("synthesizing", 0.0)]
     if result.to_synthesized_seconds is not None:
         stages.append(("tail", result.to_synthesized_seconds))
-    result.cores_busy = {name: round(busy, 1) for name, busy in
-                         cores.between_stages(stages, result.submit_to_done_wall_seconds or 0.0)}
+    wall = result.submit_to_done_wall_seconds or 0.0
+    result.cores_busy = {name: round(busy, 1) for name, busy in cores.between_stages(stages, wall)}
+    # which worker the busy cores went to (each with its pool, helpers and ffmpeg processes)
+    for stage, workers in cores.trees_between_stages(stages, wall).items():
+        result.cores_busy.update({f"{stage}, {worker}": round(busy, 1) for worker, busy in workers.items()})
     progress(f"phase {result.phase}: cores busy (of {os.cpu_count()}): "
              + "; ".join(f"{name} {busy}" for name, busy in result.cores_busy.items()))
 

@@ -17,9 +17,6 @@ from storage.repo.batches import (
     job_batches,
     last_batch_send,
     mark_batches_sent,
-    next_queued_batch,
-    queued_batch_count,
-    queued_batch_shape,
     queued_batches,
     release_batch,
     renew_lease,
@@ -60,6 +57,13 @@ from storage.repo.progress import (
     spoken_batch_spans,
     spoken_since,
 )
+from storage.repo.queue import (
+    BookPlace,
+    book_places,
+    next_queued_batch,
+    queued_batch_count,
+    queued_batch_shape,
+)
 from storage.repo.sentences import (
     NewSentence,
     SpokenSentence,
@@ -75,7 +79,6 @@ from storage.repo.sentences import (
     job_sentence_audio,
     job_sentence_audio_paths,
     job_token_budget,
-    jobs_being_read,
     longest_pending_sentence,
     longest_unplanned_span,
     record_spoken_sentences,
@@ -121,6 +124,8 @@ __all__ = [
     "claim_batch",
     "claim_unsent_batches",
     "cluster_jobs_in",
+    "BookPlace",
+    "book_places",
     "create_batches",
     "delete_job",
     "embedded_jobs_in",
@@ -145,7 +150,6 @@ __all__ = [
     "job_token_budget",
     "longest_pending_sentence",
     "longest_unplanned_span",
-    "jobs_being_read",
     "shares_left_to_plan",
     "jobs_with_unplanned_sentences",
     "last_batch_send",

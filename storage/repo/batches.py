@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
-from sqlalchemy import Select, and_, bindparam, case, func, or_, select, update
+from sqlalchemy import and_, bindparam, case, func, or_, select, update
 from sqlalchemy.orm import Session
 
-from pipeline.scheduling import QueueKey, SchedulingPolicy
 from pipeline.types import Batch as PlannedBatch
 from storage.models import Batch, BatchState, Job, JobState, Sentence, SentenceState, utcnow
+from storage.repo.queue import BookPlace
 from storage.repo.statements import execute_many
 
 _SENTENCE_TABLE = Sentence.__table__
@@ -21,10 +21,11 @@ _ATTACH_SENTENCE = (update(_SENTENCE_TABLE)
 
 
 def create_batches(session: Session, plan: Sequence[PlannedBatch],
-                   planned_at: datetime | None = None) -> list[Batch]:
+                   planned_at: datetime | None = None, place: BookPlace | None = None) -> list[Batch]:
     """Persist planned batches, their ids in plan order, and attach their sentences (which the
     caller holds locked). Every batch of the plan gets the same ``created_at`` (``planned_at``,
-    else now): streams take plans in the order they were made (``next_queued_batch``).
+    else now): streams take plans in the order they were made (``next_queued_batch``), after the
+    book ``place`` (its submission, its size) says; without one, the plan's time is its submission.
 
     One INSERT of the batches, one executemany UPDATE by primary key (no ORM session sync: its
     default matched every loaded sentence against every batch's id list, quadratic in the book;
@@ -32,7 +33,8 @@ def create_batches(session: Session, plan: Sequence[PlannedBatch],
     planned_at = planned_at or utcnow()
     rows = [Batch(size=len(planned.sentence_ids), estimated_bytes=planned.estimated_bytes,
                   priority=planned.priority, longest_positions=planned.longest_positions,
-                  created_at=planned_at)
+                  created_at=planned_at, submitted_at=place.submitted_at if place else None,
+                  book_steps=place.steps if place else None)
             for planned in plan]
     session.add_all(rows)
     session.flush()
@@ -67,52 +69,6 @@ def claim_batch(session: Session, batch_id: int, worker: str, lease_seconds: flo
     if result.rowcount != 1:
         return None
     return session.get(Batch, batch_id, populate_existing=True)
-
-
-def next_queued_batch(session: Session, suspects: bool = False, job_id: int | None = None,
-                      policy: SchedulingPolicy | None = None) -> int | None:
-    """The queued batch a streaming worker takes next, in the scheduling ``policy``'s queue order
-    (pipeline/scheduling.py says why: priority, then plan after plan, then longest first).
-
-    A suspect batch (``policy.is_suspect``: a holder's death was its doing) runs alone, never joins
-    a running stream; ``suspects`` includes it (a new task's first batch). ``job_id``: only batches
-    holding that job's sentences (an embedded run speaks its own book, whatever else the database
-    holds)."""
-    policy = policy or SchedulingPolicy()
-    query = _of_job(select(Batch.id).where(Batch.state == BatchState.QUEUED.value), job_id)
-    if not suspects:
-        query = query.where(Batch.solo_deaths == 0, Batch.holder_deaths < policy.suspect_after_deaths)
-    order = policy.queue_order
-    return session.scalar(query.order_by(*(_QUEUE_COLUMNS[key] for key in order)).limit(1))
-
-
-# How each of the policy's queue keys sorts (a plan's batches share their ``created_at``).
-_QUEUE_COLUMNS = {
-    QueueKey.PRIORITY: Batch.priority.desc(),
-    QueueKey.PLAN: Batch.created_at,
-    QueueKey.LONGEST: Batch.longest_positions.desc(),
-    QueueKey.OLDEST: Batch.id,
-}
-
-
-def queued_batch_count(session: Session, job_id: int | None = None) -> int:
-    """How many batches wait in the queue (holding sentences of ``job_id``, when given)."""
-    query = select(func.count(Batch.id)).where(Batch.state == BatchState.QUEUED.value)
-    return session.scalar(_of_job(query, job_id)) or 0
-
-
-def _of_job(query: Select, job_id: int | None) -> Select:
-    if job_id is None:
-        return query
-    return query.where(Batch.id.in_(select(Sentence.batch_id).where(Sentence.job_id == job_id)))
-
-
-def queued_batch_shape(session: Session, job_id: int) -> tuple[int, int]:
-    """(most sentences in one, most cache positions of one) over the job's queued batches."""
-    query = _of_job(select(func.max(Batch.size), func.max(Batch.longest_positions))
-                    .where(Batch.state == BatchState.QUEUED.value), job_id)
-    rows, positions = session.execute(query).one()
-    return rows or 0, positions or 0
 
 
 def batch_needs_refine(session: Session, batch_id: int) -> bool:

@@ -165,12 +165,6 @@ def longest_unplanned_span(session: Session, job_id: int) -> int:
         Sentence.state == SentenceState.PENDING.value)) or 0
 
 
-def jobs_being_read(session: Session) -> int:
-    """Jobs whose book is still to be read into sentences (queued or ingesting)."""
-    return session.scalar(select(func.count()).select_from(Job).where(
-        Job.state.in_([JobState.QUEUED.value, JobState.INGESTING.value]))) or 0
-
-
 def job_priorities(session: Session, job_ids: Iterable[int]) -> dict[int, int]:
     rows = session.execute(select(Job.id, Job.priority).where(Job.id.in_(list(job_ids))))
     return {job_id: priority for job_id, priority in rows}
