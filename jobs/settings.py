@@ -32,6 +32,7 @@
 | TTS_JOBS_CUDA_WAIT | block | how the threads that feed a GPU wait for it: block (asleep) or spin (a core spun; for measuring) |
 | TTS_JOBS_ATTENTION_KERNEL | words | the Triton attention kernel of a decode step: words (the int8 cache read as 32-bit words), single or split (for measuring) |
 | TTS_JOBS_FUSED_SAMPLING | 1 | 0: a decode step samples with some twenty PyTorch ops, not one Triton kernel (fused_sampling.py; same tokens, 81 vs 316 us a step at 1,024 rows on an H100) |
+| TTS_JOBS_FUSED_WAVEFORM | 1 | 0: each Decoder and Vocos block's depthwise convolution and LayerNorm run as PyTorch ops, not one Triton kernel (waveform_kernels.py) |
 | TTS_JOBS_ATTENTION_INT8_BITS | 1 | 1: that kernel makes the int8 cache's codes floats by their bits; 0: by the conversion instruction (for its sweep) |
 | TTS_JOBS_FAULT_AFTER_COMMIT | (none) | tests only: a process kills itself after the named commits (jobs/faults.py) |
 | TTS_JOBS_FAULT_PAUSE | (none) | tests only: `stage:seconds`, holds a stage once begun (jobs/faults.py) |
@@ -175,7 +176,8 @@ class Settings:
 TUNING_VARIABLES = ("TTS_JOBS_DECODE_ATTENTION", "TTS_JOBS_FUSED_LAYERS", "TTS_JOBS_CUDA_GRAPHS",
                     "TTS_JOBS_PREFILL_GRAPHS", "TTS_JOBS_DECODE_CUDNN", "TTS_JOBS_ATTENTION_BLOCK",
                     "TTS_JOBS_ATTENTION_WARPS", "TTS_JOBS_ATTENTION_STAGES", "TTS_JOBS_ATTENTION_INT8_BITS",
-                    "TTS_JOBS_ATTENTION_KERNEL", "TTS_JOBS_CUDA_WAIT", "TTS_JOBS_FUSED_SAMPLING")
+                    "TTS_JOBS_ATTENTION_KERNEL", "TTS_JOBS_CUDA_WAIT", "TTS_JOBS_FUSED_SAMPLING",
+                    "TTS_JOBS_FUSED_WAVEFORM")
 
 
 def _engine_tuning(env: Mapping[str, str]) -> EngineTuning | None:
@@ -197,6 +199,7 @@ def _engine_tuning(env: Mapping[str, str]) -> EngineTuning | None:
         attention_kernel=env.get("TTS_JOBS_ATTENTION_KERNEL", "words"),
         host_wait=env.get("TTS_JOBS_CUDA_WAIT", "block"),
         fused_sampling=env.get("TTS_JOBS_FUSED_SAMPLING", "1") != "0",
+        fused_waveform=env.get("TTS_JOBS_FUSED_WAVEFORM", "1") != "0",
     )
 
 

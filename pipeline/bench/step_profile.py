@@ -115,19 +115,29 @@ def sweep_word_kernel(query: torch.Tensor, int8_cache: tuple, used: torch.Tensor
 
 
 def profile_waveform_chunk(engine, rows: int = 64, steps: int = 256) -> None:
-    """Decoder + Vocos of one decode chunk (random hidden states): where its GPU time goes."""
+    """Decoder + Vocos of one decode chunk (random hidden states): where its GPU time goes, with
+    each ConvNeXt block's depthwise conv and LayerNorm as PyTorch ops and as one kernel."""
+    import pipeline.engine.waveform_kernels as waveform_kernels
+
     waveform = engine.parts.waveform
     hiddens = [torch.randn(steps, engine.parts.gpt.hidden, device="cuda") for _ in range(rows)]
-    for _ in range(2):
-        waveform.decode_on_device(hiddens)
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(3):
+    saved = waveform_kernels.FUSED
+    for fused in (False, True):
+        waveform_kernels.FUSED = fused
+        for _ in range(2):
             waveform.decode_on_device(hiddens)
         torch.cuda.synchronize()
-    print(f"Decoder+Vocos, {rows} rows x {steps} steps, 3 chunks:")
-    print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=15,
-                                    max_name_column_width=60))
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(3):
+                waveform.decode_on_device(hiddens)
+            torch.cuda.synchronize()
+        averages = prof.key_averages()
+        total = sum(a.self_device_time_total for a in averages) / 3 / 1e3
+        print(f"Decoder+Vocos, {rows} rows x {steps} steps ({rows * steps / 46.875:.0f} s of audio), "
+              f"{'one kernel' if fused else 'PyTorch ops'} for dwconv + LayerNorm: {total:.2f} ms of "
+              "GPU time a chunk")
+        print(averages.table(sort_by="cuda_time_total", row_limit=15, max_name_column_width=60))
+    waveform_kernels.FUSED = saved
 
 
 def time_step_parts(engine, state, kind: StepKind) -> None:

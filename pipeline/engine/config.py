@@ -43,6 +43,8 @@ class EngineTuning:
     host_wait: how a host thread waits for the GPU: "block" (asleep) or "spin" (a core spun;
     cuda_context.WAIT).
     fused_sampling: a decode step's sampling as one Triton kernel (fused_sampling.py) on CUDA.
+    fused_waveform: each Decoder and Vocos ConvNeXt block's depthwise convolution and LayerNorm
+    as one Triton kernel (waveform_kernels.py) on CUDA in half precision.
     """
 
     decode_attention: str = "triton"
@@ -57,6 +59,7 @@ class EngineTuning:
     attention_kernel: str = "words"
     host_wait: str = "block"
     fused_sampling: bool = True
+    fused_waveform: bool = True
 
 
 @dataclass(frozen=True)

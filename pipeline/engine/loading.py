@@ -21,6 +21,7 @@ import pipeline.engine.gpt as gpt  # noqa: PLR0402
 import pipeline.engine.prefill as prefill  # noqa: PLR0402
 import pipeline.engine.step_graphs as step_graphs  # noqa: PLR0402
 import pipeline.engine.waveform as waveform  # noqa: PLR0402
+import pipeline.engine.waveform_kernels as waveform_kernels  # noqa: PLR0402
 from pipeline.engine.checksums import verify_real_weights
 from pipeline.engine.config import PRECISIONS, EngineConfig, EngineTuning
 from pipeline.engine.cuda_context import device_ordinal, open_primary_context
@@ -128,6 +129,7 @@ def apply_tuning(tuning: EngineTuning) -> None:
     decode_attention.KERNEL = tuning.attention_kernel
     cuda_context.WAIT = tuning.host_wait
     fused_sampling.ON = tuning.fused_sampling
+    waveform_kernels.FUSED = tuning.fused_waveform
 
 
 def resolve_device(name: str) -> torch.device:

@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+import pipeline.engine.waveform_kernels as waveform_kernels  # noqa: PLR0402 (a package import is a circle)
 from pipeline.engine.graph_recording import Allowed
 from pipeline.engine.host_lists import to_device
 from pipeline.engine.waveform_graphs import WaveformGraphs
@@ -117,42 +118,42 @@ class WaveformDecoder:
 
     def decode_padded(self, x: torch.Tensor, frames: torch.Tensor) -> torch.Tensor:
         """Waveforms [R, (2S - 1) * hop] of hidden states x [R, S, C] (rows zero-padded past their
-        own ``frames`` [R] / 2 steps); every op has shapes fixed by x's."""
-        steps = x.shape[1]
-        x = x.to(self.dtype).transpose(1, 2).contiguous()
-        mask = (torch.arange(2 * steps, device=x.device) < frames[:, None]).unsqueeze(1)
-        mel = self._mel(x, mask.to(self.dtype))
-        return self._vocos(mel, mask)
+        own ``frames`` [R] / 2 steps); every op has shapes fixed by x's. Frames stay channels-last
+        ([R, 2S, channels], what the GEMMs read) from the hidden states to the spectrum."""
+        rows, steps, channels = x.shape
+        # mel frame 2s + j is step s's j-th half of channels (upstream's view and permute)
+        x = x.to(self.dtype).reshape(rows, 2 * steps, channels // 2)
+        mask = (torch.arange(2 * steps, device=x.device) < frames[:, None]).unsqueeze(2)  # [R, 2S, 1]
+        mel = self._mel(x, mask.to(self.dtype), frames)
+        return self._vocos(mel, mask, frames)
 
-    def _mel(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def _mel(self, x: torch.Tensor, mask: torch.Tensor, frames: torch.Tensor) -> torch.Tensor:
         """Upstream ``DVAE.forward(mode='decode')`` without VQ, each conv input masked."""
-        rows, channels, steps = x.shape
-        x = x.view(rows, 2, channels // 2, steps).permute(0, 2, 3, 1).flatten(2)
         net = self.decoder.decoder
         conv_a, act, conv_b = net.conv_in
         y = self._conv(conv_b, act(self._conv(conv_a, x * mask)) * mask)
         for block in net.decoder_block:
-            y = y + self._convnext(block, y * mask, block.weight)
+            y = self._convnext(block, y, mask, frames, block.weight)
         y = self._conv(net.conv_out, y)
-        return self._conv(self.decoder.out_conv, y * mask) * self.decoder.coef.to(self.dtype)
+        return self._conv(self.decoder.out_conv, y * mask) * self.decoder.coef.to(self.dtype).view(1, 1, -1)
 
-    def _vocos(self, mel: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def _vocos(self, mel: torch.Tensor, mask: torch.Tensor, frames: torch.Tensor) -> torch.Tensor:
         """Upstream ``Vocos.decode``: backbone in the decoder dtype, ISTFT in float32."""
         m = mask.to(self.dtype)
         backbone = self.vocos.backbone
-        x = self._conv(backbone.embed, mel * m)
-        x = backbone.norm(x.transpose(1, 2)).transpose(1, 2)
+        x = backbone.norm(self._conv(backbone.embed, mel * m))
         for block in backbone.convnext:
-            x = x + self._convnext(block, x * m, block.gamma)
-        x = backbone.final_layer_norm(x.transpose(1, 2))
-        spec = self._linear(self.vocos.head.out, x).transpose(1, 2).float()
-        magnitude, phase = spec.chunk(2, dim=1)
+            x = self._convnext(block, x, m, frames, block.gamma)
+        x = backbone.final_layer_norm(x)
+        spec = self._linear(self.vocos.head.out, x).float()  # [R, F, n_fft + 2]
+        magnitude, phase = spec.chunk(2, dim=2)
         magnitude = torch.clip(torch.exp(magnitude), max=1e2)
         complex_spec = magnitude * (torch.cos(phase) + 1j * torch.sin(phase))
-        return self._istft(complex_spec, mask.squeeze(1))
+        return self._istft(complex_spec, mask.squeeze(2))
 
     def _conv(self, conv: nn.Conv1d, x: torch.Tensor) -> torch.Tensor:
-        return conv_as_gemm(conv, x) if self.fixed_shapes else conv(x)
+        """``conv`` over channels-last x [R, T, C_in] -> [R, T', C_out]."""
+        return conv_as_gemm(conv, x) if self.fixed_shapes else conv(x.transpose(1, 2)).transpose(1, 2)
 
     def _linear(self, linear: nn.Linear, x: torch.Tensor) -> torch.Tensor:
         if not self.fixed_shapes:
@@ -160,23 +161,27 @@ class WaveformDecoder:
         flat = linear_in_tiles(x.reshape(-1, x.shape[-1]), linear.weight, linear.bias)
         return flat.view(*x.shape[:-1], flat.shape[-1])
 
-    def _convnext(self, block: nn.Module, x: torch.Tensor,
-                  scale: torch.Tensor | None) -> torch.Tensor:
-        """The residual branch of a ConvNeXt block (upstream's and Vocos's share this shape)."""
-        y = block.norm(block.dwconv(x).transpose(1, 2))
+    def _convnext(self, block: nn.Module, x: torch.Tensor, mask: torch.Tensor, frames: torch.Tensor,
+                  scale: torch.Tensor) -> torch.Tensor:
+        """A ConvNeXt block (upstream's and Vocos's share this shape) over channels-last x, its
+        branch's input masked: x + scale * branch. On CUDA in half precision the depthwise conv
+        and the LayerNorm are one kernel (``waveform_kernels``)."""
+        if x.is_cuda and self.fixed_shapes and waveform_kernels.FUSED and waveform_kernels.available():
+            y = waveform_kernels.dwconv_layer_norm(x, frames, block.dwconv, block.norm)
+        else:
+            y = waveform_kernels.dwconv_layer_norm_ops(x, mask, block.dwconv, block.norm)
         y = self._linear(block.pwconv2, block.act(self._linear(block.pwconv1, y)))
-        if scale is not None:
-            y = y * scale
-        return y.transpose(1, 2)
+        return torch.addcmul(x, y, scale)
 
     def _istft(self, spec: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """``torch.istft(center=True)`` per row: frames past a row's end add nothing, not even to
-        its window envelope. Returns [B, (F - 1) * hop] with F the longest row's frame count."""
+        """``torch.istft(center=True)`` per row of spec [B, F, bins]: frames past a row's end add
+        nothing, not even to its window envelope. Returns [B, (F - 1) * hop] with F the longest
+        row's frame count."""
         window = self.window.to(spec.device)
         n_fft, hop = self.n_fft, self.hop
         frames = _inverse_rfft(spec, n_fft, self.fixed_shapes) * window[None, :, None]
         frames = frames * mask[:, None, :]
-        count = spec.shape[-1]
+        count = spec.shape[1]
         length = (count - 1) * hop + n_fft
         fold = {"output_size": (1, length), "kernel_size": (1, n_fft), "stride": (1, hop)}
         audio = F.fold(frames, **fold)[:, 0, 0]
@@ -192,12 +197,12 @@ FFT_TILE = 4096  # frames per inverse FFT on the GPU: one cuFFT plan, ever
 
 
 def _inverse_rfft(spec: torch.Tensor, n_fft: int, tiled: bool) -> torch.Tensor:
-    """``torch.fft.irfft(spec, n_fft, dim=1)`` for spec [B, bins, F]. ``tiled`` (the GPU) puts
+    """Each frame's ``torch.fft.irfft`` for spec [B, F, bins], as [B, n_fft, F]. ``tiled`` (the GPU) puts
     the B * F frames through in batches of exactly ``FFT_TILE`` (the last one zero-padded): cuFFT
     builds a plan for every new batch shape, ~10-30 ms of host time on the H200, during which
     the decode steps' queue runs dry; every decode chunk has its own (B, F)."""
-    rows, bins, count = spec.shape
-    flat = spec.transpose(1, 2).reshape(rows * count, bins)
+    rows, count, bins = spec.shape
+    flat = spec.reshape(rows * count, bins)
     if not tiled:
         frames = torch.fft.irfft(flat, n_fft, dim=-1)
         return frames.view(rows, count, n_fft).transpose(1, 2)
@@ -235,18 +240,19 @@ def linear_in_tiles(x: torch.Tensor, weight: torch.Tensor,
 
 
 def conv_as_gemm(conv: nn.Conv1d, x: torch.Tensor) -> torch.Tensor:
-    """``conv(x)`` for x [B, C_in, T] (zero padding, stride 1, no groups) as one GEMM: every
-    row's sliding windows side by side [B * T, C_in * k] against the kernel [C_out, C_in * k]."""
+    """``conv`` over channels-last x [B, T, C_in] (zero padding, stride 1, no groups) as one GEMM:
+    every row's sliding windows side by side [B * T', C_in * k] against the kernel
+    [C_out, C_in * k]; channels-last out, [B, T', C_out]."""
     if conv.groups != 1 or conv.stride != (1,) or conv.padding_mode != "zeros":
-        return conv(x)
-    rows, channels, steps = x.shape
+        return conv(x.transpose(1, 2)).transpose(1, 2)
+    rows, steps, channels = x.shape
     (k,), (dilation,), (pad,) = conv.kernel_size, conv.dilation, conv.padding
     span = (k - 1) * dilation + 1
-    windows = F.pad(x, (pad, pad)).unfold(2, span, 1)[..., ::dilation]  # [B, C_in, T', k] view
-    out_steps = windows.shape[2]
-    columns = windows.permute(0, 2, 1, 3).reshape(rows * out_steps, channels * k)
+    windows = F.pad(x, (0, 0, pad, pad)).unfold(1, span, 1)[..., ::dilation]  # [B, T', C_in, k] view
+    out_steps = windows.shape[1]
+    columns = windows.reshape(rows * out_steps, channels * k)
     y = linear_in_tiles(columns, conv.weight.reshape(conv.out_channels, channels * k), conv.bias)
-    return y.view(rows, out_steps, conv.out_channels).transpose(1, 2)
+    return y.view(rows, out_steps, conv.out_channels)
 
 
 def to_numpy(waves: Sequence[torch.Tensor]) -> list[np.ndarray]:

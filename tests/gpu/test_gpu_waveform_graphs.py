@@ -69,3 +69,28 @@ def test_a_streams_first_finished_row_is_handed_on_before_any_more_finish(tmp_pa
             time.sleep(0.01)
         assert heard == [0]  # nothing else was submitted
         alongside.collect()
+
+
+def test_the_fused_depthwise_convolution_and_layer_norm_give_the_ops_waveforms(tmp_path: Path) -> None:
+    """Each ConvNeXt block's depthwise conv + LayerNorm as one kernel (waveform_kernels.py), compiled
+    for this GPU: the waveforms of rows of many lengths decoded together as with the PyTorch ops,
+    within half precision (the engine bench's fidelity against float32 is 58 dB)."""
+    import pipeline.engine.waveform_kernels as waveform_kernels
+
+    engine = synthetic_engine(tmp_path, "full", "cuda", "fp16")
+    waveform = engine._parts.waveform
+    waveform.graphs.enabled = False
+    generator = torch.Generator().manual_seed(7)
+    lengths = [int(n) for n in torch.randint(5, 700, (48,), generator=generator)]
+    hiddens = [torch.randn(n, engine._parts.gpt.hidden, generator=generator).half().cuda() * 0.5
+               for n in lengths]
+    try:
+        waveform_kernels.FUSED = False
+        ops = waveform.decode(hiddens)
+        waveform_kernels.FUSED = True
+        fused = waveform.decode(hiddens)
+    finally:
+        waveform_kernels.FUSED = True
+    for got, want in zip(fused, ops):
+        assert got.shape == want.shape
+        assert snr_db(got, want) > 50

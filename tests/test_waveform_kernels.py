@@ -1,0 +1,41 @@
+"""A ConvNeXt block's depthwise convolution and LayerNorm as one kernel
+(pipeline/engine/waveform_kernels.py), under Triton's CPU interpreter, against the PyTorch ops the
+CPU runs: channels-last frames, each row read only up to its own length, taps that reach past both
+ends, a dilation, a stretch of frames that ends inside a program, and channels not a power of 2."""
+
+from __future__ import annotations
+
+from tests.test_engine_kernels import worst_error_under_the_interpreter
+
+DWCONV_NORM_CHECK = r"""
+import torch
+from torch import nn
+from pipeline.engine import waveform_kernels as wk
+
+torch.manual_seed(4)
+worst = 0.0
+for channels, taps, dilation, steps, dtype in ((512, 7, 2, 37, torch.float32), (100, 7, 1, 20, torch.float32),
+                                                (512, 7, 1, 33, torch.float16)):
+    conv = nn.Conv1d(channels, channels, taps, padding=dilation * (taps // 2), dilation=dilation, groups=channels)
+    norm = nn.LayerNorm(channels, eps=1e-6)
+    with torch.no_grad():
+        norm.weight.uniform_(0.5, 1.5)
+        norm.bias.uniform_(-0.5, 0.5)
+    conv, norm = conv.to(dtype), norm.to(dtype)
+    x = torch.randn(3, steps, channels).to(dtype)
+    frames = torch.tensor([steps, 5, 0])  # a full row, a short one, a padding row
+    mask = (torch.arange(steps) < frames[:, None]).unsqueeze(2).to(dtype)
+    garbage = x.clone()
+    garbage[1, 5:] = float("nan")  # past a row's length nothing is read
+    with torch.no_grad():
+        got = wk.dwconv_layer_norm(garbage, frames, conv, norm)
+        want = wk.dwconv_layer_norm_ops(x.float(), mask.float(), conv.float(), norm.float())
+    assert got.shape == x.shape and got.dtype == dtype and not torch.isnan(got).any()
+    worst = max(worst, (got.float() - want).abs().max().item())
+print(worst)
+"""
+
+
+def test_the_fused_depthwise_convolution_and_layer_norm_match_the_pytorch_ops() -> None:
+    """Within half precision's rounding of float32 PyTorch (outputs are LayerNorm'd: ~unit scale)."""
+    assert worst_error_under_the_interpreter(DWCONV_NORM_CHECK) < 1e-2
