@@ -121,7 +121,8 @@ def profile_waveform_chunk(engine, rows: int = 64, steps: int = 256) -> None:
 
     waveform = engine.parts.waveform
     hiddens = [torch.randn(steps, engine.parts.gpt.hidden, device="cuda") for _ in range(rows)]
-    saved = waveform_kernels.FUSED
+    saved = waveform_kernels.FUSED, waveform.graphs.enabled
+    waveform.graphs.enabled = False  # eager: a graph captured one way would replay it the other way too
     for fused in (False, True):
         waveform_kernels.FUSED = fused
         for _ in range(2):
@@ -137,7 +138,7 @@ def profile_waveform_chunk(engine, rows: int = 64, steps: int = 256) -> None:
               f"{'one kernel' if fused else 'PyTorch ops'} for dwconv + LayerNorm: {total:.2f} ms of "
               "GPU time a chunk")
         print(averages.table(sort_by="cuda_time_total", row_limit=15, max_name_column_width=60))
-    waveform_kernels.FUSED = saved
+    waveform_kernels.FUSED, waveform.graphs.enabled = saved
 
 
 def time_step_parts(engine, state, kind: StepKind) -> None:
