@@ -131,9 +131,10 @@ def prepare_spoken(rt: Runtime, job_id: int, book: BookAhead) -> tuple[int, bool
     its work directory after each. Each stretch is laid out (measured, stitched) while the one
     before it encodes: one after the other, the steps before the encodes left cores idle and the
     preparation of a 25.8-hour book lagged its speaking by a stretch on an H200 host. A stretch
-    laid out once the speaking has ended is not encoded (``book`` is not used again). Returns how
-    many were prepared, and whether every stretch was (after one that was not, the assembly does
-    the rest)."""
+    laid out once the speaking has ended is not encoded, nor stitched when it ended while its
+    chapters were measured (``book`` is not used again): the assembly waits for the stretch under
+    way, not for work it would drop. Returns how many were prepared, and whether every stretch was
+    (after one that was not, the assembly does the rest)."""
     done, encoding, waves = 0, None, book_waves(rt)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="encode-stretch") as encoder:
         try:
@@ -142,7 +143,10 @@ def prepare_spoken(rt: Runtime, job_id: int, book: BookAhead) -> tuple[int, bool
                 end = min(spoken_chapters(rt, job_id, book.chapters), first + stretch_chapters(book.chapters, waves))
                 if end <= first:
                     break
-                stretch = book.lay_out(chapters_between(rt, job_id, first, end))
+                stretch = book.lay_out(chapters_between(rt, job_id, first, end),
+                                       keep_going=lambda: _still_spoken(rt, job_id))
+                if stretch is None:  # spoken meanwhile: the assembly, on every core, does it
+                    break
                 done += _kept(rt, job_id, book, encoding)
                 encoding = None
                 if not _still_spoken(rt, job_id):  # spoken meanwhile: the assembly, on every core, encodes it

@@ -216,9 +216,9 @@ def test_the_next_stretch_is_laid_out_while_the_one_before_it_encodes(
     overlapped: list[bool] = []
     real_lay_out, real_encode = BookAhead.lay_out, BookAhead.encode
 
-    def lay_out(self: BookAhead, chapters):  # type: ignore[no-untyped-def]
+    def lay_out(self: BookAhead, chapters, **keep_going):  # type: ignore[no-untyped-def]
         laid_out[self.next_to_lay_out].set()
-        return real_lay_out(self, chapters)
+        return real_lay_out(self, chapters, **keep_going)
 
     def encode(self: BookAhead, stretch) -> None:  # type: ignore[no-untyped-def]
         following = stretch.first + len(stretch.chapters)
@@ -238,6 +238,43 @@ def test_the_next_stretch_is_laid_out_while_the_one_before_it_encodes(
 
     assert overlapped == [True, True]
     assert [c.audio.index for c in take_prepared(rt, job_id)] == list(range(9))
+
+
+def test_a_stretch_whose_book_was_spoken_while_it_was_measured_is_not_stitched(
+        rt: Runtime, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Nine of seventeen chapters spoken; the book's last sentence is recorded while the second
+    stretch is being measured: the first stretch is kept, the second is not stitched (the
+    assembly stitches it, and would wait for those stitches only to drop them), and the
+    preparation ends there."""
+    from sqlalchemy import update
+
+    from jobs.assemble_ahead import prepare_ahead, take_prepared
+    from jobs.ingest import ingest_job
+    from jobs.submit import submit_book
+    from pipeline.audio import ahead
+    from storage.models import Job, JobState
+
+    real_measure = ahead.measure_chapter
+
+    def measure_chapter(chapter, *args):  # type: ignore[no-untyped-def]
+        if chapter.index == 3:  # the second stretch's first chapter: the speaking ends now
+            with rt.session() as session:
+                session.execute(update(Job).where(Job.id == job_id).values(state=JobState.ASSEMBLING.value))
+                session.commit()
+        return real_measure(chapter, *args)
+
+    monkeypatch.setattr(ahead, "measure_chapter", measure_chapter)
+    chapters = [(f"Part {n}", [f"Part {n} has one sentence."]) for n in range(1, 18)]
+    job_id = submit_book(rt, write_epub(tmp_path / "long.epub", "Ended", chapters),
+                         JobOptions(out_dir=tmp_path / "out"))
+    assert ingest_job(rt, job_id)
+    speak_chapters(rt, job_id, set(range(9)), 0.3)
+
+    assert prepare_ahead(rt, job_id) == 3
+
+    assert [c.audio.index for c in take_prepared(rt, job_id)] == [0, 1, 2]
+    stitched = sorted(p.name for p in rt.artifacts.work_dir(job_id).glob("chapter_*.wav"))
+    assert stitched == ["chapter_0001.wav", "chapter_0002.wav", "chapter_0003.wav"]
 
 
 def speak_chapters(rt: Runtime, job_id: int, chapters: set[int], seconds: float) -> None:

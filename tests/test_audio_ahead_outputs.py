@@ -123,9 +123,10 @@ def test_a_chapter_spoken_again_after_it_was_prepared_is_prepared_again(tmp_path
 
 def test_when_the_speaking_ends_only_the_encodes_under_way_are_waited_for(tmp_path: Path) -> None:
     """Chapter 1 prepared; chapter 2 being laid out (its sentences being read) and chapter 3
-    handed over when the book is all spoken: chapter 3 is never begun and chapter 2, laid out, is
-    not encoded (the assembly, on every core at full priority, does both sooner than the
-    preparation would before it); the assembly takes chapter 1 as prepared and makes the book."""
+    handed over when the book is all spoken: chapter 3 is never begun and chapter 2 is measured but
+    neither stitched nor encoded (the assembly, on every core at full priority, does both sooner
+    than the preparation would before it); the assembly takes chapter 1 as prepared and makes the
+    book."""
     import threading
     import time
 
@@ -163,7 +164,8 @@ def test_when_the_speaking_ends_only_the_encodes_under_way_are_waited_for(tmp_pa
 
     assert third is not None and third.cancelled()
     assert loaded == [(0, 1), (1, 2)]
-    assert [c.audio.index for c in finished[0]] == [0] and book.next_to_lay_out == 2
+    assert [c.audio.index for c in finished[0]] == [0] and book.next_to_lay_out == 1
+    assert not (tmp_path / "w" / "chapter_0002.wav").exists()
     report = assemble_audiobook(chapters, METADATA, tmp_path / "out", tmp_path / "w", options, prepared=finished[0])
     assert len(report.chapters) == 4
 

@@ -125,12 +125,17 @@ class BookAhead:
 
     def prepare(self, chapters: Sequence[ChapterAudio]) -> None:
         """Prepare ``chapters``, the book's next ones in reading order (never its last)."""
-        self.encode(self.lay_out(chapters))
+        stretch = self.lay_out(chapters)
+        assert stretch is not None  # nothing says stop
+        self.encode(stretch)
 
-    def lay_out(self, chapters: Sequence[ChapterAudio]) -> LaidOut:
+    def lay_out(self, chapters: Sequence[ChapterAudio],
+                keep_going: Callable[[], bool] = lambda: True) -> LaidOut | None:
         """The steps of ``chapters`` (the next ones to lay out, never the book's last) before their
         encodes: measured, stitched, levelled, cut into M4B pieces with their AAC plans. The next
-        stretch may be laid out while this one is encoded (``encode``, in the same order)."""
+        stretch may be laid out while this one is encoded (``encode``, in the same order). None,
+        nothing stitched, when ``keep_going`` says no once they are measured (the book's speaking
+        ended: its assembly stitches them, and would wait for these stitches only to drop them)."""
         first = self._laid_out
         if not chapters or first + len(chapters) >= self.chapters:
             raise ValueError(f"chapters {first}..{first + len(chapters) - 1} of {self.chapters} cannot be "
@@ -142,6 +147,8 @@ class BookAhead:
             (len(c.sentences), f"measuring chapter {c.index + 1} ({c.title!r})", measure_chapter,
              (c, self.options, chapter_pause(self.options, first + i, self.chapters)))
             for i, c in enumerate(chapters)], self.options)
+        if not keep_going():
+            return None
         stitched = run_per_chapter([
             (len(m.sentences), f"stitching chapter {m.index + 1}", stitch_chapter,
              (m, chapter_wav_path(self.work_dir, first + i)))

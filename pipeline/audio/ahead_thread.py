@@ -51,9 +51,11 @@ class AheadThread:
         if self.book.next_to_lay_out != first:  # an earlier stretch failed: the assembly does the rest
             return
         try:
-            stretch = self.book.lay_out(self._load(first, end))
+            stretch = self.book.lay_out(self._load(first, end), keep_going=lambda: not self._finishing.is_set())
         except Exception as exc:  # noqa: BLE001 - the assembly will do these chapters itself
             self._failed(first, end, exc)
+            return
+        if stretch is None:  # the book was spoken meanwhile: the assembly stitches these itself
             return
         if self._encoding is not None:  # one stretch laid out ahead of the encodes, no more
             self._encoding.result()
