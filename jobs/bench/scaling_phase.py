@@ -22,7 +22,7 @@ from jobs.bench.scaling_setup import (
     seconds_left,
     synthesis_worker_name,
 )
-from pipeline.bench.host_cores import CoresBusy
+from pipeline.bench.host_cores import CoresBusy, named_trees
 from pipeline.bench.kit import Tools
 from pipeline.bench.processes import parent_pid, redis_running, start_worker, stop_process_groups
 from pipeline.bench.run_log import RunFailed, progress
@@ -63,7 +63,7 @@ def run_phase(phase: Phase, books: list[Path], output_format: str) -> PhaseResul
         result.startup_seconds = round(time.monotonic() - started, 1)
         progress(f"phase {phase.name}: every worker ready after {result.startup_seconds} s; submitting")
         submitted = time.monotonic()
-        cores = CoresBusy(submitted, trees={w.name: w.process.pid for w in phase.workers})
+        cores = CoresBusy(submitted, named_trees({w.name: w.process.pid for w in phase.workers}))
         job_ids = run_cli(["submit", *map(str, books), "-f", output_format], phase.env).split()
         progress(f"phase {phase.name}: submitted jobs {', '.join(job_ids)}")
         wait_until_done(phase, table, len(books))
@@ -87,7 +87,7 @@ def record_cores_busy(result: PhaseResult, cores: CoresBusy) -> None:
     wall = result.submit_to_done_wall_seconds or 0.0
     result.cores_busy = {name: round(busy, 1) for name, busy in cores.between_stages(stages, wall)}
     # which worker the busy cores went to (each with its pool, helpers and ffmpeg processes)
-    for stage, workers in cores.trees_between_stages(stages, wall).items():
+    for stage, workers in cores.groups_between_stages(stages, wall).items():
         result.cores_busy.update({f"{stage}, {worker}": round(busy, 1) for worker, busy in workers.items()})
     progress(f"phase {result.phase}: cores busy (of {os.cpu_count()}): "
              + "; ".join(f"{name} {busy}" for name, busy in result.cores_busy.items()))

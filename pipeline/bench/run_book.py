@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -36,7 +37,7 @@ from pathlib import Path
 
 from jobs.settings import Settings, child_environment
 from pipeline.bench import host_speed
-from pipeline.bench.host_cores import CoresBusy
+from pipeline.bench.host_cores import CoresBusy, parts_of
 from pipeline.bench.kit import kit_ffmpeg
 from pipeline.bench.shelf import write_epub_book
 
@@ -154,9 +155,9 @@ def timed_run(command: list[str], env: dict[str, str], number: int, tree: Path =
     """One `tts-jobs run`: its wall time, and when each stage began (from its piped progress)."""
     started = time.monotonic()
     first_sentence = FirstSentence(Path(env["TTS_JOBS_DATA_DIR"]), started)
-    cores = CoresBusy(started)
     process = subprocess.Popen([sys.executable, "-m", "jobs.cli", *command], env=env, text=True, cwd=tree,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    cores = CoresBusy(started, parts_of(process.pid, run_part))
     stages: list[tuple[str, float]] = []
     assert process.stderr is not None
     for line in process.stderr:
@@ -172,10 +173,11 @@ def timed_run(command: list[str], env: dict[str, str], number: int, tree: Path =
     if first_sentence.at is not None:
         stages = sorted([*stages, ("first sentence written", first_sentence.at)], key=lambda stage: stage[1])
     busy = cores.between_stages(stages, wall)
+    parts = cores.groups_between_stages(stages, wall)
     if code != 0:  # said in the table; the other variants' runs go on
         print(f"run {number} failed ({code})", flush=True)
         return {"run": number, "wall_s": wall, "audio_s": 0.0, "x_realtime": 0.0, "stages": stages,
-                "cores_busy": busy, "failed": code}
+                "cores_busy": busy, "cores_by_part": parts, "failed": code}
     status = json.loads(tts_jobs(["status", "--json"], env, tree))
     job = status[0] if isinstance(status, list) else status["jobs"][0]
     audio = float((job.get("report") or {}).get("total_seconds") or job.get("audio_seconds") or 0.0)
@@ -183,9 +185,22 @@ def timed_run(command: list[str], env: dict[str, str], number: int, tree: Path =
           flush=True)
     print(f"run {number}: cores busy (of {os.cpu_count()}), by stage: "
           + "; ".join(f"{name} {cores_busy:.1f}" for name, cores_busy in busy), flush=True)
+    for stage, by_part in parts.items():  # the run's process and its children, by what they are
+        print(f"run {number}: {stage}: cores by part: "
+              + "; ".join(f"{part} {cores_busy:.1f}" for part, cores_busy in by_part.items()), flush=True)
     return {"run": number, "wall_s": wall, "audio_s": audio, "x_realtime": audio / wall, "stages": stages,
-            "cores_busy": busy}
+            "cores_busy": busy, "cores_by_part": parts}
 
+
+
+def run_part(command: str) -> str:
+    """What a child of `tts-jobs run` is, from its command line."""
+    for marker, name in (("assemble_ahead_child", "assembling ahead"), ("jobs.plan", "planning the rest"),
+                         ("stitch_helpers", "measure and stitch helpers"), ("ffmpeg", "ffmpeg")):
+        if marker in command:
+            return name
+    started = re.findall(r"import ([\w.]+) as", command)  # a child started as `python -c "import M as child; ..."`
+    return started[-1] if started else command.split(" ", 1)[0].rsplit("/", 1)[-1] or "other"
 
 
 class FirstSentence:
