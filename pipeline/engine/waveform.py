@@ -147,8 +147,8 @@ class WaveformDecoder:
         x = backbone.final_layer_norm(x)
         spec = self._linear(self.vocos.head.out, x).float()  # [R, F, n_fft + 2]
         magnitude, phase = spec.chunk(2, dim=2)
-        magnitude = torch.clip(torch.exp(magnitude), max=1e2)
-        complex_spec = magnitude * (torch.cos(phase) + 1j * torch.sin(phase))
+        magnitude = torch.exp(magnitude).clamp_(max=1e2)
+        complex_spec = torch.polar(magnitude, phase)  # upstream's mag * (cos + 1j * sin), one pass not five
         return self._istft(complex_spec, mask.squeeze(2))
 
     def _conv(self, conv: nn.Conv1d, x: torch.Tensor) -> torch.Tensor:
