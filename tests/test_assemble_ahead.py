@@ -153,14 +153,8 @@ def test_a_book_behind_its_speaking_is_prepared_a_wave_of_chapters_at_a_time(
     stretches of a wave's worth (17 / 8 waves: three chapters), so that the speaking's end finds
     at most a wave under way, and the assembly, on every core, begins on the rest."""
     from jobs.assemble_ahead import prepare_ahead, take_prepared
-    from jobs.ingest import ingest_job
-    from jobs.submit import submit_book
 
-    chapters = [(f"Part {n}", [f"Part {n} has one sentence."]) for n in range(1, 18)]
-    job_id = submit_book(rt, write_epub(tmp_path / "long.epub", "Behind", chapters),
-                         JobOptions(out_dir=tmp_path / "out"))
-    assert ingest_job(rt, job_id)
-    speak_chapters(rt, job_id, set(range(10)), 0.3)
+    job_id = seventeen_parts_spoken(rt, tmp_path, "Behind", 10)
     caplog.set_level(logging.INFO)
 
     assert prepare_ahead(rt, job_id) == 10
@@ -208,8 +202,6 @@ def test_the_next_stretch_is_laid_out_while_the_one_before_it_encodes(
     import threading
 
     from jobs.assemble_ahead import prepare_ahead, take_prepared
-    from jobs.ingest import ingest_job
-    from jobs.submit import submit_book
     from pipeline.audio.ahead import BookAhead
 
     laid_out: dict[int, threading.Event] = {first: threading.Event() for first in (0, 3, 6)}
@@ -228,11 +220,7 @@ def test_the_next_stretch_is_laid_out_while_the_one_before_it_encodes(
 
     monkeypatch.setattr(BookAhead, "lay_out", lay_out)
     monkeypatch.setattr(BookAhead, "encode", encode)
-    chapters = [(f"Part {n}", [f"Part {n} has one sentence."]) for n in range(1, 18)]
-    job_id = submit_book(rt, write_epub(tmp_path / "long.epub", "Overlap", chapters),
-                         JobOptions(out_dir=tmp_path / "out"))
-    assert ingest_job(rt, job_id)
-    speak_chapters(rt, job_id, set(range(9)), 0.3)
+    job_id = seventeen_parts_spoken(rt, tmp_path, "Overlap", 9)
 
     assert prepare_ahead(rt, job_id) == 9
 
@@ -249,8 +237,6 @@ def test_a_stretch_whose_book_was_spoken_while_it_was_measured_is_not_stitched(
     from sqlalchemy import update
 
     from jobs.assemble_ahead import prepare_ahead, take_prepared
-    from jobs.ingest import ingest_job
-    from jobs.submit import submit_book
     from pipeline.audio import ahead
     from storage.models import Job, JobState
 
@@ -264,17 +250,25 @@ def test_a_stretch_whose_book_was_spoken_while_it_was_measured_is_not_stitched(
         return real_measure(chapter, *args)
 
     monkeypatch.setattr(ahead, "measure_chapter", measure_chapter)
-    chapters = [(f"Part {n}", [f"Part {n} has one sentence."]) for n in range(1, 18)]
-    job_id = submit_book(rt, write_epub(tmp_path / "long.epub", "Ended", chapters),
-                         JobOptions(out_dir=tmp_path / "out"))
-    assert ingest_job(rt, job_id)
-    speak_chapters(rt, job_id, set(range(9)), 0.3)
+    job_id = seventeen_parts_spoken(rt, tmp_path, "Ended", 9)
 
     assert prepare_ahead(rt, job_id) == 3
 
     assert [c.audio.index for c in take_prepared(rt, job_id)] == [0, 1, 2]
     stitched = sorted(p.name for p in rt.artifacts.work_dir(job_id).glob("chapter_*.wav"))
     assert stitched == ["chapter_0001.wav", "chapter_0002.wav", "chapter_0003.wav"]
+
+
+def seventeen_parts_spoken(rt: Runtime, tmp_path: Path, title: str, spoken: int) -> int:
+    """A book of seventeen one-sentence chapters, read, its first ``spoken`` chapters spoken."""
+    from jobs.ingest import ingest_job
+    from jobs.submit import submit_book
+
+    chapters = [(f"Part {n}", [f"Part {n} has one sentence."]) for n in range(1, 18)]
+    job_id = submit_book(rt, write_epub(tmp_path / "long.epub", title, chapters), JobOptions(out_dir=tmp_path / "out"))
+    assert ingest_job(rt, job_id)
+    speak_chapters(rt, job_id, set(range(spoken)), 0.3)
+    return job_id
 
 
 def speak_chapters(rt: Runtime, job_id: int, chapters: set[int], seconds: float) -> None:
