@@ -1,7 +1,9 @@
-"""A ConvNeXt block's depthwise convolution and LayerNorm as one kernel
-(pipeline/engine/waveform_kernels.py), under Triton's CPU interpreter, against the PyTorch ops the
-CPU runs: channels-last frames, each row read only up to its own length, taps that reach past both
-ends, a dilation, a stretch of frames that ends inside a program, and channels not a power of 2."""
+"""Decoder+Vocos's Triton kernels (pipeline/engine/waveform_kernels.py), under Triton's CPU
+interpreter, against the PyTorch ops the CPU runs. A ConvNeXt block's depthwise convolution and
+LayerNorm: channels-last frames, each row read only up to its own length, taps that reach past both
+ends, a dilation, a stretch of frames that ends inside a program, channels not a power of 2. The
+inverse STFT's overlap-add: rows of every length down to none, frames past a row's length ignored
+(even when not finite), the envelope's edges, Vocos's n_fft and hop and a small odd pair."""
 
 from __future__ import annotations
 
@@ -39,3 +41,29 @@ print(worst)
 def test_the_fused_depthwise_convolution_and_layer_norm_match_the_pytorch_ops() -> None:
     """Within half precision's rounding of float32 PyTorch (outputs are LayerNorm'd: ~unit scale)."""
     assert worst_error_under_the_interpreter(DWCONV_NORM_CHECK) < 1e-2
+
+
+OVERLAP_ADD_CHECK = r"""
+import torch
+from pipeline.engine import waveform_kernels as wk
+
+torch.manual_seed(5)
+worst = 0.0
+for n_fft, hop, count in ((1024, 256, 20), (16, 4, 9), (12, 5, 7)):
+    window = torch.hann_window(n_fft)
+    time_frames = torch.randn(4, count, n_fft)
+    frames = torch.tensor([count, 5, 0, 1])
+    mask = (torch.arange(count) < frames[:, None]).float()
+    garbage = time_frames.clone()
+    garbage[1, 5:] = float("nan")  # past a row's length nothing is read
+    got = wk.overlap_add(garbage, window, frames, hop)
+    want = wk.overlap_add_ops(time_frames, window, mask, hop)
+    assert got.shape == want.shape == (4, (count - 1) * hop) and not torch.isnan(got).any()
+    worst = max(worst, ((got - want).abs() / want.abs().clamp(min=1)).max().item())
+print(worst)
+"""
+
+
+def test_the_fused_overlap_add_matches_the_folds() -> None:
+    """Within float32 rounding (the same sums in another order)."""
+    assert worst_error_under_the_interpreter(OVERLAP_ADD_CHECK) < 1e-5

@@ -149,7 +149,7 @@ class WaveformDecoder:
         magnitude, phase = spec.chunk(2, dim=2)
         magnitude = torch.exp(magnitude).clamp_(max=1e2)
         complex_spec = torch.polar(magnitude, phase)  # upstream's mag * (cos + 1j * sin), one pass not five
-        return self._istft(complex_spec, mask.squeeze(2))
+        return self._istft(complex_spec, mask.squeeze(2), frames)
 
     def _conv(self, conv: nn.Conv1d, x: torch.Tensor) -> torch.Tensor:
         """``conv`` over channels-last x [R, T, C_in] -> [R, T', C_out]."""
@@ -173,39 +173,30 @@ class WaveformDecoder:
         y = self._linear(block.pwconv2, block.act(self._linear(block.pwconv1, y)))
         return torch.addcmul(x, y, scale)
 
-    def _istft(self, spec: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """``torch.istft(center=True)`` per row of spec [B, F, bins]: frames past a row's end add
-        nothing, not even to its window envelope. Returns [B, (F - 1) * hop] with F the longest
-        row's frame count."""
+    def _istft(self, spec: torch.Tensor, mask: torch.Tensor, frames: torch.Tensor) -> torch.Tensor:
+        """``torch.istft(center=True)`` per row of spec [B, F, bins]: frames past a row's end
+        (``frames`` [B]; ``mask`` [B, F]) add nothing, not even to its window envelope. Returns
+        [B, (F - 1) * hop] with F the longest row's frame count. On CUDA in half precision the
+        overlap-add, the envelope and the division are one kernel (``waveform_kernels``)."""
         window = self.window.to(spec.device)
-        n_fft, hop = self.n_fft, self.hop
-        frames = _inverse_rfft(spec, n_fft, self.fixed_shapes) * window[None, :, None]
-        frames = frames * mask[:, None, :]
-        count = spec.shape[1]
-        length = (count - 1) * hop + n_fft
-        fold = {"output_size": (1, length), "kernel_size": (1, n_fft), "stride": (1, hop)}
-        audio = F.fold(frames, **fold)[:, 0, 0]
-        weights = window.square()[None, :, None] * mask[:, None, :].float()
-        envelope = F.fold(weights, **fold)[:, 0, 0]
-        start = n_fft // 2
-        audio = audio[:, start: start + (count - 1) * hop]
-        envelope = envelope[:, start: start + (count - 1) * hop]
-        return audio / torch.where(envelope > 1e-11, envelope, torch.ones_like(envelope))
+        time_frames = _inverse_rfft(spec, self.n_fft, self.fixed_shapes)
+        if spec.is_cuda and self.fixed_shapes and waveform_kernels.FUSED and waveform_kernels.available():
+            return waveform_kernels.overlap_add(time_frames, window, frames, self.hop)
+        return waveform_kernels.overlap_add_ops(time_frames, window, mask, self.hop)
 
 
 FFT_TILE = 4096  # frames per inverse FFT on the GPU: one cuFFT plan, ever
 
 
 def _inverse_rfft(spec: torch.Tensor, n_fft: int, tiled: bool) -> torch.Tensor:
-    """Each frame's ``torch.fft.irfft`` for spec [B, F, bins], as [B, n_fft, F]. ``tiled`` (the GPU) puts
+    """Each frame's ``torch.fft.irfft`` for spec [B, F, bins], as [B, F, n_fft]. ``tiled`` (the GPU) puts
     the B * F frames through in batches of exactly ``FFT_TILE`` (the last one zero-padded): cuFFT
     builds a plan for every new batch shape, ~10-30 ms of host time on the H200, during which
     the decode steps' queue runs dry; every decode chunk has its own (B, F)."""
     rows, count, bins = spec.shape
     flat = spec.reshape(rows * count, bins)
     if not tiled:
-        frames = torch.fft.irfft(flat, n_fft, dim=-1)
-        return frames.view(rows, count, n_fft).transpose(1, 2)
+        return torch.fft.irfft(flat, n_fft, dim=-1).view(rows, count, n_fft)
     total = rows * count
     frames = flat.new_empty(total + (-total % FFT_TILE), n_fft, dtype=torch.float32)
     for start in range(0, total, FFT_TILE):
@@ -213,7 +204,7 @@ def _inverse_rfft(spec: torch.Tensor, n_fft: int, tiled: bool) -> torch.Tensor:
         if tile.shape[0] < FFT_TILE:
             tile = torch.cat([tile, tile.new_zeros(FFT_TILE - tile.shape[0], bins)])
         torch.fft.irfft(tile, n_fft, dim=-1, out=frames[start:start + FFT_TILE])
-    return frames[:total].view(rows, count, n_fft).transpose(1, 2)
+    return frames[:total].view(rows, count, n_fft)
 
 
 GEMM_TILE = 8192  # frames per GEMM in the GPU decode path: one shape per weight, ever
