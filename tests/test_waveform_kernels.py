@@ -67,3 +67,26 @@ print(worst)
 def test_the_fused_overlap_add_matches_the_folds() -> None:
     """Within float32 rounding (the same sums in another order)."""
     assert worst_error_under_the_interpreter(OVERLAP_ADD_CHECK) < 1e-5
+
+
+def test_the_waveform_kernels_compile_for_hopper_without_spilling(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Triton's own ptxas, for sm_90 on any machine: the depthwise conv + LayerNorm keeps its sums in
+    registers (its first shape, 16 frames over 4 warps, took 255 and spilled 673 loads and stores),
+    few enough for several programs an SM; the overlap-add too."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import pytest
+
+    pytest.importorskip("triton")
+    env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-m", "pipeline.bench", "kernel-code", "--waveform", "--json",
+                           str(tmp_path / "k.json")], env=env, cwd=Path(__file__).resolve().parent.parent,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    codes = {code["kernel"]: code for code in json.loads((tmp_path / "k.json").read_text())}
+    assert codes["dwconv + LayerNorm"]["spills"] == 0 and codes["dwconv + LayerNorm"]["registers"] <= 64
+    assert codes["overlap-add"]["spills"] == 0 and codes["overlap-add"]["registers"] <= 128

@@ -5,6 +5,7 @@ registers a program holds (32 programs of one warp fit an SM at 64 or fewer):
 
     python -m pipeline.bench kernel-code             # single (int8 codes by bits) and words
     python -m pipeline.bench kernel-code --json F    # also as JSON
+    python -m pipeline.bench kernel-code --waveform  # Decoder+Vocos's kernels: registers, spills
 
 A count, not a clock: the H200 read the int8 cache at 2.28 TB/s where the fp16 one (16.7
 instructions per position) read 3.76, so what each position costs to issue is what this tells.
@@ -79,6 +80,43 @@ def compile_kernel(kernel: str, block: int = 32) -> KernelCode:
                       top=dict(ops.most_common(8)))
 
 
+@dataclass(frozen=True)
+class WaveformKernelCode:
+    kernel: str
+    warps: int
+    registers: int
+    spills: int  # local loads and stores: registers that did not fit
+
+
+def compile_waveform_kernels() -> list[WaveformKernelCode]:
+    """Decoder+Vocos's kernels (waveform_kernels.py) as the engine launches them: a block of 512
+    channels, seven taps (the Decoder's dilation 2), and Vocos's overlap-add (n_fft 1024, hop 256)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from pipeline.engine import waveform_kernels as wk
+
+    found = []
+    for name, fn, const, warps, pointers in (
+            ("dwconv + LayerNorm", wk._dwconv_norm_kernel,
+             {"TAPS": 7, "DILATION": 2, "BLOCK_T": wk.BLOCK_FRAMES, "BLOCK_C": 512}, wk.WARPS,
+             {"frames_ptr": "*i64"}),  # frames and weights half precision, each row's length int64
+            ("overlap-add", wk._overlap_add_kernel,
+             {"N_FFT": 1024, "HOP": 256, "OVERLAP": 4, "BLOCK": wk.OVERLAP_BLOCK}, 4,
+             {"frames_ptr": "*fp32", "window_ptr": "*fp32", "valid_ptr": "*i64", "out_ptr": "*fp32"})):
+        names = list(fn.arg_names)
+        signature = {n: "constexpr" if n in const else pointers.get(n, "*fp16") if n.endswith("_ptr")
+                     else "fp32" if n == "eps" else "i32" for n in names}
+        source = ASTSource(fn=fn, signature=signature, constexprs=const,
+                           attrs={(i,): [["tt.divisibility", 16]] for i, n in enumerate(names) if n.endswith("_ptr")})
+        compiled = triton.compile(source, target=GPUTarget(*TARGET), options={"num_warps": warps, "num_stages": 1})
+        sass, usage = disassembled(compiled.asm["cubin"])
+        found.append(WaveformKernelCode(name, warps, int(re.search(r"REG:(\d+)", usage).group(1)),
+                                        sum(sass.count(op) for op in ("LDL", "STL"))))
+    return found
+
+
 def disassembled(cubin: bytes) -> tuple[str, str]:
     """(the SASS listing, the resource usage) of a compiled kernel, by the wheel's cuobjdump."""
     import triton
@@ -109,7 +147,18 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench ke
     parser.add_argument("--kernel", action="append", choices=("single", "words"))
     parser.add_argument("--block", type=int, default=32, help="positions per loop iteration (default 32)")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--waveform", action="store_true", help="Decoder+Vocos's kernels instead")
     args = parser.parse_args(argv)
+    if args.waveform:
+        codes = compile_waveform_kernels()
+        print(f"Decoder+Vocos kernels for sm_{TARGET[1]}:")
+        print("| kernel | warps | registers | spills |")
+        print("|---|---|---|---|")
+        for code in codes:
+            print(f"| {code.kernel} | {code.warps} | {code.registers} | {code.spills} |")
+        if args.json:
+            args.json.write_text(json.dumps([asdict(code) for code in codes], indent=1))
+        return 0
     found = [compile_kernel(kernel, args.block) for kernel in args.kernel or ["single", "words"]]
     print(f"decode attention kernels for sm_{TARGET[1]}, int8 cache, head dim 64, one warp:")
     print("| kernel | block | loop instructions | per position | registers | dp4a | byte loads | spills |")

@@ -36,8 +36,12 @@ except ImportError:  # CPU builds of PyTorch
     tl = None
 
 FUSED = True  # EngineTuning.fused_waveform (set by loading.apply_tuning)
-BLOCK_FRAMES = 16  # frames per program: 16 x 512 float32 sums in registers at 4 warps
-WARPS = 4
+# Frames per program and its warps: 8 x 512 channels over 16 warps is eight float32 sums a thread
+# (Triton 3.6 for sm_90, its ptxas: 40 registers, no spills). 16 frames over 4 warps, as first
+# measured (the bench's +10 %), took 255 registers and spilled (673 local loads and stores): the
+# seven taps' loads are all kept in flight, ~8 registers per value a thread holds.
+BLOCK_FRAMES = 8
+WARPS = 16
 
 
 if triton is not None:  # pragma: no cover
