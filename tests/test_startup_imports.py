@@ -31,6 +31,10 @@ def test_a_run_speaks_a_book_without_importing_upstreams_packages(tmp_path: Path
     modules = imported(result.stderr)
     assert {"torch", "pipeline.engine.loading", "pipeline.engine.modules.llama"} <= modules  # it loaded
     assert not UPSTREAM_ONLY & modules
+    # an EPUB's reader alone of the formats': the others load when a book of theirs is read
+    assert "pipeline.ingest.epub.chapters" in modules
+    assert not {"pipeline.ingest.pdf", "pipeline.ingest.docx", "pipeline.ingest.kindle", "pipeline.ingest.odt",
+                "pipeline.ingest.fb2"} & modules
 
 
 def test_run_help_imports_neither_torch_nor_the_engine(settings_factory) -> None:  # type: ignore[no-untyped-def]
