@@ -43,15 +43,24 @@ def read_and_plan(rt: Runtime, job_id: int) -> None:
     plan_pending(rt, [job_id])
 
 
+def taken_in_turn(rt: Runtime) -> list[int]:
+    """Every queued batch, in the order a worker's stream takes them (each claimed as taken)."""
+    taken = []
+    with rt.session() as session:
+        while (batch_id := repo.next_queued_batch(session)) is not None:
+            taken.append(batch_id)
+            assert repo.claim_batch(session, batch_id, "host:1", 60) is not None
+        session.commit()
+    return taken
+
+
 def spoken_order(rt: Runtime) -> list[tuple[int, int]]:
     """(job, first chapter) of every queued batch, in the order a worker's stream takes them."""
     order = []
-    with rt.session() as session:
-        while (batch_id := repo.next_queued_batch(session)) is not None:
+    for batch_id in taken_in_turn(rt):
+        with rt.read_session() as session:
             sentences = repo.batch_pending_sentences(session, batch_id)
-            order.append((sentences[0].job_id, min(s.chapter_id for s in sentences)))
-            assert repo.claim_batch(session, batch_id, "host:1", 60) is not None
-        session.commit()
+        order.append((sentences[0].job_id, min(s.chapter_id for s in sentences)))
     return order
 
 
@@ -98,13 +107,7 @@ def test_priority_comes_before_the_submission_and_an_unplaced_batch_keeps_its_pl
         first_large = plan(4, repo.BookPlace(early, 5_000))
         urgent = plan(4, repo.BookPlace(early + timedelta(minutes=2), 10), priority=1)
         session.commit()
-    taken = []
-    with rt.session() as session:
-        while (batch_id := repo.next_queued_batch(session)) is not None:
-            taken.append(batch_id)
-            assert repo.claim_batch(session, batch_id, "host:1", 60) is not None
-        session.commit()
-    assert taken == [urgent, first_large, first_small, unplaced, later_large]
+    assert taken_in_turn(rt) == [urgent, first_large, first_small, unplaced, later_large]
 
 
 def test_the_books_of_one_submit_are_one_submission(tmp_path: Path, settings_factory,  # type: ignore[no-untyped-def]
