@@ -50,3 +50,37 @@ def test_attention_check_compares_the_engine_kernels_and_the_candidate_with_floa
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     kernels = {line.split()[0] for line in done.stdout.splitlines() if "relative error" in line}
     assert kernels == {"engine", "split", "dot", "dot8"}
+
+
+def test_formats_measures_each_narrower_format_against_fp32() -> None:
+    done = bench("formats", "--cpu-smoke")
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = {cells[1].strip(): cells[2:] for line in done.stdout.splitlines()
+            if line.startswith("| ") and not line.startswith("| format")
+            for cells in [line.split("|")]}
+    assert len(rows) == 7
+    error = {name: float(cells[1]) for name, cells in rows.items()}
+    # fewer levels in the cache, more error: the narrower formats are really simulated
+    cache = [error[kv] for kv in ("int8 KV (the GPU path's)", "KV int6", "KV int5", "KV int4")]
+    assert cache == sorted(cache) and len(set(cache)) == 4
+    assert cache[0] < error["FP8 weights"] < error["FP8 weights and inputs"]
+    assert rows["KV int4"][2].strip() == "0.53"  # 4-bit codes and a float32 scale per 64 against 8-bit
+
+
+def test_a_slot_cache_keeps_keys_and_values_to_their_own_levels() -> None:
+    import torch
+
+    from pipeline.engine.kv_cache import SlotCache
+
+    shape = (2, 1, 4, 8)
+    cache = SlotCache(keys=[torch.zeros(shape, dtype=torch.int8)], values=[torch.zeros(shape, dtype=torch.int8)],
+                      key_scales=[torch.zeros(shape[:3])], value_scales=[torch.zeros(shape[:3])],
+                      dtype=torch.float32, levels=(7, 127))
+    new = torch.randn(2, 1, 4, 8)
+    cache.put(0, torch.tensor([0, 1]), new, new)
+
+    assert cache.keys[0].abs().max() == 7 and cache.values[0].abs().max() == 127
+    keys, values = cache.read(0, 2, 4)
+    step = new.abs().amax(-1, keepdim=True)
+    assert ((keys - new).abs() <= step / 14 + 1e-6).all() and ((values - new).abs() <= step / 254 + 1e-6).all()

@@ -42,6 +42,8 @@ TOOLS = {
     "oom": Tool("pipeline.bench.oom", "a forced CUDA out-of-memory and its recovery by halving"),
     "graph-check": Tool("pipeline.bench.graph_check",
                         "CUDA-graph steps and slot refills against the eager loop, token for token"),
+    "formats": Tool("pipeline.bench.formats",
+                    "what a narrower KV cache or FP8 linears would cost in fidelity (simulated, any device)"),
     "step-profile": Tool("pipeline.bench.step_profile", "where one decode step's GPU time goes"),
     "attention": Tool("pipeline.bench.attention",
                       "the engine's decode attention kernel against candidate rewrites"),

@@ -16,6 +16,7 @@ import pipeline.engine.decode_attention as decode_attention
 import pipeline.engine.kv_int8 as kv_int8
 
 KV = tuple[torch.Tensor, torch.Tensor]  # keys, values
+FULL_LEVELS = (kv_int8.LEVELS, kv_int8.LEVELS)  # the int8 cache's keys and values, as production keeps them
 
 
 @dataclass
@@ -43,13 +44,16 @@ class SlotCache:
     """Per-layer keys and values of the decode slots, [N, H, P, D]: slot-major, so that the first
     B slots are one contiguous block, and position-major within a head, so that a slot's head
     reads one contiguous run. int8 with float32 scales [N, H, P] per vector when quantized
-    (``kv_int8.py``); ``dtype`` is what reads of it give back."""
+    (``kv_int8.py``); ``dtype`` is what reads of it give back. ``levels``: the keys' and values'
+    largest code, 127 but where ``python -m pipeline.bench formats`` measures what a narrower
+    cache would cost in fidelity (the PyTorch path; the GPU kernels write 127 only)."""
 
     keys: list[torch.Tensor]
     values: list[torch.Tensor]
     key_scales: list[torch.Tensor] = field(default_factory=list)
     value_scales: list[torch.Tensor] = field(default_factory=list)
     dtype: torch.dtype | None = None
+    levels: tuple[float, float] = FULL_LEVELS
 
     @property
     def positions(self) -> int:
@@ -66,7 +70,7 @@ class SlotCache:
               lengths: torch.Tensor) -> None:
         """A prefill's keys and values [n, H, w, D] into ``slots``, each prompt moved from the
         right end (left padding) to positions [0, lengths[i])."""
-        if keys.is_cuda and decode_attention.available():
+        if keys.is_cuda and decode_attention.available() and self.levels == FULL_LEVELS:
             for cache, scales, new in ((self.keys, self.key_scales, keys),
                                        (self.values, self.value_scales, values)):
                 decode_attention.admit_prefill(new, cache[layer],
@@ -80,10 +84,10 @@ class SlotCache:
             values: torch.Tensor) -> None:
         """Keys and values [n, H, w, D] into positions [0, w) of ``slots``."""
         width = keys.shape[2]
-        for cache, scales, new in ((self.keys, self.key_scales, keys),
-                                   (self.values, self.value_scales, values)):
+        for cache, scales, new, levels in ((self.keys, self.key_scales, keys, self.levels[0]),
+                                           (self.values, self.value_scales, values, self.levels[1])):
             if self.quantized:
-                new, scale = kv_int8.quantize(new)
+                new, scale = kv_int8.quantize(new, levels)
                 scales[layer][slots, :, :width] = scale
             cache[layer][slots, :, :width] = new.to(cache[layer].dtype)
 
@@ -92,10 +96,10 @@ class SlotCache:
         """One new position per slot (the first B = len(write_at)): keys/values [B, H, 1, D]."""
         rows, heads, _, dim = keys.shape
         at = write_at.view(rows, 1, 1)
-        for cache, scales, new in ((self.keys, self.key_scales, keys),
-                                   (self.values, self.value_scales, values)):
+        for cache, scales, new, levels in ((self.keys, self.key_scales, keys, self.levels[0]),
+                                           (self.values, self.value_scales, values, self.levels[1])):
             if self.quantized:
-                new, scale = kv_int8.quantize(new)
+                new, scale = kv_int8.quantize(new, levels)
                 scales[layer][:rows].scatter_(2, at.expand(rows, heads, 1), scale)
             cache[layer][:rows].scatter_(2, at.unsqueeze(-1).expand(rows, heads, 1, dim), new)
 

@@ -19,13 +19,15 @@ LEVELS = 127.0
 TINY = 1e-20  # an all-zero vector gets this scale instead of 0 (0/0 would be NaN)
 
 
-def quantize(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``x`` [..., D] -> (int8 [..., D], float32 scales [...]) with x ≈ q * scale."""
+def quantize(x: torch.Tensor, levels: float = LEVELS) -> tuple[torch.Tensor, torch.Tensor]:
+    """``x`` [..., D] -> (int8 [..., D], float32 scales [...]) with x ≈ q * scale, q in
+    [-levels, levels] (fewer than 127 only to measure what a narrower cache would cost:
+    ``python -m pipeline.bench formats``)."""
     x = x.float()
-    scale = x.abs().amax(-1).clamp_min(TINY) / LEVELS
+    scale = x.abs().amax(-1).clamp_min(TINY) / levels
     scaled = x / scale.unsqueeze(-1)
     rounded = (scaled + torch.where(scaled >= 0, 0.5, -0.5)).trunc()
-    return rounded.clamp(-LEVELS, LEVELS).to(torch.int8), scale
+    return rounded.clamp(-levels, levels).to(torch.int8), scale
 
 
 def dequantize(q: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
