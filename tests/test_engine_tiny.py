@@ -115,7 +115,7 @@ def test_waveforms_launched_from_a_thread_of_their_own_land_on_their_rows(
     from pipeline.engine.waveform_overlap import WaveformsAlongside
 
     waveform = engine._parts.waveform
-    monkeypatch.setattr(waveform, "row_steps_per_chunk", 20)  # flushes: 2 submits + collect
+    monkeypatch.setattr(waveform, "row_steps_per_chunk", 20)  # flushes: 3 submits + collect
     hiddens = [torch.randn(n, 64) for n in (23, 9, 40, 5)]
     expected = waveform.decode(hiddens)
     handed: list[tuple[int, Any]] = []
@@ -125,6 +125,7 @@ def test_waveforms_launched_from_a_thread_of_their_own_land_on_their_rows(
         alongside.submit([3, 0], [hiddens[3], hiddens[0]])
         alongside.submit([1], [hiddens[1]])
         got = alongside.collect()
+        # the first row at once; then [5] and [9, 23] (23 waited once); nothing left to collect
         assert len(alongside.launched) == 3
     for row_audio, want in zip(got, expected):
         np.testing.assert_allclose(row_audio, want, atol=1e-6)

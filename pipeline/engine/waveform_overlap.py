@@ -1,9 +1,11 @@
 """Decoder + Vocos for sentences as they finish, on a second CUDA stream, while the GPT goes on.
 
 The GPT's decode steps are bound by memory bandwidth and leave compute idle; Decoder + Vocos are
-convolutions, bound by compute. Finished sentences are buffered until they fill one decode chunk
-(``row_steps_per_chunk``; the first ones go at once), then launched on a side stream, so their
-waveforms are made while the next steps run instead of after the last sentence of the batch.
+convolutions, bound by compute. Finished sentences are buffered until they fill a decode chunk
+(``row_steps_per_chunk``; the first ones go at once), then the whole chunks among them are
+launched on a side stream (rows that would leave a chunk part-filled wait for the next ones: a
+chunk costs its padded shape however few rows it holds), so their waveforms are made while the
+next steps run instead of after the last sentence of the batch.
 Smaller launches cost more than they hide: decoding at every harvest (a few rows every 8 steps)
 makes the H200 run *slower* (docs/engine.md).
 
@@ -76,6 +78,7 @@ class WaveformsAlongside:
                          if in_thread else None)
         self.launched: list[Future[None]] = []
         self.buffered: list[tuple[int, torch.Tensor]] = []
+        self.held: set[int] = set()  # buffered rows a flush left waiting already
 
     def __enter__(self) -> WaveformsAlongside:
         return self
@@ -91,15 +94,26 @@ class WaveformsAlongside:
         self.submitted += len(rows)
         # the first rows at once, however few: the first sentence is heard (a run's first WAV
         # written) as soon as it is spoken, not once ~50 more have finished to fill a chunk
-        if self.submitted == len(rows) or \
-                sum(h.shape[0] for _, h in self.buffered) >= self.decoder.row_steps_per_chunk:
+        if self.submitted == len(rows):
             self._flush()
+        elif sum(h.shape[0] for _, h in self.buffered) >= self.decoder.row_steps_per_chunk:
+            self._flush(whole_chunks=True)
 
-    def _flush(self) -> None:
-        if not self.buffered:
+    def _flush(self, whole_chunks: bool = False) -> None:
+        """Launch the buffered rows; with ``whole_chunks`` those that fill whole chunks and those
+        held back once already (a long row must not wait for its like to the batch's end: its
+        batch is recorded once its last waveform is written)."""
+        if whole_chunks:
+            going = set(self.decoder.whole_chunks([h.shape[0] for _, h in self.buffered]))
+            going |= {i for i, (row, _) in enumerate(self.buffered) if row in self.held}
+            taken = [entry for i, entry in enumerate(self.buffered) if i in going]
+            self.buffered = [entry for i, entry in enumerate(self.buffered) if i not in going]
+        else:
+            taken, self.buffered = self.buffered, []
+        self.held = {row for row, _ in self.buffered}
+        if not taken:
             return
-        rows, hiddens = [r for r, _ in self.buffered], [h for _, h in self.buffered]
-        self.buffered = []
+        rows, hiddens = [r for r, _ in taken], [h for _, h in taken]
         if self.side is not None:
             self.side.wait_stream(torch.cuda.current_stream(self.decoder.device))  # hiddens ready
             for h in hiddens:
