@@ -143,3 +143,36 @@ def test_a_replayed_chunk_reads_the_input_it_was_given_whatever_its_dtype(monkey
         x = torch.randn(2, 3, 8, generator=torch.Generator().manual_seed(seed)).to(dtype)
         got = graphs.run(x, frames)
         torch.testing.assert_close(got, graphs.decode_padded(x, frames))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_rows_finishing_in_any_order_and_grouping_each_get_their_own_waveform_once(waveform: Any, monkeypatch: Any,
+                                                                                   seed: int) -> None:
+    """Whole chunks launched, the rest held back once: whatever order and groups the rows finish
+    in, each is handed on exactly once with its own waveform, and none waits past two flushes."""
+    from pipeline.engine.timing import PhaseClock
+    from pipeline.engine.waveform_overlap import WaveformsAlongside
+
+    rng = np.random.default_rng(seed)
+    monkeypatch.setattr(waveform, "row_steps_per_chunk", 120)
+    lengths = [int(n) for n in rng.integers(2, 70, 24)]
+    hiddens = [torch.randn(n, 64) for n in lengths]
+    handed: dict[int, Any] = {}
+    flushes_waited: dict[int, int] = {}
+    with WaveformsAlongside(waveform, None, PhaseClock(waveform.device), in_thread=False,
+                            on_ready=lambda row, wave: handed.setdefault(row, wave)) as alongside:
+        order, at = list(rng.permutation(len(lengths))), 0
+        while at < len(order):
+            group = order[at:at + int(rng.integers(1, 5))]
+            at += len(group)
+            launched = len(handed)
+            alongside.submit(group, [hiddens[i] for i in group])
+            if len(handed) > launched:  # a flush: count it for every row still waiting
+                for row, _ in alongside.buffered:
+                    flushes_waited[row] = flushes_waited.get(row, 0) + 1
+        alongside.collect()
+
+    assert sorted(handed) == list(range(len(lengths)))
+    for row, hidden in enumerate(hiddens):
+        np.testing.assert_allclose(handed[row], waveform.decode([hidden])[0], atol=1e-5)
+    assert max(flushes_waited.values(), default=0) <= 1
