@@ -202,3 +202,33 @@ def test_the_fused_layer_kernels_match_the_pytorch_ops() -> None:
     normalised and gated outputs within half-precision rounding of float32 PyTorch, for widths
     that are and are not powers of two."""
     assert worst_error_under_the_interpreter(LAYER_KERNEL_CHECK) < 4e-3
+
+
+EMPTY_SLOTS_CHECK = """
+import torch
+from pipeline.engine import decode_attention as da, kv_int8
+torch.manual_seed(3)
+B, P, H, D = 5, 96, 2, 64
+write_at = torch.tensor([40, 0, 95, 17, 63])
+live = torch.tensor([True, False, True, False, True])
+used = da.attended_lengths(write_at, live)
+assert used.tolist() == [41, 0, 96, 0, 64] and da.attended_lengths(write_at, None).tolist() == [41, 1, 96, 18, 64]
+q = torch.randn(B, H, D).half()
+k, v = torch.randn(B, H, P, D).half(), torch.randn(B, H, P, D).half()
+(kq, ks), (vq, vs) = kv_int8.quantize(k), kv_int8.quantize(v)
+every = da.attended_lengths(write_at, None)
+for kernel, cache in (("single", (k, v)), ("single", (kq, vq, ks, vs)), ("words", (kq, vq, ks, vs)),
+                      ("split", (kq, vq, ks, vs))):
+    tensors = cache if len(cache) == 4 else (cache[0], cache[1], None, None)
+    skipped = da.decode_attention(q, tensors[0], tensors[1], used, tensors[2], tensors[3], kernel=kernel)
+    full = da.decode_attention(q, tensors[0], tensors[1], every, tensors[2], tensors[3], kernel=kernel)
+    assert torch.equal(skipped[live], full[live]), kernel  # the live rows: not a bit changed
+    assert torch.isfinite(skipped).all() and (skipped[~live] == 0).all(), kernel  # the others: zeros
+print(0.0)
+"""
+
+
+def test_slots_whose_rows_ended_attend_to_nothing_and_the_live_rows_are_untouched() -> None:
+    """A step's finished or empty slots read none of their cache (their output is never read):
+    every attention kernel gives them zeros, never NaN, and the live rows the very same bits."""
+    assert worst_error_under_the_interpreter(EMPTY_SLOTS_CHECK) == 0.0

@@ -87,12 +87,13 @@ def advance_counters(state: SlotState, b: int, step: torch.Tensor, alive: torch.
 def run_gpt_step(gpt: FusedLlama, space: TokenSpace, state: SlotState, kind: StepKind,
                  tokens: torch.Tensor, alive: torch.Tensor) -> None:
     """The GPT one position on ``tokens`` [B, Q]: the next hidden states, the caches of the rows
-    still ``alive`` advanced."""
+    still ``alive`` advanced. Rows ended now or before (or slots holding none) attend to nothing:
+    their next hidden state is never read."""
     b, attend = kind.rows, kind.attend
     write_at = state.write_at[:b]
     x = space.embed(tokens).unsqueeze(1).to(gpt.dtype)
     rope_at = state.rope_at[:b].clamp(max=state.rope_limit)
-    hidden = gpt.forward_slots(x, rope_at, state.cache, write_at, attend)[:, 0]
+    hidden = gpt.forward_slots(x, rope_at, state.cache, write_at, attend, live=~state.done[:b])[:, 0]
     state.hidden[:b] = hidden
     state.write_at[:b] += alive.long()
     state.rope_at[:b] += alive.long()

@@ -194,16 +194,17 @@ class FusedLlama(nn.Module):
         return _use_triton(self.norm, self.dtype)
 
     def forward_slots(self, x: torch.Tensor, rope_at: torch.Tensor, cache: SlotCache,
-                      write_at: torch.Tensor, attend: int) -> torch.Tensor:
+                      write_at: torch.Tensor, attend: int, live: torch.Tensor | None = None) -> torch.Tensor:
         """One decode position for each of the first B slots of ``cache`` (B = len(write_at)).
 
         Slot i holds its sentence from cache position 0 on; its new token has RoPE position
         ``rope_at[i]``, writes its key/value at ``write_at[i]`` and attends to positions
-        [0, write_at[i]] (all < ``attend``). Every shape depends only on (B, attend) and nothing
-        reads back to the host, so a CUDA graph can hold it. Returns [B, 1, C].
+        [0, write_at[i]] (all < ``attend``); on the GPU only where ``live[i]`` (its output is not
+        read otherwise: ``decode_attention.attended_lengths``). Every shape depends only on
+        (B, attend) and nothing reads back to the host, so a CUDA graph can hold it. Returns [B, 1, C].
         """
         if _use_triton(write_at, self.dtype):
-            return self._layers(x, self._triton_decode(rope_at, cache, write_at, attend))
+            return self._layers(x, self._triton_decode(rope_at, cache, write_at, attend, live))
         rows = write_at.shape[0]
 
         def store(index: int, keys: torch.Tensor, values: torch.Tensor) -> _KV:
@@ -252,11 +253,11 @@ class FusedLlama(nn.Module):
         return mix
 
     def _triton_decode(self, rope_at: torch.Tensor, cache: SlotCache, write_at: torch.Tensor,
-                       attend: int) -> _Mix:
+                       attend: int, live: torch.Tensor | None) -> _Mix:
         """The GPU decode path: RoPE + cache write in one kernel, then the prefix attention."""
         rows = write_at.shape[0]
         cos, sin = self.rope_cos[rope_at], self.rope_sin[rope_at]  # float32 [B, D]
-        used = (write_at + 1).to(torch.int32)
+        used = decode_attention.attended_lengths(write_at, live)
 
         def mix(index: int, qkv: torch.Tensor) -> torch.Tensor:
             keys, values = cache.keys[index][:rows], cache.values[index][:rows]

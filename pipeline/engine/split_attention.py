@@ -94,7 +94,7 @@ if triton is not None:  # pragma: no cover
         total = tl.sum(tl.load(total_ptr + at, mask=filled, other=0.0) * weight, 0)
         acc = tl.load(acc_ptr + at[:, None] * HEAD_DIM + dims[None, :], mask=filled[:, None],
                       other=0.0)
-        out = tl.sum(acc * weight[:, None], 0) / total
+        out = tl.sum(acc * weight[:, None], 0) / tl.maximum(total, 1.0)  # none filled: zeros
         tl.store(o_ptr + row * stride_ob + head * stride_oh + dims, out.to(o_ptr.dtype.element_ty))
 
 

@@ -154,7 +154,8 @@ if triton is not None:  # pragma: no cover
             best = new_best
             start += BLOCK_N
         out = o_ptr + row * stride_ob + head * stride_oh + words * 4
-        norm = 32768.0 / total  # the codes were placed 2**15 below the float's units
+        # the codes were placed 2**15 below the float's units; total >= 1 with any position, 0 with none
+        norm = 32768.0 / tl.maximum(total, 1.0)
         kind = o_ptr.dtype.element_ty
         tl.store(out, (tl.sum(acc0, 0) * norm).to(kind))
         tl.store(out + 1, (tl.sum(acc1, 0) * norm).to(kind))
