@@ -95,3 +95,17 @@ def test_a_workers_slots_capture_every_row_count_before_any_batch(engine: Engine
     engine.prepare_slots(SLOTS, 16, 20)
 
     assert {kind.rows for kind in captured} == set(row_buckets(SLOTS))
+
+
+def test_steps_run_within_128_rows_of_the_live_ones_as_a_batch_ends() -> None:
+    """A step's GEMMs run at its bucket's rows, ended ones included: as 1,024 rows end one by one,
+    no step runs more than 128 rows past the live ones above 128 (powers of two ran up to 511),
+    nor twice them below, in 15 graphs."""
+    from pipeline.engine.step_graphs import bucket_for
+
+    buckets = row_buckets(1024)
+    assert len(buckets) == 15 and buckets[-1] == 1024 and buckets == sorted(set(buckets))
+    for live in range(1, 1025):
+        rows = bucket_for(live, buckets)
+        assert live <= rows < (live + 128 if live > 128 else 2 * live)
+    assert row_buckets(100)[-1] == 100 and row_buckets(1) == [1]
