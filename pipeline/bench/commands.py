@@ -35,6 +35,8 @@ TOOLS = {
                           "the tail after the last sentence, for a recording arriving at a given rate"),
     "completion-model": Tool("pipeline.bench.completion_model",
                              "a model of when a book's chapters are done in the slots, per wave count"),
+    "step-model": Tool("pipeline.bench.step_model",
+                        "a model of the work decode steps and Decoder+Vocos chunks do beyond their rows' own"),
     "ingest": Tool("pipeline.bench.ingest", "a generated novel read and split; --jobs: submit, ingest, plan"),
     "run-book": Tool("pipeline.bench.run_book", "`tts-jobs run` of a generated EPUB, start to audiobook"),
     "workers-scaling": Tool("jobs.bench.workers_scaling",

@@ -11,7 +11,7 @@ runs in float32.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
@@ -83,27 +83,14 @@ class WaveformDecoder:
         """Of rows of ``lengths`` GPT steps, those (indices) that fill whole chunks: every chunk
         ``decode_on_device`` would make of them but the last, which the next row did not close.
         A chunk runs at its padded shape however few rows it holds (a graph's rows, a bucket's
-        steps): launched part-filled mid-batch, chunks cost the bench's 1,024 rows 1.34x their own
-        row-steps, a stream's mixed rows 1.36x; whole ones (the rest waiting for the next flush,
-        once), 1.19x and 1.26x."""
+        steps): ``waveform_overlap.FLUSH_CHUNKS`` has what launching whole ones saves."""
         return [i for chunk in self._chunks(lengths, self._graphs_in_use())[:-1] for i in chunk]
 
     def _graphs_in_use(self) -> WaveformGraphs | None:
         return self.graphs if self.fixed_shapes and self.graphs.wanted(self.device) else None
 
     def _chunks(self, lengths: list[int], graphs: WaveformGraphs | None = None) -> list[list[int]]:
-        """Row groups of similar length whose padded size stays under the per-chunk budget."""
-        order = sorted((i for i, n in enumerate(lengths) if n > 0), key=lambda i: lengths[i])
-        chunks: list[list[int]] = []
-        current: list[int] = []
-        for i in order:
-            if current and (len(current) + 1) * self._padded_steps(lengths[i], graphs) > self.row_steps_per_chunk:
-                chunks.append(current)
-                current = []
-            current.append(i)
-        if current:
-            chunks.append(current)
-        return chunks
+        return chunk_rows(lengths, self.row_steps_per_chunk, lambda steps: self._padded_steps(steps, graphs))
 
     def _padded_steps(self, steps: int, graphs: WaveformGraphs | None) -> int:
         """What a chunk whose longest row has ``steps`` is padded to: a graph's bucket, else (on
@@ -195,6 +182,23 @@ class WaveformDecoder:
         if spec.is_cuda and self.fixed_shapes and waveform_kernels.FUSED and waveform_kernels.available():
             return waveform_kernels.overlap_add(time_frames, window, frames, self.hop)
         return waveform_kernels.overlap_add_ops(time_frames, window, mask, self.hop)
+
+
+def chunk_rows(lengths: Sequence[int], budget: int, padded_steps: Callable[[int], int]) -> list[list[int]]:
+    """Rows (indices into ``lengths``, GPT steps each) in groups of similar length whose padded
+    size (rows x ``padded_steps`` of the longest) stays within ``budget``: shortest first, each
+    group closed by the first row that would take it past the budget."""
+    order = sorted((i for i, n in enumerate(lengths) if n > 0), key=lambda i: lengths[i])
+    chunks: list[list[int]] = []
+    current: list[int] = []
+    for i in order:
+        if current and (len(current) + 1) * padded_steps(lengths[i]) > budget:
+            chunks.append(current)
+            current = []
+        current.append(i)
+    if current:
+        chunks.append(current)
+    return chunks
 
 
 FFT_TILE = 4096  # frames per inverse FFT on the GPU: one cuFFT plan, ever
