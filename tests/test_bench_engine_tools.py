@@ -89,12 +89,12 @@ def test_a_slot_cache_keeps_keys_and_values_to_their_own_levels() -> None:
 def test_step_model_counts_what_steps_and_waveform_chunks_do_beyond_their_rows() -> None:
     import re
 
-    done = bench("step-model", "--pool", "512", "--slots", "256")
+    done = bench("step-model")  # the engine bench's 1,024 sentences in 1,024 slots
 
     assert done.returncode == 0, done.stderr[-3000:]
     ended = float(re.search(r"ended: \+([\d.]+)%", done.stdout).group(1))
     powers, engine = map(float, re.search(r"powers of two ([\d.]+)x, the engine's buckets ([\d.]+)x",
                                           done.stdout).groups())
     before, whole = map(float, re.search(r"a chunk's worth ([\d.]+)x .*chunks' worth ([\d.]+)x", done.stdout).groups())
-    assert ended > 0  # slots whose rows had ended did read their caches
-    assert 1.0 <= engine <= powers and 1.0 <= whole <= before
+    assert ended > 20  # slots whose rows had ended did read their caches: a quarter more
+    assert 1.0 <= engine < powers and 1.0 <= whole < before

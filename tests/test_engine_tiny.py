@@ -115,7 +115,7 @@ def test_waveforms_launched_from_a_thread_of_their_own_land_on_their_rows(
     from pipeline.engine.waveform_overlap import WaveformsAlongside
 
     waveform = engine._parts.waveform
-    monkeypatch.setattr(waveform, "row_steps_per_chunk", 10)  # launched at 20 steps buffered
+    monkeypatch.setattr(waveform, "row_steps_per_chunk", 20)  # flushes: 3 submits + collect
     hiddens = [torch.randn(n, 64) for n in (23, 9, 40, 5)]
     expected = waveform.decode(hiddens)
     handed: list[tuple[int, Any]] = []

@@ -82,7 +82,7 @@ def test_the_first_rows_finished_are_decoded_at_once_the_rest_by_the_chunk(wavef
     from pipeline.engine.timing import PhaseClock
     from pipeline.engine.waveform_overlap import WaveformsAlongside
 
-    monkeypatch.setattr(waveform, "row_steps_per_chunk", 50)  # launched at two chunks' worth: 100 steps
+    monkeypatch.setattr(waveform, "row_steps_per_chunk", 100)
     hiddens = [torch.randn(n, 64) for n in (7, 30, 30, 50, 9)]
     handed: list[int] = []
     with WaveformsAlongside(waveform, None, PhaseClock(waveform.device), in_thread=False,
@@ -99,8 +99,7 @@ def test_the_first_rows_finished_are_decoded_at_once_the_rest_by_the_chunk(wavef
 
     assert first == [0]  # alone, at once
     assert held == [0]  # 60 steps: waiting for more
-    # 30 and 30 fill a chunk of 50 each (two rows of 30 would pad to 60); the 50-step row's is the
-    # last chunk, which nothing closed: it waits
+    # 30 + 30 fill a chunk of 100 (a third row would pad it to 3 x 50); the 50-step row waits
     assert sorted(filled) == sorted(before_the_end) == [0, 1, 2]
     assert sorted(handed) == [0, 1, 2, 3, 4]
 
@@ -155,7 +154,7 @@ def test_rows_finishing_in_any_order_and_grouping_each_get_their_own_waveform_on
     from pipeline.engine.waveform_overlap import WaveformsAlongside
 
     rng = np.random.default_rng(seed)
-    monkeypatch.setattr(waveform, "row_steps_per_chunk", 60)
+    monkeypatch.setattr(waveform, "row_steps_per_chunk", 120)
     lengths = [int(n) for n in rng.integers(2, 70, 24)]
     hiddens = [torch.randn(n, 64) for n in lengths]
     handed: dict[int, Any] = {}

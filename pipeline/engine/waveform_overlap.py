@@ -1,7 +1,7 @@
 """Decoder + Vocos for sentences as they finish, on a second CUDA stream, while the GPT goes on.
 
 The GPT's decode steps are bound by memory bandwidth and leave compute idle; Decoder + Vocos are
-convolutions, bound by compute. Finished sentences are buffered until they fill two decode chunks
+convolutions, bound by compute. Finished sentences are buffered until they fill a decode chunk
 (``row_steps_per_chunk``; the first ones go at once), then the whole chunks among them are
 launched on a side stream (rows that would leave a chunk part-filled wait for the next ones: a
 chunk costs its padded shape however few rows it holds), so their waveforms are made while the
@@ -38,12 +38,12 @@ OnWaveform = Callable[[int, np.ndarray], None]
 COPY_POLL_SECONDS = 0.002  # how often the first chunk's copy to the host is looked at
 PINNED_PIECE = 1 << 23  # floats per pinned host buffer (32 MB): sizes the host allocator keeps
 # Finished rows are launched once this many chunks' worth have gathered, by whole chunks (the
-# rows of a part-filled one wait for the next launch, once): the more rows to choose from, the
-# closer in length each chunk's rows (``python -m pipeline.bench step-model``: padded row-steps
-# against the rows' own, before (all rows at one chunk's worth) and now: 1.34 -> 1.19x in the
-# bench, 1.28 -> 1.20x for a pool refilling 1,024 slots, 1.31 -> 1.24x in 512, 1.39 either way in
-# 256; whole chunks at one chunk's worth were worse than before in 256-512 slots).
-FLUSH_CHUNKS = 2
+# rows of a part-filled one wait for the next launch, once). ``python -m pipeline.bench step-model``,
+# padded row-steps against the rows' own, before (all rows at one chunk's worth) -> one -> two: the
+# bench 1.34 -> 1.19 -> 1.19x, a pool refilling 1,024 slots 1.28 -> 1.20 -> 1.20x, 512 slots 1.31 ->
+# 1.32 -> 1.24x, 256 slots 1.39 -> 1.41 -> 1.39x; but what is left at the end, decoded after the last
+# step, 1.15 chunks at one and 2.15 at two in the bench (~16 ms an H100 chunk): one, for 1,024 slots.
+FLUSH_CHUNKS = 1
 
 
 def side_stream(device: torch.device) -> torch.cuda.Stream:
