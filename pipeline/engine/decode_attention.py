@@ -238,9 +238,9 @@ def attended_lengths(write_at: torch.Tensor, live: torch.Tensor | None) -> torch
     """The positions each slot's attention reads this step (int32 [B]): [0, write_at] for a slot
     whose row is still generating, none for one whose row has ended or that holds none. Such
     slots still run through a step at its bucket's shape, but what they compute is never read
-    (a finished row's next hidden state lands past what it kept); reading their caches was ~26 %
+    (a finished row's next hidden state lands past what it kept); reading their caches was 26 %
     on top of the live rows' reads in the bench (1,024 rows declining through power-of-two
-    buckets), ~8 % with a pool refilling the slots."""
+    buckets), 7 % with a pool refilling the slots (``python -m pipeline.bench step-model``)."""
     lengths = (write_at + 1).to(torch.int32)
     return lengths if live is None else lengths * live
 
@@ -251,8 +251,8 @@ def decode_attention(query: torch.Tensor, keys: torch.Tensor, values: torch.Tens
                      partition: int | None = None) -> torch.Tensor:
     """query [B, H, D]; keys/values [B, H, P, D] (the slots' caches, D contiguous; int8 when
     their scales [B, H, P] are given); used [B] int32: positions [0, used) of each slot are
-    attended to (none: its output is zeros). ``kernel``: one of ``KERNELS`` (default ``KERNEL``); ``partition``: positions
-    per program of the split kernel. Returns [B, H, D] in the query's dtype."""
+    attended to (none: its output is zeros). ``kernel``: one of ``KERNELS`` (default ``KERNEL``);
+    ``partition``: positions per program of the split kernel. Returns [B, H, D] in the query's dtype."""
     rows, heads, dim = query.shape
     quantized, key_scales, value_scales = _scales(keys, key_scales, value_scales)
     chosen = kernel or KERNEL

@@ -53,9 +53,10 @@ def mid_book_graphs_allowed(device: torch.device) -> bool:
 
 
 # Above this many rows, live-slot buckets every this many rows, not at powers of two: a step's
-# GEMMs run at its bucket's rows, finished ones included, and as a batch's rows end through
-# powers of two they ran 1.24x the live rows in the bench (1,024 rows; every 128: 1.08x, four
-# more graphs of 1,024 slots). Its attention reads live rows only (attended_lengths).
+# GEMMs run at its bucket's rows, ended ones included, and as a batch's rows end through powers
+# of two they ran 1.26x the live rows in the bench (1,024 rows; every 128: 1.10x, four more
+# graphs of 1,024 slots; ``python -m pipeline.bench step-model``). Its attention reads live rows
+# only (decode_attention.attended_lengths).
 ROW_BUCKET_STEP = 128
 
 
