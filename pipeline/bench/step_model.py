@@ -9,7 +9,8 @@ rows are harvested every 8 steps, one harvest behind, their slots freed; with no
 admit, live rows move to the front once a smaller bucket holds them. Per step it counts:
 
 - attention reads: the cache positions the live rows read, and what slots whose rows had ended
-  read on top of that when they still read their caches (now none: ``attended_lengths``);
+  read on top of that when they still read their caches (now none: ``attended_lengths``); with
+  the weights read once a step, the steps' bytes: how long they take at a device's copy ceiling;
 - GEMM rows: the step's bucket against its live rows, at powers of two and at the engine's buckets;
 - Decoder+Vocos: the finished rows, as harvested, through the real ``WaveformsAlongside`` over a
   stand-in decoder that chunks them as the GPU's graphs would (``chunk_rows``, a bucket's steps, a
@@ -37,6 +38,11 @@ from pipeline.engine.waveform_graphs import WaveformGraphs
 from pipeline.engine.waveform_overlap import WaveformsAlongside
 
 CHUNK_ROW_STEPS = 16384  # WaveformDecoder.row_steps_per_chunk
+# ChatTTS's GPT as the steps read it: 20 layers of keys and values, 12 heads of 64, int8 codes and
+# a float32 scale per vector; its linears and heads in fp16 (~190.6 M weights), read once a step
+CACHE_BYTES_PER_POSITION = 20 * 2 * 12 * (64 + 4)
+WEIGHT_BYTES_PER_STEP = 2 * 190_600_000
+COPY_CEILINGS = (("H100", 3.0e12), ("H200", 4.3e12))  # bytes/s a device-to-device copy reaches
 HARVEST_EVERY = 8
 PROMPT_EXTRA = 6  # prompt positions besides a sentence's ~one token a character
 
@@ -156,6 +162,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench st
           "(a model, not a measurement)")
     print(f"attention reads of slots whose rows had ended: +{counts.ended_reads / counts.live_reads:.1%} "
           "on the live rows' (now none)")
+    needed = counts.live_reads * CACHE_BYTES_PER_POSITION + counts.steps * WEIGHT_BYTES_PER_STEP
+    print(f"the steps' bytes (live rows' cache, weights once a step): {needed / 1e9:.0f} GB, at the copy ceiling "
+          + ", ".join(f"{name} {needed / rate:.2f} s" for name, rate in COPY_CEILINGS))
     print(f"GEMM rows against the live rows: powers of two {counts.power_rows / counts.live_rows:.3f}x, "
           f"the engine's buckets {counts.engine_rows / counts.live_rows:.3f}x")
     print(f"Decoder+Vocos padded row-steps against the rows' own: all buffered rows at a chunk's worth "
