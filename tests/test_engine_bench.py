@@ -158,3 +158,15 @@ def test_a_finished_rows_engine_is_given_back_though_the_loaded_engine_was_froze
         assert gone() is None
     finally:
         gc.unfreeze()
+
+
+def test_the_steps_bandwidth_is_a_share_of_the_ceiling_of_the_card_it_ran_on() -> None:
+    """An H100 lent for an H200 reads ~3 TB/s at best: its steps' share is of its own ceiling."""
+    row = BenchRow(system="tts-jobs", precision="fp16", batch=2048, sentences=1024, audio_s=3586, wall_s=1.13,
+                   x_realtime=3172.0, peak_gib=15.15, gpt_s=0.97, steps=343, step_ms=2.83, bandwidth_tbs=1.38,
+                   slots=1024)
+    on_h100 = BenchReport(rows=(row,), device="cuda: H100", weights="synthetic full", date="d", ceiling_tbs=3.0)
+
+    assert "| 1.38 | 46 |" in format_table(on_h100) and "3.00 TB/s copy ceiling" in format_table(on_h100)
+    assert json.loads(on_h100.to_json())["ceiling_tbs"] == 3.0
+    assert "| 1.38 | 32 |" in format_table(replace(on_h100, ceiling_tbs=4.3))

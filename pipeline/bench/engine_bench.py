@@ -24,9 +24,10 @@ from typing import Any
 
 from pipeline.bench.commands import PROGRAM, listing
 from pipeline.bench.engine_runner import Say, fp32_reference, run_engine_rows
+from pipeline.bench.gpu_timing import copy_ceiling_tbs
 from pipeline.bench.harness import bench_weights, memory_history
 from pipeline.bench.protocol import BenchOptions, forced_steps, make_workload
-from pipeline.bench.report import BenchReport, BenchRow, describe, format_table, ratios
+from pipeline.bench.report import COPY_CEILING_TBS, BenchReport, BenchRow, describe, format_table, ratios
 from pipeline.bench.upstream_runner import run_upstream_row
 from pipeline.types import GPT_STEPS_PER_SECOND
 
@@ -43,6 +44,10 @@ def run_bench(opts: BenchOptions, progress: Say | None = None) -> BenchReport:
     say = progress or (lambda message: log.info("%s", message))
     device = resolve_device(opts.device)
     on_gpu = device.type == "cuda"
+    # before any cap: the ceiling of the card itself (an H100 lent for an H200 reads ~3, not 4.3)
+    ceiling = copy_ceiling_tbs(device) if on_gpu else COPY_CEILING_TBS
+    if on_gpu:
+        say(f"copy ceiling: {ceiling:.2f} TB/s (a 1-GiB device-to-device copy, read and write)")
     if on_gpu and opts.memory_gib:  # both systems, the whole run: as a card of that size
         from pipeline.engine.memory import cap_device_memory
 
@@ -57,7 +62,7 @@ def run_bench(opts: BenchOptions, progress: Say | None = None) -> BenchReport:
     name = torch.cuda.get_device_name(device) if on_gpu else platform.processor() or "cpu"
     return BenchReport(rows=tuple(rows), device=f"{device.type}: {name}", weights=weights_label,
                        date=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                       command=" ".join(sys.argv), ratios=ratios(rows))
+                       command=" ".join(sys.argv), ratios=ratios(rows), ceiling_tbs=ceiling)
 
 
 class _BenchRun:

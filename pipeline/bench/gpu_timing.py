@@ -27,3 +27,23 @@ def seconds_per_run(run: Callable[[], Any], repeats: int = 20, warm_ups: int = 3
     end.record()
     torch.cuda.synchronize()
     return start.elapsed_time(end) / 1e3 / repeats
+
+
+def copy_ceiling_tbs(device: Any, gib: float = 1.0) -> float:
+    """The device's memory bandwidth as a device-to-device copy of ``gib`` GiB reaches it, read and
+    write counted (TB/s): the ceiling a bandwidth-bound step is measured against on this card (an
+    H200 ~4.3, an H100 ~3). Its memory is given back."""
+    import torch
+
+    size = int(gib * 2**30)
+    seconds = _copy_seconds(device, size)
+    torch.cuda.empty_cache()
+    return 2 * size / seconds / 1e12
+
+
+def _copy_seconds(device: Any, size: int) -> float:
+    import torch
+
+    source = torch.empty(size, dtype=torch.uint8, device=device)
+    target = torch.empty_like(source)
+    return seconds_per_run(lambda: target.copy_(source), repeats=10)
