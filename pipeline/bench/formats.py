@@ -14,7 +14,7 @@ GPU path's; on the CPU it gives the GPU's own fidelity figures) with the int8 ca
   ``FP8 weights and inputs``: its inputs too, one scale per row (W8A8, as ``torch._scaled_mm`` runs).
 
 Synthetic weights are noise, not a voice: the table ranks formats, it does not promise a real
-model's figures. Everything runs on the CPU by default (~6 minutes on two cores):
+model's figures. Everything runs on the CPU by default (~7 minutes on two cores):
 
     python -m pipeline.bench formats
     python -m pipeline.bench formats --cpu-smoke      # tiny weights in fp32, two sentences: the flow only
