@@ -6,7 +6,8 @@ predicted on any machine before a GPU measures it.
 Slots (``--slots``) take the pool longest first, newcomers once an eighth of them are free (or
 none run); a step runs at the live-slot bucket of the last occupied slot (``row_buckets``); ended
 rows are harvested every 8 steps, one harvest behind, their slots freed; with nothing left to
-admit, live rows move to the front once a smaller bucket holds them. Per step it counts:
+admit, live rows move to the front once half the slots up to the last would hold them. Per step
+it counts:
 
 - attention reads: the cache positions the live rows read, and what slots whose rows had ended
   read on top of that when they still read their caches (now none: ``attended_lengths``); with
@@ -96,7 +97,7 @@ def run_slots(lengths: list[int], prompts: list[int], slots: int) -> tuple[StepC
                 row[s] = None
             admit()
             occupied = [s for s in range(slots) if row[s] is not None]
-            if not pending and occupied and bucket_for(len(occupied), engine) < bucket_for(occupied[-1] + 1, engine):
+            if not pending and occupied and 2 * len(occupied) <= occupied[-1] + 1:  # generation's rule
                 moved = [(row[s], context[s], left[s]) for s in occupied]
                 row[:] = [None] * slots
                 for s, (r, c, n) in enumerate(moved):
