@@ -31,6 +31,7 @@
 | TTS_JOBS_ATTENTION_STAGES | 1 | blocks of positions in flight per program of that kernel: 2+ pipelines its loads (for its sweep) |
 | TTS_JOBS_CUDA_WAIT | block | how the threads that feed a GPU wait for it: block (asleep) or spin (a core spun; for measuring) |
 | TTS_JOBS_ATTENTION_KERNEL | words | the Triton attention kernel of a decode step: words (the int8 cache read as 32-bit words), single or split (for measuring) |
+| TTS_JOBS_ATTENTION_ROPE | 0 | 1: the word kernel also does a step's RoPE and cache write, one launch a layer instead of two (word_attention.py; same codes and output; unmeasured on a GPU) |
 | TTS_JOBS_FUSED_SAMPLING | 1 | 0: a decode step samples with some twenty PyTorch ops, not one Triton kernel (fused_sampling.py; same tokens, 81 vs 316 us a step at 1,024 rows on an H100) |
 | TTS_JOBS_FUSED_WAVEFORM | 1 | 0: each Decoder and Vocos block's depthwise convolution and LayerNorm run as PyTorch ops, not one Triton kernel (waveform_kernels.py) |
 | TTS_JOBS_ATTENTION_INT8_BITS | 1 | 1: that kernel makes the int8 cache's codes floats by their bits; 0: by the conversion instruction (for its sweep) |
@@ -47,9 +48,8 @@
 | PATH, PYTHONPATH | (the shell's) | extended for the processes a measurement starts (`prepended`) |
 | OUT | (none) | where a measurement tool (`python -m jobs.bench.workers_scaling`) leaves its results, as the device machines name it |
 
-Settings are read once per process (``Settings.from_env``) and handed on: the engine gets its
-slice as an ``EngineConfig`` with an ``EngineTuning`` (``engine_config``); a child process that
-must see other values gets them as its own environment (``child_environment``).
+Read once per process (``Settings.from_env``) and handed on: the engine's slice as an ``EngineConfig``
+with an ``EngineTuning`` (``engine_config``); a child process's other values as its own environment.
 """
 
 from __future__ import annotations
@@ -68,9 +68,8 @@ if TYPE_CHECKING:  # the engine's package is imported only where an engine is co
 
 # Read by huggingface_hub and tqdm when they are imported (silence_dependency_bars).
 DEPENDENCY_BARS_OFF = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TQDM_DISABLE": "1"}
-# Read by the Rust tokenizer when it tokenizes: its own thread pool stays off, as upstream ChatTTS
-# sets on import (a process forked after using it deadlocks); the engine tokenizes big batches in
-# threads of its own.
+# Read by the Rust tokenizer: its own thread pool stays off, as upstream ChatTTS sets on import (a
+# process forked after using it deadlocks); the engine tokenizes big batches in threads of its own.
 TOKENIZER_THREADS_OFF = {"TOKENIZERS_PARALLELISM": "false"}
 
 
@@ -177,7 +176,7 @@ TUNING_VARIABLES = ("TTS_JOBS_DECODE_ATTENTION", "TTS_JOBS_FUSED_LAYERS", "TTS_J
                     "TTS_JOBS_PREFILL_GRAPHS", "TTS_JOBS_DECODE_CUDNN", "TTS_JOBS_ATTENTION_BLOCK",
                     "TTS_JOBS_ATTENTION_WARPS", "TTS_JOBS_ATTENTION_STAGES", "TTS_JOBS_ATTENTION_INT8_BITS",
                     "TTS_JOBS_ATTENTION_KERNEL", "TTS_JOBS_CUDA_WAIT", "TTS_JOBS_FUSED_SAMPLING",
-                    "TTS_JOBS_FUSED_WAVEFORM")
+                    "TTS_JOBS_FUSED_WAVEFORM", "TTS_JOBS_ATTENTION_ROPE")
 
 
 def _engine_tuning(env: Mapping[str, str]) -> EngineTuning | None:
@@ -197,6 +196,7 @@ def _engine_tuning(env: Mapping[str, str]) -> EngineTuning | None:
         attention_stages=int(env.get("TTS_JOBS_ATTENTION_STAGES", "1")),
         attention_int8_bits=env.get("TTS_JOBS_ATTENTION_INT8_BITS", "1") != "0",
         attention_kernel=env.get("TTS_JOBS_ATTENTION_KERNEL", "words"),
+        attention_rope=env.get("TTS_JOBS_ATTENTION_ROPE", "0") == "1",
         host_wait=env.get("TTS_JOBS_CUDA_WAIT", "block"),
         fused_sampling=env.get("TTS_JOBS_FUSED_SAMPLING", "1") != "0",
         fused_waveform=env.get("TTS_JOBS_FUSED_WAVEFORM", "1") != "0",

@@ -14,7 +14,8 @@ def test_the_engine_gets_its_weights_device_and_kernel_choices_from_the_settings
     env = {**BASE, "TTS_JOBS_MODEL_DIR": "/models/chattts", "TTS_JOBS_KV_CACHE": "model", "HF_HOME": "/hf",
            "TTS_JOBS_FUSED_LAYERS": "0", "TTS_JOBS_CUDA_GRAPHS": "0", "TTS_JOBS_ATTENTION_BLOCK": "64",
            "TTS_JOBS_ATTENTION_STAGES": "2", "TTS_JOBS_ATTENTION_INT8_BITS": "0",
-           "TTS_JOBS_ATTENTION_KERNEL": "single", "TTS_JOBS_FUSED_SAMPLING": "0", "TTS_JOBS_FUSED_WAVEFORM": "0"}
+           "TTS_JOBS_ATTENTION_KERNEL": "single", "TTS_JOBS_FUSED_SAMPLING": "0", "TTS_JOBS_FUSED_WAVEFORM": "0",
+           "TTS_JOBS_ATTENTION_ROPE": "1"}
 
     config = Settings.from_env(env).engine_config()
 
@@ -23,7 +24,7 @@ def test_the_engine_gets_its_weights_device_and_kernel_choices_from_the_settings
     assert (config.tuning.fused_layers, config.tuning.cuda_graphs, config.tuning.attention_block) == (False, False, 64)
     assert config.tuning.attention_stages == 2 and not config.tuning.attention_int8_bits
     assert config.tuning.attention_kernel == "single" and not config.tuning.fused_sampling
-    assert not config.tuning.fused_waveform
+    assert not config.tuning.fused_waveform and config.tuning.attention_rope
     assert config.tuning.decode_attention == "triton"  # what was not set keeps its default
 
 
@@ -37,14 +38,15 @@ def test_loading_applies_the_kernel_choices_to_the_whole_process() -> None:
     import pipeline.engine.gpt as gpt
     import pipeline.engine.step_graphs as step_graphs
     import pipeline.engine.waveform_kernels as waveform_kernels
+    import pipeline.engine.word_attention as word_attention
     from pipeline.engine.config import EngineTuning
     from pipeline.engine.loading import apply_tuning
 
     try:
         apply_tuning(EngineTuning(decode_attention="sdpa", cuda_graphs=False, attention_warps=4,
                                   attention_stages=3, attention_int8_bits=False, attention_kernel="split",
-                                  fused_sampling=False, fused_waveform=False))
-        assert not fused_sampling.ON and not waveform_kernels.FUSED
+                                  fused_sampling=False, fused_waveform=False, attention_rope=True))
+        assert not fused_sampling.ON and not waveform_kernels.FUSED and word_attention.ROPE_INSIDE
         assert (gpt.DECODE_ATTENTION, step_graphs.CUDA_GRAPHS, decode_attention.WARPS,
                 decode_attention.STAGES, decode_attention.INT8_BITS) == ("sdpa", False, 4, 3, False)
         assert decode_attention.KERNEL == "split"
@@ -53,6 +55,7 @@ def test_loading_applies_the_kernel_choices_to_the_whole_process() -> None:
     assert (gpt.DECODE_ATTENTION, step_graphs.CUDA_GRAPHS, decode_attention.WARPS,
             decode_attention.STAGES, decode_attention.INT8_BITS) == ("triton", True, 1, 1, True)
     assert decode_attention.KERNEL == "words" and fused_sampling.ON and waveform_kernels.FUSED
+    assert not word_attention.ROPE_INSIDE  # off until measured
 
 
 def test_an_attention_kernel_of_no_known_name_is_refused_in_one_line_when_the_engine_loads() -> None:

@@ -73,3 +73,39 @@ def test_the_word_kernel_compiles_for_hopper_with_half_the_instructions_per_posi
     assert words["dp4a"] == 32 and words["byte_loads"] == 0  # keys by dot products, words loaded whole
     assert words["per_position"] < single["per_position"] / 2
     assert words["registers"] <= 80  # 25 programs of one warp fit an SM, as the other kernel's do
+    # with RoPE and the cache write before the loop: the same loop, no more registers, no spills
+    rope = codes["rope-words"]
+    assert rope["per_position"] == words["per_position"] and rope["registers"] <= 80 and rope["spills"] == 0
+
+
+ROPE_INSIDE_CHECK = """
+import torch
+from pipeline.engine import decode_attention as da, word_attention as wa
+torch.manual_seed(11)
+B, P, H, D = 7, 100, 3, 64
+qkv = torch.randn(B, 3 * H * D).half() * 2
+angles = torch.arange(P).float()[:, None] / (10000 ** (torch.arange(D // 2).float() / (D // 2)))
+cos, sin = torch.cat([angles.cos()] * 2, -1), torch.cat([angles.sin()] * 2, -1)
+at = torch.tensor([0, 5, 31, 32, 64, 98, 99])
+used = (at + 1).to(torch.int32) * torch.tensor([1, 1, 1, 0, 1, 1, 1], dtype=torch.int32)  # one slot's row ended
+def cache():  # earlier positions already hold codes and scales
+    return (torch.randint(-127, 128, (B, H, P, D), dtype=torch.int8), torch.randint(-127, 128, (B, H, P, D), dtype=torch.int8),
+            torch.rand(B, H, P) / 50, torch.rand(B, H, P) / 50)
+torch.manual_seed(12)
+apart = cache()
+torch.manual_seed(12)
+together = cache()
+query = da.rope_and_store(qkv, cos[at], sin[at], apart[0], apart[1], at, apart[2], apart[3])
+want = da.decode_attention(query, apart[0], apart[1], used, apart[2], apart[3], kernel="words")
+got = wa.rope_word_attention(qkv, cos[at], sin[at], together[0], together[1], at, used, together[2], together[3])
+for mine, theirs in zip(together, apart):
+    assert torch.equal(mine, theirs)  # the same codes and scales written, at the same places
+assert got.dtype == torch.float16 and torch.equal(got, want)
+assert got[3].abs().max().item() == 0.0  # the ended slot attends to nothing
+print(0.0)
+"""
+
+
+def test_rope_and_the_cache_write_inside_the_word_kernel_write_and_attend_as_the_two_kernels_do() -> None:
+    # bit for bit under the interpreter: the same rotation, rounding, codes, scales and attention
+    assert worst_error_under_the_interpreter(ROPE_INSIDE_CHECK) == 0.0

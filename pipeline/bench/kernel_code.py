@@ -3,7 +3,7 @@ compiles for a GPU it is not running on, with the ptxas and cuobjdump its wheel 
 per kernel, the instructions of its loop over a slot's positions, per cached position, and the
 registers a program holds (32 programs of one warp fit an SM at 64 or fewer):
 
-    python -m pipeline.bench kernel-code             # single (int8 codes by bits) and words
+    python -m pipeline.bench kernel-code             # single (int8 codes by bits), words, rope-words
     python -m pipeline.bench kernel-code --json F    # also as JSON
     python -m pipeline.bench kernel-code --waveform  # Decoder+Vocos's kernels: registers, spills
 
@@ -24,10 +24,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 TARGET = ("cuda", 90, 32)  # Hopper: the H100 and the H200
-# Both kernels take q, k, v, key scales, value scales, out and used (pointers), then the float
-# ``scale``, then integer strides: every argument but ``scale`` is divisible by 16 as the engine
-# launches them (Triton's launcher tells the compiler so; here the attributes say it).
-SCALE_ARGUMENT = 7
+# The kernels take pointers, then the float ``scale``, then integer strides: every argument but
+# ``scale`` is divisible by 16 as the engine launches them (Triton's launcher tells the compiler
+# so; here the attributes say it).
+KERNELS = ("single", "words", "rope-words")
 
 
 @dataclass(frozen=True)
@@ -44,27 +44,33 @@ class KernelCode:
 
 
 def compile_kernel(kernel: str, block: int = 32) -> KernelCode:
-    """``kernel``: "single" (decode_attention.py, int8 cache, codes by bits) or "words"
-    (word_attention.py), as the engine launches them (strides divisible by 16)."""
+    """``kernel``: "single" (decode_attention.py, int8 cache, codes by bits), "words"
+    (word_attention.py) or "rope-words" (the same with RoPE and the cache write inside), as the
+    engine launches them (strides divisible by 16)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
     from pipeline.engine import decode_attention, word_attention
 
+    attention = ["*fp16", "*i32", "*i32", "*fp32", "*fp32", "*fp16", "*i32", "fp32"]
     if kernel == "words":
-        fn, cache, const = (word_attention._word_attention_kernel, "*i32",
+        fn, types, const = (word_attention._word_attention_kernel, attention,
                             {"BLOCK_N": block, "HEAD_DIM": 64, "ASM": True})
+    elif kernel == "rope-words":  # qkv, cos, sin, k, v, scales, out, write_at, used, scale
+        fn, types, const = (word_attention._rope_word_attention_kernel,
+                            ["*fp16", "*fp32", "*fp32", *attention[1:6], "*i64", "*i32", "fp32"],
+                            {"HEADS": 12, "BLOCK_N": block, "HEAD_DIM": 64, "ASM": True})
     elif kernel == "single":
-        fn, cache, const = (decode_attention._decode_attention_kernel, "*i8",
+        fn, types, const = (decode_attention._decode_attention_kernel,
+                            [t.replace("i32", "i8") if t == "*i32" and i < 3 else t for i, t in enumerate(attention)],
                             {"QUANTIZED": True, "BLOCK_N": block, "HEAD_DIM": 64, "STAGES": 1, "INT8_BITS": True})
     else:
-        raise ValueError(f"unknown kernel {kernel!r}: single or words")
+        raise ValueError(f"unknown kernel {kernel!r}: {', '.join(KERNELS)}")
     names = list(fn.arg_names)
-    types = ["*fp16", cache, cache, "*fp32", "*fp32", "*fp16", "*i32", "fp32"]
     signature = {name: (types[i] if i < len(types) else "i32") for i, name in enumerate(names)}
     signature.update({name: "constexpr" for name in const})
-    aligned = [i for i in range(len(names)) if i != SCALE_ARGUMENT and names[i] not in const]
+    aligned = [i for i in range(len(names)) if types[i:i + 1] != ["fp32"] and names[i] not in const]
     source = ASTSource(fn=fn, signature=signature, constexprs=const,
                        attrs={(i,): [["tt.divisibility", 16]] for i in aligned})
     compiled = triton.compile(source, target=GPUTarget(*TARGET), options={"num_warps": 1, "num_stages": 1})
@@ -144,7 +150,7 @@ def loop_body(sass: str) -> list[str]:
 def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench kernel-code") -> int:
     parser = argparse.ArgumentParser(prog=prog, description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--kernel", action="append", choices=("single", "words"))
+    parser.add_argument("--kernel", action="append", choices=KERNELS)
     parser.add_argument("--block", type=int, default=32, help="positions per loop iteration (default 32)")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--waveform", action="store_true", help="Decoder+Vocos's kernels instead")
@@ -159,7 +165,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench ke
         if args.json:
             args.json.write_text(json.dumps([asdict(code) for code in codes], indent=1))
         return 0
-    found = [compile_kernel(kernel, args.block) for kernel in args.kernel or ["single", "words"]]
+    found = [compile_kernel(kernel, args.block) for kernel in args.kernel or KERNELS]
     print(f"decode attention kernels for sm_{TARGET[1]}, int8 cache, head dim 64, one warp:")
     print("| kernel | block | loop instructions | per position | registers | dp4a | byte loads | spills |")
     print("|---|---|---|---|---|---|---|---|")

@@ -40,6 +40,8 @@ class EngineTuning:
     attention_kernel: which Triton attention kernel a decode step runs (decode_attention.KERNELS):
     "words" (the int8 cache read as 32-bit words, word_attention.py; the default), "single" or
     "split".
+    attention_rope: the word kernel also does a step's RoPE and cache write (one launch a layer
+    instead of two; word_attention.ROPE_INSIDE); off until measured on a GPU.
     host_wait: how a host thread waits for the GPU: "block" (asleep) or "spin" (a core spun;
     cuda_context.WAIT).
     fused_sampling: a decode step's sampling as one Triton kernel (fused_sampling.py) on CUDA.
@@ -57,6 +59,7 @@ class EngineTuning:
     attention_stages: int = 1
     attention_int8_bits: bool = True
     attention_kernel: str = "words"
+    attention_rope: bool = False
     host_wait: str = "block"
     fused_sampling: bool = True
     fused_waveform: bool = True

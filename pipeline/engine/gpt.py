@@ -23,6 +23,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 import pipeline.engine.decode_attention as decode_attention
 import pipeline.engine.layer_kernels as layer_kernels
 import pipeline.engine.layer_ops as layer_ops
+import pipeline.engine.word_attention as word_attention
 from pipeline.engine.kv_cache import KV, KVCache, SlotCache
 
 log = logging.getLogger(__name__)
@@ -50,8 +51,6 @@ _Store = Callable[[int, torch.Tensor, torch.Tensor], _KV]
 # sink(layer index, keys, values [B, H, L, D]): a prefill's keys and values taken layer by layer
 # (into the decode slots' cache) instead of kept in a KVCache of every layer
 LayerSink = Callable[[int, torch.Tensor, torch.Tensor], None]
-# attend(queries [B, H, L, D], keys, values) -> [B, L, H, D]
-_Attend = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 # mix(layer index, fused qkv projection [B, L, 3C]) -> attention output [B, L, H, D]
 _Mix = Callable[[int, torch.Tensor], torch.Tensor]
 
@@ -145,7 +144,7 @@ class FusedLlama(nn.Module):
                 sink(index, keys, values)
                 return keys, values
 
-            return self._layers(x, self._rope_store_attend(rope, hand_on, _masked_attention(attn_mask)))
+            return self._layers(x, self._rope_store_attend(rope, hand_on, layer_ops.masked_attention(attn_mask)))
         start, end = cache.length, cache.length + x.shape[1]
 
         def store(index: int, keys: torch.Tensor, values: torch.Tensor) -> _KV:
@@ -153,7 +152,7 @@ class FusedLlama(nn.Module):
             cache.values[index][:, :, start:end] = values
             return cache.keys[index][:, :, :end], cache.values[index][:, :, :end]
 
-        hidden = self._layers(x, self._rope_store_attend(rope, store, _masked_attention(attn_mask)))
+        hidden = self._layers(x, self._rope_store_attend(rope, store, layer_ops.masked_attention(attn_mask)))
         cache.length = end
         return hidden
 
@@ -211,7 +210,7 @@ class FusedLlama(nn.Module):
             cache.scatter(index, write_at, keys, values)
             return cache.read(index, rows, attend)
 
-        attention = _slot_attention(write_at, attend, self.dtype)
+        attention = layer_ops.slot_attention(write_at, attend, self.dtype)
         return self._layers(x, self._rope_store_attend(self.rope(rope_at.unsqueeze(1)), store,
                                                        attention))
 
@@ -240,7 +239,7 @@ class FusedLlama(nn.Module):
         return layer.o(out.reshape(rows, steps, self.hidden))
 
     def _rope_store_attend(self, rope: tuple[torch.Tensor, torch.Tensor], store: _Store,
-                           attention: _Attend) -> _Mix:
+                           attention: layer_ops.Attend) -> _Mix:
         """The plain PyTorch path: RoPE on q and k, cache write, attention."""
 
         def mix(index: int, qkv: torch.Tensor) -> torch.Tensor:
@@ -254,15 +253,21 @@ class FusedLlama(nn.Module):
 
     def _triton_decode(self, rope_at: torch.Tensor, cache: SlotCache, write_at: torch.Tensor,
                        attend: int, live: torch.Tensor | None) -> _Mix:
-        """The GPU decode path: RoPE + cache write in one kernel, then the prefix attention."""
+        """The GPU decode path: RoPE + cache write in one kernel, then the prefix attention (or
+        all three in one: ``word_attention.ROPE_INSIDE``)."""
         rows = write_at.shape[0]
         cos, sin = self.rope_cos[rope_at], self.rope_sin[rope_at]  # float32 [B, D]
         used = decode_attention.attended_lengths(write_at, live)
+
+        rope_inside = word_attention.ROPE_INSIDE and cache.quantized and decode_attention.KERNEL == "words"
 
         def mix(index: int, qkv: torch.Tensor) -> torch.Tensor:
             keys, values = cache.keys[index][:rows], cache.values[index][:rows]
             scales = ((cache.key_scales[index][:rows], cache.value_scales[index][:rows])
                       if cache.quantized else (None, None))
+            if rope_inside:
+                return word_attention.rope_word_attention(qkv[:, 0], cos, sin, keys, values, write_at,
+                                                          used, *scales).unsqueeze(1)
             query = decode_attention.rope_and_store(qkv[:, 0], cos, sin, keys, values, write_at,
                                                     *scales)
             out = decode_attention.decode_attention(query, keys, values, used, *scales)
@@ -274,26 +279,3 @@ class FusedLlama(nn.Module):
 def _use_triton(on: torch.Tensor, dtype: torch.dtype) -> bool:
     return (DECODE_ATTENTION == "triton" and on.is_cuda
             and dtype in (torch.float16, torch.bfloat16) and decode_attention.available())
-
-
-def _masked_attention(attn_mask: torch.Tensor | None) -> _Attend:
-    """SDPA over [B, H, S, D] keys with an additive mask; returns [B, L, H, D]."""
-
-    def attend(query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
-        out = F.scaled_dot_product_attention(query, keys, values, attn_mask=attn_mask)
-        return out.transpose(1, 2)
-
-    return attend
-
-
-def _slot_attention(write_at: torch.Tensor, attend: int, dtype: torch.dtype) -> _Attend:
-    """Attention of one query per slot over its own cache prefix [0, write_at], when the Triton
-    path is off (CPU, fp32): SDPA with a length mask over the first ``attend`` positions.
-    Keys/values arrive as [B, H, attend, D]."""
-    allowed = torch.arange(attend, device=write_at.device) <= write_at.unsqueeze(1)
-    mask = layer_ops.additive_mask(allowed, dtype)[:, None, None, :]
-
-    def masked(query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
-        return F.scaled_dot_product_attention(query, keys, values, attn_mask=mask).transpose(1, 2)
-
-    return masked

@@ -1,12 +1,17 @@
 """A Llama layer's small ops in PyTorch: the path off the GPU (and in fp32), and the reference the
 Triton kernels of ``layer_kernels.py`` are tested against — residual add + RMSNorm, SiLU × up,
-rotary embedding and its tables, and the additive attention mask."""
+rotary embedding and its tables, the additive attention mask, and attention by SDPA."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+# attend(queries [B, H, L, D], keys, values) -> [B, L, H, D]
+Attend = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
 
 def add_rms_norm(x: torch.Tensor, delta: torch.Tensor, weight: torch.Tensor,
@@ -41,3 +46,26 @@ def additive_mask(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """0 where attention is allowed, -inf elsewhere (no host-to-device copy: graph-safe)."""
     zeros = torch.zeros(allowed.shape, dtype=dtype, device=allowed.device)
     return zeros.masked_fill_(~allowed, float("-inf"))
+
+
+def masked_attention(attn_mask: torch.Tensor | None) -> Attend:
+    """SDPA over [B, H, S, D] keys with an additive mask; returns [B, L, H, D]."""
+
+    def attend(query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        out = F.scaled_dot_product_attention(query, keys, values, attn_mask=attn_mask)
+        return out.transpose(1, 2)
+
+    return attend
+
+
+def slot_attention(write_at: torch.Tensor, attend: int, dtype: torch.dtype) -> Attend:
+    """Attention of one query per slot over its own cache prefix [0, write_at], when the Triton
+    path is off (CPU, fp32): SDPA with a length mask over the first ``attend`` positions.
+    Keys/values arrive as [B, H, attend, D]."""
+    allowed = torch.arange(attend, device=write_at.device) <= write_at.unsqueeze(1)
+    mask = additive_mask(allowed, dtype)[:, None, None, :]
+
+    def masked(query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        return F.scaled_dot_product_attention(query, keys, values, attn_mask=mask).transpose(1, 2)
+
+    return masked

@@ -22,6 +22,7 @@ import pipeline.engine.prefill as prefill  # noqa: PLR0402
 import pipeline.engine.step_graphs as step_graphs  # noqa: PLR0402
 import pipeline.engine.waveform as waveform  # noqa: PLR0402
 import pipeline.engine.waveform_kernels as waveform_kernels  # noqa: PLR0402
+import pipeline.engine.word_attention as word_attention  # noqa: PLR0402
 from pipeline.engine.checksums import verify_real_weights
 from pipeline.engine.config import PRECISIONS, EngineConfig, EngineTuning
 from pipeline.engine.cuda_context import device_ordinal, open_primary_context
@@ -127,6 +128,7 @@ def apply_tuning(tuning: EngineTuning) -> None:
     decode_attention.STAGES = tuning.attention_stages
     decode_attention.INT8_BITS = tuning.attention_int8_bits
     decode_attention.KERNEL = tuning.attention_kernel
+    word_attention.ROPE_INSIDE = tuning.attention_rope
     cuda_context.WAIT = tuning.host_wait
     fused_sampling.ON = tuning.fused_sampling
     waveform_kernels.FUSED = tuning.fused_waveform

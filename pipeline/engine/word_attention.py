@@ -39,6 +39,8 @@ except ImportError:  # CPU builds of PyTorch
     triton = None
     tl = None
 
+ROPE_INSIDE = False  # EngineTuning.rope_inside: a step's RoPE and cache write in this kernel
+# (``rope_word_attention``) rather than a kernel of their own before it; off until measured
 BLOCK_POSITIONS = 32  # positions per loop iteration: 8 lanes x 4 positions each, 4 lanes per position
 WARPS = 1
 # Tried on an H200 and taken out (gpu_checks' attention section, 1,024 slots x 128-512 positions):
@@ -86,9 +88,9 @@ if triton is not None:  # pragma: no cover
         return (x + tl.where(x >= 0, 0.5, -0.5)).to(tl.int32)
 
     @triton.jit
-    def _query_words(q_ptr, words, lanes):
-        """The query [D] as two packed int8 halves (coarse, fine) of 15-bit codes, and its step."""
-        q = tl.load(q_ptr + words[:, None] * 4 + lanes[None, :]).to(tl.float32)
+    def _query_words(q, lanes):
+        """The query [D / 4, 4] (float32) as two packed int8 halves (coarse, fine) of 15-bit
+        codes, and its step."""
         step = tl.maximum(tl.max(tl.max(tl.abs(q), 1), 0), 1e-30) / 16256.0
         codes = _rounded(q / step)  # -16256..16256
         coarse = _rounded(codes.to(tl.float32) / 128.0)  # -127..127
@@ -115,16 +117,25 @@ if triton is not None:  # pragma: no cover
                                stride_qb, stride_qh, stride_kb, stride_kh, stride_kp,
                                stride_sb, stride_sh, stride_ob, stride_oh,
                                BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, ASM: tl.constexpr):
-        WORDS: tl.constexpr = HEAD_DIM // 4
         row = tl.program_id(0)
         head = tl.program_id(1)
-        used = tl.load(used_ptr + row)
+        words = tl.arange(0, HEAD_DIM // 4)
+        lanes = tl.arange(0, 4)
+        q = tl.load(q_ptr + row * stride_qb + head * stride_qh + words[:, None] * 4 + lanes[None, :])
+        _attend(q.to(tl.float32), k_ptr, v_ptr, ks_ptr, vs_ptr, o_ptr + row * stride_ob + head * stride_oh,
+                tl.load(used_ptr + row), scale, row * stride_kb + head * stride_kh, stride_kp,
+                row * stride_sb + head * stride_sh, BLOCK_N, HEAD_DIM, ASM)
+
+    @triton.jit
+    def _attend(q, k_ptr, v_ptr, ks_ptr, vs_ptr, out_ptr, used, scale, base, stride_kp, scale_base,
+                BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, ASM: tl.constexpr):
+        """One (slot, head): the query q [D / 4, 4] over positions [0, used) of the cache from
+        ``base`` (in words; its scales from ``scale_base``), the output at ``out_ptr``."""
+        WORDS: tl.constexpr = HEAD_DIM // 4
         words = tl.arange(0, WORDS)
         lanes = tl.arange(0, 4)
-        coarse, fine, q_step = _query_words(q_ptr + row * stride_qb + head * stride_qh, words, lanes)
+        coarse, fine, q_step = _query_words(q, lanes)
         q_scale = q_step * scale * LOG2E  # scores in base 2: exp2 is the hardware's own
-        base = row * stride_kb + head * stride_kh
-        scale_base = row * stride_sb + head * stride_sh
         best = tl.max(tl.full([BLOCK_N], float("-inf"), tl.float32), 0)
         total = tl.sum(tl.zeros([BLOCK_N], tl.float32), 0)
         acc0 = tl.zeros([8, WORDS], tl.float32)  # byte 0 of each word (dims 0, 4, 8, ...), per lane
@@ -153,14 +164,58 @@ if triton is not None:  # pragma: no cover
             acc3 = acc3 * rescale + (_lane_sums(weights, v3, BLOCK_N, WORDS) - offset)
             best = new_best
             start += BLOCK_N
-        out = o_ptr + row * stride_ob + head * stride_oh + words * 4
+        out = out_ptr + words * 4
         # the codes were placed 2**15 below the float's units; total >= 1 with any position, 0 with none
         norm = 32768.0 / tl.maximum(total, 1.0)
-        kind = o_ptr.dtype.element_ty
+        kind = out_ptr.dtype.element_ty
         tl.store(out, (tl.sum(acc0, 0) * norm).to(kind))
         tl.store(out + 1, (tl.sum(acc1, 0) * norm).to(kind))
         tl.store(out + 2, (tl.sum(acc2, 0) * norm).to(kind))
         tl.store(out + 3, (tl.sum(acc3, 0) * norm).to(kind))
+
+    @triton.jit
+    def _rotated(x_ptr, dims, partner, sign, cos, sin):
+        """RoPE on one head's vector, as ``decode_attention.rope_and_store`` computes it."""
+        x = tl.load(x_ptr + dims).to(tl.float32)
+        return x * cos + sign * tl.load(x_ptr + partner).to(tl.float32) * sin
+
+    @triton.jit
+    def _store_words(cache_ptr, scale_ptr, x, lanes):
+        """x [D / 4, 4] into the int8 cache as words of four codes, its scale beside: the codes and
+        scale ``decode_attention.rope_and_store`` writes (``kv_int8.quantize``'s rounding)."""
+        step = tl.maximum(tl.max(tl.max(tl.abs(x), 1), 0), 1e-20) / 127.0
+        codes = tl.minimum(tl.maximum(_rounded(x / step), -127), 127)
+        tl.store(cache_ptr, tl.sum((codes & 0xFF) << (lanes[None, :] * 8), 1))
+        tl.store(scale_ptr, step)
+
+    @triton.jit
+    def _rope_word_attention_kernel(qkv_ptr, cos_ptr, sin_ptr, k_ptr, v_ptr, ks_ptr, vs_ptr, o_ptr,
+                                    at_ptr, used_ptr, scale, stride_qkv_b, stride_cos_b,
+                                    stride_kb, stride_kh, stride_kp, stride_sb, stride_sh,
+                                    stride_ob, stride_oh, HEADS: tl.constexpr,
+                                    BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, ASM: tl.constexpr):
+        row = tl.program_id(0)
+        head = tl.program_id(1)
+        words = tl.arange(0, HEAD_DIM // 4)
+        lanes = tl.arange(0, 4)
+        dims = words[:, None] * 4 + lanes[None, :]
+        partner = (dims + HEAD_DIM // 2) % HEAD_DIM  # rotate_half: [-x2, x1]
+        sign = tl.where(dims < HEAD_DIM // 2, -1.0, 1.0)
+        cos = tl.load(cos_ptr + row * stride_cos_b + dims)
+        sin = tl.load(sin_ptr + row * stride_cos_b + dims)
+        source = qkv_ptr + row * stride_qkv_b + head * HEAD_DIM
+        q = _rotated(source, dims, partner, sign, cos, sin)
+        k = _rotated(source + HEADS * HEAD_DIM, dims, partner, sign, cos, sin)
+        v = tl.load(source + 2 * HEADS * HEAD_DIM + dims).to(tl.float32)
+        at = tl.load(at_ptr + row)
+        base = row * stride_kb + head * stride_kh
+        scale_base = row * stride_sb + head * stride_sh
+        _store_words(k_ptr + base + at * stride_kp + words, ks_ptr + scale_base + at, k, lanes)
+        _store_words(v_ptr + base + at * stride_kp + words, vs_ptr + scale_base + at, v, lanes)
+        tl.debug_barrier()  # this position's words, written by some lanes, are read by others
+        q = q.to(qkv_ptr.dtype.element_ty).to(tl.float32)  # the query the two kernels hand on
+        _attend(q, k_ptr, v_ptr, ks_ptr, vs_ptr, o_ptr + row * stride_ob + head * stride_oh,
+                tl.load(used_ptr + row), scale, base, stride_kp, scale_base, BLOCK_N, HEAD_DIM, ASM)
 
 
 def word_decode_attention(query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
@@ -176,6 +231,27 @@ def word_decode_attention(query: torch.Tensor, keys: torch.Tensor, values: torch
         query.stride(0), query.stride(1), key_words.stride(0), key_words.stride(1), key_words.stride(2),
         key_scales.stride(0), key_scales.stride(1), out.stride(0), out.stride(1),
         BLOCK_N=BLOCK_POSITIONS, HEAD_DIM=dim, ASM=compiled(), num_warps=WARPS)
+    return out
+
+
+def rope_word_attention(qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+                        keys: torch.Tensor, values: torch.Tensor, write_at: torch.Tensor,
+                        used: torch.Tensor, key_scales: torch.Tensor,
+                        value_scales: torch.Tensor) -> torch.Tensor:
+    """``decode_attention.rope_and_store`` and then this kernel, as one kernel (``ROPE_INSIDE``):
+    RoPE on q and k, k and v into the int8 cache at ``write_at``, the attention over [0, used).
+    The same codes, scales and output; one launch a layer fewer, and the rotated queries never
+    leave the registers. ``qkv`` [B, 3 * H * D] (the fused projection's output); returns [B, H, D]."""
+    rows = qkv.shape[0]
+    heads, dim = keys.shape[1], keys.shape[3]
+    key_words, value_words = keys.view(torch.int32), values.view(torch.int32)
+    out = torch.empty(rows, heads, dim, dtype=qkv.dtype, device=qkv.device)
+    _rope_word_attention_kernel[(rows, heads)](
+        qkv, cos, sin, key_words, value_words, key_scales, value_scales, out, write_at, used,
+        1.0 / math.sqrt(dim), qkv.stride(0), cos.stride(0),
+        key_words.stride(0), key_words.stride(1), key_words.stride(2),
+        key_scales.stride(0), key_scales.stride(1), out.stride(0), out.stride(1),
+        HEADS=heads, BLOCK_N=BLOCK_POSITIONS, HEAD_DIM=dim, ASM=compiled(), num_warps=WARPS)
     return out
 
 

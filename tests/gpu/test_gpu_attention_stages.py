@@ -81,3 +81,29 @@ def test_the_int8_cache_read_as_words_attends_as_the_single_kernel_does() -> Non
     for scale in scales:
         scale.masked_fill_(past[:, None, :], float("nan"))
     assert torch.equal(da.decode_attention(query, keys, values, used, *scales, kernel="words"), words)
+
+
+def test_rope_and_the_cache_write_inside_the_word_kernel_on_the_card() -> None:
+    """Compiled (inline PTX, the barrier between the write and the reads), the kernel with RoPE and
+    the cache write inside writes the codes and scales ``rope_and_store`` writes and attends as
+    the word kernel does after it; a slot whose row ended gets zeros."""
+    from pipeline.engine import word_attention
+
+    _, keys, values, _, key_scales, value_scales = cache(quantized=True)
+    rows, heads, positions, dim = keys.shape
+    generator = torch.Generator(device="cuda").manual_seed(3)
+    qkv = torch.randn(rows, 3 * heads * dim, device="cuda", dtype=torch.float16, generator=generator)
+    angles = torch.rand(rows, dim // 2, device="cuda", generator=generator) * 6.28
+    cos, sin = torch.cat([angles.cos()] * 2, -1), torch.cat([angles.sin()] * 2, -1)
+    write_at = torch.tensor([0, 30, 31, 32, 63, 99, 198, 199, 1], device="cuda")
+    used = da.attended_lengths(write_at, torch.arange(rows, device="cuda") != 4)
+    apart = [t.clone() for t in (keys, values, key_scales, value_scales)]
+    query = da.rope_and_store(qkv, cos, sin, apart[0], apart[1], write_at, apart[2], apart[3])
+    want = da.decode_attention(query, apart[0], apart[1], used, apart[2], apart[3], kernel="words")
+    got = word_attention.rope_word_attention(qkv, cos, sin, keys, values, write_at, used, key_scales, value_scales)
+    assert (keys.int() - apart[0].int()).abs().max().item() <= 1  # an FMA's rounding may move a code
+    assert (values.int() - apart[1].int()).abs().max().item() <= 1
+    torch.testing.assert_close(key_scales, apart[2], atol=0, rtol=1e-6)
+    torch.testing.assert_close(value_scales, apart[3], atol=0, rtol=1e-6)
+    torch.testing.assert_close(got.float(), want.float(), atol=2e-3, rtol=2e-3)
+    assert got[4].abs().max().item() == 0.0
