@@ -63,7 +63,7 @@ def compile_kernel(kernel: str, block: int = 32) -> KernelCode:
                             {"HEADS": 12, "BLOCK_N": block, "HEAD_DIM": 64, "ASM": True})
     elif kernel == "single":
         fn, types, const = (decode_attention._decode_attention_kernel,
-                            [t.replace("i32", "i8") if t == "*i32" and i < 3 else t for i, t in enumerate(attention)],
+                            ["*fp16", "*i8", "*i8", *attention[3:]],  # the cache read as bytes
                             {"QUANTIZED": True, "BLOCK_N": block, "HEAD_DIM": 64, "STAGES": 1, "INT8_BITS": True})
     else:
         raise ValueError(f"unknown kernel {kernel!r}: {', '.join(KERNELS)}")

@@ -39,7 +39,7 @@ except ImportError:  # CPU builds of PyTorch
     triton = None
     tl = None
 
-ROPE_INSIDE = False  # EngineTuning.rope_inside: a step's RoPE and cache write in this kernel
+ROPE_INSIDE = False  # EngineTuning.attention_rope: a step's RoPE and cache write in this kernel
 # (``rope_word_attention``) rather than a kernel of their own before it; off until measured
 BLOCK_POSITIONS = 32  # positions per loop iteration: 8 lanes x 4 positions each, 4 lanes per position
 WARPS = 1
