@@ -3,12 +3,28 @@ single-program kernel (``decode_attention.py``) and the split one (``split_atten
 along a slot's context. Keys and values are read as [BLOCK_N, D] blocks (D contiguous: vectorised
 loads); an int8 cache's scales multiply a key's score and a value's weight (no dequantized copy).
 ``EXP2``: scores are in base 2 (log2(e) folded into the query's scale by the caller). Imported
-only where Triton is (by those kernels' modules)."""
+only where Triton is (by those kernels' modules). Also what every kernel that writes the cache
+shares: RoPE on a head's vector and its int8 codes (``rotated``, ``int8_codes``)."""
 
 from __future__ import annotations
 
 import triton
 import triton.language as tl
+
+
+@triton.jit
+def rotated(x_ptr, dims, partner, sign, cos, sin):
+    """RoPE on one head's vector (rotate_half: ``partner`` the other half, ``sign`` -1 on the first),
+    in float32, from the cos and sin table rows already loaded."""
+    x = tl.load(x_ptr + dims).to(tl.float32)
+    return x * cos + sign * tl.load(x_ptr + partner).to(tl.float32) * sin
+
+
+@triton.jit
+def int8_codes(scaled):
+    """Rounded half away from zero and clamped to [-127, 127], as kv_int8.quantize does (int32)."""
+    rounded = (scaled + tl.where(scaled >= 0, 0.5, -0.5)).to(tl.int32)
+    return tl.minimum(tl.maximum(rounded, -127), 127)
 
 
 @triton.jit

@@ -31,7 +31,7 @@ try:  # pragma: no cover - exercised on the GPU machine (and under TRITON_INTERP
     import triton
     import triton.language as tl
 
-    from pipeline.engine.attention_block import attend_block
+    from pipeline.engine.attention_block import attend_block, int8_codes, rotated
 except ImportError:  # CPU builds of PyTorch
     triton = None
     tl = None
@@ -121,17 +121,11 @@ if triton is not None:  # pragma: no cover
 if triton is not None:  # pragma: no cover
 
     @triton.jit
-    def _int8_codes(scaled):
-        """Rounded half away from zero and clamped, as kv_int8.quantize does."""
-        rounded = (scaled + tl.where(scaled >= 0, 0.5, -0.5)).to(tl.int32)
-        return tl.minimum(tl.maximum(rounded, -127), 127).to(tl.int8)
-
-    @triton.jit
     def _store(cache_ptr, scales_ptr, at, x, QUANTIZED: tl.constexpr):
         """One vector into the cache (and its scale)."""
         if QUANTIZED:
             step = tl.maximum(tl.max(tl.abs(x), 0), 1e-20) / 127.0
-            tl.store(cache_ptr + at, _int8_codes(x / step))
+            tl.store(cache_ptr + at, int8_codes(x / step).to(tl.int8))
             tl.store(scales_ptr, step)
         else:
             tl.store(cache_ptr + at, x.to(cache_ptr.dtype.element_ty))
@@ -152,13 +146,9 @@ if triton is not None:  # pragma: no cover
         cos = tl.load(cos_ptr + row * stride_cos_b + dims)
         sin = tl.load(sin_ptr + row * stride_cos_b + dims)
         base = qkv_ptr + row * stride_qkv_b + head * HEAD_DIM
-        q = tl.load(base + dims).to(tl.float32)
-        q_partner = tl.load(base + partner).to(tl.float32)
-        k = tl.load(base + HEADS * HEAD_DIM + dims).to(tl.float32)
-        k_partner = tl.load(base + HEADS * HEAD_DIM + partner).to(tl.float32)
+        q_rot = rotated(base, dims, partner, sign, cos, sin)
+        k_rot = rotated(base + HEADS * HEAD_DIM, dims, partner, sign, cos, sin)
         v = tl.load(base + 2 * HEADS * HEAD_DIM + dims).to(tl.float32)
-        q_rot = q * cos + sign * q_partner * sin
-        k_rot = k * cos + sign * k_partner * sin
         at = tl.load(at_ptr + row)
         slot = row * stride_cache_b + head * stride_cache_h + at * stride_cache_p + dims
         scale_at = row * stride_scale_b + head * stride_scale_h + at
@@ -192,7 +182,7 @@ if triton is not None:  # pragma: no cover
         at = dst_ptr + slot * stride_db + head * stride_dh + positions[:, None] * stride_dp + dims[None, :]
         if QUANTIZED:
             step = tl.maximum(tl.max(tl.abs(x), 1), 1e-20) / 127.0
-            tl.store(at, _int8_codes(x / step[:, None]), mask=inside[:, None])
+            tl.store(at, int8_codes(x / step[:, None]).to(tl.int8), mask=inside[:, None])
             tl.store(scales_ptr + slot * stride_cb + head * stride_ch + positions, step, mask=inside)
         else:
             tl.store(at, x.to(dst_ptr.dtype.element_ty), mask=inside[:, None])

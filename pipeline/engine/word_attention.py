@@ -35,6 +35,8 @@ import torch
 try:  # pragma: no cover - exercised on the GPU machine (and under TRITON_INTERPRET=1)
     import triton
     import triton.language as tl
+
+    from pipeline.engine.attention_block import int8_codes, rotated
 except ImportError:  # CPU builds of PyTorch
     triton = None
     tl = None
@@ -174,17 +176,11 @@ if triton is not None:  # pragma: no cover
         tl.store(out + 3, (tl.sum(acc3, 0) * norm).to(kind))
 
     @triton.jit
-    def _rotated(x_ptr, dims, partner, sign, cos, sin):
-        """RoPE on one head's vector, as ``decode_attention.rope_and_store`` computes it."""
-        x = tl.load(x_ptr + dims).to(tl.float32)
-        return x * cos + sign * tl.load(x_ptr + partner).to(tl.float32) * sin
-
-    @triton.jit
     def _store_words(cache_ptr, scale_ptr, x, lanes):
         """x [D / 4, 4] into the int8 cache as words of four codes, its scale beside: the codes and
-        scale ``decode_attention.rope_and_store`` writes (``kv_int8.quantize``'s rounding)."""
+        scale ``decode_attention.rope_and_store`` writes."""
         step = tl.maximum(tl.max(tl.max(tl.abs(x), 1), 0), 1e-20) / 127.0
-        codes = tl.minimum(tl.maximum(_rounded(x / step), -127), 127)
+        codes = int8_codes(x / step)
         tl.store(cache_ptr, tl.sum((codes & 0xFF) << (lanes[None, :] * 8), 1))
         tl.store(scale_ptr, step)
 
@@ -204,8 +200,8 @@ if triton is not None:  # pragma: no cover
         cos = tl.load(cos_ptr + row * stride_cos_b + dims)
         sin = tl.load(sin_ptr + row * stride_cos_b + dims)
         source = qkv_ptr + row * stride_qkv_b + head * HEAD_DIM
-        q = _rotated(source, dims, partner, sign, cos, sin)
-        k = _rotated(source + HEADS * HEAD_DIM, dims, partner, sign, cos, sin)
+        q = rotated(source, dims, partner, sign, cos, sin)
+        k = rotated(source + HEADS * HEAD_DIM, dims, partner, sign, cos, sin)
         v = tl.load(source + 2 * HEADS * HEAD_DIM + dims).to(tl.float32)
         at = tl.load(at_ptr + row)
         base = row * stride_kb + head * stride_kh
