@@ -38,6 +38,24 @@ def test_trace_gaps_finds_the_gpu_idle_between_two_kernels_and_the_host_call_mea
     assert "| 0.1 | 300 | gemm | attention | cudaStreamSynchronize |" in done.stdout
 
 
+def test_trace_gaps_adds_up_each_kernels_gpu_time_by_name_largest_first(tmp_path: Path) -> None:
+    """Three launches of one attention kernel outweigh one longer GEMM; a second stream's kernel is
+    a share of that stream's own busy time."""
+    events = [kernel("gemm", 0, 100), kernel("attention", 100, 60), kernel("attention", 200, 60),
+              kernel("attention", 300, 60), kernel("vocos", 0, 40, stream=9)]
+    trace = tmp_path / "trace-fp16-8.json.gz"
+    with gzip.open(trace, "wt") as out:
+        json.dump({"traceEvents": events}, out)
+
+    done = bench("trace-gaps", str(trace))
+
+    assert done.returncode == 0, done.stderr
+    table = done.stdout.split("GPU time by kernel")[1].splitlines()
+    assert table[3] == "| 7 | attention | 0.2 | 64.3 | 3 | 60.0 |"
+    assert table[4] == "| 7 | gemm | 0.1 | 35.7 | 1 | 100.0 |"
+    assert table[5] == "| 9 | vocos | 0.0 | 100.0 | 1 | 40.0 |"
+
+
 def test_memory_peak_names_what_held_the_most_at_the_peak_by_the_projects_own_frame(tmp_path: Path) -> None:
     """A pool allocated by the engine, a warm-up block freed before the peak, two cache blocks made
     by one line at the peak and a block made after it: only what was alive at the peak is named,

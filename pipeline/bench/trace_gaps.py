@@ -1,7 +1,9 @@
-"""Where a traced run left the GPU idle: reads a torch.profiler chrome trace (the bench's
-``--trace DIR``) and prints each stream's busy time, the GPU's idle gaps (no kernel
-or copy on any stream) with the work on either side and the host call under way meanwhile, and the
-CUDA calls the host spent longest in.
+"""Where a traced run's GPU time went and where it left the GPU idle: reads a torch.profiler
+chrome trace (the bench's ``--trace DIR``) and prints each stream's busy time, the kernels that
+took the most GPU time (by name, each stream's share: what a step is made of over the bench's
+real mix of rows and lengths, graph replays included), the GPU's idle gaps (no kernel or copy on
+any stream) with the work on either side and the host call under way meanwhile, and the CUDA
+calls the host spent longest in.
 
     python -m pipeline.bench --synthetic full --device cuda --trace /tmp/t ...
     python -m pipeline.bench trace-gaps /tmp/t/trace-fp16-2048.json.gz [--top 20]
@@ -59,6 +61,22 @@ def report_gaps(title: str, busy: list[tuple[float, float]], work: list[dict],
               f"| {short(after['name'], 40)} | {short(innermost, 40)} |")
 
 
+def report_kernels(work: list[dict], per_stream: dict[str, list[tuple[float, float]]], top: int) -> None:
+    """GPU time by kernel name, largest first, as a share of its stream's busy time."""
+    stream_busy = {stream: sum(e - b for b, e in merged(spans)) for stream, spans in per_stream.items()}
+    totals: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0])
+    for e in work:
+        key = (str(e.get("args", {}).get("stream", e.get("tid"))), e["name"])
+        totals[key][0] += e["dur"]
+        totals[key][1] += 1
+    print("\nGPU time by kernel (share of its stream's busy time):")
+    print("| stream | kernel | ms | % | launches | µs each |")
+    print("|---|---|---|---|---|---|")
+    for (stream, name), (dur, count) in sorted(totals.items(), key=lambda kv: -kv[1][0])[:top]:
+        share = 100 * dur / stream_busy[stream] if stream_busy[stream] else 0.0
+        print(f"| {stream} | {short(name, 70)} | {dur / 1e3:.1f} | {share:.1f} | {count} | {dur / count:.1f} |")
+
+
 def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench trace-gaps") -> int:
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument("trace", type=Path)
@@ -86,6 +104,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench tr
     for stream, spans in sorted(per_stream.items(), key=lambda kv: -len(kv[1])):
         print(f"| {stream} | {sum(e - b for b, e in merged(spans)) / 1e3:.1f} | {len(spans)} |")
 
+    report_kernels(work, per_stream, args.top)
     starts = [e["ts"] for e in work]
     report_gaps("the GPU (no stream busy)", busy, work, starts, host, first, args)
     main_stream = max(per_stream, key=lambda k: len(per_stream[k]))
