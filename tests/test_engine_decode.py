@@ -182,7 +182,7 @@ def test_an_int8_kv_cache_takes_a_quarter_of_fp32s_bytes_and_stays_close(
     assert quantized.keys[0].dtype == torch.int8 and quantized.quantized and not full.quantized
     q_bytes = sum(t.numel() * t.element_size() for t in quantized.tensors())
     f_bytes = sum(t.numel() * t.element_size() for t in full.tensors())
-    assert q_bytes < 0.3 * f_bytes  # 1 byte + 4 bytes of scale per head-vector, against 4
+    assert q_bytes < 0.3 * f_bytes  # 1 byte a value + 2 bytes of scale per head-vector, against 4
     result = fidelity.compare(engine, int8_kv_engine, requests)
     # measured: 1.0 and 2e-5 (tiny widths weigh attention lightly); reading the codes with a
     # wrong scale gives 0.98 and 1e-2

@@ -58,7 +58,7 @@ worst = max(worst, untouched.abs().max().item())  # nothing written anywhere els
 
 # ... and into an int8 cache: the same codes and scales as kv_int8.quantize of the rotated key
 keys8, values8 = torch.zeros(B, H, P, D, dtype=torch.int8), torch.zeros(B, H, P, D, dtype=torch.int8)
-kscale, vscale = torch.zeros(B, H, P), torch.zeros(B, H, P)
+kscale, vscale = torch.zeros(B, H, P, dtype=kv_int8.SCALE_DTYPE), torch.zeros(B, H, P, dtype=kv_int8.SCALE_DTYPE)
 da.rope_and_store(qkv, table_cos[at], table_sin[at], keys8, values8, at, kscale, vscale)
 for cache, scales, want in ((keys8, kscale, want_k), (values8, vscale, want_v)):
     codes, steps = kv_int8.quantize(want)
@@ -78,8 +78,8 @@ for quantized in (False, True):
         dtype = torch.int8 if quantized else torch.float16
         return SlotCache(keys=[torch.zeros(B, H, P, D, dtype=dtype)],
                          values=[torch.zeros(B, H, P, D, dtype=dtype)],
-                         key_scales=[torch.zeros(B, H, P)] if quantized else [],
-                         value_scales=[torch.zeros(B, H, P)] if quantized else [],
+                         key_scales=[torch.zeros(B, H, P, dtype=kv_int8.SCALE_DTYPE)] if quantized else [],
+                         value_scales=[torch.zeros(B, H, P, dtype=kv_int8.SCALE_DTYPE)] if quantized else [],
                          dtype=torch.float16)
     by_kernel, by_torch = empty(), empty()
     halved = prefilled / 2  # values differ from keys

@@ -25,6 +25,7 @@ import torch
 from pipeline.bench.attention_kernels import dot_attention
 from pipeline.bench.gpu_timing import seconds_per_run
 from pipeline.engine import decode_attention as engine_kernels
+from pipeline.engine import kv_int8
 
 VARIANTS = ("engine", "split", "dot", "dot8")
 Tensors = list[torch.Tensor]
@@ -62,8 +63,8 @@ def inputs(rows: int, attend: int, device: torch.device, heads: int = 12, dim: i
     query = (torch.randn(rows, heads, dim, generator=generator) * 2).half()
     keys = torch.randint(-127, 128, shape, generator=generator, dtype=torch.int8)
     values = torch.randint(-127, 128, shape, generator=generator, dtype=torch.int8)
-    key_scales = torch.rand(shape[:3], generator=generator) / 100
-    value_scales = torch.rand(shape[:3], generator=generator) / 40
+    key_scales = (torch.rand(shape[:3], generator=generator) / 100).to(kv_int8.SCALE_DTYPE)
+    value_scales = (torch.rand(shape[:3], generator=generator) / 40).to(kv_int8.SCALE_DTYPE)
     return [t.to(device) for t in (query, keys, values, used, key_scales, value_scales)]
 
 

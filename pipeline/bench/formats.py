@@ -36,7 +36,7 @@ from torch import nn
 
 from pipeline.bench import fidelity
 from pipeline.bench.protocol import forced_requests, forced_steps, make_workload, spread
-from pipeline.engine import EngineConfig
+from pipeline.engine import EngineConfig, kv_int8
 from pipeline.engine.kv_int8 import LEVELS
 from pipeline.engine.loading import load_engine
 from pipeline.engine.weights import write_synthetic_weights
@@ -61,9 +61,10 @@ class Format:
     @property
     def kv_bytes(self) -> float:
         """A cached position's bytes against the int8 cache's (codes packed to their bits, the
-        float32 scale per 64-wide vector kept)."""
+        fp16 scale per 64-wide vector kept)."""
         bits = [math.ceil(math.log2(2 * levels + 1)) for levels in (self.key_levels, self.value_levels)]
-        return sum(64 * b / 8 + 4 for b in bits) / (2 * (64 + 4))
+        scale = kv_int8.scale_bytes()
+        return sum(64 * b / 8 + scale for b in bits) / (2 * (64 + scale))
 
 
 FORMATS = (

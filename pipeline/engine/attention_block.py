@@ -4,7 +4,8 @@ along a slot's context. Keys and values are read as [BLOCK_N, D] blocks (D conti
 loads); an int8 cache's scales multiply a key's score and a value's weight (no dequantized copy).
 ``EXP2``: scores are in base 2 (log2(e) folded into the query's scale by the caller). Imported
 only where Triton is (by those kernels' modules). Also what every kernel that writes the cache
-shares: RoPE on a head's vector and its int8 codes (``rotated``, ``int8_codes``)."""
+shares: RoPE on a head's vector, its scale and its int8 codes (``rotated``, ``int8_step``,
+``int8_codes``)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,13 @@ def rotated(x_ptr, dims, partner, sign, cos, sin):
     in float32, from the cos and sin table rows already loaded."""
     x = tl.load(x_ptr + dims).to(tl.float32)
     return x * cos + sign * tl.load(x_ptr + partner).to(tl.float32) * sin
+
+
+@triton.jit
+def int8_step(largest):
+    """A vector's scale from its largest magnitude, as kv_int8.quantize makes it: / 127, at least
+    fp16's smallest normal number, rounded to fp16 (kv_int8.SCALE_DTYPE), in float32."""
+    return tl.maximum(largest / 127.0, 6.103515625e-05).to(tl.float16).to(tl.float32)
 
 
 @triton.jit

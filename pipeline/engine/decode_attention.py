@@ -31,7 +31,7 @@ try:  # pragma: no cover - exercised on the GPU machine (and under TRITON_INTERP
     import triton
     import triton.language as tl
 
-    from pipeline.engine.attention_block import attend_block, int8_codes, rotated
+    from pipeline.engine.attention_block import attend_block, int8_codes, int8_step, rotated
 except ImportError:  # CPU builds of PyTorch
     triton = None
     tl = None
@@ -124,7 +124,7 @@ if triton is not None:  # pragma: no cover
     def _store(cache_ptr, scales_ptr, at, x, QUANTIZED: tl.constexpr):
         """One vector into the cache (and its scale)."""
         if QUANTIZED:
-            step = tl.maximum(tl.max(tl.abs(x), 0), 1e-20) / 127.0
+            step = int8_step(tl.max(tl.abs(x), 0))
             tl.store(cache_ptr + at, int8_codes(x / step).to(tl.int8))
             tl.store(scales_ptr, step)
         else:
@@ -181,7 +181,7 @@ if triton is not None:  # pragma: no cover
                     + dims[None, :], mask=inside[:, None], other=0.0).to(tl.float32)
         at = dst_ptr + slot * stride_db + head * stride_dh + positions[:, None] * stride_dp + dims[None, :]
         if QUANTIZED:
-            step = tl.maximum(tl.max(tl.abs(x), 1), 1e-20) / 127.0
+            step = int8_step(tl.max(tl.abs(x), 1))
             tl.store(at, int8_codes(x / step[:, None]).to(tl.int8), mask=inside[:, None])
             tl.store(scales_ptr + slot * stride_cb + head * stride_ch + positions, step, mask=inside)
         else:

@@ -21,6 +21,7 @@ from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import pipeline.engine.decode_attention as decode_attention
+import pipeline.engine.kv_int8 as kv_int8
 import pipeline.engine.layer_kernels as layer_kernels
 import pipeline.engine.layer_ops as layer_ops
 import pipeline.engine.word_attention as word_attention
@@ -169,7 +170,7 @@ class FusedLlama(nn.Module):
             return [torch.zeros(shape, dtype=torch.int8, device=device) for _ in self.layers]
 
         def scales() -> list[torch.Tensor]:
-            return [torch.zeros(shape[:3], dtype=torch.float32, device=device)
+            return [torch.zeros(shape[:3], dtype=kv_int8.SCALE_DTYPE, device=device)
                     for _ in self.layers]
 
         return SlotCache(keys=int8(), values=int8(), key_scales=scales(), value_scales=scales(),
@@ -184,7 +185,7 @@ class FusedLlama(nn.Module):
     def kv_bytes_per_position(self) -> int:
         """Bytes of keys and values one slot position holds, over all layers."""
         if self.quantized_kv():
-            return 2 * len(self.layers) * (self.hidden + 4 * self.heads)
+            return 2 * len(self.layers) * (self.hidden + kv_int8.scale_bytes() * self.heads)
         return 2 * len(self.layers) * self.hidden * (torch.finfo(self.dtype).bits // 8)
 
     def attention_reads_prefix_only(self) -> bool:

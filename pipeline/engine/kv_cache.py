@@ -1,5 +1,5 @@
 """The GPT's key/value caches: ``KVCache`` for a prefill (all rows at once, [B, H, S, D] per layer)
-and ``SlotCache`` for the decode slots (each slot its own length; int8 with a float32 scale per
+and ``SlotCache`` for the decode slots (each slot its own length; int8 with an fp16 scale per
 vector where ``EngineConfig.kv_cache`` asks for it, `kv_int8.py`; on the GPU filled and read by
 the Triton kernels of `decode_attention.py`).
 
@@ -43,7 +43,7 @@ class KVCache:
 class SlotCache:
     """Per-layer keys and values of the decode slots, [N, H, P, D]: slot-major, so that the first
     B slots are one contiguous block, and position-major within a head, so that a slot's head
-    reads one contiguous run. int8 with float32 scales [N, H, P] per vector when quantized
+    reads one contiguous run. int8 with fp16 scales [N, H, P] per vector when quantized
     (``kv_int8.py``); ``dtype`` is what reads of it give back. ``levels``: the keys' and values'
     largest code, 127 but where ``python -m pipeline.bench formats`` measures what a narrower
     cache would cost in fidelity (the PyTorch path; the GPU kernels write 127 only)."""
@@ -88,7 +88,7 @@ class SlotCache:
                                            (self.values, self.value_scales, values, self.levels[1])):
             if self.quantized:
                 new, scale = kv_int8.quantize(new, levels)
-                scales[layer][slots, :, :width] = scale
+                scales[layer][slots, :, :width] = scale.to(scales[layer].dtype)
             cache[layer][slots, :, :width] = new.to(cache[layer].dtype)
 
     def scatter(self, layer: int, write_at: torch.Tensor, keys: torch.Tensor,
@@ -100,7 +100,7 @@ class SlotCache:
                                            (self.values, self.value_scales, values, self.levels[1])):
             if self.quantized:
                 new, scale = kv_int8.quantize(new, levels)
-                scales[layer][:rows].scatter_(2, at.expand(rows, heads, 1), scale)
+                scales[layer][:rows].scatter_(2, at.expand(rows, heads, 1), scale.to(scales[layer].dtype))
             cache[layer][:rows].scatter_(2, at.unsqueeze(-1).expand(rows, heads, 1, dim), new)
 
     def read(self, layer: int, rows: int, attend: int) -> KV:

@@ -36,7 +36,7 @@ try:  # pragma: no cover - exercised on the GPU machine (and under TRITON_INTERP
     import triton
     import triton.language as tl
 
-    from pipeline.engine.attention_block import int8_codes, rotated
+    from pipeline.engine.attention_block import int8_codes, int8_step, rotated
 except ImportError:  # CPU builds of PyTorch
     triton = None
     tl = None
@@ -179,7 +179,7 @@ if triton is not None:  # pragma: no cover
     def _store_words(cache_ptr, scale_ptr, x, lanes):
         """x [D / 4, 4] into the int8 cache as words of four codes, its scale beside: the codes and
         scale ``decode_attention.rope_and_store`` writes."""
-        step = tl.maximum(tl.max(tl.max(tl.abs(x), 1), 0), 1e-20) / 127.0
+        step = int8_step(tl.max(tl.max(tl.abs(x), 1), 0))
         codes = int8_codes(x / step)
         tl.store(cache_ptr, tl.sum((codes & 0xFF) << (lanes[None, :] * 8), 1))
         tl.store(scale_ptr, step)

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import pipeline.engine.decode_attention as da
+import pipeline.engine.kv_int8 as kv_int8
 
 pytestmark = pytest.mark.gpu
 
@@ -26,8 +27,8 @@ def cache(quantized: bool) -> tuple[Any, ...]:
     if quantized:
         keys = torch.randint(-127, 128, shape, device="cuda", dtype=torch.int8, generator=generator)
         values = torch.randint(-127, 128, shape, device="cuda", dtype=torch.int8, generator=generator)
-        scales = (torch.rand(shape[:3], device="cuda", generator=generator) / 64,
-                  torch.rand(shape[:3], device="cuda", generator=generator) / 64)
+        scales = ((torch.rand(shape[:3], device="cuda", generator=generator) / 64).to(kv_int8.SCALE_DTYPE),
+                  (torch.rand(shape[:3], device="cuda", generator=generator) / 64).to(kv_int8.SCALE_DTYPE))
     else:
         keys = torch.randn(shape, device="cuda", dtype=torch.float16, generator=generator)
         values = torch.randn(shape, device="cuda", dtype=torch.float16, generator=generator)
