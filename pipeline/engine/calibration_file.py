@@ -24,8 +24,9 @@ log = logging.getLogger(__name__)
 
 # Bump when what calibration measures or how it fits changes (shapes, margins, what a batch
 # holds at its peak): old entries are then never read again. 2: a prefill's keys and values go
-# into the slots layer by layer and a large admission runs in pieces (its peak is lower).
-CALIBRATION_VERSION = 2
+# into the slots layer by layer and a large admission runs in pieces (its peak is lower). 3: the
+# int8 cache's scales in fp16 (a slot position holds 3 % fewer bytes).
+CALIBRATION_VERSION = 3
 MOST_ENTRIES = 32  # devices, caps and precisions one data directory keeps models for
 
 
