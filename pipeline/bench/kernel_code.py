@@ -53,7 +53,8 @@ def compile_kernel(kernel: str, block: int = 32) -> KernelCode:
 
     from pipeline.engine import decode_attention, word_attention
 
-    attention = ["*fp16", "*i32", "*i32", "*fp16", "*fp16", "*fp16", "*i32", "fp32"]  # the scales fp16 (kv_int8.SCALE_DTYPE)
+    # query, keys and values as words, their scales (kv_int8.SCALE_DTYPE), out, used, scale
+    attention = ["*fp16", "*i32", "*i32", "*fp16", "*fp16", "*fp16", "*i32", "fp32"]
     if kernel == "words":
         fn, types, const = (word_attention._word_attention_kernel, attention,
                             {"BLOCK_N": block, "HEAD_DIM": 64, "ASM": True})

@@ -7,12 +7,14 @@ a large share off every step. Why an fp16 scale, not float32: the scale was 4 of
 read; fp16 keeps it to 2^-11 relative, and the codes are computed with the rounded scale, so
 what is stored reconstructs as well as before (the largest element's quotient is at most
 127 * (1 + 2^-11), which rounds to 127); a step is never below fp16's smallest normal number,
-2^-14 (a vector of zeros, or one smaller than 127 * 2^-14, gets that step). Why int8 with a scale per vector rather than fp8 (e4m3): every
-vector keeps 7 bits of resolution relative to its own largest element, where e4m3 keeps 3
-mantissa bits per element; and int8 converts on any GPU and under Triton's CPU interpreter.
+2^-14 (a vector of zeros, or one smaller than 127 * 2^-14, gets that step).
 
-The Triton kernel that writes the cache on the GPU (``decode_attention.rope_and_store``) rounds
-the same way as ``quantize`` here: half away from zero.
+Why int8 with a scale per vector rather than fp8 (e4m3): every vector keeps 7 bits of resolution
+relative to its own largest element, where e4m3 keeps 3 mantissa bits per element; and int8
+converts on any GPU and under Triton's CPU interpreter.
+
+The Triton kernels that write the cache on the GPU make the scale and round the codes as
+``quantize`` does here (``attention_block.int8_step``, ``int8_codes``: half away from zero).
 """
 
 from __future__ import annotations
