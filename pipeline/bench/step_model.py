@@ -31,6 +31,7 @@ import torch
 
 import pipeline.engine.waveform_overlap as waveform_overlap  # noqa: PLR0402 (its FLUSH_CHUNKS is set)
 from pipeline.bench.protocol import forced_steps, make_workload
+from pipeline.engine import kv_int8
 from pipeline.engine.step_graphs import bucket_for, row_buckets
 from pipeline.engine.timing import PhaseClock
 from pipeline.engine.waveform import chunk_rows
@@ -40,7 +41,7 @@ from pipeline.engine.waveform_overlap import WaveformsAlongside
 CHUNK_ROW_STEPS = 16384  # WaveformDecoder.row_steps_per_chunk
 # ChatTTS's GPT as the steps read it: 20 layers of keys and values, 12 heads of 64, int8 codes and
 # an fp16 scale per vector; its linears and heads in fp16 (~190.6 M weights), read once a step
-CACHE_BYTES_PER_POSITION = 20 * 2 * 12 * (64 + 2)
+CACHE_BYTES_PER_POSITION = 20 * 2 * 12 * (64 + kv_int8.scale_bytes())
 WEIGHT_BYTES_PER_STEP = 2 * 190_600_000
 COPY_CEILINGS = (("H100", 3.0e12), ("H200", 4.3e12))  # bytes/s a device-to-device copy reaches
 HARVEST_EVERY = 8

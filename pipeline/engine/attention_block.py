@@ -12,6 +12,12 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from pipeline.engine import kv_int8
+
+# kv_int8's format, as the kernels see it (a Triton function reads module globals only as constexprs)
+LEVELS = tl.constexpr(kv_int8.LEVELS)
+SMALLEST_STEP = tl.constexpr(kv_int8.SMALLEST_STEP)
+
 
 @triton.jit
 def rotated(x_ptr, dims, partner, sign, cos, sin):
@@ -25,7 +31,7 @@ def rotated(x_ptr, dims, partner, sign, cos, sin):
 def int8_step(largest):
     """A vector's scale from its largest magnitude, as kv_int8.quantize makes it: / 127, at least
     fp16's smallest normal number, rounded to fp16 (kv_int8.SCALE_DTYPE), in float32."""
-    return tl.maximum(largest / 127.0, 6.103515625e-05).to(tl.float16).to(tl.float32)
+    return tl.maximum(largest / LEVELS, SMALLEST_STEP).to(tl.float16).to(tl.float32)
 
 
 @triton.jit
