@@ -12,11 +12,12 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from pipeline.engine import kv_int8
+from pipeline.engine.kv_int8 import LEVELS as _KV_LEVELS
+from pipeline.engine.kv_int8 import SMALLEST_STEP as _KV_SMALLEST_STEP
 
 # kv_int8's format, as the kernels see it (a Triton function reads module globals only as constexprs)
-LEVELS = tl.constexpr(kv_int8.LEVELS)
-SMALLEST_STEP = tl.constexpr(kv_int8.SMALLEST_STEP)
+LEVELS = tl.constexpr(_KV_LEVELS)
+SMALLEST_STEP = tl.constexpr(_KV_SMALLEST_STEP)
 
 
 @triton.jit
