@@ -2,7 +2,7 @@
 
 PostgreSQL and Redis are the real servers on 127.0.0.1 (``scripts/test`` starts them when needed).
 Each test process gets its own PostgreSQL database and Redis database number, wiped around tests:
-`scripts/test` runs two processes (pytest-xdist), each with its own, so that they never share a
+`scripts/test` runs three processes (pytest-xdist), each with its own, so that they never share a
 queue or a job table. A module's tests run in one process, in order (``--dist loadfile``).
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 # One compute thread per process, this one and every worker or `run` it starts (they inherit the
-# environment): the suite runs two test processes on two cores, each starting model processes,
+# environment): the suite runs three test processes on two cores, each starting model processes,
 # and torch's default of a thread per core, OpenMP threads spinning while they wait, made every
 # such test two to four times slower than alone. Set before torch is first imported.
 for _threads in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
