@@ -196,3 +196,30 @@ def test_with_an_int8_kv_cache_tokens_still_do_not_depend_on_slots(int8_kv_engin
     for slots in (1, 3):
         got = codes_with_slots(int8_kv_engine, requests, slots)
         assert all(torch.equal(a, b) for a, b in zip(got, reference)), f"{slots} slots"
+
+
+def test_a_step_run_as_two_halves_of_its_rows_speaks_the_same_tokens(engine: Engine,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """``TTS_JOBS_STEP_HALVES``: each half of a step's rows its own pass over its own slots (on the
+    GPU side by side on two streams), and no sentence can tell."""
+    import pipeline.engine.step_halves as step_halves
+    from pipeline.engine.kv_cache import SlotCache
+
+    requests = requests_for(engine, greedy=False)
+    whole = engine.generate_hiddens(requests)
+    parts: list[tuple[int, int]] = []
+    rows = SlotCache.rows
+
+    def recorded(cache: SlotCache, first: int, count: int) -> SlotCache:
+        parts.append((first, count))
+        return rows(cache, first, count)
+
+    monkeypatch.setattr(SlotCache, "rows", recorded)
+    monkeypatch.setattr(step_halves, "ON", True)
+    monkeypatch.setattr(step_halves, "HALVES_FROM", 2)
+    halves = engine.generate_hiddens(requests)
+    assert (0, 3) in parts and (3, 4) in parts  # the 7 slots' steps went as halves of 3 and 4
+    for ours, theirs in zip(halves.tokens, whole.tokens, strict=True):
+        assert torch.equal(ours, theirs)
+    for ours, theirs in zip(halves.hiddens, whole.hiddens, strict=True):
+        torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=1e-5)

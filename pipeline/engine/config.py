@@ -42,6 +42,8 @@ class EngineTuning:
     "split".
     attention_rope: the word kernel also does a step's RoPE and cache write (one launch a layer
     instead of two; word_attention.ROPE_INSIDE); off until measured on a GPU.
+    step_halves: a decode step's GPT as two halves of its rows on two streams, overlapping one's
+    GEMMs with the other's attention (step_halves.py); off until measured on a GPU.
     host_wait: how a host thread waits for the GPU: "block" (asleep) or "spin" (a core spun;
     cuda_context.WAIT).
     fused_sampling: a decode step's sampling as one Triton kernel (fused_sampling.py) on CUDA.
@@ -60,6 +62,7 @@ class EngineTuning:
     attention_int8_bits: bool = True
     attention_kernel: str = "words"
     attention_rope: bool = False
+    step_halves: bool = False
     host_wait: str = "block"
     fused_sampling: bool = True
     fused_waveform: bool = True

@@ -26,6 +26,7 @@ import pipeline.engine.layer_kernels as layer_kernels
 import pipeline.engine.layer_ops as layer_ops
 import pipeline.engine.word_attention as word_attention
 from pipeline.engine.kv_cache import KV, KVCache, SlotCache
+from pipeline.engine.layer_ops import Blocks, run_blocks
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +139,7 @@ class FusedLlama(nn.Module):
         takes each layer's keys and values as they are made (a prefill from position 0): one
         layer's fp16 keys and values live at a time, not every layer's.
         """
+        attention = layer_ops.masked_attention(attn_mask)
         if not isinstance(cache, KVCache):
             sink = cache
 
@@ -145,7 +147,7 @@ class FusedLlama(nn.Module):
                 sink(index, keys, values)
                 return keys, values
 
-            return self._layers(x, self._rope_store_attend(rope, hand_on, layer_ops.masked_attention(attn_mask)))
+            return run_blocks(self._layer_blocks(x, self._rope_store_attend(rope, hand_on, attention)))
         start, end = cache.length, cache.length + x.shape[1]
 
         def store(index: int, keys: torch.Tensor, values: torch.Tensor) -> _KV:
@@ -153,7 +155,7 @@ class FusedLlama(nn.Module):
             cache.values[index][:, :, start:end] = values
             return cache.keys[index][:, :, :end], cache.values[index][:, :, :end]
 
-        hidden = self._layers(x, self._rope_store_attend(rope, store, layer_ops.masked_attention(attn_mask)))
+        hidden = run_blocks(self._layer_blocks(x, self._rope_store_attend(rope, store, attention)))
         cache.length = end
         return hidden
 
@@ -203,8 +205,13 @@ class FusedLlama(nn.Module):
         read otherwise: ``decode_attention.attended_lengths``). Every shape depends only on
         (B, attend) and nothing reads back to the host, so a CUDA graph can hold it. Returns [B, 1, C].
         """
+        return run_blocks(self.slot_blocks(x, rope_at, cache, write_at, attend, live))
+
+    def slot_blocks(self, x: torch.Tensor, rope_at: torch.Tensor, cache: SlotCache, write_at: torch.Tensor,
+                    attend: int, live: torch.Tensor | None = None) -> Blocks:
+        """``forward_slots`` launched a block at a time (``_layer_blocks``), for ``step_halves``."""
         if _use_triton(write_at, self.dtype):
-            return self._layers(x, self._triton_decode(rope_at, cache, write_at, attend, live))
+            return self._layer_blocks(x, self._triton_decode(rope_at, cache, write_at, attend, live))
         rows = write_at.shape[0]
 
         def store(index: int, keys: torch.Tensor, values: torch.Tensor) -> _KV:
@@ -212,24 +219,27 @@ class FusedLlama(nn.Module):
             return cache.read(index, rows, attend)
 
         attention = layer_ops.slot_attention(write_at, attend, self.dtype)
-        return self._layers(x, self._rope_store_attend(self.rope(rope_at.unsqueeze(1)), store,
-                                                       attention))
+        return self._layer_blocks(x, self._rope_store_attend(self.rope(rope_at.unsqueeze(1)), store, attention))
 
-    def _layers(self, x: torch.Tensor, mix: _Mix) -> torch.Tensor:
-        """Every layer on ``x`` [B, L, C]; returns the final-norm hidden states. Each residual add
-        is fused with the RMSNorm after it (the next layer's, or the final one) and the MLP's
+    def _layer_blocks(self, x: torch.Tensor, mix: _Mix) -> Blocks:
+        """Every layer on ``x`` [B, L, C], pausing after each attention block and each MLP block
+        (what ``step_halves`` interleaves); returns the final-norm hidden states. Each residual
+        add is fused with the RMSNorm after it (the next layer's, or the final one) and the MLP's
         SiLU with its product, in one kernel each where ``layer_kernels`` runs (CUDA, half)."""
         add_norm, gated = ((layer_kernels.add_rms_norm, layer_kernels.silu_mul)
                            if FUSED_LAYERS and _use_triton(x, self.dtype) and layer_kernels.available()
                            else (layer_ops.add_rms_norm, layer_ops.silu_mul))
         first = self.layers[0]
-        with sdpa_kernel(_ATTENTION_BACKENDS):
-            h = F.rms_norm(x, (self.hidden,), first.ln_attn, first.eps)
-            for i, layer in enumerate(self.layers):
-                x, h = add_norm(x, self._attention(layer, h, mix, i), layer.ln_mlp, layer.eps)
-                following = self.layers[i + 1] if i + 1 < len(self.layers) else None
-                norm, eps = (following.ln_attn, following.eps) if following else (self.norm, self.eps)
-                x, h = add_norm(x, layer.down(gated(layer.gate_up(h))), norm, eps)
+        h = F.rms_norm(x, (self.hidden,), first.ln_attn, first.eps)
+        for i, layer in enumerate(self.layers):
+            with sdpa_kernel(_ATTENTION_BACKENDS):  # not held across a pause: two blocks interleave
+                attended = self._attention(layer, h, mix, i)
+            x, h = add_norm(x, attended, layer.ln_mlp, layer.eps)
+            yield
+            following = self.layers[i + 1] if i + 1 < len(self.layers) else None
+            norm, eps = (following.ln_attn, following.eps) if following else (self.norm, self.eps)
+            x, h = add_norm(x, layer.down(gated(layer.gate_up(h))), norm, eps)
+            yield
         return h
 
     def _attention(self, layer: FusedLlamaLayer, h: torch.Tensor, mix: _Mix,

@@ -33,3 +33,17 @@ def test_refilled_slots_give_the_eager_tokens_in_fp32(tmp_path: Path) -> None:
 
     assert len(ways) == 4
     assert not [way.line() for way in ways if way.agreement < AGREEMENT_NEEDED]
+
+
+def test_steps_in_two_halves_on_two_streams_give_the_eager_tokens_in_fp16(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``TTS_JOBS_STEP_HALVES=1``: the halves' fork and join hold inside a captured graph."""
+    import pipeline.engine.step_halves as step_halves
+
+    monkeypatch.setattr(step_halves, "ON", True)
+    engine = synthetic_engine(tmp_path, "full", "cuda", "fp16")
+
+    ways = [way for way in compare_ways(engine, rows=256, slots=64) if way.label == ONE_SLOT_PER_ROW]
+
+    assert all(way.graphs_captured > 0 for way in ways)
+    assert not [way.line() for way in ways if way.agreement < AGREEMENT_NEEDED]
