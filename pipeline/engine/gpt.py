@@ -26,7 +26,6 @@ import pipeline.engine.layer_kernels as layer_kernels
 import pipeline.engine.layer_ops as layer_ops
 import pipeline.engine.word_attention as word_attention
 from pipeline.engine.kv_cache import KV, KVCache, SlotCache
-from pipeline.engine.layer_ops import Blocks, run_blocks
 
 log = logging.getLogger(__name__)
 
@@ -147,7 +146,8 @@ class FusedLlama(nn.Module):
                 sink(index, keys, values)
                 return keys, values
 
-            return run_blocks(self._layer_blocks(x, self._rope_store_attend(rope, hand_on, attention)))
+            mix = self._rope_store_attend(rope, hand_on, attention)
+            return layer_ops.run_blocks(self._layer_blocks(x, mix))
         start, end = cache.length, cache.length + x.shape[1]
 
         def store(index: int, keys: torch.Tensor, values: torch.Tensor) -> _KV:
@@ -155,7 +155,7 @@ class FusedLlama(nn.Module):
             cache.values[index][:, :, start:end] = values
             return cache.keys[index][:, :, :end], cache.values[index][:, :, :end]
 
-        hidden = run_blocks(self._layer_blocks(x, self._rope_store_attend(rope, store, attention)))
+        hidden = layer_ops.run_blocks(self._layer_blocks(x, self._rope_store_attend(rope, store, attention)))
         cache.length = end
         return hidden
 
@@ -205,10 +205,10 @@ class FusedLlama(nn.Module):
         read otherwise: ``decode_attention.attended_lengths``). Every shape depends only on
         (B, attend) and nothing reads back to the host, so a CUDA graph can hold it. Returns [B, 1, C].
         """
-        return run_blocks(self.slot_blocks(x, rope_at, cache, write_at, attend, live))
+        return layer_ops.run_blocks(self.slot_blocks(x, rope_at, cache, write_at, attend, live))
 
     def slot_blocks(self, x: torch.Tensor, rope_at: torch.Tensor, cache: SlotCache, write_at: torch.Tensor,
-                    attend: int, live: torch.Tensor | None = None) -> Blocks:
+                    attend: int, live: torch.Tensor | None = None) -> layer_ops.Blocks:
         """``forward_slots`` launched a block at a time (``_layer_blocks``), for ``step_halves``."""
         if _use_triton(write_at, self.dtype):
             return self._layer_blocks(x, self._triton_decode(rope_at, cache, write_at, attend, live))
@@ -221,7 +221,7 @@ class FusedLlama(nn.Module):
         attention = layer_ops.slot_attention(write_at, attend, self.dtype)
         return self._layer_blocks(x, self._rope_store_attend(self.rope(rope_at.unsqueeze(1)), store, attention))
 
-    def _layer_blocks(self, x: torch.Tensor, mix: _Mix) -> Blocks:
+    def _layer_blocks(self, x: torch.Tensor, mix: _Mix) -> layer_ops.Blocks:
         """Every layer on ``x`` [B, L, C], pausing after each attention block and each MLP block
         (what ``step_halves`` interleaves); returns the final-norm hidden states. Each residual
         add is fused with the RMSNorm after it (the next layer's, or the final one) and the MLP's
