@@ -33,6 +33,7 @@
 | TTS_JOBS_ATTENTION_KERNEL | words | the Triton attention kernel of a decode step: words (the int8 cache read as 32-bit words), single or split (for measuring) |
 | TTS_JOBS_ATTENTION_ROPE | 0 | 1: the word kernel also does a step's RoPE and cache write, one launch a layer instead of two (word_attention.py; same codes and output; unmeasured on a GPU) |
 | TTS_JOBS_STEP_HALVES | 0 | 1: a decode step's GPT as two halves of its rows on two CUDA streams, one's GEMMs beside the other's attention (step_halves.py; same tokens on the CPU; unmeasured on a GPU) |
+| TTS_JOBS_STEP_PRIORITY | 0 | 1: decode steps replayed on the GPU's highest-priority stream, Decoder+Vocos's kernels taking what the steps leave (step_graphs.py; unmeasured) |
 | TTS_JOBS_FUSED_SAMPLING | 1 | 0: a decode step samples with some twenty PyTorch ops, not one Triton kernel (fused_sampling.py; same tokens, 81 vs 316 us a step at 1,024 rows on an H100) |
 | TTS_JOBS_FUSED_WAVEFORM | 1 | 0: each Decoder and Vocos block's depthwise convolution and LayerNorm run as PyTorch ops, not one Triton kernel (waveform_kernels.py) |
 | TTS_JOBS_ATTENTION_INT8_BITS | 1 | 1: that kernel makes the int8 cache's codes floats by their bits; 0: by the conversion instruction (for its sweep) |
@@ -155,11 +156,10 @@ class Settings:
         return self.data_dir / "cache" / "memory_models.json"
 
     def measure_helper_count(self) -> int:
-        """Helper processes that measure a synthesis worker's sentences ahead of assembly: as
-        set, else one per 4 cores this process may use from 8 cores up (none on a smaller
-        machine, where they would take the CPU from synthesis; assembly measures then). One
-        H200 makes ~2,200 s of audio a second and a helper measures ~900 s a second: two (one
-        per 8 of 16 cores) fell behind and the book's last batch waited 1.5 s for them."""
+        """Helper processes that measure a synthesis worker's sentences ahead of assembly: as set,
+        else one per 4 cores this process may use from 8 cores up (none below: they would take the
+        CPU from synthesis; assembly measures then). One H200 makes ~2,200 s of audio a second, a
+        helper measures ~900: two (one per 8 of 16 cores) fell behind, the last batch waited 1.5 s."""
         if self.measure_helpers is not None:
             return max(0, self.measure_helpers)
         from pipeline.audio.parallel import worker_count
@@ -177,7 +177,8 @@ TUNING_VARIABLES = ("TTS_JOBS_DECODE_ATTENTION", "TTS_JOBS_FUSED_LAYERS", "TTS_J
                     "TTS_JOBS_PREFILL_GRAPHS", "TTS_JOBS_DECODE_CUDNN", "TTS_JOBS_ATTENTION_BLOCK",
                     "TTS_JOBS_ATTENTION_WARPS", "TTS_JOBS_ATTENTION_STAGES", "TTS_JOBS_ATTENTION_INT8_BITS",
                     "TTS_JOBS_ATTENTION_KERNEL", "TTS_JOBS_CUDA_WAIT", "TTS_JOBS_FUSED_SAMPLING",
-                    "TTS_JOBS_FUSED_WAVEFORM", "TTS_JOBS_ATTENTION_ROPE", "TTS_JOBS_STEP_HALVES")
+                    "TTS_JOBS_FUSED_WAVEFORM", "TTS_JOBS_ATTENTION_ROPE", "TTS_JOBS_STEP_HALVES",
+                    "TTS_JOBS_STEP_PRIORITY")
 
 
 def _engine_tuning(env: Mapping[str, str]) -> EngineTuning | None:
@@ -199,6 +200,7 @@ def _engine_tuning(env: Mapping[str, str]) -> EngineTuning | None:
         attention_kernel=env.get("TTS_JOBS_ATTENTION_KERNEL", "words"),
         attention_rope=env.get("TTS_JOBS_ATTENTION_ROPE", "0") == "1",
         step_halves=env.get("TTS_JOBS_STEP_HALVES", "0") == "1",
+        step_priority=env.get("TTS_JOBS_STEP_PRIORITY", "0") == "1",
         host_wait=env.get("TTS_JOBS_CUDA_WAIT", "block"),
         fused_sampling=env.get("TTS_JOBS_FUSED_SAMPLING", "1") != "0",
         fused_waveform=env.get("TTS_JOBS_FUSED_WAVEFORM", "1") != "0",
@@ -248,8 +250,7 @@ def with_password(url: str, password: str | None) -> str:
 
 
 def child_environment(**changes: str) -> dict[str, str]:
-    """This process's environment with ``changes``: what a child process is started with when
-    it must see a value before it imports anything (CUDA_VISIBLE_DEVICES before torch)."""
+    """This process's environment with ``changes``, for a child that must see them before its imports."""
     return {**process_environment(), **changes}
 
 
@@ -264,8 +265,7 @@ def interpret_triton() -> None:
 
 
 def silence_dependency_bars() -> None:
-    """Turn off the progress bars the model's libraries draw (a log file or our own progress
-    line is no place for them). Before they are imported: they read these once, at import."""
+    """No progress bars from the model's libraries in our logs; before their import, which reads these."""
     for name, value in DEPENDENCY_BARS_OFF.items():
         os.environ.setdefault(name, value)
 

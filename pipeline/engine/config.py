@@ -44,6 +44,8 @@ class EngineTuning:
     instead of two; word_attention.ROPE_INSIDE); off until measured on a GPU.
     step_halves: a decode step's GPT as two halves of its rows on two streams, overlapping one's
     GEMMs with the other's attention (step_halves.py); off until measured on a GPU.
+    step_priority: decode steps replayed on the GPU's highest-priority stream, Decoder+Vocos's
+    kernels taking what they leave (step_graphs.URGENT_STEPS); off until measured.
     host_wait: how a host thread waits for the GPU: "block" (asleep) or "spin" (a core spun;
     cuda_context.WAIT).
     fused_sampling: a decode step's sampling as one Triton kernel (fused_sampling.py) on CUDA.
@@ -63,6 +65,7 @@ class EngineTuning:
     attention_kernel: str = "words"
     attention_rope: bool = False
     step_halves: bool = False
+    step_priority: bool = False
     host_wait: str = "block"
     fused_sampling: bool = True
     fused_waveform: bool = True

@@ -131,6 +131,7 @@ def apply_tuning(tuning: EngineTuning) -> None:
     decode_attention.KERNEL = tuning.attention_kernel
     word_attention.ROPE_INSIDE = tuning.attention_rope
     step_halves.ON = tuning.step_halves
+    step_graphs.URGENT_STEPS = tuning.step_priority
     cuda_context.WAIT = tuning.host_wait
     fused_sampling.ON = tuning.fused_sampling
     waveform_kernels.FUSED = tuning.fused_waveform

@@ -52,7 +52,9 @@ def _beside(device: torch.device) -> Iterator[None]:
         yield
         return
     current = torch.cuda.current_stream(device)
-    side = _side_streams.setdefault(device, torch.cuda.Stream(device))
+    side = _side_streams.get(device)
+    if side is None:  # one for good: each new torch.cuda.Stream is another of the pool's 32
+        side = _side_streams[device] = torch.cuda.Stream(device)
     side.wait_stream(current)
     with torch.cuda.stream(side):
         yield

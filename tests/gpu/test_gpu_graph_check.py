@@ -35,12 +35,13 @@ def test_refilled_slots_give_the_eager_tokens_in_fp32(tmp_path: Path) -> None:
     assert not [way.line() for way in ways if way.agreement < AGREEMENT_NEEDED]
 
 
-def test_steps_in_two_halves_on_two_streams_give_the_eager_tokens_in_fp16(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``TTS_JOBS_STEP_HALVES=1``: the halves' fork and join hold inside a captured graph."""
-    import pipeline.engine.step_halves as step_halves
 
-    monkeypatch.setattr(step_halves, "ON", True)
+@pytest.mark.parametrize("switch", ["pipeline.engine.step_halves.ON", "pipeline.engine.step_graphs.URGENT_STEPS"])
+def test_steps_on_more_streams_give_the_eager_tokens_in_fp16(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             switch: str) -> None:
+    """``TTS_JOBS_STEP_HALVES=1`` (two halves of a step's rows, forked and joined inside its graph)
+    and ``TTS_JOBS_STEP_PRIORITY=1`` (replays on the highest-priority stream): the same tokens."""
+    monkeypatch.setattr(switch, True)
     engine = synthetic_engine(tmp_path, "full", "cuda", "fp16")
 
     ways = [way for way in compare_ways(engine, rows=256, slots=64) if way.label == ONE_SLOT_PER_ROW]
