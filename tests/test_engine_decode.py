@@ -223,3 +223,46 @@ def test_a_step_run_as_two_halves_of_its_rows_speaks_the_same_tokens(engine: Eng
         assert torch.equal(ours, theirs)
     for ours, theirs in zip(halves.hiddens, whole.hiddens, strict=True):
         torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=1e-5)
+
+
+def test_the_halves_are_joined_only_after_both_are_launched(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second half goes to the side stream, the rest of the first half to the current one, and
+    only then does the current stream wait for the side one: joined earlier, the halves would run
+    one after the other on the GPU, whatever the tokens say."""
+    import contextlib
+
+    import pipeline.engine.layer_ops as layer_ops
+    import pipeline.engine.step_halves as step_halves
+
+    events: list[str] = []
+
+    class RecordingFork:
+        def __init__(self, device: torch.device) -> None:
+            pass
+
+        def __enter__(self) -> RecordingFork:
+            events.append("fork")
+            return self
+
+        def __exit__(self, *_: object) -> None:
+            events.append("join")
+
+        @contextlib.contextmanager
+        def beside(self):  # type: ignore[no-untyped-def]
+            events.append("side")
+            yield
+            events.append("back")
+
+    run_blocks = layer_ops.run_blocks
+
+    def recorded(blocks: Any) -> Any:
+        events.append("launch")
+        return run_blocks(blocks)
+
+    monkeypatch.setattr(step_halves, "_Fork", RecordingFork)
+    monkeypatch.setattr(layer_ops, "run_blocks", recorded)
+    monkeypatch.setattr(step_halves, "ON", True)
+    monkeypatch.setattr(step_halves, "HALVES_FROM", 2)
+    engine.generate_codes(requests_for(engine, greedy=True)[:4])
+    forks = [at for at, event in enumerate(events) if event == "fork"]  # launches outside: prefills
+    assert forks and all(events[at:at + 6] == ["fork", "side", "launch", "back", "launch", "join"] for at in forks)

@@ -40,11 +40,13 @@ POSITION_ROUNDING = 128  # slot capacity in cache positions, so that similar bat
 
 
 CUDA_GRAPHS = True  # False: every step eager (EngineTuning.cuda_graphs, set by loading.apply_tuning)
-# EngineTuning.step_priority: replays on the device's highest-priority stream. Decoder+Vocos shares
-# the GPU from a side stream (``waveform_overlap``): making it faster took the steps beside it from
-# 3.13 to 2.83 ms on an H100. The block scheduler serves a higher-priority stream's waiting blocks
-# first, so its kernels would take what the steps leave. A replay allocates nothing, so the fork and
-# join around it are the only cost (no block crosses streams). Off until measured.
+# EngineTuning.step_priority: steps captured and replayed on the device's highest-priority stream.
+# Decoder+Vocos shares the GPU from a side stream (``waveform_overlap``): making it faster took the
+# steps beside it from 3.13 to 2.83 ms on an H100. The block scheduler serves a higher-priority
+# stream's waiting blocks first, so its kernels would take what the steps leave. Both, because
+# PyTorch 2.10+ instantiates a graph with its kernels' own priorities (those of the stream it was
+# captured on) and older ones with the launching stream's. A replay allocates nothing: the fork and
+# join around it are the only cost. Off until measured.
 URGENT_STEPS = False
 _urgent_streams: dict[torch.device, torch.cuda.Stream] = {}
 
@@ -222,8 +224,8 @@ class StepRunner:
         try:
             # thread_local: CUDA calls of other threads (pinned-memory frees, say) do not
             # invalidate the capture; CAPTURE_LOCK keeps this process's own GPU work out of it
-            with CAPTURE_LOCK, torch.cuda.graph(graph, pool=self._pool,
-                                                capture_error_mode="thread_local"):
+            with CAPTURE_LOCK, torch.cuda.graph(graph, pool=self._pool, capture_error_mode="thread_local",
+                                                stream=_capture_stream(self.state)):
                 decode_step(self.gpt, self.space, self.state, kind)
         except torch.OutOfMemoryError:
             # the capture's own allocations (its pool does not share the eager blocks) did not
@@ -244,11 +246,19 @@ def _replay(graph: torch.cuda.CUDAGraph, device: torch.device) -> None:
     if not URGENT_STEPS:
         graph.replay()
         return
-    urgent = _urgent_streams.get(device)
-    if urgent is None:  # one for good: each new torch.cuda.Stream is another of the pool's 32
-        urgent = _urgent_streams[device] = torch.cuda.Stream(device, priority=-(1 << 20))  # clamped: the highest
-    current = torch.cuda.current_stream(device)
+    urgent, current = _urgent_stream(device), torch.cuda.current_stream(device)
     urgent.wait_stream(current)
     with torch.cuda.stream(urgent):
         graph.replay()
     current.wait_stream(urgent)
+
+
+def _capture_stream(state: SlotState) -> torch.cuda.Stream | None:
+    """Where a step is captured: the urgent stream where URGENT_STEPS, else PyTorch's own (None)."""
+    return _urgent_stream(state.hidden.device) if URGENT_STEPS else None
+
+
+def _urgent_stream(device: torch.device) -> torch.cuda.Stream:
+    if device not in _urgent_streams:  # one for good: each new torch.cuda.Stream is another of the pool's 32
+        _urgent_streams[device] = torch.cuda.Stream(device, priority=-(1 << 20))  # clamped: the highest
+    return _urgent_streams[device]
