@@ -96,7 +96,7 @@ def test_a_failed_capture_for_lack_of_memory_raises_and_keeps_graphs_on(monkeypa
             raise AssertionError("never stored")
 
     @contextlib.contextmanager
-    def capture_out_of_memory(graph, pool=None, capture_error_mode=None):  # type: ignore[no-untyped-def]
+    def capture_out_of_memory(graph, pool=None, stream=None, capture_error_mode=None):  # type: ignore[no-untyped-def]
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 64.00 MiB")
         yield
 
