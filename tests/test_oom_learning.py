@@ -117,18 +117,22 @@ def test_releasing_cached_memory_is_harmless_where_there_is_no_gpu() -> None:
     release_cached_memory(torch.device("cpu"))
 
 
-def test_the_side_stream_is_one_per_device_for_every_batch(monkeypatch) -> None:
+def test_a_stream_is_made_once_per_purpose_device_and_priority(monkeypatch) -> None:
     """Each batch's Decoder + Vocos run on the same side stream: a new stream per batch cycles
-    through PyTorch's pool, each with a cuBLAS workspace and cached blocks of its own."""
-    from pipeline.engine import waveform_overlap
+    through PyTorch's pool, each with a cuBLAS workspace and cached blocks of its own. The step
+    halves' and the urgent steps' streams are streams of their own, kept the same way."""
+    from pipeline.engine import streams, waveform_overlap
 
-    made: list[int] = []
-    monkeypatch.setattr(waveform_overlap, "_SIDE_STREAMS", {})
-    monkeypatch.setattr(torch.cuda, "Stream", lambda index: made.append(index) or f"stream{index}")
+    made: list[tuple[int, int]] = []
+    monkeypatch.setattr(streams, "_kept", {})
+    monkeypatch.setattr(torch.cuda, "Stream", lambda index, priority=0: made.append((index, priority)) or object())
     first = waveform_overlap.side_stream(torch.device("cuda", 0))
     again = waveform_overlap.side_stream(torch.device("cuda", 0))
     other = waveform_overlap.side_stream(torch.device("cuda", 1))
-    assert first is again and other != first and made == [0, 1]
+    halves = streams.kept_stream("step half", torch.device("cuda", 0))
+    urgent = streams.kept_stream("urgent steps", torch.device("cuda", 0), streams.HIGHEST)
+    assert first is again and other is not first and halves is not first and urgent is not halves
+    assert made == [(0, 0), (1, 0), (0, 0), (0, streams.HIGHEST)]
 
 
 def test_a_fit_with_nothing_learned_tries_every_batch_whole() -> None:

@@ -25,6 +25,7 @@ from pipeline.engine.memory import device_budget_bytes, device_capped
 from pipeline.engine.prefill import PrefillGraphs
 from pipeline.engine.sampling import candidate_count
 from pipeline.engine.slots import SlotShape, SlotState
+from pipeline.engine.streams import HIGHEST, kept_stream
 from pipeline.types import SynthesisRequest
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,6 @@ CUDA_GRAPHS = True  # False: every step eager (EngineTuning.cuda_graphs, set by 
 # captured on) and older ones with the launching stream's. A replay allocates nothing: the fork and
 # join around it are the only cost. Off until measured.
 URGENT_STEPS = False
-_urgent_streams: dict[torch.device, torch.cuda.Stream] = {}
 
 
 def graphs_wanted(device: torch.device) -> bool:
@@ -259,6 +259,4 @@ def _capture_stream(state: SlotState) -> torch.cuda.Stream | None:
 
 
 def _urgent_stream(device: torch.device) -> torch.cuda.Stream:
-    if device not in _urgent_streams:  # one for good: each new torch.cuda.Stream is another of the pool's 32
-        _urgent_streams[device] = torch.cuda.Stream(device, priority=-(1 << 20))  # clamped: the highest
-    return _urgent_streams[device]
+    return kept_stream("urgent steps", device, HIGHEST)

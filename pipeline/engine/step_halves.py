@@ -21,10 +21,10 @@ import torch
 import pipeline.engine.layer_ops as layer_ops
 from pipeline.engine.gpt import FusedLlama
 from pipeline.engine.kv_cache import SlotCache
+from pipeline.engine.streams import kept_stream
 
 ON = False  # EngineTuning.step_halves (loading.apply_tuning)
 HALVES_FROM = 256  # fewer rows run whole: halves of a few rows have nothing to overlap
-_side_streams: dict[tuple[torch.device, int], torch.cuda.Stream] = {}
 
 
 def forward_slots(gpt: FusedLlama, x: torch.Tensor, rope_at: torch.Tensor, cache: SlotCache,
@@ -57,7 +57,8 @@ class _Fork:
 
     def __init__(self, device: torch.device) -> None:
         self.current = torch.cuda.current_stream(device) if device.type == "cuda" else None
-        self.side = _side_stream(device, self.current.priority) if self.current is not None else None
+        self.side = (kept_stream("step half", device, self.current.priority)
+                     if self.current is not None else None)
 
     def __enter__(self) -> _Fork:
         if self.side is not None:
@@ -72,9 +73,3 @@ class _Fork:
         """Work launched inside goes to the side stream."""
         return torch.cuda.stream(self.side) if self.side is not None else contextlib.nullcontext()
 
-
-def _side_stream(device: torch.device, priority: int) -> torch.cuda.Stream:
-    key = (device, priority)
-    if key not in _side_streams:  # one for good: each new torch.cuda.Stream is another of the pool's 32
-        _side_streams[key] = torch.cuda.Stream(device, priority=priority)
-    return _side_streams[key]

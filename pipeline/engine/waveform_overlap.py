@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from pipeline.engine.step_graphs import CAPTURE_LOCK
+from pipeline.engine.streams import kept_stream
 from pipeline.engine.timing import PhaseClock
 from pipeline.engine.waveform import WaveformDecoder, to_numpy
 
@@ -47,17 +48,8 @@ FLUSH_CHUNKS = 1
 
 
 def side_stream(device: torch.device) -> torch.cuda.Stream:
-    """The one side stream of ``device``, the same for every batch. A new ``torch.cuda.Stream``
-    per batch cycles through PyTorch's pool of 32: each keeps a cuBLAS workspace of its own
-    (allocated for good, pinning its segment) and its own cached blocks, which no other stream
-    reuses, so a worker's reserved memory crept up batch after batch."""
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    if index not in _SIDE_STREAMS:
-        _SIDE_STREAMS[index] = torch.cuda.Stream(index)
-    return _SIDE_STREAMS[index]
-
-
-_SIDE_STREAMS: dict[int, torch.cuda.Stream] = {}
+    """The one side stream of ``device``, the same for every batch (``streams.kept_stream``)."""
+    return kept_stream("waveform", device)
 
 
 class WaveformsAlongside:
