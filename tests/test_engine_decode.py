@@ -236,22 +236,19 @@ def test_the_halves_are_joined_only_after_both_are_launched(engine: Engine, monk
 
     events: list[str] = []
 
-    class RecordingFork:
-        def __init__(self, device: torch.device) -> None:
-            pass
-
-        def __enter__(self) -> RecordingFork:
-            events.append("fork")
-            return self
-
-        def __exit__(self, *_: object) -> None:
+    @contextlib.contextmanager
+    def fork(stream: Any):  # type: ignore[no-untyped-def]
+        events.append("fork")
+        try:
+            yield
+        finally:
             events.append("join")
 
-        @contextlib.contextmanager
-        def beside(self):  # type: ignore[no-untyped-def]
-            events.append("side")
-            yield
-            events.append("back")
+    @contextlib.contextmanager
+    def beside(stream: Any):  # type: ignore[no-untyped-def]
+        events.append("side")
+        yield
+        events.append("back")
 
     run_blocks = layer_ops.run_blocks
 
@@ -259,7 +256,8 @@ def test_the_halves_are_joined_only_after_both_are_launched(engine: Engine, monk
         events.append("launch")
         return run_blocks(blocks)
 
-    monkeypatch.setattr(step_halves, "_Fork", RecordingFork)
+    monkeypatch.setattr(step_halves, "forked", fork)
+    monkeypatch.setattr(torch.cuda, "stream", beside)
     monkeypatch.setattr(layer_ops, "run_blocks", recorded)
     monkeypatch.setattr(step_halves, "ON", True)
     monkeypatch.setattr(step_halves, "HALVES_FROM", 2)

@@ -14,6 +14,8 @@ from collections.abc import Callable, Hashable
 
 import torch
 
+from pipeline.engine.streams import forked
+
 log = logging.getLogger(__name__)
 
 Allowed = Callable[[torch.device], bool]  # whether graphs may be kept on a device (its memory)
@@ -24,18 +26,13 @@ def record(pool: tuple[int, int], stream: torch.cuda.Stream, body: Callable[[], 
     stream, allocating from ``pool``. ``thread_local``: other threads go on launching on their
     own streams meanwhile; the callers keep this process's other captures out
     (``step_graphs.CAPTURE_LOCK``)."""
-    current = torch.cuda.current_stream(stream.device)
-    stream.wait_stream(current)
     graph = torch.cuda.CUDAGraph()
-    try:
-        with torch.cuda.stream(stream):
-            graph.capture_begin(pool=pool, capture_error_mode="thread_local")
-            try:
-                body()
-            finally:
-                graph.capture_end()
-    finally:
-        current.wait_stream(stream)
+    with forked(stream), torch.cuda.stream(stream):
+        graph.capture_begin(pool=pool, capture_error_mode="thread_local")
+        try:
+            body()
+        finally:
+            graph.capture_end()
     return graph
 
 

@@ -25,7 +25,7 @@ from pipeline.engine.memory import device_budget_bytes, device_capped
 from pipeline.engine.prefill import PrefillGraphs
 from pipeline.engine.sampling import candidate_count
 from pipeline.engine.slots import SlotShape, SlotState
-from pipeline.engine.streams import HIGHEST, kept_stream
+from pipeline.engine.streams import HIGHEST, forked, kept_stream
 from pipeline.types import SynthesisRequest
 
 log = logging.getLogger(__name__)
@@ -246,11 +246,9 @@ def _replay(graph: torch.cuda.CUDAGraph, device: torch.device) -> None:
     if not URGENT_STEPS:
         graph.replay()
         return
-    urgent, current = _urgent_stream(device), torch.cuda.current_stream(device)
-    urgent.wait_stream(current)
-    with torch.cuda.stream(urgent):
+    urgent = _urgent_stream(device)
+    with forked(urgent), torch.cuda.stream(urgent):
         graph.replay()
-    current.wait_stream(urgent)
 
 
 def _capture_stream(state: SlotState) -> torch.cuda.Stream | None:

@@ -14,14 +14,12 @@ the halves run one after the other with the same results, which is what the test
 
 from __future__ import annotations
 
-import contextlib
-
 import torch
 
 import pipeline.engine.layer_ops as layer_ops
 from pipeline.engine.gpt import FusedLlama
 from pipeline.engine.kv_cache import SlotCache
-from pipeline.engine.streams import kept_stream
+from pipeline.engine.streams import forked, kept_stream
 
 ON = False  # EngineTuning.step_halves (loading.apply_tuning)
 HALVES_FROM = 256  # fewer rows run whole: halves of a few rows have nothing to overlap
@@ -41,35 +39,17 @@ def forward_slots(gpt: FusedLlama, x: torch.Tensor, rope_at: torch.Tensor, cache
 
     first_blocks = blocks(first)
     next(first_blocks)  # the first half's first attention block: the second half starts behind it
-    with _Fork(x.device) as fork:
-        with fork.beside():  # its inputs made there too: nothing it reads is freed on this stream
+    side = _side_stream(x.device)
+    with forked(side):
+        with torch.cuda.stream(side):  # its inputs made there too: nothing it reads is freed here
             second_half = layer_ops.run_blocks(blocks(second))
         first_half = layer_ops.run_blocks(first_blocks)
     return torch.cat([first_half, second_half])  # after the join
 
 
-class _Fork:
-    """On CUDA, a side stream that starts after everything queued on the current one so far
-    (entering) and that the current stream waits for on leaving, however it is left: a fork and a
-    join, also inside a graph capture (where the side stream joins the capture and allocates from
-    its pool). The side stream has the current one's priority (``step_graphs.URGENT_STEPS``: a
-    captured kernel keeps its stream's). Elsewhere nothing changes."""
-
-    def __init__(self, device: torch.device) -> None:
-        self.current = torch.cuda.current_stream(device) if device.type == "cuda" else None
-        self.side = (kept_stream("step half", device, self.current.priority)
-                     if self.current is not None else None)
-
-    def __enter__(self) -> _Fork:
-        if self.side is not None:
-            self.side.wait_stream(self.current)
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        if self.side is not None:
-            self.current.wait_stream(self.side)
-
-    def beside(self) -> contextlib.AbstractContextManager[object]:
-        """Work launched inside goes to the side stream."""
-        return torch.cuda.stream(self.side) if self.side is not None else contextlib.nullcontext()
-
+def _side_stream(device: torch.device) -> torch.cuda.Stream | None:
+    """The halves' side stream on CUDA, at the current stream's priority (``step_graphs.URGENT_STEPS``:
+    a captured kernel keeps its stream's); None elsewhere."""
+    if device.type != "cuda":
+        return None
+    return kept_stream("step half", device, torch.cuda.current_stream(device).priority)

@@ -22,6 +22,7 @@ from collections.abc import Callable
 import torch
 
 from pipeline.engine.graph_recording import Allowed, GraphSet
+from pipeline.engine.streams import forked
 
 # GPT steps a graphed chunk is padded to: fewer than 32 more than its longest row, or a quarter
 STEP_BUCKETS = (32, 64, 96, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640, 768, 896, 1024,
@@ -92,13 +93,12 @@ class WaveformGraphs(GraphSet):
     def _first_of_shape(self, x: torch.Tensor, frames: torch.Tensor) -> torch.Tensor:
         """The chunk run eagerly, then its shape captured, both on the capture stream: the
         libraries' plans and workspaces for that stream are made outside the capture."""
-        current, stream = torch.cuda.current_stream(x.device), self.stream(x.device)
-        stream.wait_stream(current)
-        with torch.cuda.stream(stream):
+        stream = self.stream(x.device)
+        with forked(stream), torch.cuda.stream(stream):
             audio = self.decode_padded(x, frames)
             self._capture(x)
-        current.wait_stream(stream)
-        audio.record_stream(current)  # made on the capture stream, read on the caller's
+        # made on the capture stream, read on the caller's
+        audio.record_stream(torch.cuda.current_stream(x.device))
         return audio
 
     def _capture(self, example: torch.Tensor) -> None:
