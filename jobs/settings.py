@@ -31,9 +31,8 @@
 | TTS_JOBS_ATTENTION_STAGES | 1 | blocks of positions in flight per program of that kernel: 2+ pipelines its loads (for its sweep) |
 | TTS_JOBS_CUDA_WAIT | block | how the threads that feed a GPU wait for it: block (asleep) or spin (a core spun; for measuring) |
 | TTS_JOBS_ATTENTION_KERNEL | words | the Triton attention kernel of a decode step: words (the int8 cache read as 32-bit words), single or split (for measuring) |
-| TTS_JOBS_ATTENTION_ROPE | 0 | 1: the word kernel also does a step's RoPE and cache write, one launch a layer instead of two (word_attention.py; same codes and output; unmeasured on a GPU) |
-| TTS_JOBS_STEP_HALVES | 0 | 1: a decode step's GPT as two halves of its rows on two CUDA streams, one's GEMMs beside the other's attention (step_halves.py; same tokens on the CPU; unmeasured on a GPU) |
-| TTS_JOBS_STEP_PRIORITY | 0 | 1: decode steps replayed on the GPU's highest-priority stream, Decoder+Vocos's kernels taking what the steps leave (step_graphs.py; unmeasured) |
+| TTS_JOBS_ATTENTION_ROPE | 1 | 0: a step's RoPE and cache write in a kernel of their own before the word kernel, not inside it (word_attention.py; same codes; steps 2.61 vs 2.70 ms on an H100) |
+| TTS_JOBS_STEP_PRIORITY | 1 | 0: decode steps replayed on PyTorch's own stream, not the GPU's highest-priority one that lets Decoder+Vocos take only what the steps leave (step_graphs.py; 2.64 vs 2.70 ms on an H100) |
 | TTS_JOBS_FUSED_SAMPLING | 1 | 0: a decode step samples with some twenty PyTorch ops, not one Triton kernel (fused_sampling.py; same tokens, 81 vs 316 us a step at 1,024 rows on an H100) |
 | TTS_JOBS_FUSED_WAVEFORM | 1 | 0: each Decoder and Vocos block's depthwise convolution and LayerNorm run as PyTorch ops, not one Triton kernel (waveform_kernels.py) |
 | TTS_JOBS_ATTENTION_INT8_BITS | 1 | 1: that kernel makes the int8 cache's codes floats by their bits; 0: by the conversion instruction (for its sweep) |
@@ -177,8 +176,7 @@ TUNING_VARIABLES = ("TTS_JOBS_DECODE_ATTENTION", "TTS_JOBS_FUSED_LAYERS", "TTS_J
                     "TTS_JOBS_PREFILL_GRAPHS", "TTS_JOBS_DECODE_CUDNN", "TTS_JOBS_ATTENTION_BLOCK",
                     "TTS_JOBS_ATTENTION_WARPS", "TTS_JOBS_ATTENTION_STAGES", "TTS_JOBS_ATTENTION_INT8_BITS",
                     "TTS_JOBS_ATTENTION_KERNEL", "TTS_JOBS_CUDA_WAIT", "TTS_JOBS_FUSED_SAMPLING",
-                    "TTS_JOBS_FUSED_WAVEFORM", "TTS_JOBS_ATTENTION_ROPE", "TTS_JOBS_STEP_HALVES",
-                    "TTS_JOBS_STEP_PRIORITY")
+                    "TTS_JOBS_FUSED_WAVEFORM", "TTS_JOBS_ATTENTION_ROPE", "TTS_JOBS_STEP_PRIORITY")
 
 
 def _engine_tuning(env: Mapping[str, str]) -> EngineTuning | None:
@@ -198,9 +196,8 @@ def _engine_tuning(env: Mapping[str, str]) -> EngineTuning | None:
         attention_stages=int(env.get("TTS_JOBS_ATTENTION_STAGES", "1")),
         attention_int8_bits=env.get("TTS_JOBS_ATTENTION_INT8_BITS", "1") != "0",
         attention_kernel=env.get("TTS_JOBS_ATTENTION_KERNEL", "words"),
-        attention_rope=env.get("TTS_JOBS_ATTENTION_ROPE", "0") == "1",
-        step_halves=env.get("TTS_JOBS_STEP_HALVES", "0") == "1",
-        step_priority=env.get("TTS_JOBS_STEP_PRIORITY", "0") == "1",
+        attention_rope=env.get("TTS_JOBS_ATTENTION_ROPE", "1") != "0",
+        step_priority=env.get("TTS_JOBS_STEP_PRIORITY", "1") != "0",
         host_wait=env.get("TTS_JOBS_CUDA_WAIT", "block"),
         fused_sampling=env.get("TTS_JOBS_FUSED_SAMPLING", "1") != "0",
         fused_waveform=env.get("TTS_JOBS_FUSED_WAVEFORM", "1") != "0",

@@ -101,6 +101,7 @@ def test_a_failed_capture_for_lack_of_memory_raises_and_keeps_graphs_on(monkeypa
         yield
 
     monkeypatch.setattr(step_graphs, "decode_step", lambda *args: None)
+    monkeypatch.setattr(step_graphs, "URGENT_STEPS", False)  # PyTorch's own capture stream: no GPU here
     monkeypatch.setattr(torch.cuda, "graph_pool_handle", lambda: (0, 1))
     monkeypatch.setattr(torch.cuda, "CUDAGraph", FakeGraph)
     monkeypatch.setattr(torch.cuda, "graph", capture_out_of_memory)
@@ -119,8 +120,8 @@ def test_releasing_cached_memory_is_harmless_where_there_is_no_gpu() -> None:
 
 def test_a_stream_is_made_once_per_purpose_device_and_priority(monkeypatch) -> None:
     """Each batch's Decoder + Vocos run on the same side stream: a new stream per batch cycles
-    through PyTorch's pool, each with a cuBLAS workspace and cached blocks of its own. The step
-    halves' and the urgent steps' streams are streams of their own, kept the same way."""
+    through PyTorch's pool, each with a cuBLAS workspace and cached blocks of its own. The urgent
+    steps' stream is a stream of its own, kept the same way."""
     from pipeline.engine import streams, waveform_overlap
 
     made: list[tuple[int, int]] = []
@@ -129,10 +130,10 @@ def test_a_stream_is_made_once_per_purpose_device_and_priority(monkeypatch) -> N
     first = waveform_overlap.side_stream(torch.device("cuda", 0))
     again = waveform_overlap.side_stream(torch.device("cuda", 0))
     other = waveform_overlap.side_stream(torch.device("cuda", 1))
-    halves = streams.kept_stream("step half", torch.device("cuda", 0))
     urgent = streams.kept_stream("urgent steps", torch.device("cuda", 0), streams.HIGHEST)
-    assert first is again and other is not first and halves is not first and urgent is not halves
-    assert made == [(0, 0), (1, 0), (0, 0), (0, streams.HIGHEST)]
+    urgent_again = streams.kept_stream("urgent steps", torch.device("cuda", 0), streams.HIGHEST)
+    assert first is again and other is not first and urgent is not first and urgent is urgent_again
+    assert made == [(0, 0), (1, 0), (0, streams.HIGHEST)]
 
 
 def test_a_fit_with_nothing_learned_tries_every_batch_whole() -> None:

@@ -41,11 +41,9 @@ class EngineTuning:
     "words" (the int8 cache read as 32-bit words, word_attention.py; the default), "single" or
     "split".
     attention_rope: the word kernel also does a step's RoPE and cache write (one launch a layer
-    instead of two; word_attention.ROPE_INSIDE); off until measured on a GPU.
-    step_halves: a decode step's GPT as two halves of its rows on two streams, overlapping one's
-    GEMMs with the other's attention (step_halves.py); off until measured on a GPU.
+    instead of two; word_attention.ROPE_INSIDE).
     step_priority: decode steps replayed on the GPU's highest-priority stream, Decoder+Vocos's
-    kernels taking what they leave (step_graphs.URGENT_STEPS); off until measured.
+    kernels taking what they leave (step_graphs.URGENT_STEPS).
     host_wait: how a host thread waits for the GPU: "block" (asleep) or "spin" (a core spun;
     cuda_context.WAIT).
     fused_sampling: a decode step's sampling as one Triton kernel (fused_sampling.py) on CUDA.
@@ -63,9 +61,8 @@ class EngineTuning:
     attention_stages: int = 1
     attention_int8_bits: bool = True
     attention_kernel: str = "words"
-    attention_rope: bool = False
-    step_halves: bool = False
-    step_priority: bool = False
+    attention_rope: bool = True
+    step_priority: bool = True
     host_wait: str = "block"
     fused_sampling: bool = True
     fused_waveform: bool = True

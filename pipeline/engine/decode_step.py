@@ -16,7 +16,6 @@ from dataclasses import dataclass
 import torch
 
 import pipeline.engine.fused_sampling as fused_sampling  # noqa: PLR0402 (a package import is a circle)
-import pipeline.engine.step_halves as step_halves
 from pipeline.engine.gpt import FusedLlama
 from pipeline.engine.sampling import push_window, sample
 from pipeline.engine.slots import SlotState
@@ -94,7 +93,7 @@ def run_gpt_step(gpt: FusedLlama, space: TokenSpace, state: SlotState, kind: Ste
     write_at = state.write_at[:b]
     x = space.embed(tokens).unsqueeze(1).to(gpt.dtype)
     rope_at = state.rope_at[:b].clamp(max=state.rope_limit)
-    hidden = step_halves.forward_slots(gpt, x, rope_at, state.cache, write_at, attend, ~state.done[:b])[:, 0]
+    hidden = gpt.forward_slots(x, rope_at, state.cache, write_at, attend, live=~state.done[:b])[:, 0]
     state.hidden[:b] = hidden
     state.write_at[:b] += alive.long()
     state.rope_at[:b] += alive.long()

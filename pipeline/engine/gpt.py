@@ -146,8 +146,7 @@ class FusedLlama(nn.Module):
                 sink(index, keys, values)
                 return keys, values
 
-            mix = self._rope_store_attend(rope, hand_on, attention)
-            return layer_ops.run_blocks(self._layer_blocks(x, mix))
+            return self._layers(x, self._rope_store_attend(rope, hand_on, attention))
         start, end = cache.length, cache.length + x.shape[1]
 
         def store(index: int, keys: torch.Tensor, values: torch.Tensor) -> _KV:
@@ -155,7 +154,7 @@ class FusedLlama(nn.Module):
             cache.values[index][:, :, start:end] = values
             return cache.keys[index][:, :, :end], cache.values[index][:, :, :end]
 
-        hidden = layer_ops.run_blocks(self._layer_blocks(x, self._rope_store_attend(rope, store, attention)))
+        hidden = self._layers(x, self._rope_store_attend(rope, store, attention))
         cache.length = end
         return hidden
 
@@ -205,13 +204,8 @@ class FusedLlama(nn.Module):
         read otherwise: ``decode_attention.attended_lengths``). Every shape depends only on
         (B, attend) and nothing reads back to the host, so a CUDA graph can hold it. Returns [B, 1, C].
         """
-        return layer_ops.run_blocks(self.slot_blocks(x, rope_at, cache, write_at, attend, live))
-
-    def slot_blocks(self, x: torch.Tensor, rope_at: torch.Tensor, cache: SlotCache, write_at: torch.Tensor,
-                    attend: int, live: torch.Tensor | None = None) -> layer_ops.Blocks:
-        """``forward_slots`` launched a block at a time (``_layer_blocks``), for ``step_halves``."""
         if _use_triton(write_at, self.dtype):
-            return self._layer_blocks(x, self._triton_decode(rope_at, cache, write_at, attend, live))
+            return self._layers(x, self._triton_decode(rope_at, cache, write_at, attend, live))
         rows = write_at.shape[0]
 
         def store(index: int, keys: torch.Tensor, values: torch.Tensor) -> _KV:
@@ -219,27 +213,23 @@ class FusedLlama(nn.Module):
             return cache.read(index, rows, attend)
 
         attention = layer_ops.slot_attention(write_at, attend, self.dtype)
-        return self._layer_blocks(x, self._rope_store_attend(self.rope(rope_at.unsqueeze(1)), store, attention))
+        return self._layers(x, self._rope_store_attend(self.rope(rope_at.unsqueeze(1)), store, attention))
 
-    def _layer_blocks(self, x: torch.Tensor, mix: _Mix) -> layer_ops.Blocks:
-        """Every layer on ``x`` [B, L, C], pausing after each attention block and each MLP block
-        (what ``step_halves`` interleaves); returns the final-norm hidden states. Each residual
+    def _layers(self, x: torch.Tensor, mix: _Mix) -> torch.Tensor:
+        """Every layer on ``x`` [B, L, C]; returns the final-norm hidden states. Each residual
         add is fused with the RMSNorm after it (the next layer's, or the final one) and the MLP's
         SiLU with its product, in one kernel each where ``layer_kernels`` runs (CUDA, half)."""
         add_norm, gated = ((layer_kernels.add_rms_norm, layer_kernels.silu_mul)
                            if FUSED_LAYERS and _use_triton(x, self.dtype) and layer_kernels.available()
                            else (layer_ops.add_rms_norm, layer_ops.silu_mul))
         first = self.layers[0]
-        h = F.rms_norm(x, (self.hidden,), first.ln_attn, first.eps)
-        for i, layer in enumerate(self.layers):
-            with sdpa_kernel(_ATTENTION_BACKENDS):  # not held across a pause: two blocks interleave
-                attended = self._attention(layer, h, mix, i)
-            x, h = add_norm(x, attended, layer.ln_mlp, layer.eps)
-            yield
-            following = self.layers[i + 1] if i + 1 < len(self.layers) else None
-            norm, eps = (following.ln_attn, following.eps) if following else (self.norm, self.eps)
-            x, h = add_norm(x, layer.down(gated(layer.gate_up(h))), norm, eps)
-            yield
+        with sdpa_kernel(_ATTENTION_BACKENDS):
+            h = F.rms_norm(x, (self.hidden,), first.ln_attn, first.eps)
+            for i, layer in enumerate(self.layers):
+                x, h = add_norm(x, self._attention(layer, h, mix, i), layer.ln_mlp, layer.eps)
+                following = self.layers[i + 1] if i + 1 < len(self.layers) else None
+                norm, eps = (following.ln_attn, following.eps) if following else (self.norm, self.eps)
+                x, h = add_norm(x, layer.down(gated(layer.gate_up(h))), norm, eps)
         return h
 
     def _attention(self, layer: FusedLlamaLayer, h: torch.Tensor, mix: _Mix,

@@ -8,7 +8,7 @@ Shapes: B rows, N slots, S or P cache positions, H heads, D head width.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import torch
 
@@ -65,14 +65,6 @@ class SlotCache:
 
     def tensors(self) -> list[torch.Tensor]:
         return [*self.keys, *self.values, *self.key_scales, *self.value_scales]
-
-    def rows(self, first: int, count: int) -> SlotCache:
-        """Slots [first, first + count) as a cache of their own: views, written through."""
-        def part(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
-            return [tensor[first:first + count] for tensor in tensors]
-
-        return replace(self, keys=part(self.keys), values=part(self.values),
-                       key_scales=part(self.key_scales), value_scales=part(self.value_scales))
 
     def admit(self, layer: int, slots: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
               lengths: torch.Tensor) -> None:

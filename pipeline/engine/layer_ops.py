@@ -1,11 +1,10 @@
 """A Llama layer's small ops in PyTorch: the path off the GPU (and in fp32), and the reference the
 Triton kernels of ``layer_kernels.py`` are tested against — residual add + RMSNorm, SiLU × up,
-rotary embedding and its tables, the additive attention mask, and attention by SDPA; and how a
-forward pass launched block by block (``Blocks``, for ``step_halves``) is run to its end."""
+rotary embedding and its tables, the additive attention mask, and attention by SDPA."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -13,17 +12,6 @@ from torch import nn
 
 # attend(queries [B, H, L, D], keys, values) -> [B, L, H, D]
 Attend = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
-# a forward pass launched a block at a time: each next() launches one, the last returns [B, L, C]
-Blocks = Generator[None, None, torch.Tensor]
-
-
-def run_blocks(blocks: Blocks) -> torch.Tensor:
-    """The rest of ``blocks`` launched; what they return."""
-    while True:
-        try:
-            next(blocks)
-        except StopIteration as finished:
-            return finished.value
 
 
 def add_rms_norm(x: torch.Tensor, delta: torch.Tensor, weight: torch.Tensor,

@@ -36,12 +36,13 @@ def test_refilled_slots_give_the_eager_tokens_in_fp32(tmp_path: Path) -> None:
 
 
 
-@pytest.mark.parametrize("switch", ["pipeline.engine.step_halves.ON", "pipeline.engine.step_graphs.URGENT_STEPS"])
-def test_steps_on_more_streams_give_the_eager_tokens_in_fp16(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                             switch: str) -> None:
-    """``TTS_JOBS_STEP_HALVES=1`` (two halves of a step's rows, forked and joined inside its graph)
-    and ``TTS_JOBS_STEP_PRIORITY=1`` (replays on the highest-priority stream): the same tokens."""
-    monkeypatch.setattr(switch, True)
+@pytest.mark.parametrize("switch", ["pipeline.engine.step_graphs.URGENT_STEPS",
+                                    "pipeline.engine.word_attention.ROPE_INSIDE"])
+def test_steps_the_other_way_give_the_eager_tokens_in_fp16(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           switch: str) -> None:
+    """``TTS_JOBS_STEP_PRIORITY=0`` (replays on PyTorch's own stream) and ``TTS_JOBS_ATTENTION_ROPE=0``
+    (RoPE and the cache write in a kernel of their own): the same tokens as the defaults' way."""
+    monkeypatch.setattr(switch, False)
     engine = synthetic_engine(tmp_path, "full", "cuda", "fp16")
 
     ways = [way for way in compare_ways(engine, rows=256, slots=64) if way.label == ONE_SLOT_PER_ROW]
