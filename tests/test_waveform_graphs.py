@@ -176,3 +176,21 @@ def test_rows_finishing_in_any_order_and_grouping_each_get_their_own_waveform_on
     for row, hidden in enumerate(hiddens):
         np.testing.assert_allclose(handed[row], waveform.decode([hidden])[0], atol=1e-5)
     assert max(flushes_waited.values(), default=0) <= 1
+
+
+def test_the_host_time_of_new_graph_shapes_is_kept_for_the_device_time_line() -> None:
+    """``log_device_time`` says how long the host spent on graphs' first runs and captures (the
+    steps' queue runs dry meanwhile); a first run that fails still counts."""
+    import time
+
+    import pytest
+
+    from pipeline.engine.graph_recording import GraphSet
+
+    graphs = GraphSet("chunks")
+    with graphs.new_shape():
+        time.sleep(0.02)
+    with pytest.raises(RuntimeError), graphs.new_shape():
+        time.sleep(0.01)
+        raise RuntimeError("not capturable")
+    assert graphs.new_shape_seconds >= 0.03

@@ -148,6 +148,10 @@ def log_device_time(what: str, speaker: Engine) -> None:
              "%.2f s between; Decoder+Vocos alone %.2f s of %.2f s",
              what, seconds["prefill"], speaker.clock.steps, seconds["gpt_steps"], seconds["waveform"],
              edges["tail"], edges["idle_start"], edges["idle_between"], alone, edges["busy_end"])
+    captures = speaker.graph_captures()
+    log.info("%s: CUDA graphs captured since the engine loaded (count, host seconds of first runs and "
+             "captures): %s", what, "; ".join(f"{kind} {count}, {seconds:.2f} s"
+                                             for kind, (count, seconds) in captures.items()))
     calls = speaker.clock.driver_calls()
     if calls:
         log.info("%s: allocator calls to the driver meanwhile: cudaMalloc %d, cudaFree %d, "

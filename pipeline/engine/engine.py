@@ -80,6 +80,15 @@ class Engine(EngineMemory):
         """The decode slots and the CUDA graphs captured over them, for measurements of one step."""
         return self._runner
 
+    def graph_captures(self) -> dict[str, tuple[int, float]]:
+        """Since the engine loaded, per kind of graph (decode steps, prefills, Decoder+Vocos
+        chunks): how many were captured and the host seconds their shapes' first runs and
+        captures took (the GPU waits for what comes after them meanwhile)."""
+        runner, waveform = self._runner, self._parts.waveform.graphs
+        return {"steps": (runner.captured, runner.new_kind_seconds),
+                "prefill": (runner.prefills.captured, runner.prefills.new_shape_seconds),
+                "Decoder+Vocos": (waveform.captured, waveform.new_shape_seconds)}
+
     def forget_prompts(self) -> None:
         """Drop the remembered token ids and parsed voices (a benchmark's timed run must tokenize)."""
         self._tokenize.forget()

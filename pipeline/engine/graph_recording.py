@@ -10,7 +10,9 @@ cap these graphs are off: there the emptied cache is what lets a capture fit.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Hashable
+import time
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
 
 import torch
 
@@ -46,6 +48,7 @@ class GraphSet:
         self.what = what
         self.enabled = True
         self.captured = 0
+        self.new_shape_seconds = 0.0  # host time in shapes' first (eager) runs and their captures
         self._graphs: dict[Hashable, torch.cuda.CUDAGraph] = {}
         self._pool: tuple[int, int] | None = None
         self._stream: torch.cuda.Stream | None = None
@@ -58,6 +61,16 @@ class GraphSet:
         if self._stream is None:
             self._stream = torch.cuda.Stream(device)
         return self._stream
+
+    @contextmanager
+    def new_shape(self) -> Iterator[None]:
+        """Times a shape's first run and capture (``new_shape_seconds``): mid-book, the decode
+        steps' queue runs dry while the host does this."""
+        began = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.new_shape_seconds += time.perf_counter() - began
 
     def capture(self, shape: Hashable, device: torch.device, body: Callable[[], object]) -> None:
         """``body()`` recorded as ``shape``'s graph (nothing runs)."""

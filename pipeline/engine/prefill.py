@@ -146,8 +146,9 @@ class PrefillGraphs(GraphSet):
         if graph is not None:
             graph.replay()
         else:
-            self._run(*shape)  # eagerly, on the buffers: the capture records the same
-            self._capture(*shape)
+            with self.new_shape():
+                self._run(*shape)  # eagerly, on the buffers: the capture records the same
+                self._capture(*shape)
         cache = self._cache(*shape)
         return (KVCache(keys=[k[:count] for k in cache.keys], values=[v[:count] for v in cache.values],
                         length=shape[1]), self._buffers["hidden"][:count])

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import replace
 
 import torch
@@ -144,6 +145,7 @@ class StepRunner:
         self._graphs: dict[StepKind, torch.cuda.CUDAGraph] = {}
         self._pool = None
         self.captured = 0
+        self.new_kind_seconds = 0.0  # host time in step kinds' first (eager) runs and captures
         # admissions' prefills as graphs (prefill.py), where steps are graphs and memory uncapped
         self.prefills = PrefillGraphs(gpt, lambda device: self.use_graphs and mid_book_graphs_allowed(device),
                                       CAPTURE_LOCK)
@@ -214,9 +216,13 @@ class StepRunner:
         if graph is not None:
             _replay(graph, self.state.hidden.device)
             return
-        decode_step(self.gpt, self.space, self.state, kind)
-        if self.use_graphs:
-            self._capture(kind)
+        if not self.use_graphs:
+            decode_step(self.gpt, self.space, self.state, kind)
+            return
+        began = time.perf_counter()
+        decode_step(self.gpt, self.space, self.state, kind)  # eager first: what the capture needs
+        self._capture(kind)
+        self.new_kind_seconds += time.perf_counter() - began
 
     def _capture(self, kind: StepKind) -> None:
         if self._pool is None:
