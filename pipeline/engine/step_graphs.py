@@ -249,8 +249,9 @@ class StepRunner:
 
 
 def _replay(graph: torch.cuda.CUDAGraph, device: torch.device) -> None:
-    """``graph`` replayed in order on the current stream, on the urgent one where URGENT_STEPS."""
-    if not URGENT_STEPS:
+    """``graph`` replayed in order on the current stream, on the urgent one where URGENT_STEPS
+    (a CUDA device: elsewhere, as in the CPU tests' stand-ins, there are no streams)."""
+    if not URGENT_STEPS or device.type != "cuda":
         graph.replay()
         return
     urgent = _urgent_stream(device)
@@ -260,7 +261,8 @@ def _replay(graph: torch.cuda.CUDAGraph, device: torch.device) -> None:
 
 def _capture_stream(state: SlotState) -> torch.cuda.Stream | None:
     """Where a step is captured: the urgent stream where URGENT_STEPS, else PyTorch's own (None)."""
-    return _urgent_stream(state.hidden.device) if URGENT_STEPS else None
+    device = state.hidden.device
+    return _urgent_stream(device) if URGENT_STEPS and device.type == "cuda" else None
 
 
 def _urgent_stream(device: torch.device) -> torch.cuda.Stream:
