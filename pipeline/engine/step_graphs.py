@@ -261,8 +261,9 @@ def _replay(graph: torch.cuda.CUDAGraph, device: torch.device) -> None:
 
 def _capture_stream(state: SlotState) -> torch.cuda.Stream | None:
     """Where a step is captured: the urgent stream where URGENT_STEPS, else PyTorch's own (None)."""
-    device = state.hidden.device
-    return _urgent_stream(device) if URGENT_STEPS and device.type == "cuda" else None
+    if not URGENT_STEPS or state.hidden.device.type != "cuda":
+        return None
+    return _urgent_stream(state.hidden.device)
 
 
 def _urgent_stream(device: torch.device) -> torch.cuda.Stream:
