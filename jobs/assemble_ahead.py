@@ -40,7 +40,6 @@ from jobs.assemble import assembly_options, book_metadata, chapters_to_assemble
 from jobs.plan import scheduling_policy
 from jobs.runtime import Runtime
 from jobs.settings import process_environment
-from pipeline.types import GPT_STEPS_PER_SECOND, SAMPLE_RATE
 from storage import repo
 from storage.models import JobState
 
@@ -61,16 +60,14 @@ def book_ahead(rt: Runtime, job_id: int, prepared: Sequence[PreparedChapter] = (
         job = repo.get_job(session, job_id)
         options = assembly_options(job)
         chapters = repo.chapter_count(session, job_id)
-        steps = repo.job_token_budget(session, job_id)
         metadata = book_metadata(rt, job)
     set_helper_environment(process_environment())
     set_helper_niceness(ENCODE_NICENESS)
-    # pieces cut for a wave (not the book): each wave's encodes spread over the encoding threads,
-    # or a wave waits on its longest piece and the next waves queue behind it (seen on an H200:
-    # 750-s pieces took ~5 s a wave, and the last chapters were done 30 s late)
-    wave = round(steps / GPT_STEPS_PER_SECOND * SAMPLE_RATE / book_waves(rt))
+    # each stretch's pieces are cut to its own length (BookAhead._pieces), not the book's: cut for
+    # the book, a stretch waited on its longest piece and the next queued behind it (seen on an
+    # H200: 750-s pieces took ~5 s a wave, and the last chapters were done 30 s late)
     return BookAhead(rt.artifacts.work_dir(job_id), replace(options, threads=encode_threads()), chapters,
-                     wave, nice=ENCODE_NICENESS, prepared=prepared, metadata=metadata)
+                     nice=ENCODE_NICENESS, prepared=prepared, metadata=metadata)
 
 
 def spoken_chapters(rt: Runtime, job_id: int, chapters: int) -> int:

@@ -40,7 +40,7 @@ def speechlike_book(directory: Path, levels: list[float]) -> list[ChapterAudio]:
 
 def prepared_ahead(chapters: list[ChapterAudio], work_dir: Path, options: AssemblyOptions,
                    stretches: list[tuple[int, int]], metadata: BookMetadata | None = METADATA) -> BookAhead:
-    book = BookAhead(work_dir, options, chapters=len(chapters), expected_samples=40 * SAMPLE_RATE,
+    book = BookAhead(work_dir, options, chapters=len(chapters),
                      metadata=metadata)
     for first, end in stretches:
         book.prepare(chapters[first:end])
@@ -134,7 +134,7 @@ def test_when_the_speaking_ends_only_the_encodes_under_way_are_waited_for(tmp_pa
 
     chapters = tone_book(tmp_path / "sentences", TITLES[:4], body_sentences=2, seconds=0.3)
     options = AssemblyOptions(threads=2)
-    book = BookAhead(tmp_path / "w", options, chapters=4, expected_samples=20 * SAMPLE_RATE)
+    book = BookAhead(tmp_path / "w", options, chapters=4)
     started, release, loaded = threading.Event(), threading.Event(), []
 
     def load(first: int, end: int) -> list[ChapterAudio]:
@@ -188,7 +188,7 @@ def test_the_chapters_left_after_the_last_sentence_are_cut_for_every_core(tmp_pa
     monkeypatch.setattr(ahead, "MIN_PIECE_SECONDS", 0.5)
     at_the_end = assemble_audiobook(chapters, METADATA, tmp_path / "end", tmp_path / "w1", options)
     encoded = spy_m4b_encodes(monkeypatch)  # the chapter of each piece the assembly itself encodes
-    book = BookAhead(tmp_path / "w2", options, chapters=4, expected_samples=40 * SAMPLE_RATE, metadata=METADATA)
+    book = BookAhead(tmp_path / "w2", options, chapters=4, metadata=METADATA)
     book.prepare(chapters[:3])
     report = assemble_audiobook(chapters, METADATA, tmp_path / "ahead", tmp_path / "w2", options,
                                 prepared=book.prepared)

@@ -39,7 +39,7 @@ def test_the_chapters_after_a_stretch_being_encoded_are_laid_out_before_the_asse
     work = tmp_path / "work"
     at_the_end = assemble_audiobook(book, METADATA, tmp_path / "end", tmp_path / "w0", OPTIONS)
     encoded.clear()
-    ahead = BookAhead(work, OPTIONS, chapters=5, expected_samples=30 * SAMPLE_RATE)
+    ahead = BookAhead(work, OPTIONS, chapters=5)
     ahead.prepare(book[:1])
     assert under_way(work) == 1  # what the stretch being encoded completes, said as it began
     stretch = ahead.lay_out(book[1:3])  # laid out; its encodes run once the assembly has begun
@@ -76,7 +76,7 @@ def test_pieces_encoded_beside_a_stretch_are_taken_only_if_planned_after_what_wa
     at_the_end = assemble_audiobook(book, METADATA, tmp_path / "end", tmp_path / "w0", OPTIONS)
     for said_rightly in (False, True):
         work = tmp_path / f"work{said_rightly}"
-        ahead = BookAhead(work, OPTIONS, chapters=5, expected_samples=30 * SAMPLE_RATE)
+        ahead = BookAhead(work, OPTIONS, chapters=5)
         ahead.prepare(book[:1])
         stretch = ahead.lay_out(book[1:3])
         if said_rightly:
@@ -101,7 +101,7 @@ def test_what_the_preparation_keeps_decides_what_is_taken_not_what_it_said(
     work = tmp_path / "work"
     at_the_end = assemble_audiobook(book, METADATA, tmp_path / "end", tmp_path / "w0", OPTIONS)
     encoded.clear()
-    ahead = BookAhead(work, OPTIONS, chapters=5, expected_samples=30 * SAMPLE_RATE)
+    ahead = BookAhead(work, OPTIONS, chapters=5)
     ahead.prepare(book[:1])
     if kept == 3:
         ahead.prepare(book[1:3])
@@ -150,7 +150,7 @@ def test_pieces_encoded_beside_a_preparation_that_kept_nothing_are_finished_befo
     the book is assembled whole, as at the end."""
     work = tmp_path / "work"
     at_the_end = assemble_audiobook(book, METADATA, tmp_path / "end", tmp_path / "w0", OPTIONS)
-    ahead = BookAhead(work, OPTIONS, chapters=5, expected_samples=30 * SAMPLE_RATE)
+    ahead = BookAhead(work, OPTIONS, chapters=5)
     ahead.prepare(book[:1])
     ahead.say_under_way(ahead.lay_out(book[1:3]))
     encoded.clear()

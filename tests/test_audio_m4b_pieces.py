@@ -72,7 +72,7 @@ def test_chapters_assembled_ahead_make_the_same_audiobook_and_are_not_encoded_ag
     at_the_end = assemble_audiobook(chapters, METADATA, tmp_path / "end", tmp_path / "w1", options)
     assert sorted(set(encoded)) == [0, 1, 2, 3]
     encoded.clear()
-    book = BookAhead(tmp_path / "w2", options, chapters=4, expected_samples=20 * SAMPLE_RATE)
+    book = BookAhead(tmp_path / "w2", options, chapters=4)
     book.prepare(chapters[:1])
     book.prepare(chapters[1:3])
     with pytest.raises(ValueError):
@@ -87,11 +87,38 @@ def test_chapters_assembled_ahead_make_the_same_audiobook_and_are_not_encoded_ag
         assert 0 <= first_sentence - mark <= FRAME
 
     encoded.clear()
-    book = BookAhead(tmp_path / "w3", options, chapters=4, expected_samples=20 * SAMPLE_RATE)
+    book = BookAhead(tmp_path / "w3", options, chapters=4)
     book.prepare(chapters[:3])
     changed = [chapters[0], type(chapters[1])(1, "Two", chapters[1].sentences[:-1]), *chapters[2:]]
     assemble_audiobook(changed, METADATA, tmp_path / "changed", tmp_path / "w3", options, prepared=book.prepared)
     assert sorted(set(encoded)) == [1, 2, 3]  # the first chapter kept; the changed one and after, anew
+
+
+def test_each_stretch_prepared_ahead_is_cut_into_pieces_for_every_encoding_thread(tmp_path, monkeypatch):
+    """Chapters assembled ahead are encoded in pieces cut to their stretch's own length, about
+    four per encoding thread, whatever the stretch: a stretch of one chapter and one of two both
+    keep every thread busy to their end (the two-chapter stretch's pieces twice as long), and the
+    M4B plays like the book assembled at the end."""
+    from pipeline.audio import ahead
+    from pipeline.audio.ahead import BookAhead
+
+    titles = ["One", "Two", "Three", "Four"]
+    chapters = tone_book(tmp_path / "sentences", titles, body_sentences=11, seconds=0.3)
+    options = AssemblyOptions(threads=2, chapter_pause_ms=1500)
+    at_the_end = assemble_audiobook(chapters, METADATA, tmp_path / "end", tmp_path / "w1", options)
+    monkeypatch.setattr(ahead, "MIN_PIECE_SECONDS", 0.5)
+
+    book = BookAhead(tmp_path / "w2", options, chapters=4)
+    book.prepare(chapters[:1])
+    book.prepare(chapters[1:3])
+    one, two = [p for p in book.prepared[0].pieces], [p for c in book.prepared[1:] for p in c.pieces]
+
+    assert len(one) >= 2 * options.threads and len(two) >= 2 * options.threads
+    mean = [sum(p.samples for p in pieces) / len(pieces) for pieces in (one, two)]
+    assert 1.4 <= mean[1] / mean[0] <= 2.6
+    ahead_book = assemble_audiobook(chapters, METADATA, tmp_path / "ahead", tmp_path / "w2", options,
+                                    prepared=book.prepared)
+    _plays_alike(at_the_end, ahead_book, sentences=4 * 12)
 
 
 def test_chapters_prepared_by_one_process_and_assembled_by_another_make_the_same_audiobook(tmp_path, monkeypatch):
@@ -109,10 +136,10 @@ def test_chapters_prepared_by_one_process_and_assembled_by_another_make_the_same
     encoded = spy_m4b_encodes(monkeypatch)
 
     work = tmp_path / "w2"
-    first = BookAhead(work, options, chapters=4, expected_samples=20 * SAMPLE_RATE)
+    first = BookAhead(work, options, chapters=4)
     first.prepare(chapters[:1])
     save_prepared(work, first.prepared)
-    later = BookAhead(work, options, chapters=4, expected_samples=20 * SAMPLE_RATE, prepared=load_prepared(work))
+    later = BookAhead(work, options, chapters=4, prepared=load_prepared(work))
     assert later.next_position == 1
     later.prepare(chapters[1:3])
     save_prepared(work, later.prepared)

@@ -73,7 +73,7 @@ def timed_tail(book: list[ChapterAudio], chapter_seconds: Sequence[float], work:
     """Play the recording back at ``rate`` and time the tail after its last stretch in ``mode``."""
     ends = stretches(book, chapter_seconds, waves)
     arrivals = [sum(chapter_seconds[:end]) / rate for end in ends]
-    thread = preparer(book, work / "work", options, sum(chapter_seconds)) if mode != "end" else None
+    thread = preparer(book, work / "work", options) if mode != "end" else None
     began = time.monotonic()
     for end, arrival in zip(ends, arrivals, strict=True):
         time.sleep(max(0.0, began + arrival - time.monotonic()))
@@ -90,13 +90,12 @@ def timed_tail(book: list[ChapterAudio], chapter_seconds: Sequence[float], work:
     return Tail(mode, rate, time.monotonic() - last, sum(chapter_seconds), len(taken))
 
 
-def preparer(book: list[ChapterAudio], work_dir: Path, options: AssemblyOptions, book_seconds: float) -> AheadThread:
+def preparer(book: list[ChapterAudio], work_dir: Path, options: AssemblyOptions) -> AheadThread:
     """The thread ``jobs.assemble_ahead.AssembleAhead`` prepares an embedded run's chapters on,
     with the same encoders and niceness, reading the chapters from ``book``."""
     set_helper_niceness(ENCODE_NICENESS)
-    expected = round(book_seconds * SAMPLE_RATE / SchedulingPolicy().waves_per_book)
-    ahead = BookAhead(work_dir, replace(options, threads=encode_threads()), len(book), expected,
-                      nice=ENCODE_NICENESS, metadata=METADATA)
+    ahead = BookAhead(work_dir, replace(options, threads=encode_threads()), len(book), nice=ENCODE_NICENESS,
+                      metadata=METADATA)
     return AheadThread(ahead, lambda first, end: book[first:end], "bench")
 
 

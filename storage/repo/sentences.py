@@ -95,11 +95,6 @@ def job_recorded_words(session: Session, job_id: int) -> list[tuple[int, int, st
     return [(chapter, index, text, path) for chapter, index, text, path in rows]
 
 
-def job_token_budget(session: Session, job_id: int) -> int:
-    """The GPT steps the job's sentences may take at most (their ``max_new_tokens``, summed)."""
-    return session.scalar(select(func.sum(Sentence.max_new_tokens)).where(Sentence.job_id == job_id)) or 0
-
-
 def longest_pending_sentence(session: Session, job_id: int) -> int:
     """The most GPT steps any of the job's unspoken sentences may take."""
     return session.scalar(select(func.max(Sentence.max_new_tokens)).where(
