@@ -63,9 +63,6 @@ def book_ahead(rt: Runtime, job_id: int, prepared: Sequence[PreparedChapter] = (
         metadata = book_metadata(rt, job)
     set_helper_environment(process_environment())
     set_helper_niceness(ENCODE_NICENESS)
-    # each stretch's pieces are cut to its own length (BookAhead._pieces), not the book's: cut for
-    # the book, a stretch waited on its longest piece and the next queued behind it (seen on an
-    # H200: 750-s pieces took ~5 s a wave, and the last chapters were done 30 s late)
     return BookAhead(rt.artifacts.work_dir(job_id), replace(options, threads=encode_threads()), chapters,
                      nice=ENCODE_NICENESS, prepared=prepared, metadata=metadata)
 

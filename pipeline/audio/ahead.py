@@ -99,8 +99,8 @@ class BookAhead:
         metadata: what per-chapter files are tagged with; without it none is made ahead.
     """
 
-    def __init__(self, work_dir: Path, options: AssemblyOptions, chapters: int, nice: int = 0, prepared: Sequence[PreparedChapter] = (),
-                 metadata: BookMetadata | None = None) -> None:
+    def __init__(self, work_dir: Path, options: AssemblyOptions, chapters: int, nice: int = 0,
+                 prepared: Sequence[PreparedChapter] = (), metadata: BookMetadata | None = None) -> None:
         self.work_dir, self.options, self.chapters, self.nice = work_dir, options, chapters, nice
         self.metadata = metadata
         self.encodes = "m4b" in options.formats and options.split_hours is None
