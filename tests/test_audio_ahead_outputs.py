@@ -40,8 +40,7 @@ def speechlike_book(directory: Path, levels: list[float]) -> list[ChapterAudio]:
 
 def prepared_ahead(chapters: list[ChapterAudio], work_dir: Path, options: AssemblyOptions,
                    stretches: list[tuple[int, int]], metadata: BookMetadata | None = METADATA) -> BookAhead:
-    book = BookAhead(work_dir, options, chapters=len(chapters),
-                     metadata=metadata)
+    book = BookAhead(work_dir, options, chapters=len(chapters), metadata=metadata)
     for first, end in stretches:
         book.prepare(chapters[first:end])
     return book

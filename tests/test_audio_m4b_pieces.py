@@ -111,7 +111,7 @@ def test_each_stretch_prepared_ahead_is_cut_into_pieces_for_every_encoding_threa
     book = BookAhead(tmp_path / "w2", options, chapters=4)
     book.prepare(chapters[:1])
     book.prepare(chapters[1:3])
-    one, two = [p for p in book.prepared[0].pieces], [p for c in book.prepared[1:] for p in c.pieces]
+    one, two = list(book.prepared[0].pieces), [p for c in book.prepared[1:] for p in c.pieces]
 
     assert len(one) >= 2 * options.threads and len(two) >= 2 * options.threads
     mean = [sum(p.samples for p in pieces) / len(pieces) for pieces in (one, two)]
