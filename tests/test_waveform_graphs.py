@@ -188,9 +188,9 @@ def test_the_host_time_of_new_graph_shapes_is_kept_for_the_device_time_line() ->
     from pipeline.engine.graph_recording import GraphSet
 
     graphs = GraphSet("chunks")
-    with graphs.new_shape():
+    with graphs.new_shapes.timed():
         time.sleep(0.02)
-    with pytest.raises(RuntimeError), graphs.new_shape():
+    with pytest.raises(RuntimeError), graphs.new_shapes.timed():
         time.sleep(0.01)
         raise RuntimeError("not capturable")
-    assert graphs.new_shape_seconds >= 0.03
+    assert graphs.new_shapes.seconds >= 0.03

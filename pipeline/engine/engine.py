@@ -85,9 +85,9 @@ class Engine(EngineMemory):
         chunks): how many were captured and the host seconds their shapes' first runs and
         captures took (the GPU waits for what comes after them meanwhile)."""
         runner, waveform = self._runner, self._parts.waveform.graphs
-        return {"steps": (runner.captured, runner.new_kind_seconds),
-                "prefill": (runner.prefills.captured, runner.prefills.new_shape_seconds),
-                "Decoder+Vocos": (waveform.captured, waveform.new_shape_seconds)}
+        return {"steps": (runner.captured, runner.new_kinds.seconds),
+                "prefill": (runner.prefills.captured, runner.prefills.new_shapes.seconds),
+                "Decoder+Vocos": (waveform.captured, waveform.new_shapes.seconds)}
 
     def forget_prompts(self) -> None:
         """Drop the remembered token ids and parsed voices (a benchmark's timed run must tokenize)."""

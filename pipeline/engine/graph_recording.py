@@ -16,11 +16,27 @@ from contextlib import contextmanager
 
 import torch
 
-from pipeline.engine.streams import forked
+from pipeline.engine.streams import forked, kept_stream
 
 log = logging.getLogger(__name__)
 
 Allowed = Callable[[torch.device], bool]  # whether graphs may be kept on a device (its memory)
+
+
+class HostTime:
+    """Host seconds summed over ``timed()`` blocks: here, shapes' first (eager) runs and their
+    captures, during which, mid-book, the decode steps' queue runs dry."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+    @contextmanager
+    def timed(self) -> Iterator[None]:
+        began = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds += time.perf_counter() - began
 
 
 def record(pool: tuple[int, int], stream: torch.cuda.Stream, body: Callable[[], object]) -> torch.cuda.CUDAGraph:
@@ -48,29 +64,16 @@ class GraphSet:
         self.what = what
         self.enabled = True
         self.captured = 0
-        self.new_shape_seconds = 0.0  # host time in shapes' first (eager) runs and their captures
+        self.new_shapes = HostTime()  # the host time of shapes' first runs and captures
         self._graphs: dict[Hashable, torch.cuda.CUDAGraph] = {}
         self._pool: tuple[int, int] | None = None
-        self._stream: torch.cuda.Stream | None = None
 
     def get(self, shape: Hashable) -> torch.cuda.CUDAGraph | None:
         return self._graphs.get(shape)
 
     def stream(self, device: torch.device) -> torch.cuda.Stream:
         """The stream the graphs are captured on (a shape's first, eager run too)."""
-        if self._stream is None:
-            self._stream = torch.cuda.Stream(device)
-        return self._stream
-
-    @contextmanager
-    def new_shape(self) -> Iterator[None]:
-        """Times a shape's first run and capture (``new_shape_seconds``): mid-book, the decode
-        steps' queue runs dry while the host does this."""
-        began = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.new_shape_seconds += time.perf_counter() - began
+        return kept_stream(f"{self.what} graphs", device)
 
     def capture(self, shape: Hashable, device: torch.device, body: Callable[[], object]) -> None:
         """``body()`` recorded as ``shape``'s graph (nothing runs)."""

@@ -146,7 +146,7 @@ class PrefillGraphs(GraphSet):
         if graph is not None:
             graph.replay()
         else:
-            with self.new_shape():
+            with self.new_shapes.timed():
                 self._run(*shape)  # eagerly, on the buffers: the capture records the same
                 self._capture(*shape)
         cache = self._cache(*shape)

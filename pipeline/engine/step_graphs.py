@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from dataclasses import replace
 
 import torch
 
 from pipeline.engine.decode_step import StepKind, TokenSpace, decode_step
 from pipeline.engine.gpt import FusedLlama
+from pipeline.engine.graph_recording import HostTime
 from pipeline.engine.memory import device_budget_bytes, device_capped
 from pipeline.engine.prefill import PrefillGraphs
 from pipeline.engine.sampling import candidate_count
@@ -145,7 +145,7 @@ class StepRunner:
         self._graphs: dict[StepKind, torch.cuda.CUDAGraph] = {}
         self._pool = None
         self.captured = 0
-        self.new_kind_seconds = 0.0  # host time in step kinds' first (eager) runs and captures
+        self.new_kinds = HostTime()  # the host time of step kinds' first runs and captures
         # admissions' prefills as graphs (prefill.py), where steps are graphs and memory uncapped
         self.prefills = PrefillGraphs(gpt, lambda device: self.use_graphs and mid_book_graphs_allowed(device),
                                       CAPTURE_LOCK)
@@ -219,10 +219,9 @@ class StepRunner:
         if not self.use_graphs:
             decode_step(self.gpt, self.space, self.state, kind)
             return
-        began = time.perf_counter()
-        decode_step(self.gpt, self.space, self.state, kind)  # eager first: what the capture needs
-        self._capture(kind)
-        self.new_kind_seconds += time.perf_counter() - began
+        with self.new_kinds.timed():
+            decode_step(self.gpt, self.space, self.state, kind)  # eager first: what the capture needs
+            self._capture(kind)
 
     def _capture(self, kind: StepKind) -> None:
         if self._pool is None:

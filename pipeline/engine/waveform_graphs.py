@@ -94,7 +94,7 @@ class WaveformGraphs(GraphSet):
         """The chunk run eagerly, then its shape captured, both on the capture stream: the
         libraries' plans and workspaces for that stream are made outside the capture."""
         stream = self.stream(x.device)
-        with self.new_shape(), forked(stream), torch.cuda.stream(stream):
+        with self.new_shapes.timed(), forked(stream), torch.cuda.stream(stream):
             audio = self.decode_padded(x, frames)
             self._capture(x)
         # made on the capture stream, read on the caller's
