@@ -22,6 +22,7 @@ from jobs.bench.scaling_setup import (
     seconds_left,
     synthesis_worker_name,
 )
+from pipeline.bench import host_speed
 from pipeline.bench.host_cores import CoresBusy, named_trees
 from pipeline.bench.kit import Tools
 from pipeline.bench.processes import parent_pid, redis_running, start_worker, stop_process_groups
@@ -61,7 +62,8 @@ def run_phase(phase: Phase, books: list[Path], output_format: str) -> PhaseResul
         start_phase_workers(phase)
         wait_until_ready(phase, table)
         result.startup_seconds = round(time.monotonic() - started, 1)
-        progress(f"phase {phase.name}: every worker ready after {result.startup_seconds} s; submitting")
+        progress(f"phase {phase.name}: every worker ready after {result.startup_seconds} s; "
+                 f"{host_speed.quiet_disk()}; submitting")
         submitted = time.monotonic()
         cores = CoresBusy(submitted, named_trees({w.name: w.process.pid for w in phase.workers}))
         job_ids = run_cli(["submit", *map(str, books), "-f", output_format], phase.env).split()

@@ -97,11 +97,8 @@ def worker_engine() -> Engine:
             _engine.slots = settings.slots
             _engine.warm_up(settings.calibration_file)
             slots = settings.slots or plan.scheduling_policy(settings, gpu_worker=True).batch_rows
-            graphs = _engine.prepare_worker_slots(slots)
+            _engine.prepare_worker_slots(slots)  # it says what it prepared
             importlib.import_module("pipeline.audio.wavio")  # the WAV writer: now, not in the first batch
-            if graphs:
-                log.info("worker %s: decode slots and %d CUDA graphs ready for the widest batch",
-                         synthesis_worker_name(), graphs)
     rt = runtime()
     memory = plan.device_memory_bytes(_engine)
     try:

@@ -8,6 +8,7 @@ from different hosts can be told apart; rows of one call still compare best.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -37,6 +38,17 @@ def launches_ms(ops: int = 10_000) -> float | None:
         x.add_(1)
     torch.cuda.synchronize()
     return (time.perf_counter() - began) * 1e3
+
+
+def quiet_disk() -> str:
+    """Write back every dirty page before a timed run: a run right after another (or after the
+    bench wrote full-size weights) otherwise shares the disk with the last one's writeback (a
+    24-hour book leaves ~5 GB of WAVs), and its start paid for it: the engine's load took 2.2-3.4 s
+    in every run that followed another on an H100 host and 1.8 s in the call's first. A user's
+    second run of a book does not start one second after their first ended."""
+    began = time.perf_counter()
+    os.sync()
+    return f"disk synced in {time.perf_counter() - began:.1f} s before the run"
 
 
 def describe() -> str:

@@ -10,6 +10,7 @@ the moment the first sentence's WAV appears is a stage too, so the table says wh
 
     python -m pipeline.bench run-book --hours 6 --runs 2 [--memory-gib 8] [--format m4b]
     python -m pipeline.bench run-book --cpu-smoke     # tiny weights, a few sentences: the flow only
+    python -m pipeline.bench run-book --hours 24 --chapters 60 --runs 2 --spy 6   # py-spy: run 2's start
 
 Old and new code, or a setting on and off, side by side on one host: ``--variant LABEL=TREE``
 (``:VAR=VALUE,...`` for its environment), given once for each; run N of every variant comes before
@@ -73,7 +74,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench ru
                 command.append("-v")
             if label:
                 print(f"variant {label}: {tree} {' '.join(f'{n}={v}' for n, v in extra.items())}", flush=True)
-            rows.append({"variant": label, **timed_run(command, run_env, number, tree)})
+            print(host_speed.quiet_disk(), flush=True)
+            spy = spy_file(label, number) if args.spy and number > 1 else None
+            rows.append({"variant": label, **timed_run(command, run_env, number, tree, spy, args.spy)})
     print("\n| variant | run | wall s | audio s | x real time | stages (s from the command's start) |")
     print("|---|---|---|---|---|---|")
     for row in rows:
@@ -105,6 +108,9 @@ def parse_args(argv: list[str] | None, prog: str) -> argparse.Namespace:
     parser.add_argument("--variant", action="append", default=[], metavar="LABEL=TREE[:VAR=VALUE,...]",
                         help="a tree and environment timed beside the others, their runs taking turns "
                              "(given once per variant; instead of --code)")
+    parser.add_argument("--spy", type=float, default=0.0, metavar="SECONDS",
+                        help="py-spy (on PATH) samples every run after the first for its first SECONDS, every "
+                             "thread of the run and its children, waiting ones too: raw stacks in OUT")
     parser.add_argument("--cpu-smoke", action="store_true",
                         help="tiny weights on the CPU, a few dozen sentences, one run: the flow, no measure")
     args = parser.parse_args(argv)
@@ -151,12 +157,24 @@ def stage_of(line: str) -> str | None:
     return " ".join(words[:3]) or None
 
 
-def timed_run(command: list[str], env: dict[str, str], number: int, tree: Path = ROOT) -> dict:
-    """One `tts-jobs run`: its wall time, and when each stage began (from its piped progress)."""
+def spy_file(label: str, number: int) -> Path:
+    out = Settings.from_env().results_dir or Path(tempfile.gettempdir())
+    return out / f"spy-{label or 'run'}-{number}.txt"
+
+
+def timed_run(command: list[str], env: dict[str, str], number: int, tree: Path = ROOT,
+              spy: Path | None = None, spy_seconds: float = 0.0) -> dict:
+    """One `tts-jobs run`: its wall time, and when each stage began (from its piped progress);
+    with ``spy``, py-spy's samples of its first ``spy_seconds`` there (``--spy``)."""
     started = time.monotonic()
     first_sentence = FirstSentence(Path(env["TTS_JOBS_DATA_DIR"]), started)
     process = subprocess.Popen([sys.executable, "-m", "jobs.cli", *command], env=env, text=True, cwd=tree,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if spy is not None:  # attached once the interpreter is up: what the first seconds wait on
+        time.sleep(0.05)
+        subprocess.Popen(["py-spy", "record", "--pid", str(process.pid), "--subprocesses", "--threads", "--idle",
+                          "--rate", "200", "--duration", str(round(spy_seconds)), "--format", "raw",
+                          "-o", str(spy)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     cores = CoresBusy(started, parts_of(process.pid, run_part))
     stages: list[tuple[str, float]] = []
     assert process.stderr is not None

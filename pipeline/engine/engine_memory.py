@@ -24,7 +24,7 @@ from pipeline.engine.memory import (
     release_cached_memory,
 )
 from pipeline.engine.slots import SlotShape
-from pipeline.engine.step_graphs import StepRunner, cache_fits, device_bytes, rounded_positions
+from pipeline.engine.step_graphs import StepRunner, device_bytes, fitting_rows, rounded_positions
 from pipeline.lengths import MAX_TOKENS_CAP
 
 if TYPE_CHECKING:
@@ -63,21 +63,28 @@ class EngineMemory:
     def prepare_worker_slots(self, rows: int) -> int:
         """On CUDA: slots and graphs for the widest, longest batch a worker may be sent — ``rows``
         sentences at the 2048-token cap — if their KV cache fits ``GROWN_SLOTS_SHARE`` of the
-        device (an H200: 1024 rows, 73 GB); else none (slots then grow with the batches). A
-        worker calls this once after ``warm_up``: no batch then re-makes slots or captures
-        graphs (each costs ~0.5 s mid-batch on an H200). Returns the graphs captured."""
+        device (an H200: 1024 rows, 73 GB); on a smaller card with no cap, as many of the rows as
+        fit (an H100: 640), which its streams keep in flight whatever their first batch (a book's
+        first batch is a lead of its shortest sentences: 363 rows held a whole shelf's stream to
+        ~310 live rows a step on an H100, 18,321 steps where ~9,800 do); under a cap none (slots
+        then grow with the batches, as planned to fit). A worker calls this once after
+        ``warm_up``: no batch then re-makes slots or captures graphs (each costs ~0.5 s mid-batch
+        on an H200). Returns the graphs captured."""
         gpt = self._parts.gpt
         total = device_bytes(gpt)
         positions = rounded_positions(WORKER_PROMPT_TOKENS + MAX_TOKENS_CAP)
         if total is None:
             self._worker_rows = rows  # on CPU memory is not the limit
             return 0
-        if not cache_fits(rows, positions, gpt.kv_bytes_per_position(), total):
-            # a smaller (or capped) card: a stream's slots are its first batch's, as planned to fit
-            return 0
-        graphs = self.prepare_slots(rows, WORKER_PROMPT_TOKENS, MAX_TOKENS_CAP)
-        self._worker_rows = rows
-        self._widest_slots_ready = True
+        fitting = fitting_rows(rows, positions, gpt.kv_bytes_per_position(), total)
+        if not fitting or (fitting < rows and self.memory_capped()):
+            return 0  # a capped card: a stream's slots are its first batch's, as planned to fit the cap
+        graphs = self.prepare_slots(fitting, WORKER_PROMPT_TOKENS, MAX_TOKENS_CAP)
+        self._worker_rows = fitting
+        # the planner's cache slope holds where every batch it may send fits the slots whole
+        self._widest_slots_ready = fitting == rows
+        log.info("worker decode slots: %d rows of %d positions (of the widest batch's %d rows), %d CUDA graphs",
+                 fitting, positions, rows, graphs)
         return graphs
 
     def memory_capped(self) -> bool:

@@ -128,6 +128,16 @@ def cache_fits(rows: int, positions: int, kv_bytes_per_position: int, device_byt
     return device_bytes is None or rows * positions * kv_bytes_per_position <= GROWN_SLOTS_SHARE * device_bytes
 
 
+def fitting_rows(rows: int, positions: int, kv_bytes_per_position: int, device_bytes: int | None) -> int:
+    """The most of ``rows`` slots of ``positions`` whose KV cache fits (``cache_fits``): all of
+    them, else whole ROW_BUCKET_STEPs of them (the steps' own buckets); 0 where not one fits."""
+    if cache_fits(rows, positions, kv_bytes_per_position, device_bytes):
+        return rows
+    assert device_bytes is not None  # a CPU fits them all
+    most = int(GROWN_SLOTS_SHARE * device_bytes) // (positions * kv_bytes_per_position)
+    return min(rows, most) // ROW_BUCKET_STEP * ROW_BUCKET_STEP
+
+
 def device_bytes(gpt: FusedLlama) -> int | None:
     """What the slots may be sized from: the device's memory budget (its cap, if one is set);
     None on CPU, where slots are small and memory is not the limit."""
