@@ -6,6 +6,8 @@ eagerly (tiny synthetic weights, fp32, on the CPU)."""
 
 from __future__ import annotations
 
+import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -127,3 +129,19 @@ def test_a_worker_on_a_card_too_small_for_the_widest_batch_keeps_as_many_rows_as
     assert (rows + 128) * positions * per_position > GROWN_SLOTS_SHARE * h100  # the most that fit
     assert fitting_rows(1024, positions, per_position, small) == 0
     assert fitting_rows(300, positions, per_position, None) == 300  # a CPU: memory is not the limit
+
+
+def test_the_device_time_lines_are_said_for_work_done_and_not_for_a_batch_spoken_already(
+        engine: Engine, caplog: pytest.LogCaptureFixture) -> None:
+    """A worker's task whose batch its stream spoke before the message came logs no device time
+    (it said three lines of zeros per batch); one that spoke logs it."""
+    from jobs.batches.speak import log_device_time
+
+    engine.clock.reset()
+    with caplog.at_level(logging.INFO, logger="jobs.batches.speak"):
+        log_device_time("batch=7 (and the batches streamed after it)", engine)
+        assert "device time" not in caplog.text
+        engine.synthesize(requests_for(engine, greedy=True)[:2])
+        log_device_time("batch=8 (and the batches streamed after it)", engine)
+    assert re.search(r"batch=8 .*device time: prefill [\d.]+ s, [1-9]\d* decode steps", caplog.text)
+    assert "batch=7" not in caplog.text

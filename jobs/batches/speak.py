@@ -140,6 +140,8 @@ def log_device_time(what: str, speaker: Engine) -> None:
     host-timed on CPU): beside the "synthesized in" lines this tells a slow GPU from a GPU kept
     waiting."""
     seconds, edges = speaker.clock.totals(), speaker.clock.edges()
+    if not speaker.clock.steps and not any(seconds.values()):
+        return  # a worker's task whose batch a stream spoke already: three lines of zeros said nothing
     # the steps and prefills share one stream: the rest of the busy time is Decoder+Vocos alone
     alone = max(0.0, edges["busy_end"] - edges["idle_start"] - edges["idle_between"]
                 - seconds["prefill"] - seconds["gpt_steps"])
