@@ -116,17 +116,19 @@ def test_steps_run_within_128_rows_of_the_live_ones_as_a_batch_ends() -> None:
 def test_a_worker_on_a_card_too_small_for_the_widest_batch_keeps_as_many_rows_as_fit() -> None:
     """A worker's slots are for every sentence it may be sent (the 2048-token cap): an H200 holds
     the widest batch's 1,024 rows; an 80-GB card as many whole 128-row buckets as fit (a stream's
-    slots were its first batch's, often a lead of a few hundred rows); a small card none."""
+    slots were its first batch's, often a lead of a few hundred rows); a card that holds under
+    half of them none (its streams keep their first batch's shape, planned for that card)."""
     from pipeline.engine.step_graphs import GROWN_SLOTS_SHARE, fitting_rows
 
     positions, per_position = 2176, 32_640  # full-size int8 cache, one row-position in all layers
-    h200, h100, small = 143_771_000_000, 85_520_000_000, 4 << 30
+    h200, h100, a48, small = 143_771_000_000, 85_520_000_000, 48 << 30, 4 << 30
 
     assert fitting_rows(1024, positions, per_position, h200) == 1024
     rows = fitting_rows(1024, positions, per_position, h100)
     assert rows == 640 and rows % 128 == 0
     assert rows * positions * per_position <= GROWN_SLOTS_SHARE * h100
     assert (rows + 128) * positions * per_position > GROWN_SLOTS_SHARE * h100  # the most that fit
+    assert fitting_rows(1024, positions, per_position, a48) == 0  # 384 would fit: under half
     assert fitting_rows(1024, positions, per_position, small) == 0
     assert fitting_rows(300, positions, per_position, None) == 300  # a CPU: memory is not the limit
 

@@ -64,12 +64,13 @@ class EngineMemory:
         """On CUDA: slots and graphs for the widest, longest batch a worker may be sent — ``rows``
         sentences at the 2048-token cap — if their KV cache fits ``GROWN_SLOTS_SHARE`` of the
         device (an H200: 1024 rows, 73 GB); on a smaller card with no cap, as many of the rows as
-        fit (an H100: 640), which its streams keep in flight whatever their first batch (a book's
-        first batch is a lead of its shortest sentences: 363 rows held a whole shelf's stream to
-        ~310 live rows a step on an H100, 18,321 steps where 640 rows took 10,552-10,977); under a
-        cap none (slots then grow with the batches, as planned to fit). A worker calls this once after
-        ``warm_up``: no batch then re-makes slots or captures graphs (each costs ~0.5 s mid-batch
-        on an H200). Returns the graphs captured."""
+        fit if half or more (an H100: 640; ``fitting_rows``), which its streams keep in flight
+        whatever their first batch (a book's first batch is a lead of its shortest sentences: 363
+        rows held a whole shelf's stream to ~310 live rows a step on an H100, 18,321 steps where
+        640 rows took 10,552-10,977); under a cap, or on a card that fits fewer, none (slots then
+        follow the batches, as planned to fit). A worker calls this once after ``warm_up``: no
+        batch then re-makes slots or captures graphs (each costs ~0.5 s mid-batch on an H200).
+        Returns the graphs captured."""
         gpt = self._parts.gpt
         total = device_bytes(gpt)
         positions = rounded_positions(WORKER_PROMPT_TOKENS + MAX_TOKENS_CAP)
@@ -78,7 +79,7 @@ class EngineMemory:
             return 0
         fitting = fitting_rows(rows, positions, gpt.kv_bytes_per_position(), total)
         if not fitting or (fitting < rows and self.memory_capped()):
-            return 0  # a capped (or tiny) card: a stream's slots are its first batch's, as planned to fit
+            return 0  # a capped or smaller card: a stream's slots are its first batch's, as planned to fit
         graphs = self.prepare_slots(fitting, WORKER_PROMPT_TOKENS, MAX_TOKENS_CAP)
         self._worker_rows = fitting
         # the planner's cache slope holds where every batch it may send fits the slots whole
