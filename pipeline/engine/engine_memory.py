@@ -65,9 +65,9 @@ class EngineMemory:
         sentences at the 2048-token cap — if their KV cache fits ``GROWN_SLOTS_SHARE`` of the
         device (an H200: 1024 rows, 73 GB); on a smaller card with no cap, as many of the rows as
         fit if half or more (an H100: 640; ``fitting_rows``), which its streams keep in flight
-        whatever their first batch (a book's first batch is a lead of its shortest sentences: 363
-        rows held a whole shelf's stream to ~310 live rows a step on an H100, 18,321 steps where
-        640 rows took 10,552-10,977); under a cap, or on a card that fits fewer, none (slots then
+        whatever their first batch (a shelf's first, the 3-hour book's first wave of 363 rows,
+        held the whole stream to ~310 live rows a step on an H100: 18,321 steps where 640 rows
+        took 10,552-10,977); under a cap, or on a card that fits fewer, none (slots then
         follow the batches, as planned to fit). A worker calls this once after ``warm_up``: no
         batch then re-makes slots or captures graphs (each costs ~0.5 s mid-batch on an H200).
         Returns the graphs captured."""
