@@ -44,6 +44,14 @@ def test_step_profile_profiles_eager_steps_and_times_the_runner() -> None:
     assert "eager step:" in done.stdout and "ms/step at 4 rows x 64 positions" in done.stdout
 
 
+def test_prefill_profile_times_an_admission_on_the_engines_own_path_and_profiles_it() -> None:
+    done = bench("prefill-profile", "--cpu-smoke")
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "admission of 4 rows x 24 positions (run at 4 x 24), eager:" in done.stdout
+    assert "aten::" in done.stdout  # the profiler's table
+
+
 def test_attention_check_compares_the_engine_kernels_and_the_candidate_with_float32() -> None:
     done = bench("attention", "--check", TRITON_INTERPRET="1")
 

@@ -47,6 +47,8 @@ TOOLS = {
     "formats": Tool("pipeline.bench.formats",
                     "what a narrower KV cache or FP8 linears would cost in fidelity (simulated, any device)"),
     "step-profile": Tool("pipeline.bench.step_profile", "where one decode step's GPU time goes"),
+    "prefill-profile": Tool("pipeline.bench.prefill_profile",
+                            "where an admission's prefill goes: the engine's own path, timed and profiled"),
     "attention": Tool("pipeline.bench.attention",
                       "the engine's decode attention kernel against candidate rewrites"),
     "kernel-code": Tool("pipeline.bench.kernel_code",
