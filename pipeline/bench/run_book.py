@@ -116,6 +116,8 @@ def parse_args(argv: list[str] | None, prog: str) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.cpu_smoke:
         args.size, args.hours, args.chapters, args.runs = "tiny", 0.02, 2, 1
+    if args.spy and not shutil.which("py-spy"):
+        parser.error("--spy needs py-spy on PATH (the kit's: /tmp/site/bin after scripts/gpu_steps)")
     try:
         args.variants = [variant(v) for v in args.variant] or [("", args.code.resolve(), {})]
     except ValueError as exc:
