@@ -83,3 +83,27 @@ def test_no_slots_are_prepared_where_they_would_crowd_the_device(rt: Runtime, tm
     prepare_slots_for_job(rt, engine, job_id)  # type: ignore[arg-type]
 
     assert engine.prepared == [] and engine.slots is None  # a stream's slots are then its first batch's
+
+
+def test_where_the_widest_batch_at_the_longest_sentence_would_crowd_the_device_the_rows_that_fit_are_prepared(
+        rt: Runtime, tmp_path: Path) -> None:
+    """A book of long sentences on an 80-GB card: 1,024 rows at ~2,000 positions do not fit 60 % of
+    it, 640 do. Its stream keeps those in flight, not its first batch's (the longest sentences'
+    batch, the fewest rows); under half of the rows, nothing (the first batch's shape then)."""
+    from pipeline.engine.step_graphs import GROWN_SLOTS_SHARE, rounded_positions
+
+    job_id = _planned_in_waves(rt, tmp_path)
+    with rt.read_session() as session:
+        widest, positions = repo.queued_batch_shape(session, job_id)
+    per_row = rounded_positions(positions) * GpuShapedEngine(0).kv_bytes_per_position()
+    engine = GpuShapedEngine(budget_bytes=int((widest - 1) * per_row / GROWN_SLOTS_SHARE) + 1)
+
+    prepare_slots_for_job(rt, engine, job_id)  # type: ignore[arg-type]
+
+    [(rows, _, _)] = engine.prepared
+    assert rows == engine.slots and widest / 2 <= rows < widest  # most of the rows, not none
+    assert rows * per_row <= GROWN_SLOTS_SHARE * engine.budget_bytes
+
+    too_small = GpuShapedEngine(budget_bytes=int((widest // 2 - 1) * per_row / GROWN_SLOTS_SHARE))
+    prepare_slots_for_job(rt, too_small, job_id)  # type: ignore[arg-type]
+    assert too_small.prepared == [] and too_small.slots is None

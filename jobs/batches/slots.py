@@ -20,8 +20,9 @@ def prepare_slots_for_job(rt: Runtime, engine: Engine, job_id: int) -> None:
     """On a GPU with no memory cap: decode slots (and their CUDA graphs) for the job's widest
     batch at its longest sentence, so that its stream keeps that many rows in flight from the
     first batch to the last (else a stream's slots are its first batch's: in a book planned in
-    waves of chapters, one wave's). Where they would crowd the device, nothing is prepared."""
-    from pipeline.engine.step_graphs import cache_fits, rounded_positions
+    waves of chapters, one wave's). Where they would crowd the device, as many of its rows as fit
+    (``step_graphs.fitting_rows``: half of them or more); else nothing is prepared."""
+    from pipeline.engine.step_graphs import fitting_rows, rounded_positions
 
     budget = engine.memory_budget_bytes()
     if budget is None or engine.memory_capped():
@@ -32,7 +33,10 @@ def prepare_slots_for_job(rt: Runtime, engine: Engine, job_id: int) -> None:
         # the later waves of a book planned in two goes (plan.PlanBeside) are not in batches yet
         if unplanned := repo.longest_unplanned_span(session, job_id):
             positions = max(positions, estimated_prompt_tokens("") + unplanned)
-    if not rows or not cache_fits(rows, rounded_positions(positions), engine.kv_bytes_per_position(), budget):
+    # where the widest batch at the longest sentence would crowd the device, the most of its rows
+    # that fit (an 80-GB card, a book of 2,000-position sentences: 640 of 1,024); not under half
+    rows = fitting_rows(rows, rounded_positions(positions), engine.kv_bytes_per_position(), budget) if rows else 0
+    if not rows:
         return
     # Only the full slots' step is captured now: it is all the stream runs until its last rows,
     # and the first sentence waits for these captures (the ten fewer-row steps took ~0.5 s of

@@ -130,15 +130,16 @@ def cache_fits(rows: int, positions: int, kv_bytes_per_position: int, device_byt
 
 def fitting_rows(rows: int, positions: int, kv_bytes_per_position: int, device_bytes: int | None) -> int:
     """The most of ``rows`` slots of ``positions`` whose KV cache fits (``cache_fits``): all of
-    them, else whole ROW_BUCKET_STEPs of them (the steps' own buckets), if at least half of
-    ``rows``; else 0. Fewer slots at the 2048-token cap would hold fewer rows than the planner's
-    batches of shorter sentences do on that card (a 24-GB card: 128 rows, where a batch of
-    400-position sentences has ~500): there a stream's slots are its first batch's shape."""
+    them, else the largest of the steps' own row buckets that does (``row_buckets``: every 128
+    rows above 128), if at least half of ``rows``; else 0. Fewer slots at a long sentence's
+    length would hold fewer rows than the planner's batches of shorter sentences do on that card
+    (a 24-GB card: 128 rows at the 2048-token cap, where a batch of 400-position sentences has
+    ~500): there a stream's slots are its first batch's shape."""
     if cache_fits(rows, positions, kv_bytes_per_position, device_bytes):
         return rows
     assert device_bytes is not None  # a CPU fits them all
     most = int(GROWN_SLOTS_SHARE * device_bytes) // (positions * kv_bytes_per_position)
-    fitting = min(rows, most) // ROW_BUCKET_STEP * ROW_BUCKET_STEP
+    fitting = max((bucket for bucket in row_buckets(rows) if bucket <= most), default=0)
     return fitting if 2 * fitting >= rows else 0
 
 
