@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-import time
 from pathlib import Path
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from pipeline.bench.gpu_timing import seconds_per_run
 from pipeline.engine import EngineConfig, load_engine
 from pipeline.engine.loop_runner import LoopRunner
 from pipeline.engine.prefill import padded_shape
@@ -54,27 +54,21 @@ def admit_once(runner: LoopRunner, prompts: PromptBatch, sampling: RowSampling) 
                    sampling)
 
 
-def time_admissions(engine, rows: int, width: int, graphs: bool, on_gpu: bool, repeats: int) -> float:
-    """Milliseconds per admission of ``rows`` x ``width`` (graphs on or off), after two to warm."""
+def time_admissions(engine, rows: int, width: int, graphs: bool, repeats: int) -> float:
+    """Milliseconds per admission of ``rows`` x ``width`` (graphs on or off), launch gaps included."""
     engine.step_runner.prefills.enabled = graphs
     runner, prompts, sampling = admission(engine, rows, width)
-    for _ in range(2):
-        admit_once(runner, prompts, sampling)
-    synchronize(on_gpu)
-    began = time.perf_counter()
-    for _ in range(repeats):
-        admit_once(runner, prompts, sampling)
-    synchronize(on_gpu)
-    return (time.perf_counter() - began) / repeats * 1e3
+    return seconds_per_run(lambda: admit_once(runner, prompts, sampling), repeats, warm_ups=2) * 1e3
 
 
 def report(engine, rows: int, width: int, on_gpu: bool, repeats: int) -> None:
     """Each way's time per admission and the GEMMs' TFLOPS at the shape it runs at (padded on a
-    GPU, ``prefill.pads_admissions``), then the profiler's kernel table of one admission."""
+    GPU, ``prefill.pads_admissions``), then the profiler's kernel table of one eager admission
+    (op by op: what a graph replays as one launch)."""
     padded = (padded_shape(rows, width) if on_gpu else None) or (rows, width)
     flops = 2.0 * sum(p.numel() for p in engine.parts.gpt.layers.parameters()) * padded[0] * padded[1]
     for graphs in ((True, False) if on_gpu else (False,)):
-        ms = time_admissions(engine, rows, width, graphs, on_gpu, repeats)
+        ms = time_admissions(engine, rows, width, graphs, repeats)
         print(f"admission of {rows} rows x {width} positions (run at {padded[0]} x {padded[1]}), "
               f"{'graph' if graphs else 'eager'}: {ms:.2f} ms; GEMM work {flops / 1e12:.3f} TFLOP "
               f"-> {flops / (ms / 1e3) / 1e12:.1f} TFLOPS")
@@ -82,14 +76,10 @@ def report(engine, rows: int, width: int, on_gpu: bool, repeats: int) -> None:
     activity = ProfilerActivity.CUDA if on_gpu else ProfilerActivity.CPU
     with profile(activities=[activity]) as prof:
         admit_once(runner, prompts, sampling)
-        synchronize(on_gpu)
+        if on_gpu:
+            torch.cuda.synchronize()
     sort = "cuda_time_total" if on_gpu else "cpu_time_total"
     print(prof.key_averages().table(sort_by=sort, row_limit=25, max_name_column_width=70))
-
-
-def synchronize(on_gpu: bool) -> None:
-    if on_gpu:
-        torch.cuda.synchronize()
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench prefill-profile") -> int:
