@@ -52,7 +52,10 @@ def test_a_stopped_and_resumed_run_writes_the_read_along_outputs(tmp_path: Path,
         "-f",
         "m4b,epub,srt",
     ]
-    process = popen_stoppable(command, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # each recorded batch held a moment: the signal comes while the run still speaks, however fast
+    # this machine speaks the tiny book (unheld, the run was sometimes done before it)
+    held = {**env, "TTS_JOBS_FAULT_PAUSE": "recorded:1"}
+    process = popen_stoppable(command, held, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 240
     while _spoken(settings.data_dir / "tts-jobs.db") == 0:
         assert process.poll() is None and time.monotonic() < deadline, (
