@@ -35,7 +35,7 @@ def prepare_slots_for_job(rt: Runtime, engine: Engine, job_id: int) -> None:
             positions = max(positions, estimated_prompt_tokens("") + unplanned)
     # where the widest batch at the longest sentence would crowd the device, the most of its rows
     # that fit (an 80-GB card, a book of 2,000-position sentences: 640 of 1,024); not under half
-    rows = fitting_rows(rows, rounded_positions(positions), engine.kv_bytes_per_position(), budget) if rows else 0
+    rows = fitting_rows(rows, rounded_positions(positions), engine.kv_bytes_per_position(), budget)
     if not rows:
         return
     # Only the full slots' step is captured now: it is all the stream runs until its last rows,

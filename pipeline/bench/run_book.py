@@ -48,6 +48,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench run-book") -> int:
     args = parse_args(argv, prog)
     scratch = Path(tempfile.mkdtemp(prefix="tts-run-book-"))
+    out = Settings.from_env().results_dir  # the lent machine's OUT
     env = child_environment(PYTHONUNBUFFERED="1", TRITON_CACHE_DIR=str(scratch / "triton"))
     if args.cpu_smoke:
         env["TTS_JOBS_DEVICE"] = "cpu"
@@ -75,7 +76,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench ru
             if label:
                 print(f"variant {label}: {tree} {' '.join(f'{n}={v}' for n, v in extra.items())}", flush=True)
             print(host_speed.quiet_disk(), flush=True)
-            spy = spy_file(label, number) if args.spy and number > 1 else None
+            spy = ((out or Path(tempfile.gettempdir())) / f"spy-{label or 'run'}-{number}.txt"
+                   if args.spy and number > 1 else None)
             rows.append({"variant": label, **timed_run(command, run_env, number, tree, spy, args.spy)})
     print("\n| variant | run | wall s | audio s | x real time | stages (s from the command's start) |")
     print("|---|---|---|---|---|---|")
@@ -84,8 +86,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench ru
         speed = f"failed ({row['failed']})" if "failed" in row else f"{row['x_realtime']:.0f}"
         print(f"| {row['variant'] or '-'} | {row['run']} | {row['wall_s']:.1f} | {row['audio_s']:.0f} "
               f"| {speed} | {stages} |")
-    out = Settings.from_env().results_dir or scratch  # the lent machine's OUT
-    (out / "run_book.json").write_text(json.dumps(rows, indent=2))
+    ((out or scratch) / "run_book.json").write_text(json.dumps(rows, indent=2))
     shutil.rmtree(scratch, ignore_errors=True)
     return 1 if any("failed" in row for row in rows) else 0
 
@@ -157,11 +158,6 @@ def stage_of(line: str) -> str | None:
             break
         words.append(word)
     return " ".join(words[:3]) or None
-
-
-def spy_file(label: str, number: int) -> Path:
-    out = Settings.from_env().results_dir or Path(tempfile.gettempdir())
-    return out / f"spy-{label or 'run'}-{number}.txt"
 
 
 def timed_run(command: list[str], env: dict[str, str], number: int, tree: Path = ROOT,
