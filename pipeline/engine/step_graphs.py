@@ -263,8 +263,9 @@ class StepRunner:
 
 
 def _replay(graph: torch.cuda.CUDAGraph, device: torch.device) -> None:
-    """``graph`` replayed in order on the current stream, on the urgent one where steps go there."""
-    if not _urgent(device):
+    """``graph`` replayed in order on the current stream, on the urgent one where URGENT_STEPS
+    (a CUDA device: elsewhere, as in the CPU tests' stand-ins, there are no streams)."""
+    if not URGENT_STEPS or device.type != "cuda":
         graph.replay()
         return
     urgent = _urgent_stream(device)
@@ -274,13 +275,9 @@ def _replay(graph: torch.cuda.CUDAGraph, device: torch.device) -> None:
 
 def _capture_stream(state: SlotState) -> torch.cuda.Stream | None:
     """Where a step is captured: the urgent stream where URGENT_STEPS, else PyTorch's own (None)."""
-    return _urgent_stream(state.hidden.device) if _urgent(state.hidden.device) else None
-
-
-def _urgent(device: torch.device) -> bool:
-    """Whether steps go on the urgent stream there: URGENT_STEPS, on a CUDA device (a CPU stand-in
-    of a graph, as in the tests, has no streams)."""
-    return URGENT_STEPS and device.type == "cuda"
+    if not URGENT_STEPS or state.hidden.device.type != "cuda":
+        return None
+    return _urgent_stream(state.hidden.device)
 
 
 def _urgent_stream(device: torch.device) -> torch.cuda.Stream:
