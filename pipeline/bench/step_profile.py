@@ -22,7 +22,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from pipeline.bench.gpu_timing import seconds_per_run
-from pipeline.engine import EngineConfig, fused_sampling, load_engine
+from pipeline.engine import EngineConfig, fused_sampling, load_engine, step_counters
 from pipeline.engine import decode_step as ds
 from pipeline.engine import gpt as gpt_module
 from pipeline.engine.decode_step import StepKind, decode_step
@@ -158,8 +158,9 @@ def time_step_parts(engine, state, kind: StepKind) -> None:
            functools.partial(fused_sampling.sample_fused, logits, sampling, *after_logits, warps=warps)
            for warps in (1, 2, 4, 8)},
         "sampling, whole": lambda: ds.sample_tokens(space, state, kind, step),
-        "record + counters": lambda: (ds.record_tokens(state, b, step, tokens),
-                                      ds.advance_counters(state, b, step, alive, tokens, space.eos)),
+        "record + counters, PyTorch ops": lambda: (ds.record_tokens(state, b, step, tokens),
+                                                   ds.advance_counters(state, b, step, alive, tokens, space.eos)),
+        "record + counters, one kernel": lambda: step_counters.record_and_advance(state, b, tokens, space.eos),
         "GPT one position": lambda: ds.run_gpt_step(gpt, space, state, kind, tokens, alive),
         "whole step": lambda: ds.decode_step(gpt, space, state, kind),
     }

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 
 import pipeline.engine.fused_sampling as fused_sampling  # noqa: PLR0402 (a package import is a circle)
+from pipeline.engine import step_counters
 from pipeline.engine.gpt import FusedLlama
 from pipeline.engine.sampling import push_window, sample
 from pipeline.engine.slots import SlotState
@@ -48,16 +49,23 @@ def decode_step(gpt: FusedLlama, space: TokenSpace, state: SlotState, kind: Step
     step = state.row_step[:b]
     alive = ~state.done[:b]
     tokens = sample_tokens(space, state, kind, step)
-    record_tokens(state, b, step, tokens)
-    advance_counters(state, b, step, alive, tokens, space.eos)
+    if _fused(state):
+        step_counters.record_and_advance(state, b, tokens, space.eos)  # both below, one launch
+    else:
+        record_tokens(state, b, step, tokens)
+        advance_counters(state, b, step, alive, tokens, space.eos)
     run_gpt_step(gpt, space, state, kind, tokens, alive)
+
+
+def _fused(state: SlotState) -> bool:
+    """Whether a step's sampling and bookkeeping run as Triton kernels (a GPU, ``fused_sampling.ON``)."""
+    return fused_sampling.ON and state.hidden.is_cuda and fused_sampling.available()
 
 
 def sample_tokens(space: TokenSpace, state: SlotState, kind: StepKind, step: torch.Tensor) -> torch.Tensor:
     b = kind.rows
     sampling = state.sampling.first(b, kind.greedy, kind.penalised, kind.candidates)
-    fused = fused_sampling.ON and state.hidden.is_cuda and fused_sampling.available()
-    draw = fused_sampling.sample_fused if fused else sample
+    draw = fused_sampling.sample_fused if _fused(state) else sample
     return draw(space.logits(state.hidden[:b]), sampling, state.window[:b], state.min_new[:b] <= step,
                 space.eos, step, state.cells)
 
