@@ -69,6 +69,30 @@ def test_the_fused_overlap_add_matches_the_folds() -> None:
     assert worst_error_under_the_interpreter(OVERLAP_ADD_CHECK) < 1e-5
 
 
+SCALED_RESIDUAL_CHECK = r"""
+import torch
+from pipeline.engine import waveform_kernels as wk
+
+torch.manual_seed(6)
+worst = 0.0
+for rows, frames, channels, dtype in ((3, 37, 512, torch.float16), (2, 9, 100, torch.float32), (1, 1, 512, torch.float16)):
+    x = torch.randn(rows, frames, channels).to(dtype)
+    y = torch.randn(rows, frames, channels).to(dtype)
+    scale = (torch.rand(channels) * 0.2).to(dtype)
+    want = torch.addcmul(x.float(), y.float(), scale.float())
+    got = wk.scaled_residual(x, y, scale)
+    assert got.data_ptr() == y.data_ptr() and got.shape == x.shape and got.dtype == dtype
+    worst = max(worst, (got.float() - want).abs().max().item())
+print(worst)
+"""
+
+
+def test_the_scaled_residual_add_is_addcmul() -> None:
+    """Within half precision's rounding of float32 PyTorch (sums of ~unit scale), written over the
+    branch's own tensor: rows whose frames end inside a program, channels not a power of 2."""
+    assert worst_error_under_the_interpreter(SCALED_RESIDUAL_CHECK) < 5e-3
+
+
 def test_the_waveform_kernels_compile_for_hopper_without_spilling(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Triton's own ptxas, for sm_90 on any machine: the depthwise conv + LayerNorm keeps its sums in
     registers (its first shape, 16 frames over 4 warps, took 255 and spilled 673 loads and stores),

@@ -141,6 +141,27 @@ def profile_waveform_chunk(engine, rows: int = 64, steps: int = 256) -> None:
     waveform_kernels.FUSED, waveform.graphs.enabled = saved
 
 
+def sweep_waveform_kernel(engine, rows: int = 64, steps: int = 256) -> None:
+    """A ConvNeXt block's depthwise conv + LayerNorm kernel (``waveform_kernels``) alone on a
+    chunk of ``rows`` x ``steps`` GPT steps (two frames each), by frames per program and warps:
+    µs and the bandwidth over its input read and output written once."""
+    import pipeline.engine.waveform_kernels as wk
+
+    block = engine.parts.waveform.vocos.backbone.convnext[0]
+    x = torch.randn(rows, 2 * steps, block.dwconv.in_channels, device="cuda", dtype=torch.float16)
+    frames = torch.full((rows,), 2 * steps, device="cuda", dtype=torch.int64)
+    moved = 2 * x.numel() * x.element_size()
+    saved = wk.BLOCK_FRAMES, wk.WARPS
+    print(f"dwconv + LayerNorm kernel, {rows} rows x {2 * steps} frames x {x.shape[2]} channels:")
+    print("| frames a program | warps | µs | TB/s |")
+    print("|---|---|---|---|")
+    for frames_each, warps in ((8, 16), (8, 8), (4, 4), (2, 2), (1, 1), (4, 8), (16, 16), (1, 4), (2, 4)):
+        wk.BLOCK_FRAMES, wk.WARPS = frames_each, warps
+        seconds = seconds_per_run(lambda: wk.dwconv_layer_norm(x, frames, block.dwconv, block.norm))
+        print(f"| {frames_each} | {warps} | {seconds * 1e6:.1f} | {moved / seconds / 1e12:.2f} |")
+    wk.BLOCK_FRAMES, wk.WARPS = saved
+
+
 def time_step_parts(engine, state, kind: StepKind) -> None:
     """GPU time of each part of one decode step, every part captured alone as a CUDA graph (eager
     timing would measure launches): which part is worth making faster."""
@@ -263,5 +284,6 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench st
         if args.sweep and on_gpu:
             sweep_attention_kernel(args.rows, args.attend)
         if args.waveform and on_gpu:
+            sweep_waveform_kernel(engine)
             profile_waveform_chunk(engine)
     return 0

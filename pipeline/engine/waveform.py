@@ -168,12 +168,13 @@ class WaveformDecoder:
         """A ConvNeXt block (upstream's and Vocos's share this shape) over channels-last x, its
         branch's input masked: x + scale * branch. On CUDA in half precision the depthwise conv
         and the LayerNorm are one kernel (``waveform_kernels``)."""
-        if x.is_cuda and self.fixed_shapes and waveform_kernels.FUSED and waveform_kernels.available():
+        fused = x.is_cuda and self.fixed_shapes and waveform_kernels.FUSED and waveform_kernels.available()
+        if fused:
             y = waveform_kernels.dwconv_layer_norm(x, frames, block.dwconv, block.norm)
         else:
             y = waveform_kernels.dwconv_layer_norm_ops(x, mask, block.dwconv, block.norm)
         y = self._linear(block.pwconv2, self._linear(block.pwconv1, y, gelu=True))  # block.act: GELU
-        return torch.addcmul(x, y, scale)
+        return waveform_kernels.scaled_residual(x, y, scale) if fused else torch.addcmul(x, y, scale)
 
     def _istft(self, spec: torch.Tensor, mask: torch.Tensor, frames: torch.Tensor) -> torch.Tensor:
         """``torch.istft(center=True)`` per row of spec [B, F, bins]: frames past a row's end

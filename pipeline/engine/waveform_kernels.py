@@ -77,6 +77,17 @@ if triton is not None:  # pragma: no cover
 
 
     @triton.jit
+    def _scaled_residual_kernel(x_ptr, y_ptr, scale_ptr, total, CHANNELS: tl.constexpr, BLOCK: tl.constexpr):
+        # flat, with the channel count known: contiguous 16-byte loads (a mask over a runtime
+        # column bound kept them to one half each)
+        at = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+        inside = at < total
+        scale = tl.load(scale_ptr + at % CHANNELS).to(tl.float32)
+        x = tl.load(x_ptr + at, mask=inside, other=0.0).to(tl.float32)
+        y = tl.load(y_ptr + at, mask=inside, other=0.0).to(tl.float32)
+        tl.store(y_ptr + at, (x + y * scale).to(y_ptr.dtype.element_ty), mask=inside)
+
+    @triton.jit
     def _overlap_add_kernel(frames_ptr, window_ptr, valid_ptr, out_ptr, count, samples,
                             N_FFT: tl.constexpr, HOP: tl.constexpr, OVERLAP: tl.constexpr, BLOCK: tl.constexpr):
         row = tl.program_id(0)
@@ -119,6 +130,23 @@ def dwconv_layer_norm(x: torch.Tensor, frames: torch.Tensor, conv: nn.Conv1d, no
 def dwconv_layer_norm_ops(x: torch.Tensor, mask: torch.Tensor, conv: nn.Conv1d, norm: nn.LayerNorm) -> torch.Tensor:
     """The same in PyTorch ops (``mask`` [rows, steps, 1]: 1 on each row's own frames)."""
     return norm(conv((x * mask).transpose(1, 2)).transpose(1, 2))
+
+
+RESIDUAL_BLOCK = 2048  # values per program of the scaled residual add (16 a thread)
+
+
+def scaled_residual(x: torch.Tensor, y: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """``torch.addcmul(x, y, scale)`` (a ConvNeXt block's residual: x + layer scale x branch) for
+    contiguous x, y [..., C] and scale [C], computed in float32 and written over y (a fresh GEMM
+    output), as one vectorised pass: PyTorch's own kernel for the broadcast scale is not (115 us
+    a Vocos block of a 64-row chunk on an H100, 0.87 TB/s: 14 % of Decoder+Vocos's GPU time)."""
+    assert y.is_contiguous(), "the sum is written over y in place, row after row"
+    x = x.contiguous()
+    total = y.numel()
+    if total:
+        _scaled_residual_kernel[(triton.cdiv(total, RESIDUAL_BLOCK),)](
+            x, y, scale, total, CHANNELS=y.shape[-1], BLOCK=RESIDUAL_BLOCK, num_warps=4)
+    return y
 
 
 OVERLAP_BLOCK = 1024  # output samples per program
