@@ -241,9 +241,13 @@ class FusedLlama(nn.Module):
 
     def _rope_store_attend(self, rope: tuple[torch.Tensor, torch.Tensor], store: _Store,
                            attention: layer_ops.Attend) -> _Mix:
-        """The plain PyTorch path: RoPE on q and k, cache write, attention."""
+        """The plain PyTorch path: RoPE on q and k, cache write, attention; a prefill on the GPU
+        in half precision takes RoPE and the heads' layout in one kernel (``layer_kernels.rope_heads``)."""
 
         def mix(index: int, qkv: torch.Tensor) -> torch.Tensor:
+            if FUSED_LAYERS and _use_triton(qkv, self.dtype) and layer_kernels.available():
+                query, keys, values = layer_kernels.rope_heads(qkv, *rope, self.heads)  # one pass
+                return attention(query, *store(index, keys, values))
             rows, steps, _ = qkv.shape
             qkv = qkv.view(rows, steps, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
             qk = layer_ops.apply_rope(qkv[:2], *rope)  # [2, B, H, L, D]

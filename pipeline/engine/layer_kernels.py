@@ -59,8 +59,53 @@ if triton is not None:  # pragma: no cover
         tl.store(out_ptr + row * stride_o + cols, (silu * up).to(out_ptr.dtype.element_ty), mask=inside)
 
 
+    @triton.jit
+    def _rope_heads_kernel(qkv_ptr, cos_ptr, sin_ptr, q_ptr, k_ptr, v_ptr, width, stride_qkv, heads,
+                           HEADS: tl.constexpr, HEAD_DIM: tl.constexpr):
+        at = tl.program_id(0).to(tl.int64)  # one position of one row: row * width + position
+        row = at // width
+        position = at % width
+        head = tl.arange(0, HEADS)[:, None]  # HEADS: ``heads`` rounded up to a power of 2
+        dims = tl.arange(0, HEAD_DIM)[None, :]
+        inside = (head < heads) & (dims < HEAD_DIM)
+        partner = (dims + HEAD_DIM // 2) % HEAD_DIM  # rotate_half: [-x2, x1]
+        sign = tl.where(dims < HEAD_DIM // 2, -1.0, 1.0)
+        cos = tl.load(cos_ptr + at * HEAD_DIM + dims).to(tl.float32)
+        sin = tl.load(sin_ptr + at * HEAD_DIM + dims).to(tl.float32)
+        q_in = qkv_ptr + at * stride_qkv + head * HEAD_DIM
+        k_in = q_in + heads * HEAD_DIM
+        v_in = k_in + heads * HEAD_DIM
+        out = ((row * heads + head) * width + position) * HEAD_DIM + dims  # [B, H, L, D]
+        kind = q_ptr.dtype.element_ty
+        q = tl.load(q_in + dims, mask=inside).to(tl.float32) * cos
+        q += sign * tl.load(q_in + partner, mask=inside).to(tl.float32) * sin
+        tl.store(q_ptr + out, q.to(kind), mask=inside)
+        k = tl.load(k_in + dims, mask=inside).to(tl.float32) * cos
+        k += sign * tl.load(k_in + partner, mask=inside).to(tl.float32) * sin
+        tl.store(k_ptr + out, k.to(kind), mask=inside)
+        tl.store(v_ptr + out, tl.load(v_in + dims, mask=inside), mask=inside)
+
+
 def available() -> bool:
     return triton is not None
+
+
+def rope_heads(qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+               heads: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A prefill's fused projection qkv [B, L, 3 * H * D] as RoPE'd queries and keys and the
+    values, each [B, H, L, D] contiguous (what SDPA and the cache read), in one pass: RoPE in
+    float32 from cos, sin [B, 1, L, D], as the decode kernels do it. The PyTorch ops
+    (``layer_ops.apply_rope`` on permuted views, then copies to the heads' layout) ran six
+    strided kernels a layer: ~7.6 of an H100's 23.5 ms for an admission of 256 rows x 64."""
+    rows, width, _ = qkv.shape
+    dim = cos.shape[-1]
+    qkv = qkv.contiguous()
+    cos, sin = cos.expand(rows, 1, width, dim).contiguous(), sin.expand(rows, 1, width, dim).contiguous()
+    q, k, v = (torch.empty(rows, heads, width, dim, dtype=qkv.dtype, device=qkv.device) for _ in range(3))
+    if rows * width:
+        _rope_heads_kernel[(rows * width,)](qkv, cos, sin, q, k, v, width, qkv.stride(1), heads,
+                                            HEADS=triton.next_power_of_2(heads), HEAD_DIM=dim, num_warps=4)
+    return q, k, v
 
 
 def add_rms_norm(x: torch.Tensor, delta: torch.Tensor, weight: torch.Tensor,
