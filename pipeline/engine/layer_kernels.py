@@ -1,4 +1,5 @@
-"""A layer's elementwise work on the GPU in two Triton kernels: residual add + RMSNorm, SiLU × up.
+"""A layer's elementwise work on the GPU in Triton kernels: residual add + RMSNorm, SiLU × up, and
+a prefill's RoPE with its split into heads.
 
 Between its GEMMs a Llama layer adds the residual, normalises (RMSNorm), and gates the MLP
 (``silu(gate) * up``). In PyTorch that is ~8 kernels per layer (the adds, RMSNorm's
@@ -9,6 +10,7 @@ compute dtype once:
 
 - ``add_rms_norm(x, delta, weight)`` -> (x + delta, rms_norm(x + delta) * weight)
 - ``silu_mul(gate_up)`` -> silu(gate_up[:, :I]) * gate_up[:, I:]
+- ``rope_heads(qkv, cos, sin, heads)`` -> RoPE'd q and k, and v, each [B, H, L, D] (a prefill's)
 
 Only on CUDA in half precision (``gpt.py`` decides); elsewhere ``gpt.py`` runs the PyTorch ops.
 The tests run these kernels under Triton's CPU interpreter against those ops.

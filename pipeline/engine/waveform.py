@@ -167,7 +167,7 @@ class WaveformDecoder:
                   scale: torch.Tensor) -> torch.Tensor:
         """A ConvNeXt block (upstream's and Vocos's share this shape) over channels-last x, its
         branch's input masked: x + scale * branch. On CUDA in half precision the depthwise conv
-        and the LayerNorm are one kernel (``waveform_kernels``)."""
+        and the LayerNorm are one kernel, the residual add another (``waveform_kernels``)."""
         fused = x.is_cuda and self.fixed_shapes and waveform_kernels.FUSED and waveform_kernels.available()
         if fused:
             y = waveform_kernels.dwconv_layer_norm(x, frames, block.dwconv, block.norm)

@@ -1,5 +1,6 @@
 """Decoder+Vocos's elementwise work in Triton: a ConvNeXt block's depthwise convolution and
-LayerNorm in one kernel, and the inverse STFT's overlap-add with its envelope in another.
+LayerNorm in one kernel, its residual add in another, and the inverse STFT's overlap-add with its
+envelope in a third.
 
 Decoder+Vocos runs 20 ConvNeXt blocks over every decoded frame. In PyTorch each block's
 depthwise convolution (no cuDNN in half precision: ``waveform.py`` says why) ran as the native
@@ -138,8 +139,8 @@ RESIDUAL_BLOCK = 2048  # values per program of the scaled residual add (16 a thr
 def scaled_residual(x: torch.Tensor, y: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     """``torch.addcmul(x, y, scale)`` (a ConvNeXt block's residual: x + layer scale x branch) for
     contiguous x, y [..., C] and scale [C], computed in float32 and written over y (a fresh GEMM
-    output), as one vectorised pass: PyTorch's own kernel for the broadcast scale is not (115 us
-    a Vocos block of a 64-row chunk on an H100, 0.87 TB/s: 14 % of Decoder+Vocos's GPU time)."""
+    output), as one vectorised pass: PyTorch's own kernel for the broadcast scale is not (in the
+    bench's trace on an H100, 115 us a block of a chunk, 0.87 TB/s: 14 % of Decoder+Vocos's time)."""
     assert y.is_contiguous(), "the sum is written over y in place, row after row"
     x = x.contiguous()
     total = y.numel()
