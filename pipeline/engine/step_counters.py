@@ -24,10 +24,6 @@ except ImportError:  # CPU builds of PyTorch
     tl = None
 
 
-def available() -> bool:
-    return triton is not None
-
-
 if triton is not None:  # pragma: no cover
 
     @triton.jit

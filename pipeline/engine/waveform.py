@@ -168,13 +168,18 @@ class WaveformDecoder:
         """A ConvNeXt block (upstream's and Vocos's share this shape) over channels-last x, its
         branch's input masked: x + scale * branch. On CUDA in half precision the depthwise conv
         and the LayerNorm are one kernel, the residual add another (``waveform_kernels``)."""
-        fused = x.is_cuda and self.fixed_shapes and waveform_kernels.FUSED and waveform_kernels.available()
+        fused = self._kernels_on(x)
         if fused:
             y = waveform_kernels.dwconv_layer_norm(x, frames, block.dwconv, block.norm)
         else:
             y = waveform_kernels.dwconv_layer_norm_ops(x, mask, block.dwconv, block.norm)
         y = self._linear(block.pwconv2, self._linear(block.pwconv1, y, gelu=True))  # block.act: GELU
         return waveform_kernels.scaled_residual(x, y, scale) if fused else torch.addcmul(x, y, scale)
+
+    def _kernels_on(self, x: torch.Tensor) -> bool:
+        """Whether ``waveform_kernels``' Triton kernels run on ``x`` (CUDA, half precision's fixed
+        shapes, ``FUSED``); elsewhere their ``*_ops`` twins do."""
+        return x.is_cuda and self.fixed_shapes and waveform_kernels.FUSED and waveform_kernels.available()
 
     def _istft(self, spec: torch.Tensor, mask: torch.Tensor, frames: torch.Tensor) -> torch.Tensor:
         """``torch.istft(center=True)`` per row of spec [B, F, bins]: frames past a row's end
@@ -183,7 +188,7 @@ class WaveformDecoder:
         overlap-add, the envelope and the division are one kernel (``waveform_kernels``)."""
         window = self.window.to(spec.device)
         time_frames = _inverse_rfft(spec, self.n_fft, self.fixed_shapes)
-        if spec.is_cuda and self.fixed_shapes and waveform_kernels.FUSED and waveform_kernels.available():
+        if self._kernels_on(spec):
             return waveform_kernels.overlap_add(time_frames, window, frames, self.hop)
         return waveform_kernels.overlap_add_ops(time_frames, window, mask, self.hop)
 
