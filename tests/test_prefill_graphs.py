@@ -128,6 +128,16 @@ def test_admissions_too_big_for_a_graph_run_in_pieces_a_graph_holds() -> None:
     assert prefill.rows_per_piece(2, prefill.POSITIONS + 1) == 2  # no graph holds one: one pass
 
 
+def test_a_padded_admission_is_cut_where_padding_it_whole_would_waste_rows() -> None:
+    assert prefill.piece_sizes(150, 40, padded=True) == [128, 16, 6]  # not 256 rows run for 150
+    assert prefill.piece_sizes(150, 40, padded=False) == [150]  # a CPU runs each at its own shape
+    assert prefill.piece_sizes(240, 40, padded=True) == [240]  # 256 rows: a sixteenth wasted
+    assert prefill.piece_sizes(1030, 60, padded=True) == [256] * 4 + [6]
+    assert prefill.piece_sizes(1030, 60, padded=False) == [256] * 4 + [6]
+    assert prefill.piece_sizes(5, 40, padded=True) == [5]  # a few rows: one launch, not 4 + 1
+    assert prefill.piece_sizes(3, prefill.POSITIONS + 1, padded=True) == [3]  # no graph: one pass
+
+
 @pytest.mark.parametrize("greedy", [True, False])
 def test_an_admission_cut_into_pieces_keeps_every_sentences_tokens(engine: Engine, monkeypatch: Any,
                                                                    greedy: bool) -> None:

@@ -76,6 +76,24 @@ def rows_per_piece(rows: int, width: int) -> int:
     return min(rows, 1 << ((POSITIONS // padded_width).bit_length() - 1))
 
 
+def piece_sizes(rows: int, width: int, padded: bool) -> list[int]:
+    """How many rows each piece of an admission of ``rows`` prompts (at most ``width`` positions)
+    holds: at most ``rows_per_piece``. Where admissions run ``padded`` (to a power of two of rows),
+    a rest that padding would grow by over a quarter (and 8 rows) is cut at a power of two: 150
+    rows are 128 + 16 + 6 (run at 8), not one piece run at 256 (an admission is the free slots'
+    count, often just past the policy's 128 rows)."""
+    sizes = []
+    while rows > 0:
+        take = rows_per_piece(rows, width)
+        if padded and take == rows and padded_shape(rows, width) is not None:
+            up = 1 << (rows - 1).bit_length()
+            if up - rows > max(up // 4, 8):
+                take = up // 2
+        sizes.append(take)
+        rows -= take
+    return sizes
+
+
 def pads_admissions(device: torch.device) -> bool:
     """Whether admissions run at their padded shape there, graphed or not: where graphs may be
     (a GPU); a CPU runs each at its own shape (padding would only add work there)."""
