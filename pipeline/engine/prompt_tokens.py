@@ -51,11 +51,11 @@ def _encode_in_threads(fast: Any, texts: list[str]) -> list[list[int]]:
     GIL, so threads give the cores back without touching that setting."""
     global _TOKENIZER_THREADS
     chunks = [texts[i:i + TOKENIZE_CHUNK] for i in range(0, len(texts), TOKENIZE_CHUNK)]
+    encode = getattr(fast, "encode_batch_fast", fast.encode_batch)  # no offsets: ~25 % faster (0.21+)
     if len(chunks) == 1:
-        return [e.ids for e in fast.encode_batch(texts, add_special_tokens=False)]
+        return [e.ids for e in encode(texts, add_special_tokens=False)]
     if _TOKENIZER_THREADS is None:
         _TOKENIZER_THREADS = ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1),
                                                 thread_name_prefix="tokenize")
-    encoded = _TOKENIZER_THREADS.map(lambda chunk: fast.encode_batch(chunk, add_special_tokens=False),
-                                     chunks)
+    encoded = _TOKENIZER_THREADS.map(lambda chunk: encode(chunk, add_special_tokens=False), chunks)
     return [e.ids for part in encoded for e in part]
