@@ -108,9 +108,9 @@ def test_rows_ending_at_eos_free_their_slot_for_the_next_sentence(engine: Engine
 def test_few_live_rows_move_to_a_smaller_bucket_and_keep_their_tokens(
         engine: Engine, caplog: pytest.LogCaptureFixture) -> None:
     voice = engine.sample_voice(3)
-    # 4 slots: the 10-step sentence enters slot 3 when its 15-step row ends; once the three
-    # 30-step rows end it is alone at the back, and moves to the front (a 1-slot step).
-    lengths = [30, 30, 30, 10, 15]
+    # 4 slots: the short last sentence enters slot 3 when its 19-step row ends; once the three
+    # 20-step rows end it is alone at the back, and moves to the front (a 1-slot step).
+    lengths = [20, 20, 20, 19, 5]
     requests = [SynthesisRequest(text=TEXTS[i], voice=voice, seed=i, max_new_tokens=n,
                                  min_new_tokens=n, top_k=1) for i, n in enumerate(lengths)]
     with caplog.at_level(logging.DEBUG, logger="pipeline.engine.generation"):

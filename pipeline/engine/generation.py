@@ -152,17 +152,13 @@ class _Scheduler:
         return any(row is not None and left > 0 for row, left in zip(self.slot_row, self.slot_left))
 
     def _steps_until_check(self) -> int:
-        """``check_every`` steps, or fewer once every row in a slot must have ended sooner. A row
-        that reaches its ``max_new`` inside a chunk ends there on the device and rides along as
-        rows that chose EOS do: a chunk per row limit would cost a host sync for nearly every step
-        where many rows run to their limits."""
         left = [n for n, row in zip(self.slot_left, self.slot_row) if row is not None and n > 0]
-        return min(self.check_every, max(left))
+        return min(self.check_every, min(left))
 
     def _steps(self, live: int, steps: int) -> None:
-        """``steps`` decode steps: every row still generating advances one cache position per step
-        (the host's copies run ahead for rows that have ended, at EOS or at their ``max_new``
-        inside the chunk: they are only an upper bound for the attention length)."""
+        """``steps`` decode steps; no row reaches its ``max_new`` before the last of them, so every
+        row still generating advances one cache position per step (the host's copies run ahead
+        for rows that have ended: they are only an upper bound for the attention length)."""
         longest = max(w for w, row in zip(self.slot_write, self.slot_row) if row is not None)
         self.device.steps(live, steps, longest, self.sampling)
         for i, row in enumerate(self.slot_row):
