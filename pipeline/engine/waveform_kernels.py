@@ -37,12 +37,13 @@ except ImportError:  # CPU builds of PyTorch
     tl = None
 
 FUSED = True  # EngineTuning.fused_waveform (set by loading.apply_tuning)
-# Frames per program and its warps: 8 x 512 channels over 16 warps is eight float32 sums a thread
-# (Triton 3.6 for sm_90, its ptxas: 40 registers, no spills). 16 frames over 4 warps, as first
-# measured (the bench's +10 %), took 255 registers and spilled (673 local loads and stores): the
-# seven taps' loads are all kept in flight, ~8 registers per value a thread holds.
-BLOCK_FRAMES = 8
-WARPS = 16
+# Frames per program and its warps: 4 x 512 channels over 4 warps is sixteen float32 sums a
+# thread. Swept alone on an H100 (`step-profile --waveform`, 64 rows x 512 frames x 512 channels):
+# 4 / 4 50.4 us, 4 / 8 51.6, 2 / 4 61.0, 8 / 8 62.6, 8 / 16 (before) 65.7, 16 / 16 75.6, 1 / 1
+# 113.8. 16 frames over 4 warps, as first measured, took 255 registers and spilled (673 local
+# loads and stores): the seven taps' loads are all kept in flight, ~8 registers per value held.
+BLOCK_FRAMES = 4
+WARPS = 4
 
 
 if triton is not None:  # pragma: no cover
