@@ -117,14 +117,14 @@ def test_a_padded_prefill_fills_each_rows_cache_and_hidden_state_as_the_eager_on
 
 
 def test_admissions_too_big_for_a_graph_run_in_pieces_a_graph_holds() -> None:
-    assert prefill.padded_shape(3, 40) == (4, 64)
+    assert prefill.padded_shape(3, 40) == (4, 48)
     assert prefill.padded_shape(128, 128) == (128, 128)
     assert prefill.padded_shape(129, 100) is None  # 256 x 128 positions: past POSITIONS
     assert prefill.padded_shape(1024, 60) is None  # a batch's first admission...
     assert prefill.rows_per_piece(1024, 60) == 256  # ...runs in 4 pieces of 256 x 64 positions
     assert prefill.padded_shape(256, 60) == (256, 64)
     assert prefill.rows_per_piece(3, 40) == 3 and prefill.rows_per_piece(129, 100) == 128
-    assert prefill.rows_per_piece(5, 200) == 5 and prefill.rows_per_piece(500, 200) == 64  # 64 x 224
+    assert prefill.rows_per_piece(5, 200) == 5 and prefill.rows_per_piece(500, 200) == 64  # 64 x 208
     assert prefill.rows_per_piece(2, prefill.POSITIONS + 1) == 2  # no graph holds one: one pass
 
 
@@ -153,7 +153,7 @@ def test_an_admission_cut_into_pieces_keeps_every_sentences_tokens(engine: Engin
         real_piece(runner, prompts, indices, *rest)
 
     monkeypatch.setattr(loop_runner.LoopRunner, "_prefill_piece", piece)
-    monkeypatch.setattr(prefill, "POSITIONS", 2 * prefill.WIDTH_BUCKET)  # two rows of <= 32 positions
+    monkeypatch.setattr(prefill, "POSITIONS", 64)  # two rows of <= 32 positions
 
     got = codes_with_slots(engine, requests, None)
 
