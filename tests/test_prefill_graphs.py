@@ -117,25 +117,15 @@ def test_a_padded_prefill_fills_each_rows_cache_and_hidden_state_as_the_eager_on
 
 
 def test_admissions_too_big_for_a_graph_run_in_pieces_a_graph_holds() -> None:
-    assert prefill.padded_shape(3, 40) == (4, 48)
+    assert prefill.padded_shape(3, 40) == (4, 64)
     assert prefill.padded_shape(128, 128) == (128, 128)
     assert prefill.padded_shape(129, 100) is None  # 256 x 128 positions: past POSITIONS
     assert prefill.padded_shape(1024, 60) is None  # a batch's first admission...
     assert prefill.rows_per_piece(1024, 60) == 256  # ...runs in 4 pieces of 256 x 64 positions
     assert prefill.padded_shape(256, 60) == (256, 64)
     assert prefill.rows_per_piece(3, 40) == 3 and prefill.rows_per_piece(129, 100) == 128
-    assert prefill.rows_per_piece(5, 200) == 5 and prefill.rows_per_piece(500, 200) == 64  # 64 x 208
+    assert prefill.rows_per_piece(5, 200) == 5 and prefill.rows_per_piece(500, 200) == 64  # 64 x 224
     assert prefill.rows_per_piece(2, prefill.POSITIONS + 1) == 2  # no graph holds one: one pass
-
-
-def test_a_padded_admission_is_cut_where_padding_it_whole_would_waste_rows() -> None:
-    assert prefill.piece_sizes(150, 40, padded=True) == [128, 16, 6]  # not 256 rows run for 150
-    assert prefill.piece_sizes(150, 40, padded=False) == [150]  # a CPU runs each at its own shape
-    assert prefill.piece_sizes(240, 40, padded=True) == [240]  # 256 rows: a sixteenth wasted
-    assert prefill.piece_sizes(1030, 60, padded=True) == [256] * 4 + [6]
-    assert prefill.piece_sizes(1030, 60, padded=False) == [256] * 4 + [6]
-    assert prefill.piece_sizes(5, 40, padded=True) == [5]  # a few rows: one launch, not 4 + 1
-    assert prefill.piece_sizes(3, prefill.POSITIONS + 1, padded=True) == [3]  # no graph: one pass
 
 
 @pytest.mark.parametrize("greedy", [True, False])
@@ -153,7 +143,7 @@ def test_an_admission_cut_into_pieces_keeps_every_sentences_tokens(engine: Engin
         real_piece(runner, prompts, indices, *rest)
 
     monkeypatch.setattr(loop_runner.LoopRunner, "_prefill_piece", piece)
-    monkeypatch.setattr(prefill, "POSITIONS", 64)  # two rows of <= 32 positions
+    monkeypatch.setattr(prefill, "POSITIONS", 2 * prefill.WIDTH_BUCKET)  # two rows of <= 32 positions
 
     got = codes_with_slots(engine, requests, None)
 

@@ -17,8 +17,8 @@ from pipeline.engine.host_lists import to_device
 from pipeline.engine.prefill import (
     padded_shape,
     pads_admissions,
-    piece_sizes,
     prefill_padded,
+    rows_per_piece,
     run_positions,
 )
 from pipeline.engine.prompts import PromptBatch
@@ -69,16 +69,12 @@ class LoopRunner:
     def prefill(self, prompts: PromptBatch, indices: list[int], slots: list[int], lengths: list[int],
                 min_new: list[int], max_new: list[int], sampling: RowSampling) -> None:
         """Rows ``indices`` of ``prompts`` (with their host ``lengths`` and limits) prefilled and
-        admitted into ``slots``, widest first, in pieces a graph holds (``piece_sizes``): so a
-        piece's width is its own rows' widest."""
-        order = sorted(range(len(indices)), key=lambda i: -lengths[i])
-        at = 0
-        for size in piece_sizes(len(indices), max(lengths), pads_admissions(prompts.embeds.device)):
-            part = order[at:at + size]
-            at += size
-            self._prefill_piece(prompts, *([column[i] for i in part]
-                                           for column in (indices, slots, lengths, min_new, max_new)),
-                                sampling)
+        admitted into ``slots``, in pieces a graph holds (``rows_per_piece``)."""
+        step = rows_per_piece(len(indices), max(lengths))
+        for at in range(0, len(indices), step):
+            part = slice(at, at + step)
+            self._prefill_piece(prompts, indices[part], slots[part], lengths[part], min_new[part],
+                                max_new[part], sampling)
 
     def _prefill_piece(self, prompts: PromptBatch, indices: list[int], slots: list[int],
                        lengths: list[int], min_new: list[int], max_new: list[int],

@@ -40,10 +40,7 @@ from pipeline.engine.layer_ops import additive_mask
 from pipeline.engine.prompts import PromptBatch
 
 PREFILL_GRAPHS = True  # EngineTuning.prefill_graphs (loading.apply_tuning)
-# Prompt positions an admission's width is rounded up to. 16, not 32: the bench's 1,024 prompts
-# (~36 positions on average, sorted widest first) run at 49,152 positions, not 57,344 (prefill
-# 0.05 against 0.06 s on an H100); at most 4 widths a power of two of rows up to 64 positions.
-WIDTH_BUCKET = 16
+WIDTH_BUCKET = 32  # prompt positions an admission's width is rounded up to
 POSITIONS = 16384  # rows x width of the largest graphed admission (128 rows of 128 positions)
 
 
@@ -77,24 +74,6 @@ def rows_per_piece(rows: int, width: int) -> int:
     if padded_width > POSITIONS:
         return rows  # no graph holds one such prompt: one eager pass
     return min(rows, 1 << ((POSITIONS // padded_width).bit_length() - 1))
-
-
-def piece_sizes(rows: int, width: int, padded: bool) -> list[int]:
-    """How many rows each piece of an admission of ``rows`` prompts (at most ``width`` positions)
-    holds: at most ``rows_per_piece``. Where admissions run ``padded`` (to a power of two of rows),
-    a rest that padding would grow by over a quarter (and 8 rows) is cut at a power of two: 150
-    rows are 128 + 16 + 6 (run at 8), not one piece run at 256 (an admission is the free slots'
-    count, often just past the policy's 128 rows)."""
-    sizes = []
-    while rows > 0:
-        take = rows_per_piece(rows, width)
-        if padded and take == rows and padded_shape(rows, width) is not None:
-            up = 1 << (rows - 1).bit_length()
-            if up - rows > max(up // 4, 8):
-                take = up // 2
-        sizes.append(take)
-        rows -= take
-    return sizes
 
 
 def pads_admissions(device: torch.device) -> bool:
