@@ -12,12 +12,7 @@ import math
 
 import torch
 
-try:  # CPU builds of PyTorch have no Triton
-    import triton
-    import triton.language as tl
-except ImportError:
-    triton = None
-    tl = None
+from pipeline.engine.triton_import import tl, triton
 
 LOG2E = 1.4426950408889634
 

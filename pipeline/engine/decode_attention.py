@@ -26,15 +26,10 @@ import torch
 
 import pipeline.engine.split_attention as split_attention  # noqa: PLR0402 (a package import is a circle)
 import pipeline.engine.word_attention as word_attention  # noqa: PLR0402
+from pipeline.engine.triton_import import tl, triton
 
-try:  # pragma: no cover - exercised on the GPU machine (and under TRITON_INTERPRET=1)
-    import triton
-    import triton.language as tl
-
+if triton is not None:  # pragma: no cover - the shared blocks are Triton code
     from pipeline.engine.attention_block import attend_block, int8_codes, int8_step, rotated
-except ImportError:  # CPU builds of PyTorch
-    triton = None
-    tl = None
 
 # Positions per loop iteration and warps per program of the attention kernel (measured on the
 # H200 by `python -m pipeline.bench step-profile --sweep`; docs/engine.md). Set for that sweep by

@@ -19,13 +19,7 @@ from __future__ import annotations
 import torch
 
 from pipeline.engine.sampling import REPETITION_WINDOW, RowSampling
-
-try:  # pragma: no cover - exercised on the GPU machine (and under TRITON_INTERPRET=1)
-    import triton
-    import triton.language as tl
-except ImportError:  # CPU builds of PyTorch
-    triton = None
-    tl = None
+from pipeline.engine.triton_import import tl, triton
 
 ON = True  # the engine's choice (loading.apply_tuning)
 WARPS = 8  # per program (step-profile, H100: 1 warp 539 us, 2 118, 4 96, 8 81)

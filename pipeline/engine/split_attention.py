@@ -27,14 +27,10 @@ import math
 
 import torch
 
-try:  # pragma: no cover - exercised on the GPU machine (and under TRITON_INTERPRET=1)
-    import triton
-    import triton.language as tl
+from pipeline.engine.triton_import import tl, triton
 
+if triton is not None:  # pragma: no cover - the shared blocks are Triton code
     from pipeline.engine.attention_block import attend_block
-except ImportError:  # CPU builds of PyTorch
-    triton = None
-    tl = None
 
 PARTITION = 64  # positions per partition (the GPU check sweeps 64 / 128 / 256)
 MAX_SPLITS = 8  # programs per (slot, head) at most

@@ -16,13 +16,7 @@ from __future__ import annotations
 
 import torch
 
-try:  # pragma: no cover - exercised on the GPU machine (and under TRITON_INTERPRET=1)
-    import triton
-    import triton.language as tl
-except ImportError:  # CPU builds of PyTorch
-    triton = None
-    tl = None
-
+from pipeline.engine.triton_import import tl, triton
 
 if triton is not None:  # pragma: no cover
 

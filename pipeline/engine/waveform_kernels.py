@@ -29,12 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-try:  # pragma: no cover - exercised on the GPU machine (and under TRITON_INTERPRET=1)
-    import triton
-    import triton.language as tl
-except ImportError:  # CPU builds of PyTorch
-    triton = None
-    tl = None
+from pipeline.engine.triton_import import tl, triton
 
 FUSED = True  # EngineTuning.fused_waveform (set by loading.apply_tuning)
 # Frames per program and its warps: 4 x 512 channels over 4 warps is sixteen float32 sums a

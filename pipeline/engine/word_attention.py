@@ -32,14 +32,10 @@ import math
 
 import torch
 
-try:  # pragma: no cover - exercised on the GPU machine (and under TRITON_INTERPRET=1)
-    import triton
-    import triton.language as tl
+from pipeline.engine.triton_import import tl, triton
 
+if triton is not None:  # pragma: no cover - the shared blocks are Triton code
     from pipeline.engine.attention_block import int8_codes, int8_step, rotated
-except ImportError:  # CPU builds of PyTorch
-    triton = None
-    tl = None
 
 ROPE_INSIDE = True  # EngineTuning.attention_rope: a step's RoPE and cache write in this kernel
 # (``rope_word_attention``) rather than a kernel of their own before it: one launch a layer fewer,
