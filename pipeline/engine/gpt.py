@@ -220,8 +220,7 @@ class FusedLlama(nn.Module):
         add is fused with the RMSNorm after it (the next layer's, or the final one) and the MLP's
         SiLU with its product, in one kernel each where ``layer_kernels`` runs (CUDA, half)."""
         add_norm, gated = ((layer_kernels.add_rms_norm, layer_kernels.silu_mul)
-                           if FUSED_LAYERS and _use_triton(x, self.dtype) and layer_kernels.available()
-                           else (layer_ops.add_rms_norm, layer_ops.silu_mul))
+                           if _fused_layers(x, self.dtype) else (layer_ops.add_rms_norm, layer_ops.silu_mul))
         first = self.layers[0]
         with sdpa_kernel(_ATTENTION_BACKENDS):
             h = F.rms_norm(x, (self.hidden,), first.ln_attn, first.eps)
@@ -245,7 +244,7 @@ class FusedLlama(nn.Module):
         in half precision takes RoPE and the heads' layout in one kernel (``layer_kernels.rope_heads``)."""
 
         def mix(index: int, qkv: torch.Tensor) -> torch.Tensor:
-            if FUSED_LAYERS and _use_triton(qkv, self.dtype) and layer_kernels.available():
+            if _fused_layers(qkv, self.dtype):
                 query, keys, values = layer_kernels.rope_heads(qkv, *rope, self.heads)  # one pass
                 return attention(query, *store(index, keys, values))
             rows, steps, _ = qkv.shape
@@ -279,6 +278,11 @@ class FusedLlama(nn.Module):
             return out.unsqueeze(1)
 
         return mix
+
+
+def _fused_layers(on: torch.Tensor, dtype: torch.dtype) -> bool:
+    """Whether a layer's small ops run as ``layer_kernels``' Triton kernels (``FUSED_LAYERS``)."""
+    return FUSED_LAYERS and _use_triton(on, dtype) and layer_kernels.available()
 
 
 def _use_triton(on: torch.Tensor, dtype: torch.dtype) -> bool:
