@@ -7,9 +7,12 @@ step (step-profile), each a launch over a few MB. Here one program loads its 626
 does it all in registers: the same operations in the same order on the same values, so it draws
 the same tokens (the noise is the same hash of row seed, step, codebook and token) up to float
 rounding in the logsumexp and the nucleus' running sum, which only a tie within an ulp could turn.
-The k best are taken one at a time, and no more once the nucleus is full: 81 us (8 warps; a sort
-of the whole vocabulary per program took 467). Engine bench, H100, same call: +4 % (3.31 ->
-3.13 ms a step).
+The k best are taken one at a time, and no more once the nucleus is full (a sort of the whole
+vocabulary per program took 467 us); each kept token's noise is hashed as it is taken, not the
+vocabulary's, and the window's tokens are counted one entry at a time: a program then holds 74
+registers on two warps (no spills) where a [vocabulary, window] comparison held 255 and spilled,
+so 2 warps a program take 31 us at 1,024 rows on an H100 where 8 took 81 (step-profile). Engine
+bench, H100: +4 % (3.31 -> 3.13 ms a step) for the kernel, +1.7 % more (2.49 -> 2.42 ms) for this.
 
 On by default (``ON``; ``EngineTuning.fused_sampling``, ``TTS_JOBS_FUSED_SAMPLING=0`` runs the ops).
 """
@@ -22,7 +25,7 @@ from pipeline.engine.sampling import REPETITION_WINDOW, RowSampling
 from pipeline.engine.triton_import import tl, triton
 
 ON = True  # the engine's choice (loading.apply_tuning)
-WARPS = 8  # per program (step-profile, H100: 1 warp 539 us, 2 118, 4 96, 8 81)
+WARPS = 2  # per program (step-profile, H100, 1,024 rows: 1 warp 31.4 us, 2 30.8, 4 36.2, 8 49.1)
 
 
 def available() -> bool:
@@ -68,8 +71,12 @@ if triton is not None:  # pragma: no cover
         x = tl.load(logits_ptr + (row * codebooks + code) * vocab + token, mask=inside, other=float("-inf"))
         x = x / tl.load(temperature_ptr + row)
         if PENALISED:
-            seen = tl.load(window_ptr + (row * codebooks + code) * WINDOW + tl.arange(0, WINDOW))
-            count = tl.sum((token[:, None] == seen[None, :]).to(tl.int32), 1)
+            # one window entry at a time: a [vocabulary, window] comparison would hold 16 values a
+            # token in registers, and spill, at the one or two warps a program now runs on
+            count = tl.zeros([PADDED], tl.int32)
+            for entry in tl.static_range(WINDOW):
+                seen = tl.load(window_ptr + (row * codebooks + code) * WINDOW + entry)
+                count += (token == seen).to(tl.int32)
             penalty = tl.load(penalty_ptr + row)
             alpha = tl.full([PADDED], 1.0, tl.float32)
             for times in tl.static_range(WINDOW):
@@ -98,15 +105,24 @@ if triton is not None:  # pragma: no cover
         tl.store(tokens_ptr + row * codebooks + code, chosen)
 
     @triton.jit
-    def _noise(seed_key_ptr, row_step_ptr, cells_ptr, row, code, token, vocab):
-        """sampling.gumbel_noise of the row at its step for ``token`` of codebook ``code``."""
+    def _step_key(seed_key_ptr, row_step_ptr, row):
+        """The row's half of sampling.gumbel_noise's hash at its step."""
         seed_key = tl.load(seed_key_ptr + row).to(tl.uint32)
         step = tl.load(row_step_ptr + row).to(tl.uint32)
-        step_key = _mix32(seed_key + step * 0x9E3779B1)
-        cell = tl.load(cells_ptr + code * vocab + token, mask=token < vocab, other=0)
+        return _mix32(seed_key + step * 0x9E3779B1)
+
+    @triton.jit
+    def _gumbel(step_key, cell):
+        """sampling.gumbel_noise from the row's step key and a (codebook, token)'s cell."""
         noise_bits = _mix32(_mix32(step_key ^ cell.to(tl.uint32)))
         uniform = ((noise_bits >> 8).to(tl.float32) + 0.5) * (1.0 / 16777216.0)
         return -tl.log(-tl.log(uniform))
+
+    @triton.jit
+    def _noise(seed_key_ptr, row_step_ptr, cells_ptr, row, code, token, vocab):
+        """sampling.gumbel_noise of the row at its step for ``token`` of codebook ``code``."""
+        cell = tl.load(cells_ptr + code * vocab + token, mask=token < vocab, other=0)
+        return _gumbel(_step_key(seed_key_ptr, row_step_ptr, row), cell)
 
     @triton.jit
     def _draw_among_best(x, top_p_ptr, top_k_ptr, seed_key_ptr, row_step_ptr, cells_ptr, row, code, vocab,
@@ -114,26 +130,31 @@ if triton is not None:  # pragma: no cover
         """sampling.choose where the pool ranks its best candidates (top-k <= the largest bucket):
         the row's k best tokens (k <= ``CANDIDATES``, the pool's bucket) taken one at a time, best
         first (ties: the lower token), each kept while the probability of those before it is under
-        top-p (or among the first min(k, 3)), then Gumbel-max among the kept."""
+        top-p (or among the first min(k, 3)), and Gumbel-max among the kept as they come: each
+        kept token's noise is hashed for it alone, and a later one wins only with a higher score
+        (ties: the better-ranked, as ``argmax`` over the ranked candidates takes)."""
         token = tl.arange(0, PADDED)
         most = tl.max(x, 0)
         logsumexp = most + tl.log(tl.sum(tl.exp(x - most), 0))
         top_p = tl.load(top_p_ptr + row)
         top_k = tl.load(top_k_ptr + row).to(tl.int32)
         nucleus = tl.where(top_p >= 1.0, 2.0, top_p)  # top-p 1 keeps all (any mass is below 2)
+        step_key = _step_key(seed_key_ptr, row_step_ptr, row)
         left = x
-        kept = token < 0  # none yet
         mass_before = tl.sum(tl.zeros([PADDED], tl.float32), 0)
+        chosen = tl.sum(tl.zeros([PADDED], tl.int32), 0)
+        chosen_score = tl.max(tl.full([PADDED], float("-inf"), tl.float32), 0)
         for rank in range(0, CANDIDATES):
             # once a rank is not kept none after it is (the mass before only grows): skipped
             if (rank < top_k) & ((mass_before < nucleus) | (rank < tl.minimum(top_k, 3))):
                 best, at = tl.max(left, 0, return_indices=True, return_indices_tie_break_left=True)
-                kept = kept | (token == at)
                 left = tl.where(token == at, float("-inf"), left)
                 mass_before += tl.exp(best - logsumexp)
-        noise = _noise(seed_key_ptr, row_step_ptr, cells_ptr, row, code, token, vocab)
-        scores = tl.where(kept & (token < vocab), x + noise, float("-inf"))
-        return tl.argmax(scores, 0).to(tl.int64)
+                score = best + _gumbel(step_key, tl.load(cells_ptr + code * vocab + at))
+                better = score > chosen_score
+                chosen = tl.where(better, at, chosen)
+                chosen_score = tl.where(better, score, chosen_score)
+        return chosen.to(tl.int64)
 
     @triton.jit
     def _draw(x, top_p_ptr, top_k_ptr, seed_key_ptr, row_step_ptr, cells_ptr, row, code, vocab,
