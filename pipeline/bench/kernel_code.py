@@ -6,6 +6,7 @@ registers a program holds (32 programs of one warp fit an SM at 64 or fewer):
     python -m pipeline.bench kernel-code             # single (int8 codes by bits), words, rope-words
     python -m pipeline.bench kernel-code --json F    # also as JSON
     python -m pipeline.bench kernel-code --waveform  # Decoder+Vocos's kernels: registers, spills
+    python -m pipeline.bench kernel-code --sampling  # a decode step's fused sampling: the same
 
 A count, not a clock: the H200 read the int8 cache at 2.28 TB/s where the fp16 one (16.7
 instructions per position) read 3.76, so what each position costs to issue is what this tells.
@@ -88,40 +89,58 @@ def compile_kernel(kernel: str, block: int = 32) -> KernelCode:
 
 
 @dataclass(frozen=True)
-class WaveformKernelCode:
+class KernelRegisters:
     kernel: str
     warps: int
     registers: int
     spills: int  # local loads and stores: registers that did not fit
 
 
-def compile_waveform_kernels() -> list[WaveformKernelCode]:
+def compile_waveform_kernels() -> list[KernelRegisters]:
     """Decoder+Vocos's kernels (waveform_kernels.py) as the engine launches them: a block of 512
     channels, seven taps (the Decoder's dilation 2), and Vocos's overlap-add (n_fft 1024, hop 256)."""
+    from pipeline.engine import waveform_kernels as wk
+
+    return [
+        compile_registers("dwconv + LayerNorm", wk._dwconv_norm_kernel,
+                          {"TAPS": 7, "DILATION": 2, "BLOCK_T": wk.BLOCK_FRAMES, "BLOCK_C": 512}, wk.WARPS,
+                          {"frames_ptr": "*i64"}),  # frames and weights half precision, each row's length int64
+        compile_registers("overlap-add", wk._overlap_add_kernel,
+                          {"N_FFT": 1024, "HOP": 256, "OVERLAP": 4, "BLOCK": wk.OVERLAP_BLOCK}, 4,
+                          {"frames_ptr": "*fp32", "window_ptr": "*fp32", "valid_ptr": "*i64", "out_ptr": "*fp32"})]
+
+
+def compile_sampling_kernel() -> KernelRegisters:
+    """A decode step's fused sampling (fused_sampling.py) as the bench's pools launch it: ChatTTS's
+    626 tokens, the repetition window, the k best among 32 candidates, on ``WARPS`` warps."""
+    from pipeline.engine import fused_sampling
+    from pipeline.engine.sampling import REPETITION_WINDOW
+
+    pointers = {name: "*i64" for name in ("top_k_ptr", "seed_key_ptr", "row_step_ptr", "window_ptr",
+                                          "cells_ptr", "tokens_ptr")}
+    return compile_registers("fused sampling", fused_sampling._sample_kernel,
+                             {"EOS": 625, "PADDED": 1024, "WINDOW": REPETITION_WINDOW, "GREEDY": False,
+                              "PENALISED": True, "CANDIDATES": 32}, fused_sampling.WARPS,
+                             {**pointers, "logits_ptr": "*fp32", "temperature_ptr": "*fp32", "top_p_ptr": "*fp32",
+                              "penalty_ptr": "*fp32", "allow_ptr": "*i1"})
+
+
+def compile_registers(name: str, fn, const: dict, warps: int, pointers: dict[str, str]) -> KernelRegisters:  # type: ignore[no-untyped-def]
+    """``fn`` compiled for sm_90 at ``const`` on ``warps`` warps: its registers and spills. Pointers
+    not in ``pointers`` are half precision; ``eps`` is a float, other scalars int32."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    from pipeline.engine import waveform_kernels as wk
-
-    found = []
-    for name, fn, const, warps, pointers in (
-            ("dwconv + LayerNorm", wk._dwconv_norm_kernel,
-             {"TAPS": 7, "DILATION": 2, "BLOCK_T": wk.BLOCK_FRAMES, "BLOCK_C": 512}, wk.WARPS,
-             {"frames_ptr": "*i64"}),  # frames and weights half precision, each row's length int64
-            ("overlap-add", wk._overlap_add_kernel,
-             {"N_FFT": 1024, "HOP": 256, "OVERLAP": 4, "BLOCK": wk.OVERLAP_BLOCK}, 4,
-             {"frames_ptr": "*fp32", "window_ptr": "*fp32", "valid_ptr": "*i64", "out_ptr": "*fp32"})):
-        names = list(fn.arg_names)
-        signature = {n: "constexpr" if n in const else pointers.get(n, "*fp16") if n.endswith("_ptr")
-                     else "fp32" if n == "eps" else "i32" for n in names}
-        source = ASTSource(fn=fn, signature=signature, constexprs=const,
-                           attrs={(i,): [["tt.divisibility", 16]] for i, n in enumerate(names) if n.endswith("_ptr")})
-        compiled = triton.compile(source, target=GPUTarget(*TARGET), options={"num_warps": warps, "num_stages": 1})
-        sass, usage = disassembled(compiled.asm["cubin"])
-        found.append(WaveformKernelCode(name, warps, int(re.search(r"REG:(\d+)", usage).group(1)),
-                                        sum(sass.count(op) for op in ("LDL", "STL"))))
-    return found
+    names = list(fn.arg_names)
+    signature = {n: "constexpr" if n in const else pointers.get(n, "*fp16") if n.endswith("_ptr")
+                 else "fp32" if n == "eps" else "i32" for n in names}
+    source = ASTSource(fn=fn, signature=signature, constexprs=const,
+                       attrs={(i,): [["tt.divisibility", 16]] for i, n in enumerate(names) if n.endswith("_ptr")})
+    compiled = triton.compile(source, target=GPUTarget(*TARGET), options={"num_warps": warps, "num_stages": 1})
+    sass, usage = disassembled(compiled.asm["cubin"])
+    return KernelRegisters(name, warps, int(re.search(r"REG:(\d+)", usage).group(1)),
+                           sum(sass.count(op) for op in ("LDL", "STL")))
 
 
 def disassembled(cubin: bytes) -> tuple[str, str]:
@@ -155,10 +174,12 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench ke
     parser.add_argument("--block", type=int, default=32, help="positions per loop iteration (default 32)")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--waveform", action="store_true", help="Decoder+Vocos's kernels instead")
+    parser.add_argument("--sampling", action="store_true", help="a decode step's fused sampling instead")
     args = parser.parse_args(argv)
-    if args.waveform:
-        codes = compile_waveform_kernels()
-        print(f"Decoder+Vocos kernels for sm_{TARGET[1]}:")
+    if args.waveform or args.sampling:
+        codes = compile_waveform_kernels() if args.waveform else [compile_sampling_kernel()]
+        title = "Decoder+Vocos kernels" if args.waveform else "a decode step's fused sampling"
+        print(f"{title} for sm_{TARGET[1]}:")
         print("| kernel | warps | registers | spills |")
         print("|---|---|---|---|")
         for code in codes:
