@@ -150,7 +150,9 @@ if triton is not None:  # pragma: no cover
                 best, at = tl.max(left, 0, return_indices=True, return_indices_tie_break_left=True)
                 left = tl.where(token == at, float("-inf"), left)
                 mass_before += tl.exp(best - logsumexp)
-                score = best + _gumbel(step_key, tl.load(cells_ptr + code * vocab + at))
+                # (a padding token's logit is -inf: its score never wins, and its cell is not read)
+                cell = tl.load(cells_ptr + code * vocab + at, mask=at < vocab, other=0)
+                score = best + _gumbel(step_key, cell)
                 better = score > chosen_score
                 chosen = tl.where(better, at, chosen)
                 chosen_score = tl.where(better, score, chosen_score)
