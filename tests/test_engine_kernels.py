@@ -131,6 +131,22 @@ def worst_error_under_the_interpreter(script: str) -> float:
     return float(done.stdout.strip().splitlines()[-1])
 
 
+def compiled_for_hopper(tmp_path: Path, *flags: str) -> dict[str, dict]:
+    """``python -m pipeline.bench kernel-code FLAGS``: the kernels Triton's own ptxas compiles for
+    sm_90 on any machine (not under the interpreter), by name."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("triton")
+    env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-m", "pipeline.bench", "kernel-code", *flags, "--json",
+                           str(tmp_path / "k.json")], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return {code["kernel"]: code for code in json.loads((tmp_path / "k.json").read_text())}
+
+
 def test_grown_slots_hold_both_shapes_unless_their_cache_would_crowd_the_device() -> None:
     from pipeline.engine.slots import SlotShape
     from pipeline.engine.step_graphs import grown_shape

@@ -5,7 +5,7 @@ masked where a row may not end yet — and the engine runs it only where it was 
 
 from __future__ import annotations
 
-from tests.test_engine_kernels import worst_error_under_the_interpreter
+from tests.test_engine_kernels import compiled_for_hopper, worst_error_under_the_interpreter
 
 CHECK = """
 from tests.fused_sampling_cases import disagreements
@@ -24,19 +24,5 @@ def test_the_fused_kernel_compiles_for_hopper_without_spilling(tmp_path) -> None
     """Triton's own ptxas, for sm_90 on any machine: on its warps a program keeps its tokens'
     logits in registers (a [vocabulary, window] comparison for the penalty held 255 and spilled at
     one or two warps, and took 81 us at 1,024 rows on an H100 on eight where two now take 31)."""
-    import json
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    import pytest
-
-    pytest.importorskip("triton")
-    env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-m", "pipeline.bench", "kernel-code", "--sampling", "--json",
-                           str(tmp_path / "k.json")], env=env, cwd=Path(__file__).resolve().parent.parent,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    (code,) = json.loads((tmp_path / "k.json").read_text())
+    code = compiled_for_hopper(tmp_path, "--sampling")["fused sampling"]
     assert code["warps"] <= 2 and code["spills"] == 0 and code["registers"] <= 96

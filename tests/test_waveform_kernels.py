@@ -7,7 +7,7 @@ inverse STFT's overlap-add: rows of every length down to none, frames past a row
 
 from __future__ import annotations
 
-from tests.test_engine_kernels import worst_error_under_the_interpreter
+from tests.test_engine_kernels import compiled_for_hopper, worst_error_under_the_interpreter
 
 DWCONV_NORM_CHECK = r"""
 import torch
@@ -97,23 +97,9 @@ def test_the_waveform_kernels_compile_for_hopper_without_spilling(tmp_path) -> N
     """Triton's own ptxas, for sm_90 on any machine: the depthwise conv + LayerNorm keeps its sums in
     registers (16 frames over 4 warps took 255 and spilled 673 loads and stores), few enough for
     two programs an SM (4 frames over 4 warps: 168); the overlap-add too."""
-    import json
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    import pytest
-
     from pipeline.engine import waveform_kernels
 
-    pytest.importorskip("triton")
-    env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-m", "pipeline.bench", "kernel-code", "--waveform", "--json",
-                           str(tmp_path / "k.json")], env=env, cwd=Path(__file__).resolve().parent.parent,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    codes = {code["kernel"]: code for code in json.loads((tmp_path / "k.json").read_text())}
+    codes = compiled_for_hopper(tmp_path, "--waveform")
     dwconv = codes["dwconv + LayerNorm"]
     threads = 32 * waveform_kernels.WARPS
     assert dwconv["spills"] == 0 and dwconv["registers"] * threads <= 65536 // 2  # two programs an SM

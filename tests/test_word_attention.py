@@ -7,14 +7,7 @@ of the kernel it replaces (a count from the compiled code, not a clock)."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
-import pytest
-
-from tests.test_engine_kernels import ROOT, worst_error_under_the_interpreter
+from tests.test_engine_kernels import compiled_for_hopper, worst_error_under_the_interpreter
 
 WORD_CHECK = """
 import torch
@@ -63,12 +56,7 @@ def test_the_word_kernel_attends_as_the_reference_over_the_dequantized_cache() -
 
 
 def test_the_word_kernel_compiles_for_hopper_with_half_the_instructions_per_position(tmp_path) -> None:
-    pytest.importorskip("triton")
-    env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-m", "pipeline.bench", "kernel-code", "--json", str(tmp_path / "k.json")],
-                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    codes = {code["kernel"]: code for code in json.loads((tmp_path / "k.json").read_text())}
+    codes = compiled_for_hopper(tmp_path)
     words, single = codes["words"], codes["single"]
     assert words["dp4a"] == 32 and words["byte_loads"] == 0  # keys by dot products, words loaded whole
     assert words["per_position"] < single["per_position"] / 2
