@@ -177,9 +177,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench ke
     parser.add_argument("--sampling", action="store_true", help="a decode step's fused sampling instead")
     args = parser.parse_args(argv)
     if args.waveform or args.sampling:
-        codes = compile_waveform_kernels() if args.waveform else [compile_sampling_kernel()]
-        title = "Decoder+Vocos kernels" if args.waveform else "a decode step's fused sampling"
-        print(f"{title} for sm_{TARGET[1]}:")
+        # both flags: both groups, none left out silently
+        codes = (compile_waveform_kernels() if args.waveform else []) + ([compile_sampling_kernel()] if args.sampling else [])
+        print(f"registers and spills for sm_{TARGET[1]}:")
         print("| kernel | warps | registers | spills |")
         print("|---|---|---|---|")
         for code in codes:
