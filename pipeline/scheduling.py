@@ -100,20 +100,12 @@ class SchedulingPolicy:
         still run."""
         return max(1, slots // self.admit_share)
 
-    def admission_rows(self, take: int, free: int, capacity: int, more_coming: bool) -> int:
-        """How many of ``take`` newcomers for ``free`` of ``capacity`` slots are admitted now (0:
-        they wait). While rows still run and more are coming, newcomers wait for ``admit_at``
-        free slots, and then a power of two of them goes in, the rest at a later harvest: a GPU
-        prefills an admission at a power of two of rows (``prefill.padded_shape``), so 150 rows
-        cost 256 rows' prefill where 128 cost 128's (``python -m pipeline.bench step-model
-        --pool 4096``: a stream's prefill positions 1.60 -> 1.38x its prompts'), while a slot
-        left free for a harvest costs a step nothing. An idle loop, or the last of the rows,
-        takes everything at once."""
-        if free == capacity or not more_coming:
-            return take
-        if take < self.admit_at(capacity):
-            return 0
-        return 1 << (take.bit_length() - 1)
+    def admission_can_wait(self, take: int, free: int, capacity: int, more_coming: bool) -> bool:
+        """Whether ``take`` newcomers for ``free`` of ``capacity`` slots should wait for more:
+        only while rows still run, the group is under ``admit_at`` and more rows are coming."""
+        if free == capacity or take >= self.admit_at(capacity):
+            return False
+        return more_coming
 
     def pieces(self, rows: int) -> int:
         """Into how many pieces a batch of ``rows`` at the queue's end is cut (1: kept whole)."""

@@ -121,27 +121,6 @@ def test_few_live_rows_move_to_a_smaller_bucket_and_keep_their_tokens(
         assert codes.shape[0] == req.max_new_tokens
 
 
-def test_newcomers_go_in_by_powers_of_two_while_rows_run_and_keep_their_tokens(
-        engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Three rows ending at one harvest free three slots while a fourth runs on; with four more
-    sentences waiting, two go in (a GPU prefills an admission at a power of two of rows), the
-    other two once slots are free again."""
-    from pipeline.engine.loop_runner import LoopRunner
-
-    admitted: list[int] = []
-    prefill = LoopRunner.prefill
-    monkeypatch.setattr(LoopRunner, "prefill", lambda self, prompts, indices, *rest:
-                        admitted.append(len(indices)) or prefill(self, prompts, indices, *rest))
-    voice = engine.sample_voice(5)
-    lengths = [24, 16, 16, 16, 4, 4, 4, 4]  # 4 slots: the 16-step rows end at one harvest
-    requests = [SynthesisRequest(text=TEXTS[i % len(TEXTS)], voice=voice, seed=i, max_new_tokens=n,
-                                 min_new_tokens=n, top_k=1) for i, n in enumerate(lengths)]
-    together = codes_with_slots(engine, requests, 4)
-    assert admitted == [4, 2, 2]  # not 4, 3, 1
-    for req, codes in zip(requests, together):
-        assert torch.equal(codes, engine.generate_codes([req])[0])
-
-
 def test_slots_are_kept_between_batches_and_grow_when_needed(engine: Engine) -> None:
     voice = engine.sample_voice(4)
     small = [SynthesisRequest(text=t, voice=voice, seed=i, max_new_tokens=6, min_new_tokens=6)

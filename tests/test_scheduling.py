@@ -55,24 +55,12 @@ def test_the_queue_end_pieces_follow_the_policy() -> None:
 def test_admission_waits_for_a_group_only_while_rows_run_and_more_are_coming() -> None:
     policy = SchedulingPolicy(admit_share=8)
     assert policy.admit_at(1024) == 128 and policy.admit_at(4) == 1
-    assert policy.admission_rows(take=10, free=10, capacity=1024, more_coming=True) == 0
-    assert policy.admission_rows(take=10, free=10, capacity=1024, more_coming=False) == 10
-    assert policy.admission_rows(take=128, free=128, capacity=1024, more_coming=True) == 128
-    assert policy.admission_rows(take=10, free=1024, capacity=1024, more_coming=True) == 10  # idle
+    assert policy.admission_can_wait(take=10, free=10, capacity=1024, more_coming=True)
+    assert not policy.admission_can_wait(take=10, free=10, capacity=1024, more_coming=False)
+    assert not policy.admission_can_wait(take=128, free=128, capacity=1024, more_coming=True)
+    assert not policy.admission_can_wait(take=10, free=1024, capacity=1024, more_coming=True)  # idle
     eager = SchedulingPolicy(admit_share=1024)
-    assert eager.admission_rows(take=1, free=1, capacity=1024, more_coming=True) == 1
-
-
-def test_a_running_loop_admits_a_power_of_two_of_newcomers_the_rest_later() -> None:
-    """A GPU prefills an admission at a power of two of rows: 150 newcomers while rows run go in
-    as 128 (the 22 at a later harvest), not as 150 prefilled at 256; the last ones, or an idle
-    loop's, all at once."""
-    policy = SchedulingPolicy(admit_share=8)
-    assert [policy.admission_rows(take, take, 1024, True) for take in (127, 128, 150, 255, 256, 400)] \
-        == [0, 128, 128, 128, 256, 256]
-    assert policy.admission_rows(take=150, free=150, capacity=1024, more_coming=False) == 150
-    assert policy.admission_rows(take=700, free=1024, capacity=1024, more_coming=True) == 700
-    assert policy.admission_rows(take=150, free=300, capacity=1024, more_coming=True) == 128
+    assert not eager.admission_can_wait(take=1, free=1, capacity=1024, more_coming=True)
 
 
 def test_the_engine_loop_admits_as_the_policy_says() -> None:

@@ -3,10 +3,9 @@ its rows' own, by the engine's own rules, on the engine benchmark's sentences (t
 lengths, ``pipeline/bench/protocol.py``), so that what a change to those rules should save can be
 predicted on any machine before a GPU measures it.
 
-Slots (``--slots``) take the pool longest first, newcomers as the policy admits them
-(``SchedulingPolicy.admission_rows``: once an eighth of the slots are free, a power of two of
-them; before, all of them); a step runs at the live-slot bucket of the last occupied slot
-(``row_buckets``); ended rows are harvested every 8 steps, one harvest behind, their slots freed; with nothing left to
+Slots (``--slots``) take the pool longest first, newcomers once an eighth of them are free (or
+none run); a step runs at the live-slot bucket of the last occupied slot (``row_buckets``); ended
+rows are harvested every 8 steps, one harvest behind, their slots freed; with nothing left to
 admit, live rows move to the front once half the slots up to the last would hold them. Per step
 it counts:
 
@@ -17,9 +16,7 @@ it counts:
 - Decoder+Vocos: the finished rows, as harvested, through the real ``WaveformsAlongside`` over a
   stand-in decoder that chunks them as the GPU's graphs would (``chunk_rows``, a bucket's steps, a
   power of two of rows): padded row-steps against the rows' own, every buffered row launched at a
-  chunk's worth (before) and whole chunks at ``FLUSH_CHUNKS`` chunks' worth (now);
-- prefill: the positions a GPU runs for each admission (pieces at their padded shapes) against
-  the prompts' own (a prompt: a sentence's characters and ``PROMPT_EXTRA``).
+  chunk's worth (before) and whole chunks at ``FLUSH_CHUNKS`` chunks' worth (now).
 
     python -m pipeline.bench step-model                 # the bench: 1,024 sentences in 1,024 slots
     python -m pipeline.bench step-model --pool 2048     # a pool refilling the slots, as a stream
@@ -28,7 +25,6 @@ it counts:
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -36,15 +32,11 @@ import torch
 import pipeline.engine.waveform_overlap as waveform_overlap  # noqa: PLR0402 (its FLUSH_CHUNKS is set)
 from pipeline.bench.protocol import forced_steps, make_workload
 from pipeline.engine import kv_int8
-from pipeline.engine.prefill import padded_shape, rows_per_piece
 from pipeline.engine.step_graphs import bucket_for, row_buckets
 from pipeline.engine.timing import PhaseClock
 from pipeline.engine.waveform import chunk_rows
 from pipeline.engine.waveform_graphs import WaveformGraphs
 from pipeline.engine.waveform_overlap import WaveformsAlongside
-from pipeline.scheduling import SchedulingPolicy
-
-Admission = Callable[[int, int, int, bool], int]  # (take, free, capacity, more coming) -> rows admitted
 
 CHUNK_ROW_STEPS = 16384  # WaveformDecoder.row_steps_per_chunk
 # ChatTTS's GPT as the steps read it: 20 layers of keys and values, 12 heads of 64, int8 codes and
@@ -64,14 +56,10 @@ class StepCounts:
     live_rows: int = 0
     power_rows: int = 0  # bucket rows at powers of two
     engine_rows: int = 0  # bucket rows at row_buckets
-    prompt_positions: int = 0  # the admitted prompts' own
-    prefill_positions: int = 0  # ... as a GPU prefills them: pieces of padded shape
 
 
-def run_slots(lengths: list[int], prompts: list[int], slots: int,
-              admission: Admission = SchedulingPolicy().admission_rows) -> tuple[StepCounts, list[list[int]]]:
-    """Step the pool through the slots, newcomers admitted as ``admission`` says; the counts,
-    and the rows' steps as each harvest finds them ended."""
+def run_slots(lengths: list[int], prompts: list[int], slots: int) -> tuple[StepCounts, list[list[int]]]:
+    """Step the pool through the slots; the counts, and the rows' steps as each harvest finds them ended."""
     pending = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     row: list[int | None] = [None] * slots
     context, left = [0] * slots, [0] * slots
@@ -81,12 +69,11 @@ def run_slots(lengths: list[int], prompts: list[int], slots: int,
     def admit() -> None:
         free = [s for s in range(slots) if row[s] is None]
         take = min(len(free), len(pending))
-        take = admission(take, len(free), slots, len(pending) > take) if take else 0
-        admitted = [pending.pop(0) for _ in range(take)]
-        for s, r in zip(free, admitted):
-            row[s], context[s], left[s] = r, prompts[r], lengths[r]
-        counts.prompt_positions += sum(prompts[r] for r in admitted)
-        counts.prefill_positions += prefilled_positions([prompts[r] for r in admitted])
+        running = any(r is not None for r in row)
+        if take and not (take < slots // 8 and len(pending) > take and running):
+            for s in free[:take]:
+                r = pending.pop(0)
+                row[s], context[s], left[s] = r, prompts[r], lengths[r]
 
     admit()
     while any(r is not None for r in row):
@@ -116,24 +103,6 @@ def run_slots(lengths: list[int], prompts: list[int], slots: int,
                 for s, (r, c, n) in enumerate(moved):
                     row[s], context[s], left[s] = r, c, n
     return counts, [h for h in harvests if h]
-
-
-def prefilled_positions(widths: list[int]) -> int:
-    """The positions a GPU prefills for an admission of prompts ``widths`` wide: pieces of at most
-    ``rows_per_piece`` rows, each at its ``padded_shape`` (``LoopRunner.prefill``'s rules)."""
-    if not widths:
-        return 0
-    step, total = rows_per_piece(len(widths), max(widths)), 0
-    for at in range(0, len(widths), step):
-        piece = widths[at:at + step]
-        rows, width = padded_shape(len(piece), max(piece)) or (len(piece), max(piece))
-        total += rows * width
-    return total
-
-
-def admit_all(take: int, free: int, capacity: int, more_coming: bool) -> int:
-    """The admission rule before powers of two: every newcomer once an eighth of the slots is free."""
-    return 0 if take < capacity // 8 and more_coming and free < capacity else take
 
 
 class ChunkCounter:
@@ -188,9 +157,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench st
     args = parser.parse_args(argv)
     texts = make_workload(args.pool, 0)
     lengths = [forced_steps(text) for text in texts]
-    prompts = [len(text) + PROMPT_EXTRA for text in texts]
-    counts, harvests = run_slots(lengths, prompts, args.slots)
-    all_at_once, _ = run_slots(lengths, prompts, args.slots, admit_all)
+    counts, harvests = run_slots(lengths, [len(text) + PROMPT_EXTRA for text in texts], args.slots)
     before, now = chunked(harvests, whole=False), chunked(harvests, whole=True)
     print(f"{args.pool} sentences ({sum(lengths)} GPT steps) in {args.slots} slots: {counts.steps} steps "
           "(a model, not a measurement)")
@@ -204,9 +171,6 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench st
     print(f"Decoder+Vocos padded row-steps against the rows' own: all buffered rows at a chunk's worth "
           f"{before.padded / before.own:.3f}x ({before.chunks} chunks), whole chunks at "
           f"{waveform_overlap.FLUSH_CHUNKS} chunks' worth {now.padded / now.own:.3f}x ({now.chunks} chunks)")
-    print(f"prefill positions against the prompts' own: every newcomer at once "
-          f"{all_at_once.prefill_positions / all_at_once.prompt_positions:.3f}x ({all_at_once.steps} steps), "
-          f"by powers of two {counts.prefill_positions / counts.prompt_positions:.3f}x ({counts.steps} steps)")
     assert before.own == now.own == sum(map(sum, harvests))  # every finished row decoded once, either way
     return 0
 

@@ -207,8 +207,8 @@ class _Scheduler:
             group = self.source.poll(len(free) - len(self.pending), self._fits)
             if group is not None:
                 self._add_group(group)
-        take = self._admission_rows(min(len(free), len(self.pending)), len(free))
-        if take == 0:
+        take = min(len(free), len(self.pending))
+        if take == 0 or self._admission_can_wait(take, len(free)):
             return
         rows = [self.pending.popleft() for _ in range(take)]
         slots = free[:take]
@@ -220,11 +220,11 @@ class _Scheduler:
             self.slot_write[slot] = self.lengths[row]
             self.slot_left[slot] = self.max_new[row]
 
-    def _admission_rows(self, take: int, free: int) -> int:
-        """The policy's rule (``SchedulingPolicy.admission_rows``): while rows still run and more
-        are coming, newcomers wait for a group's worth of free slots, then go in by a power of two."""
+    def _admission_can_wait(self, take: int, free: int) -> bool:
+        """The policy's rule (``SchedulingPolicy.admission_can_wait``): newcomers wait for a
+        group's worth of free slots while rows still run and more are coming."""
         more_coming = len(self.pending) > take or (self.source is not None and not self.source.exhausted())
-        return self.policy.admission_rows(take, free, self.capacity, more_coming) if take else 0
+        return self.policy.admission_can_wait(take, free, self.capacity, more_coming)
 
     def _by_group(self, rows: list[int], slots: list[int]) -> list[tuple[list[int], list[int]]]:
         """``rows`` and their ``slots`` split by the group each row came in (one prefill each)."""
