@@ -106,18 +106,3 @@ def test_step_model_counts_what_steps_and_waveform_chunks_do_beyond_their_rows()
     before, whole = map(float, re.search(r"a chunk's worth ([\d.]+)x .*chunks' worth ([\d.]+)x", done.stdout).groups())
     assert ended > 20  # slots whose rows had ended did read their caches: a quarter more
     assert 1.0 <= engine < powers and 1.0 <= whole < before
-
-
-def test_gemm_shapes_small_tile_kernel_gives_the_product_at_the_steps_shapes() -> None:
-    """The Triton kernel gemm-shapes times against cuBLAS: under the interpreter its answer is the
-    fp32 product at the o and down shapes, with rows that fill no whole tile (a weight read
-    untransposed or a tile's depth skipped gives errors of order one)."""
-    from tests.test_engine_kernels import worst_error_under_the_interpreter
-
-    check = """
-import torch
-from pipeline.bench.gemm_shapes import worst_error
-cases = ((70, (64, 128, 128, 4, 1), "down"), (3, (32, 64, 64, 4, 1), "o"), (70, (16, 32, 128, 4, 1), "o"))
-print(max(worst_error(torch.device("cpu"), rows, tile, name) for rows, tile, name in cases))
-"""
-    assert worst_error_under_the_interpreter(check) < 1e-3

@@ -5,7 +5,8 @@ Why: a step's four linears take ~0.79 ms of its 2.44 at 1,024 rows on an H100 (3
 and the two whose output is the hidden width (o: 768 x 768, down: 768 x 3,072) ran at 265 and
 433 TFLOPS where gate_up reached 594: at 128 x 128 tiles a 1,024-row output of 768 columns is 48
 tiles for 132 SMs. Smaller tiles spread it over more SMs; whether a Triton kernel of them beats
-the library is what this measures, before any of it goes into the engine.
+the library is what this measures (the engine's kernel, ``pipeline/engine/tiled_gemm.py``, on
+with TTS_JOBS_DECODE_GEMM_TILES=1 at its ``TILE``).
 
     python -m pipeline.bench gemm-shapes                  # rows 256, 512, 1,024 (a GPU)
     python -m pipeline.bench gemm-shapes --cpu-smoke      # the Triton kernel's answer checked, no timing
@@ -22,7 +23,7 @@ from collections.abc import Callable
 import torch
 
 from pipeline.bench.gpu_timing import seconds_per_run
-from pipeline.engine.triton_import import tl, triton
+from pipeline.engine.tiled_gemm import available, fits, tiled_mm
 
 # ChatTTS's GPT linears (hidden 768, MLP 3,072): output features, input features
 SHAPES = {"qkv": (2304, 768), "o": (768, 768), "gate_up": (6144, 768), "down": (768, 3072)}
@@ -30,33 +31,6 @@ SHAPES = {"qkv": (2304, 768), "o": (768, 768), "gate_up": (6144, 768), "down": (
 TILES = ((64, 64, 64, 4, 3), (64, 128, 64, 4, 3), (128, 64, 64, 4, 3), (64, 64, 128, 4, 2),
          (128, 128, 64, 8, 3))
 RUNS_PER_GRAPH = 20
-
-
-if triton is not None:  # pragma: no cover - a CUDA build (and TRITON_INTERPRET=1)
-    @triton.jit
-    def _tiled_mm(x, w, out, rows, columns: tl.constexpr, depth: tl.constexpr,
-                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-        """out[rows, columns] = x[rows, depth] @ w[columns, depth]^T in fp32, stored in fp16."""
-        at_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-        at_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
-        at_k = tl.arange(0, BLOCK_K)
-        inside = at_m[:, None] < rows
-        total = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
-        for k in range(0, depth, BLOCK_K):
-            a = tl.load(x + at_m[:, None] * depth + (k + at_k)[None, :], mask=inside, other=0.0)
-            b = tl.load(w + at_n[None, :] * depth + (k + at_k)[:, None])  # a [BLOCK_K, BLOCK_N] tile of w^T
-            total = tl.dot(a, b, total)
-        tl.store(out + at_m[:, None] * columns + at_n[None, :], total.to(tl.float16), mask=inside)
-
-
-def tiled_mm(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor, tile: tuple[int, ...]) -> None:
-    """``x @ w.T`` into ``out`` by ``_tiled_mm`` at ``tile`` (its columns and depth divide w's)."""
-    block_m, block_n, block_k, warps, stages = tile
-    rows, depth = x.shape
-    columns = w.shape[0]
-    grid = (triton.cdiv(rows, block_m), columns // block_n)
-    _tiled_mm[grid](x, w, out, rows, columns, depth, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
-                    num_warps=warps, num_stages=stages)
 
 
 def replayed_seconds(run: Callable[[], object]) -> float:
@@ -96,7 +70,7 @@ def time_shapes(rows_list: list[int]) -> None:
                 seconds = replayed_seconds(lambda: torch.mm(x, w.t(), out=out))
                 cells.append(f"{library} {seconds * 1e6:.1f} ({flops / seconds / 1e12:.0f})")
             for tile in TILES:
-                if columns % tile[1] or depth % tile[2]:
+                if not fits(w, tile):
                     continue
                 label = f"{'x'.join(map(str, tile[:3]))} w{tile[3]} s{tile[4]}"
                 try:  # a tile that does not compile (shared memory) is a cell, not the end of the table
@@ -116,7 +90,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench ge
     parser.add_argument("--cpu-smoke", action="store_true",
                         help="the Triton kernel's answer under its CPU interpreter (TRITON_INTERPRET=1), no timing")
     args = parser.parse_args(argv)
-    if triton is None:
+    if not available():
         parser.error("the Triton kernel needs Triton (a CUDA build of PyTorch)")
     if args.cpu_smoke:
         worst = max(worst_error(torch.device("cpu"), rows, (32, 64, 64, 4, 1), name)
