@@ -5,8 +5,9 @@ Why: at a step's rows cuBLAS runs them as few large tiles — 48 of 128 x 128 fo
 output of 768 columns on 132 SMs — at 265 (o) and 433 (down) TFLOPS on an H100, where gate_up
 reached 594 (docs/engine.md); tiles of 64 rows spread them over ~100 SMs. Off until measured
 (``EngineTuning.decode_gemm_tiles``, TTS_JOBS_DECODE_GEMM_TILES=1): ``python -m pipeline.bench
-gemm-shapes`` times each tile against the library, the engine bench the step. A prefill (more
-than ``MOST_ROWS`` positions) keeps the library's big tiles, which fill the SMs there.
+gemm-shapes`` times each tile against the library, the engine bench the step. Products of more
+than ``MOST_ROWS`` rows (an admission's prefill of many positions) keep the library's big tiles,
+which fill the SMs there; a small prefill takes the kernel as a step does, eager or graphed alike.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pipeline.engine.triton_import import tl, triton
 
 ON = False  # EngineTuning.decode_gemm_tiles (loading.apply_tuning)
 TILE = (64, 64, 64, 4, 3)  # rows x columns x depth of a tile, warps, pipeline stages
-MOST_ROWS = 2048  # rows of the widest decode step (its slots); more: a prefill's positions
+MOST_ROWS = 2048  # rows of the widest decode step (its slots); more: a big prefill's positions
 
 
 def available() -> bool:
@@ -58,8 +59,8 @@ def tiled_mm(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor, tile: tuple[in
 
 
 def linear(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
-    """``layer(x)`` for x [..., depth]: by the tiled kernel where it is on and the product is a
-    decode step's (CUDA, fp16, at most ``MOST_ROWS`` rows, no bias), else by the layer itself."""
+    """``layer(x)`` for x [..., depth]: by the tiled kernel where it is on and the product is one
+    of a decode step's size (CUDA, fp16, at most ``MOST_ROWS`` rows, no bias), else by the layer."""
     flat = x.reshape(-1, x.shape[-1])
     if not (ON and available() and flat.is_cuda and flat.dtype == torch.float16 and layer.bias is None
             and flat.shape[0] <= MOST_ROWS and fits(layer.weight, TILE)):
