@@ -19,7 +19,6 @@ def test_the_fused_kernel_draws_the_tokens_the_pytorch_ops_draw() -> None:
     assert worst_error_under_the_interpreter(CHECK) == 0.0
 
 
-
 def test_the_fused_kernel_compiles_for_hopper_without_spilling(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Triton's own ptxas, for sm_90 on any machine: on its warps a program keeps its tokens'
     logits in registers (a [vocabulary, window] comparison for the penalty held 255 and spilled at

@@ -7,6 +7,7 @@ registers a program holds (32 programs of one warp fit an SM at 64 or fewer):
     python -m pipeline.bench kernel-code --json F    # also as JSON
     python -m pipeline.bench kernel-code --waveform  # Decoder+Vocos's kernels: registers, spills
     python -m pipeline.bench kernel-code --sampling  # a decode step's fused sampling: the same
+    python -m pipeline.bench kernel-code --gemm      # its small-tile GEMM (tiled_gemm.py): the same
 
 A count, not a clock: the H200 read the int8 cache at 2.28 TB/s where the fp16 one (16.7
 instructions per position) read 3.76, so what each position costs to issue is what this tells.

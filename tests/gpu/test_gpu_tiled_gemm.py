@@ -1,5 +1,5 @@
-"""On a GPU, the decode step's small-tile GEMM (pipeline/engine/tiled_gemm.py) gives the product
-cuBLAS gives at the o and down shapes, and the GPT's linears take it only where it is on and the
+"""On a GPU, the decode step's small-tile GEMM (pipeline/engine/tiled_gemm.py) gives the fp32 product
+at the o and down shapes (within fp16 rounding), and the GPT's linears take it only where it is on and the
 product is a decode step's (a prefill's positions keep cuBLAS)."""
 
 from __future__ import annotations
@@ -9,21 +9,16 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import pipeline.engine.tiled_gemm as tiled_gemm  # noqa: E402
-from pipeline.bench.gemm_shapes import TILES  # noqa: E402
+from pipeline.bench.gemm_shapes import TILES, worst_error  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
 
 @pytest.mark.parametrize("tile", TILES)
-def test_every_measured_tile_gives_cublas_product(tile: tuple[int, ...]) -> None:
-    for columns, depth in ((768, 768), (768, 3072)):
+def test_every_measured_tile_gives_the_fp32_product(tile: tuple[int, ...]) -> None:
+    for name in ("o", "down"):
         for rows in (1, 70, 1024):
-            x = torch.randn(rows, depth, device="cuda").half()
-            w = (torch.randn(columns, depth, device="cuda") / depth**0.5).half()
-            out = torch.empty(rows, columns, device="cuda", dtype=torch.half)
-            tiled_gemm.tiled_mm(x, w, out, tile)
-            exact = x.float() @ w.float().t()
-            assert (out.float() - exact).abs().max() <= 1e-2 * exact.abs().max(), (tile, rows, depth)
+            assert worst_error(torch.device("cuda"), rows, tile, name) <= 1e-2, (tile, rows, name)
 
 
 def test_the_linears_take_the_kernel_only_when_on_and_for_a_decode_steps_rows() -> None:
