@@ -34,7 +34,6 @@
 | TTS_JOBS_ATTENTION_ROPE | 1 | 0: a step's RoPE and cache write in a kernel of their own before the word kernel, not inside it (word_attention.py; same codes; steps 2.61 vs 2.70 ms on an H100) |
 | TTS_JOBS_STEP_PRIORITY | 1 | 0: decode steps replayed on PyTorch's own stream, not the GPU's highest-priority one that lets Decoder+Vocos take only what the steps leave (step_graphs.py; 2.64 vs 2.70 ms on an H100) |
 | TTS_JOBS_FUSED_SAMPLING | 1 | 0: a decode step samples with some twenty PyTorch ops, not one Triton kernel (fused_sampling.py; same tokens, 81 vs 316 us a step at 1,024 rows on an H100), and records its tokens and counters with ~20 more, not one (step_counters.py) |
-| TTS_JOBS_DECODE_GEMM_TILES | 0 | 1: a decode step's o and down linears by a Triton kernel of small tiles, not cuBLAS (tiled_gemm.py; off until measured: `python -m pipeline.bench gemm-shapes`) |
 | TTS_JOBS_FUSED_WAVEFORM | 1 | 0: each Decoder and Vocos block's depthwise convolution and LayerNorm run as PyTorch ops, not one Triton kernel (waveform_kernels.py) |
 | TTS_JOBS_ATTENTION_INT8_BITS | 1 | 1: that kernel makes the int8 cache's codes floats by their bits; 0: by the conversion instruction (for its sweep) |
 | TTS_JOBS_FAULT_AFTER_COMMIT | (none) | tests only: a process kills itself after the named commits (jobs/faults.py) |
@@ -177,8 +176,7 @@ TUNING_VARIABLES = ("TTS_JOBS_DECODE_ATTENTION", "TTS_JOBS_FUSED_LAYERS", "TTS_J
                     "TTS_JOBS_PREFILL_GRAPHS", "TTS_JOBS_DECODE_CUDNN", "TTS_JOBS_ATTENTION_BLOCK",
                     "TTS_JOBS_ATTENTION_WARPS", "TTS_JOBS_ATTENTION_STAGES", "TTS_JOBS_ATTENTION_INT8_BITS",
                     "TTS_JOBS_ATTENTION_KERNEL", "TTS_JOBS_CUDA_WAIT", "TTS_JOBS_FUSED_SAMPLING",
-                    "TTS_JOBS_FUSED_WAVEFORM", "TTS_JOBS_ATTENTION_ROPE", "TTS_JOBS_STEP_PRIORITY",
-                    "TTS_JOBS_DECODE_GEMM_TILES")
+                    "TTS_JOBS_FUSED_WAVEFORM", "TTS_JOBS_ATTENTION_ROPE", "TTS_JOBS_STEP_PRIORITY")
 
 
 def _engine_tuning(env: Mapping[str, str]) -> EngineTuning | None:
@@ -203,7 +201,6 @@ def _engine_tuning(env: Mapping[str, str]) -> EngineTuning | None:
         host_wait=env.get("TTS_JOBS_CUDA_WAIT", "block"),
         fused_sampling=env.get("TTS_JOBS_FUSED_SAMPLING", "1") != "0",
         fused_waveform=env.get("TTS_JOBS_FUSED_WAVEFORM", "1") != "0",
-        decode_gemm_tiles=env.get("TTS_JOBS_DECODE_GEMM_TILES", "0") == "1",
     )
 
 

@@ -15,7 +15,7 @@ def test_the_engine_gets_its_weights_device_and_kernel_choices_from_the_settings
            "TTS_JOBS_FUSED_LAYERS": "0", "TTS_JOBS_CUDA_GRAPHS": "0", "TTS_JOBS_ATTENTION_BLOCK": "64",
            "TTS_JOBS_ATTENTION_STAGES": "2", "TTS_JOBS_ATTENTION_INT8_BITS": "0",
            "TTS_JOBS_ATTENTION_KERNEL": "single", "TTS_JOBS_FUSED_SAMPLING": "0", "TTS_JOBS_FUSED_WAVEFORM": "0",
-           "TTS_JOBS_ATTENTION_ROPE": "0", "TTS_JOBS_STEP_PRIORITY": "0", "TTS_JOBS_DECODE_GEMM_TILES": "1"}
+           "TTS_JOBS_ATTENTION_ROPE": "0", "TTS_JOBS_STEP_PRIORITY": "0"}
 
     config = Settings.from_env(env).engine_config()
 
@@ -25,7 +25,7 @@ def test_the_engine_gets_its_weights_device_and_kernel_choices_from_the_settings
     assert config.tuning.attention_stages == 2 and not config.tuning.attention_int8_bits
     assert config.tuning.attention_kernel == "single" and not config.tuning.fused_sampling
     assert not config.tuning.fused_waveform and not config.tuning.attention_rope
-    assert not config.tuning.step_priority and config.tuning.decode_gemm_tiles
+    assert not config.tuning.step_priority
     assert config.tuning.decode_attention == "triton"  # what was not set keeps its default
 
 
@@ -38,7 +38,6 @@ def test_loading_applies_the_kernel_choices_to_the_whole_process() -> None:
     import pipeline.engine.fused_sampling as fused_sampling
     import pipeline.engine.gpt as gpt
     import pipeline.engine.step_graphs as step_graphs
-    import pipeline.engine.tiled_gemm as tiled_gemm
     import pipeline.engine.waveform_kernels as waveform_kernels
     import pipeline.engine.word_attention as word_attention
     from pipeline.engine.config import EngineTuning
@@ -48,8 +47,8 @@ def test_loading_applies_the_kernel_choices_to_the_whole_process() -> None:
         apply_tuning(EngineTuning(decode_attention="sdpa", cuda_graphs=False, attention_warps=4,
                                   attention_stages=3, attention_int8_bits=False, attention_kernel="split",
                                   fused_sampling=False, fused_waveform=False, attention_rope=False,
-                                  step_priority=False, decode_gemm_tiles=True))
-        assert tiled_gemm.ON and not fused_sampling.ON and not waveform_kernels.FUSED and not word_attention.ROPE_INSIDE
+                                  step_priority=False))
+        assert not fused_sampling.ON and not waveform_kernels.FUSED and not word_attention.ROPE_INSIDE
         assert not step_graphs.URGENT_STEPS
         assert (gpt.DECODE_ATTENTION, step_graphs.CUDA_GRAPHS, decode_attention.WARPS,
                 decode_attention.STAGES, decode_attention.INT8_BITS) == ("sdpa", False, 4, 3, False)
@@ -59,7 +58,7 @@ def test_loading_applies_the_kernel_choices_to_the_whole_process() -> None:
     assert (gpt.DECODE_ATTENTION, step_graphs.CUDA_GRAPHS, decode_attention.WARPS,
             decode_attention.STAGES, decode_attention.INT8_BITS) == ("triton", True, 1, 1, True)
     assert decode_attention.KERNEL == "words" and fused_sampling.ON and waveform_kernels.FUSED
-    assert word_attention.ROPE_INSIDE and step_graphs.URGENT_STEPS and not tiled_gemm.ON
+    assert word_attention.ROPE_INSIDE and step_graphs.URGENT_STEPS
 
 
 def test_an_attention_kernel_of_no_known_name_is_refused_in_one_line_when_the_engine_loads() -> None:

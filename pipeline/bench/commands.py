@@ -49,8 +49,6 @@ TOOLS = {
     "step-profile": Tool("pipeline.bench.step_profile", "where one decode step's GPU time goes"),
     "prefill-profile": Tool("pipeline.bench.prefill_profile",
                             "where an admission's prefill goes: the engine's own path, timed and profiled"),
-    "gemm-shapes": Tool("pipeline.bench.gemm_shapes",
-                        "the decode step's GEMMs at its shapes: cuBLAS, cuBLASLt and small Triton tiles"),
     "attention": Tool("pipeline.bench.attention",
                       "the engine's decode attention kernel against candidate rewrites"),
     "kernel-code": Tool("pipeline.bench.kernel_code",

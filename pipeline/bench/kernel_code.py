@@ -7,7 +7,6 @@ registers a program holds (32 programs of one warp fit an SM at 64 or fewer):
     python -m pipeline.bench kernel-code --json F    # also as JSON
     python -m pipeline.bench kernel-code --waveform  # Decoder+Vocos's kernels: registers, spills
     python -m pipeline.bench kernel-code --sampling  # a decode step's fused sampling: the same
-    python -m pipeline.bench kernel-code --gemm      # its small-tile GEMM (tiled_gemm.py): the same
 
 A count, not a clock: the H200 read the int8 cache at 2.28 TB/s where the fp16 one (16.7
 instructions per position) read 3.76, so what each position costs to issue is what this tells.
@@ -126,20 +125,9 @@ def compile_sampling_kernel() -> KernelRegisters:
                               "penalty_ptr": "*fp32", "allow_ptr": "*i1"})
 
 
-def compile_gemm_kernel() -> KernelRegisters:
-    """The decode step's small-tile GEMM (tiled_gemm.py) at its tile, for the down linear (3,072 deep)."""
-    from pipeline.engine import tiled_gemm
-
-    block_m, block_n, block_k, warps, stages = tiled_gemm.TILE
-    return compile_registers("o and down, small tiles", tiled_gemm._tiled_mm,
-                             {"columns": 768, "depth": 3072, "BLOCK_M": block_m, "BLOCK_N": block_n,
-                              "BLOCK_K": block_k}, warps, {}, stages)
-
-
-def compile_registers(name: str, fn, const: dict, warps: int, pointers: dict[str, str],  # type: ignore[no-untyped-def]
-                      stages: int = 1) -> KernelRegisters:
-    """``fn`` compiled for sm_90 at ``const`` on ``warps`` warps (and ``stages``): its registers
-    and spills. Pointers not in ``pointers`` are half precision; ``eps`` is a float, other scalars int32."""
+def compile_registers(name: str, fn, const: dict, warps: int, pointers: dict[str, str]) -> KernelRegisters:  # type: ignore[no-untyped-def]
+    """``fn`` compiled for sm_90 at ``const`` on ``warps`` warps: its registers and spills. Pointers
+    not in ``pointers`` are half precision; ``eps`` is a float, other scalars int32."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -149,7 +137,7 @@ def compile_registers(name: str, fn, const: dict, warps: int, pointers: dict[str
                  else "fp32" if n == "eps" else "i32" for n in names}
     source = ASTSource(fn=fn, signature=signature, constexprs=const,
                        attrs={(i,): [["tt.divisibility", 16]] for i, n in enumerate(names) if n.endswith("_ptr")})
-    compiled = triton.compile(source, target=GPUTarget(*TARGET), options={"num_warps": warps, "num_stages": stages})
+    compiled = triton.compile(source, target=GPUTarget(*TARGET), options={"num_warps": warps, "num_stages": 1})
     sass, usage = disassembled(compiled.asm["cubin"])
     return KernelRegisters(name, warps, int(re.search(r"REG:(\d+)", usage).group(1)),
                            sum(sass.count(op) for op in ("LDL", "STL")))
@@ -187,12 +175,10 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench ke
     parser.add_argument("--json", type=Path)
     parser.add_argument("--waveform", action="store_true", help="Decoder+Vocos's kernels instead")
     parser.add_argument("--sampling", action="store_true", help="a decode step's fused sampling instead")
-    parser.add_argument("--gemm", action="store_true", help="a decode step's small-tile GEMM instead")
     args = parser.parse_args(argv)
-    if args.waveform or args.sampling or args.gemm:
-        # several flags: every group asked for, none left out silently
-        codes = ((compile_waveform_kernels() if args.waveform else []) + ([compile_sampling_kernel()] if args.sampling else [])
-                 + ([compile_gemm_kernel()] if args.gemm else []))
+    if args.waveform or args.sampling:
+        # both flags: both groups, none left out silently
+        codes = (compile_waveform_kernels() if args.waveform else []) + ([compile_sampling_kernel()] if args.sampling else [])
         print(f"registers and spills for sm_{TARGET[1]}:")
         print("| kernel | warps | registers | spills |")
         print("|---|---|---|---|")

@@ -49,8 +49,6 @@ class EngineTuning:
     fused_sampling: a decode step's sampling as one Triton kernel (fused_sampling.py) on CUDA.
     fused_waveform: each Decoder and Vocos ConvNeXt block's depthwise convolution and LayerNorm
     as one Triton kernel (waveform_kernels.py) on CUDA in half precision.
-    decode_gemm_tiles: a decode step's o and down linears by a Triton kernel of small tiles
-    (tiled_gemm.py), not cuBLAS; off until measured.
     """
 
     decode_attention: str = "triton"
@@ -68,7 +66,6 @@ class EngineTuning:
     host_wait: str = "block"
     fused_sampling: bool = True
     fused_waveform: bool = True
-    decode_gemm_tiles: bool = False
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,6 @@ import pipeline.engine.decode_attention as decode_attention
 import pipeline.engine.kv_int8 as kv_int8
 import pipeline.engine.layer_kernels as layer_kernels
 import pipeline.engine.layer_ops as layer_ops
-import pipeline.engine.tiled_gemm as tiled_gemm
 import pipeline.engine.word_attention as word_attention
 from pipeline.engine.kv_cache import KV, KVCache, SlotCache
 
@@ -229,7 +228,7 @@ class FusedLlama(nn.Module):
                 x, h = add_norm(x, self._attention(layer, h, mix, i), layer.ln_mlp, layer.eps)
                 following = self.layers[i + 1] if i + 1 < len(self.layers) else None
                 norm, eps = (following.ln_attn, following.eps) if following else (self.norm, self.eps)
-                x, h = add_norm(x, tiled_gemm.linear(layer.down, gated(layer.gate_up(h))), norm, eps)
+                x, h = add_norm(x, layer.down(gated(layer.gate_up(h))), norm, eps)
         return h
 
     def _attention(self, layer: FusedLlamaLayer, h: torch.Tensor, mix: _Mix,
@@ -237,7 +236,7 @@ class FusedLlama(nn.Module):
         """The attention block on the normalised input ``h`` [B, L, C] (before the residual)."""
         rows, steps, _ = h.shape
         out = mix(index, layer.qkv(h))  # [B, L, H, D]
-        return tiled_gemm.linear(layer.o, out.reshape(rows, steps, self.hidden))
+        return layer.o(out.reshape(rows, steps, self.hidden))
 
     def _rope_store_attend(self, rope: tuple[torch.Tensor, torch.Tensor], store: _Store,
                            attention: layer_ops.Attend) -> _Mix:

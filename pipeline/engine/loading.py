@@ -20,7 +20,6 @@ import pipeline.engine.fused_sampling as fused_sampling  # noqa: PLR0402
 import pipeline.engine.gpt as gpt  # noqa: PLR0402
 import pipeline.engine.prefill as prefill  # noqa: PLR0402
 import pipeline.engine.step_graphs as step_graphs  # noqa: PLR0402
-import pipeline.engine.tiled_gemm as tiled_gemm  # noqa: PLR0402
 import pipeline.engine.waveform as waveform  # noqa: PLR0402
 import pipeline.engine.waveform_kernels as waveform_kernels  # noqa: PLR0402
 import pipeline.engine.word_attention as word_attention  # noqa: PLR0402
@@ -134,7 +133,6 @@ def apply_tuning(tuning: EngineTuning) -> None:
     cuda_context.WAIT = tuning.host_wait
     fused_sampling.ON = tuning.fused_sampling
     waveform_kernels.FUSED = tuning.fused_waveform
-    tiled_gemm.ON = tuning.decode_gemm_tiles
 
 
 def resolve_device(name: str) -> torch.device:
