@@ -74,7 +74,10 @@ def epubcheck(path: Path, report_dir: Path) -> list[dict]:  # type: ignore[type-
     assert EPUBCHECK_JAR.is_file(), "epubcheck is missing: run scripts/setup"
     report = report_dir / f"{path.stem}.epubcheck.json"
     subprocess.run(
-        ["java", "-jar", str(EPUBCHECK_JAR), str(path), "--json", str(report)],
+        # one short check a JVM: its first compiler alone (C1) and the serial collector take about
+        # half the CPU of the defaults (6.4 -> 3.1 s here; the same messages)
+        ["java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-jar", str(EPUBCHECK_JAR), str(path),
+         "--json", str(report)],
         capture_output=True,
         text=True,
         timeout=300,
