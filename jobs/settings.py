@@ -28,10 +28,11 @@
 | TTS_JOBS_DECODE_CUDNN | 0 | 1: cuDNN for the Decoder and Vocos convolutions (slower: it plans per shape) |
 | TTS_JOBS_ATTENTION_BLOCK | 32 | positions per loop iteration of the Triton attention kernel (for its sweep) |
 | TTS_JOBS_ATTENTION_WARPS | 1 | warps per program of the Triton attention kernel (for its sweep) |
-| TTS_JOBS_ATTENTION_STAGES | 1 | blocks of positions in flight per program of that kernel: 2+ pipelines its loads (for its sweep) |
+| TTS_JOBS_ATTENTION_STAGES | 1 | blocks of positions in flight per program of that kernel and of the word kernel: 2+ pipelines their loads (for measuring) |
 | TTS_JOBS_CUDA_WAIT | block | how the threads that feed a GPU wait for it: block (asleep) or spin (a core spun; for measuring) |
 | TTS_JOBS_ATTENTION_KERNEL | words | the Triton attention kernel of a decode step: words (the int8 cache read as 32-bit words), single or split (for measuring) |
 | TTS_JOBS_ATTENTION_ROPE | 1 | 0: a step's RoPE and cache write in a kernel of their own before the word kernel, not inside it (word_attention.py; same codes; steps 2.61 vs 2.70 ms on an H100) |
+| TTS_JOBS_ATTENTION_ORDER | 0 | 1: the word kernel's programs start longest slot first, after a sort of the slots' lengths each step (word_attention.py; for measuring) |
 | TTS_JOBS_STEP_PRIORITY | 1 | 0: decode steps replayed on PyTorch's own stream, not the GPU's highest-priority one that lets Decoder+Vocos take only what the steps leave (step_graphs.py; 2.64 vs 2.70 ms on an H100) |
 | TTS_JOBS_FUSED_SAMPLING | 1 | 0: a decode step samples with some twenty PyTorch ops, not one Triton kernel (fused_sampling.py; same tokens, 81 vs 316 us a step at 1,024 rows on an H100), and records its tokens and counters with ~20 more, not one (step_counters.py) |
 | TTS_JOBS_FUSED_WAVEFORM | 1 | 0: each Decoder and Vocos block's depthwise convolution and LayerNorm run as PyTorch ops, not one Triton kernel (waveform_kernels.py) |
@@ -176,7 +177,8 @@ TUNING_VARIABLES = ("TTS_JOBS_DECODE_ATTENTION", "TTS_JOBS_FUSED_LAYERS", "TTS_J
                     "TTS_JOBS_PREFILL_GRAPHS", "TTS_JOBS_DECODE_CUDNN", "TTS_JOBS_ATTENTION_BLOCK",
                     "TTS_JOBS_ATTENTION_WARPS", "TTS_JOBS_ATTENTION_STAGES", "TTS_JOBS_ATTENTION_INT8_BITS",
                     "TTS_JOBS_ATTENTION_KERNEL", "TTS_JOBS_CUDA_WAIT", "TTS_JOBS_FUSED_SAMPLING",
-                    "TTS_JOBS_FUSED_WAVEFORM", "TTS_JOBS_ATTENTION_ROPE", "TTS_JOBS_STEP_PRIORITY")
+                    "TTS_JOBS_FUSED_WAVEFORM", "TTS_JOBS_ATTENTION_ROPE", "TTS_JOBS_STEP_PRIORITY",
+                    "TTS_JOBS_ATTENTION_ORDER")
 
 
 def _engine_tuning(env: Mapping[str, str]) -> EngineTuning | None:
@@ -197,6 +199,7 @@ def _engine_tuning(env: Mapping[str, str]) -> EngineTuning | None:
         attention_int8_bits=env.get("TTS_JOBS_ATTENTION_INT8_BITS", "1") != "0",
         attention_kernel=env.get("TTS_JOBS_ATTENTION_KERNEL", "words"),
         attention_rope=env.get("TTS_JOBS_ATTENTION_ROPE", "1") != "0",
+        attention_order=env.get("TTS_JOBS_ATTENTION_ORDER", "0") == "1",
         step_priority=env.get("TTS_JOBS_STEP_PRIORITY", "1") != "0",
         host_wait=env.get("TTS_JOBS_CUDA_WAIT", "block"),
         fused_sampling=env.get("TTS_JOBS_FUSED_SAMPLING", "1") != "0",

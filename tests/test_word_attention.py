@@ -32,13 +32,22 @@ for sharpness in (0.0, 1.0, 8.0):  # even attention (outputs near zero), a model
         for t in noisy:
             t[b, :, n:] = torch.randint(-128, 128, t[b, :, n:].shape).to(t.dtype) if t.dtype == torch.int8 else float("nan")
     assert torch.equal(da.decode_attention(q, *noisy[:2], used, *noisy[2:], kernel="words").double(), got)
-# other blocks: the same attention
+# other blocks, the scales read two to a word, the slots' programs in another order: the same attention
 from pipeline.engine import word_attention as wa
 for block in (16, 64):
     wa.BLOCK_POSITIONS = block
     other = da.decode_attention(q, kq, vq, used, ks, vs, kernel="words").double()
     worst = max(worst, ((other - want).norm() / want.norm()).item())
 wa.BLOCK_POSITIONS = 32
+wa.SCALE_WORDS = True
+paired = wa.word_decode_attention(q, kq, vq, used, ks, vs).double()
+assert torch.equal(paired, got) and wa._paired(ks)
+assert torch.equal(wa.word_decode_attention(q, *noisy[:2], used, *noisy[2:]).double(), got)  # NaN scales past the end
+odd = [t[:, :, :199].contiguous() for t in (kq, vq, ks, vs)]  # an odd capacity: the scales one at a time
+assert not wa._paired(odd[2]) and torch.equal(wa.word_decode_attention(q, *odd[:2], used.clamp(max=199), *odd[2:]).double(),
+                                                da.decode_attention(q, *odd[:2], used.clamp(max=199), *odd[2:], kernel="words").double())
+assert torch.equal(wa.word_decode_attention(q, kq, vq, used, ks, vs, order=wa.longest_first(used)).double(), got)
+wa.SCALE_WORDS = None
 # fp16 queries, as the engine runs it: the same output as the other kernel within half precision
 q = torch.randn(B, H, D).half()
 single = da.decode_attention(q, kq, vq, used, ks, vs, kernel="single").float()
@@ -64,6 +73,17 @@ def test_the_word_kernel_compiles_for_hopper_with_half_the_instructions_per_posi
     # with RoPE and the cache write before the loop: the same loop, no more registers, no spills
     rope = codes["rope-words"]
     assert rope["per_position"] == words["per_position"] and rope["registers"] <= 80 and rope["spills"] == 0
+    assert words["copies"] == 0 and words["loads"] > 0  # one stage: the loop loads into registers
+
+
+def test_pipelined_word_kernels_copy_every_cache_load_into_shared_memory(tmp_path) -> None:
+    # two stages: the codes and the scales (two to a word) copied in ahead, no load of the loop
+    # holds up its block, in the registers of one stage (25 programs to an SM), nothing spilled
+    codes = compiled_for_hopper(tmp_path, "--stages", "2")
+    for kernel in ("words", "rope-words"):
+        code = codes[kernel]
+        assert code["stages"] == 2 and code["copies"] >= 10 and code["loads"] == 0, code
+        assert code["registers"] <= 80 and code["spills"] == 0 and code["dp4a"] == 32
 
 
 ROPE_INSIDE_CHECK = """

@@ -5,6 +5,7 @@ registers a program holds (32 programs of one warp fit an SM at 64 or fewer):
 
     python -m pipeline.bench kernel-code             # single (int8 codes by bits), words, rope-words
     python -m pipeline.bench kernel-code --json F    # also as JSON
+    python -m pipeline.bench kernel-code --stages 2  # the word kernels' loads pipelined
     python -m pipeline.bench kernel-code --waveform  # Decoder+Vocos's kernels: registers, spills
     python -m pipeline.bench kernel-code --sampling  # a decode step's fused sampling: the same
 
@@ -40,11 +41,14 @@ class KernelCode:
     registers: int
     dp4a: int  # four-way byte dot products in the loop
     byte_loads: int  # one-byte loads in the loop (none when the cache is read vectorised)
+    stages: int  # blocks in flight (2+: the loop software-pipelined)
+    copies: int  # copies from global into shared memory in the loop (cp.async: a pipelined load)
+    loads: int  # loads from global memory into registers in the loop (each holds up its block)
     spills: int  # loads and stores of spilled registers in the loop (local memory)
     top: dict[str, int]
 
 
-def compile_kernel(kernel: str, block: int = 32) -> KernelCode:
+def compile_kernel(kernel: str, block: int = 32, stages: int = 1) -> KernelCode:
     """``kernel``: "single" (decode_attention.py, int8 cache, codes by bits), "words"
     (word_attention.py) or "rope-words" (the same with RoPE and the cache write inside), as the
     engine launches them (strides divisible by 16)."""
@@ -54,18 +58,19 @@ def compile_kernel(kernel: str, block: int = 32) -> KernelCode:
 
     from pipeline.engine import decode_attention, word_attention
 
-    # query, keys and values as words, their scales (kv_int8.SCALE_DTYPE), out, used, scale
-    attention = ["*fp16", "*i32", "*i32", "*fp16", "*fp16", "*fp16", "*i32", "fp32"]
+    # query, keys and values as words, their scales (kv_int8.SCALE_DTYPE), out, used, order, scale
+    attention = ["*fp16", "*i32", "*i32", "*fp16", "*fp16", "*fp16", "*i32", "*i32", "fp32"]
+    words = {"BLOCK_N": block, "HEAD_DIM": 64, "ASM": True, "STAGES": stages, "ORDERED": False,
+             "PAIRED": stages > 1}  # the scales read two to a word where the loop is pipelined
     if kernel == "words":
-        fn, types, const = (word_attention._word_attention_kernel, attention,
-                            {"BLOCK_N": block, "HEAD_DIM": 64, "ASM": True})
-    elif kernel == "rope-words":  # qkv, cos, sin, k, v, scales, out, write_at, used, scale
+        fn, types, const = word_attention._word_attention_kernel, attention, words
+    elif kernel == "rope-words":  # qkv, cos, sin, k, v, scales, out, write_at, used, order, scale
         fn, types, const = (word_attention._rope_word_attention_kernel,
-                            ["*fp16", "*fp32", "*fp32", *attention[1:6], "*i64", "*i32", "fp32"],
-                            {"HEADS": 12, "BLOCK_N": block, "HEAD_DIM": 64, "ASM": True})
+                            ["*fp16", "*fp32", "*fp32", *attention[1:6], "*i64", *attention[6:]],
+                            {"HEADS": 12, **words})
     elif kernel == "single":
         fn, types, const = (decode_attention._decode_attention_kernel,
-                            ["*fp16", "*i8", "*i8", *attention[3:]],  # the cache read as bytes
+                            ["*fp16", "*i8", "*i8", *attention[3:7], "fp32"],  # the cache read as bytes
                             {"QUANTIZED": True, "BLOCK_N": block, "HEAD_DIM": 64, "STAGES": 1, "INT8_BITS": True})
     else:
         raise ValueError(f"unknown kernel {kernel!r}: {', '.join(KERNELS)}")
@@ -84,6 +89,8 @@ def compile_kernel(kernel: str, block: int = 32) -> KernelCode:
                       registers=int(re.search(r"REG:(\d+)", usage).group(1)),
                       dp4a=sum(n for op, n in ops.items() if op.startswith("IDP.4A")),
                       byte_loads=sum(n for op, n in ops.items() if op.startswith("LDG.E.U8") or op.startswith("LDG.E.S8")),
+                      stages=stages, copies=sum(n for op, n in ops.items() if op.startswith("LDGSTS")),
+                      loads=sum(n for op, n in ops.items() if op.startswith("LDG.")),
                       spills=sum(n for op, n in ops.items() if op.startswith(("LDL", "STL"))),
                       top=dict(ops.most_common(8)))
 
@@ -172,6 +179,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench ke
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kernel", action="append", choices=KERNELS)
     parser.add_argument("--block", type=int, default=32, help="positions per loop iteration (default 32)")
+    parser.add_argument("--stages", type=int, default=1,
+                        help="blocks in flight of the word kernels (2+: pipelined loads; default 1)")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--waveform", action="store_true", help="Decoder+Vocos's kernels instead")
     parser.add_argument("--sampling", action="store_true", help="a decode step's fused sampling instead")
@@ -187,13 +196,15 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench ke
         if args.json:
             args.json.write_text(json.dumps([asdict(code) for code in codes], indent=1))
         return 0
-    found = [compile_kernel(kernel, args.block) for kernel in args.kernel or KERNELS]
+    found = [compile_kernel(kernel, args.block, 1 if kernel == "single" else args.stages)
+             for kernel in args.kernel or KERNELS]
     print(f"decode attention kernels for sm_{TARGET[1]}, int8 cache, head dim 64, one warp:")
-    print("| kernel | block | loop instructions | per position | registers | dp4a | byte loads | spills |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| kernel | block | stages | loop instructions | per position | registers | dp4a | byte loads "
+          "| copies to shared | global loads | spills |")
+    print("|" + "---|" * 11)
     for code in found:
-        print(f"| {code.kernel} | {code.block} | {code.loop_instructions} | {code.per_position} | "
-              f"{code.registers} | {code.dp4a} | {code.byte_loads} | {code.spills} |")
+        print(f"| {code.kernel} | {code.block} | {code.stages} | {code.loop_instructions} | {code.per_position} | "
+              f"{code.registers} | {code.dp4a} | {code.byte_loads} | {code.copies} | {code.loads} | {code.spills} |")
     for code in found:
         print(f"{code.kernel}: {code.top}")
     if args.json:

@@ -1,6 +1,6 @@
 """Where a decode step's GPU time goes: torch.profiler over eager steps at full slots, the
-Triton attention against masked SDPA, graph replay time, and a sweep of the attention kernel's
-block size and warps over fp16 and int8 caches.
+Triton attention against masked SDPA, graph replay time, and a sweep of the engine's attention
+kernel (block, warps, pipelined loads, program order).
 
     python -m pipeline.bench step-profile --rows 512 --attend 320 --precision fp16 [--kv-cache int8]
     python -m pipeline.bench step-profile --cpu-smoke     # tiny weights on the CPU: the flow only
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import itertools
 import tempfile
 import time
 from pathlib import Path
@@ -62,56 +61,46 @@ def fill_cache(state) -> None:
 
 
 def sweep_attention_kernel(rows: int, attend: int, heads: int = 12, dim: int = 64) -> None:
-    """The attention kernel alone, one layer, on a realistic mix of slot lengths: µs and the
-    bandwidth over the bytes each slot's prefix really holds."""
-    from pipeline.engine import decode_attention as da
-
-    device = torch.device("cuda")
-    used = torch.randint(attend // 4, attend + 1, (rows,), device=device, dtype=torch.int32)
-    query = torch.randn(rows, heads, dim, device=device, dtype=torch.float16)
-    shape = (rows, heads, attend, dim)
-    caches = {
-        "fp16": (torch.randn(shape, device=device, dtype=torch.float16),
-                 torch.randn(shape, device=device, dtype=torch.float16), None, None),
-        "int8": (torch.randint(-127, 128, shape, device=device, dtype=torch.int8),
-                 torch.randint(-127, 128, shape, device=device, dtype=torch.int8),
-                 torch.rand(shape[:3], device=device) / 64, torch.rand(shape[:3], device=device) / 64),
-    }
-    positions = int(used.sum()) * heads
-    print(f"attention kernel sweep: {rows} slots, lengths {attend // 4}..{attend}, one layer")
-    print("| cache | block | warps | stages | int8 codes by bits | µs | TB/s |")
-    print("|---|---|---|---|---|---|---|")
-    saved = da.BLOCK_POSITIONS, da.WARPS, da.STAGES, da.INT8_BITS
-    for name, (keys, values, key_scales, value_scales) in caches.items():
-        per_position = 2 * dim * keys.element_size() + (8 if key_scales is not None else 0)
-        best = None
-        ways = (False, True) if key_scales is not None else (False,)
-        for block, warps, stages, bits in itertools.product((32, 64, 128), (1, 2, 4), (1, 2, 3), ways):
-            da.BLOCK_POSITIONS, da.WARPS, da.STAGES, da.INT8_BITS = block, warps, stages, bits
-            attention = (query, keys, values, used, key_scales, value_scales)
-            seconds = seconds_per_run(lambda tensors=attention: da.decode_attention(*tensors, kernel="single"))
-            print(f"| {name} | {block} | {warps} | {stages} | {'yes' if bits else 'no'} | {seconds * 1e6:.1f} | "
-                  f"{positions * per_position / seconds / 1e12:.2f} |")
-            best = min(best or (seconds, block, warps, stages, bits), (seconds, block, warps, stages, bits))
-        print(f"BEST {name} block {best[1]} warps {best[2]} stages {best[3]} int8 codes by bits {best[4]}: "
-              f"{best[0] * 1e6:.1f} µs")
-    da.BLOCK_POSITIONS, da.WARPS, da.STAGES, da.INT8_BITS = saved
-    sweep_word_kernel(query, caches["int8"], used, positions * (2 * dim + 8))
-
-
-def sweep_word_kernel(query: torch.Tensor, int8_cache: tuple, used: torch.Tensor, read: int) -> None:
-    """The int8 cache read as words (word_attention.py) over the same slots, by block and warps."""
-    from pipeline.engine import decode_attention as da
+    """The engine's attention kernel (the int8 cache read as words, ``word_attention.py``) alone,
+    one layer, over slots of ``attend // 4 .. attend`` positions in a random order and longest
+    first by slot (as the bench admits them), by block, blocks in flight (pipelined loads) and
+    program order: µs, and TB/s over the bytes each slot's prefix holds against this card's
+    copy ceiling."""
+    from pipeline.bench.gpu_timing import copy_ceiling_tbs
+    from pipeline.engine import kv_int8
     from pipeline.engine import word_attention as wa
 
-    saved = wa.BLOCK_POSITIONS, wa.WARPS
-    for block, warps in itertools.product((16, 32, 64), (1, 2)):
-        wa.BLOCK_POSITIONS, wa.WARPS = block, warps
-        seconds = seconds_per_run(lambda: da.decode_attention(query, *int8_cache[:2], used, *int8_cache[2:],
-                                                              kernel="words"))
-        print(f"| int8 words | {block} | {warps} | 1 | words | "
-              f"{seconds * 1e6:.1f} | {read / seconds / 1e12:.2f} |")
-    wa.BLOCK_POSITIONS, wa.WARPS = saved
+    device = torch.device("cuda")
+    shape = (rows, heads, attend, dim)
+    query = torch.randn(rows, heads, dim, device=device, dtype=torch.float16)
+    cache = (torch.randint(-127, 128, shape, device=device, dtype=torch.int8),
+             torch.randint(-127, 128, shape, device=device, dtype=torch.int8),
+             (torch.rand(shape[:3], device=device) / 64).to(kv_int8.SCALE_DTYPE),
+             (torch.rand(shape[:3], device=device) / 64).to(kv_int8.SCALE_DTYPE))
+    random = torch.randint(attend // 4, attend + 1, (rows,), device=device, dtype=torch.int32)
+    layouts = {"random": random, "longest at slot 0": random.sort(descending=True).values}
+    read = int(random.sum()) * heads * (2 * dim + 2 * cache[2].element_size())
+    ceiling = copy_ceiling_tbs(device)
+    print(f"word attention kernel sweep: {rows} slots, lengths {attend // 4}..{attend}, one layer, "
+          f"{read / 1e6:.0f} MB; copy ceiling {ceiling:.2f} TB/s")
+    print("| lengths | block | warps | stages | order | µs | TB/s | % of ceiling |")
+    print("|---|---|---|---|---|---|---|---|")
+    saved = wa.BLOCK_POSITIONS, wa.WARPS, wa.STAGES
+    configs = [(b, 1, s, o) for b in (16, 32, 64) for s in (1, 2, 3) for o in (False, True)] + [(32, 2, 1, False)]
+    for name, used in layouts.items():
+        best = None
+        for block, warps, stages, ordered in configs:
+            wa.BLOCK_POSITIONS, wa.WARPS, wa.STAGES = block, warps, stages
+            order = wa.longest_first(used) if ordered else None
+            seconds = seconds_per_run(lambda u=used, o=order: wa.word_decode_attention(query, cache[0], cache[1], u,
+                                                                                       cache[2], cache[3], order=o))
+            tbs = read / seconds / 1e12
+            print(f"| {name} | {block} | {warps} | {stages} | {'longest first' if ordered else 'by slot'} | "
+                  f"{seconds * 1e6:.1f} | {tbs:.2f} | {tbs / ceiling * 100:.0f} |")
+            best = min(best or (seconds, block, warps, stages, ordered), (seconds, block, warps, stages, ordered))
+        print(f"BEST {name}: block {best[1]} warps {best[2]} stages {best[3]} longest first {best[4]}: "
+              f"{best[0] * 1e6:.1f} µs")
+    wa.BLOCK_POSITIONS, wa.WARPS, wa.STAGES = saved
 
 
 def profile_waveform_chunk(engine, rows: int = 64, steps: int = 256) -> None:
@@ -256,7 +245,7 @@ def parse_args(argv: list[str] | None, prog: str) -> argparse.Namespace:
     parser.add_argument("--kv-cache", default=None, help="auto, int8 or model")
     parser.add_argument("--candidates", type=int, default=32,
                         help="tokens ranked per (row, codebook) when sampling (0: a full sort)")
-    parser.add_argument("--sweep", action="store_true", help="also sweep the attention kernel")
+    parser.add_argument("--sweep", action="store_true", help="also sweep the word attention kernel")
     parser.add_argument("--waveform", action="store_true", help="also profile Decoder+Vocos")
     parser.add_argument("--cpu-smoke", action="store_true",
                         help="tiny weights on the CPU, a few rows: the flow, no measure")

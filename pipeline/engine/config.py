@@ -32,9 +32,9 @@ class EngineTuning:
     waveform_graphs.py); False runs them eagerly.
     prefill_graphs: admissions' prefills replayed from CUDA graphs (prefill.py); False runs them eagerly.
     decode_cudnn: cuDNN for the Decoder and Vocos convolutions (it plans per shape: slower here).
-    attention_block, attention_warps, attention_stages: positions per loop iteration, warps per
-    program and blocks in flight (2+: pipelined loads) of the Triton attention kernel (swept by
-    ``python -m pipeline.bench step-profile --sweep``).
+    attention_block, attention_warps: positions per loop iteration and warps per program of the
+    single Triton attention kernel; attention_stages: blocks in flight (2+: pipelined loads) of
+    it and of the word kernel (swept by ``python -m pipeline.bench step-profile --sweep``).
     attention_int8_bits: that kernel makes an int8 cache's codes floats by their bits, not by the
     conversion instruction (decode_attention.INT8_BITS; swept too).
     attention_kernel: which Triton attention kernel a decode step runs (decode_attention.KERNELS):
@@ -42,6 +42,8 @@ class EngineTuning:
     "split".
     attention_rope: the word kernel also does a step's RoPE and cache write (one launch a layer
     instead of two; word_attention.ROPE_INSIDE).
+    attention_order: the word kernel's programs started longest slot first
+    (word_attention.LONGEST_FIRST).
     step_priority: decode steps replayed on the GPU's highest-priority stream, Decoder+Vocos's
     kernels taking what they leave (step_graphs.URGENT_STEPS).
     host_wait: how a host thread waits for the GPU: "block" (asleep) or "spin" (a core spun;
@@ -62,6 +64,7 @@ class EngineTuning:
     attention_int8_bits: bool = True
     attention_kernel: str = "words"
     attention_rope: bool = True
+    attention_order: bool = False
     step_priority: bool = True
     host_wait: str = "block"
     fused_sampling: bool = True

@@ -264,6 +264,7 @@ class FusedLlama(nn.Module):
         used = decode_attention.attended_lengths(write_at, live)
 
         rope_inside = word_attention.ROPE_INSIDE and cache.quantized and decode_attention.KERNEL == "words"
+        order = word_attention.longest_first(used) if rope_inside and word_attention.LONGEST_FIRST else None
 
         def mix(index: int, qkv: torch.Tensor) -> torch.Tensor:
             keys, values = cache.keys[index][:rows], cache.values[index][:rows]
@@ -271,7 +272,7 @@ class FusedLlama(nn.Module):
                       if cache.quantized else (None, None))
             if rope_inside:
                 return word_attention.rope_word_attention(qkv[:, 0], cos, sin, keys, values, write_at,
-                                                          used, *scales).unsqueeze(1)
+                                                          used, *scales, order=order).unsqueeze(1)
             query = decode_attention.rope_and_store(qkv[:, 0], cos, sin, keys, values, write_at,
                                                     *scales)
             out = decode_attention.decode_attention(query, keys, values, used, *scales)

@@ -125,10 +125,11 @@ def apply_tuning(tuning: EngineTuning) -> None:
     waveform.DECODE_CUDNN = tuning.decode_cudnn
     decode_attention.BLOCK_POSITIONS = tuning.attention_block
     decode_attention.WARPS = tuning.attention_warps
-    decode_attention.STAGES = tuning.attention_stages
+    decode_attention.STAGES = word_attention.STAGES = tuning.attention_stages
     decode_attention.INT8_BITS = tuning.attention_int8_bits
     decode_attention.KERNEL = tuning.attention_kernel
     word_attention.ROPE_INSIDE = tuning.attention_rope
+    word_attention.LONGEST_FIRST = tuning.attention_order
     step_graphs.URGENT_STEPS = tuning.step_priority
     cuda_context.WAIT = tuning.host_wait
     fused_sampling.ON = tuning.fused_sampling

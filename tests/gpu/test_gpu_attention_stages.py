@@ -2,7 +2,8 @@
 ``tl.range`` loop the CPU interpreter cannot run) attends exactly as the while loop does: each
 slot over its own first ``used`` positions (1, a block's edge, the whole cache), from a
 half-precision and from an int8 cache; an int8 cache's codes made floats by their bits
-(``INT8_BITS``) give the conversion instruction's output, at one and two stages."""
+(``INT8_BITS``) give the conversion instruction's output, at one and two stages; the word kernel
+pipelined and its programs longest slot first attend as its while loop does."""
 
 from __future__ import annotations
 
@@ -84,11 +85,34 @@ def test_the_int8_cache_read_as_words_attends_as_the_single_kernel_does() -> Non
     assert torch.equal(da.decode_attention(query, keys, values, used, *scales, kernel="words"), words)
 
 
-def test_rope_and_the_cache_write_inside_the_word_kernel_on_the_card() -> None:
+@pytest.mark.parametrize("stages", [2, 3])
+def test_the_word_kernel_pipelined_and_longest_first_attends_as_its_while_loop(stages: int, monkeypatch: Any) -> None:
+    """Its loads copied ahead into shared memory (the scales two to a word) and its programs
+    started longest slot first: the while loop's output, and still nothing past a slot's length
+    (NaN scales) reaches it."""
+    from pipeline.engine import word_attention as wa
+
+    query, keys, values, used, *scales = cache(quantized=True)
+    looped = wa.word_decode_attention(query, keys, values, used, *scales)
+    monkeypatch.setattr(wa, "STAGES", stages)
+    assert wa._paired(scales[0])
+    past = torch.arange(keys.shape[2], device="cuda")[None, :] >= used[:, None]
+    for scale in scales:
+        scale.masked_fill_(past[:, None, :], float("nan"))
+    for order in (None, wa.longest_first(used)):
+        got = wa.word_decode_attention(query, keys, values, used, *scales, order=order)
+        torch.testing.assert_close(got.float(), looped.float(), atol=1e-3, rtol=1e-3)
+
+
+@pytest.mark.parametrize("stages", [1, 2])
+def test_rope_and_the_cache_write_inside_the_word_kernel_on_the_card(stages: int, monkeypatch: Any) -> None:
     """Compiled (inline PTX, the barrier between the write and the reads), the kernel with RoPE and
     the cache write inside writes the codes and scales ``rope_and_store`` writes and attends as
-    the word kernel does after it; a slot whose row ended gets zeros."""
+    the word kernel does after it; a slot whose row ended gets zeros. Pipelined (2 stages, its
+    programs longest slot first), the loads copied ahead see the position it has just written."""
     from pipeline.engine import word_attention
+
+    monkeypatch.setattr(word_attention, "STAGES", stages)
 
     _, keys, values, _, key_scales, value_scales = cache(quantized=True)
     rows, heads, positions, dim = keys.shape
@@ -101,7 +125,9 @@ def test_rope_and_the_cache_write_inside_the_word_kernel_on_the_card() -> None:
     apart = [t.clone() for t in (keys, values, key_scales, value_scales)]
     query = da.rope_and_store(qkv, cos, sin, apart[0], apart[1], write_at, apart[2], apart[3])
     want = da.decode_attention(query, apart[0], apart[1], used, apart[2], apart[3], kernel="words")
-    got = word_attention.rope_word_attention(qkv, cos, sin, keys, values, write_at, used, key_scales, value_scales)
+    order = word_attention.longest_first(used) if stages > 1 else None
+    got = word_attention.rope_word_attention(qkv, cos, sin, keys, values, write_at, used, key_scales, value_scales,
+                                             order=order)
     assert (keys.int() - apart[0].int()).abs().max().item() <= 1  # an FMA's rounding may move a code
     assert (values.int() - apart[1].int()).abs().max().item() <= 1
     torch.testing.assert_close(key_scales, apart[2], atol=0, rtol=1e-6)
