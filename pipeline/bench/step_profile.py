@@ -3,6 +3,7 @@ Triton attention against masked SDPA, graph replay time, and a sweep of the engi
 kernel (block, warps, pipelined loads, program order).
 
     python -m pipeline.bench step-profile --rows 512 --attend 320 --precision fp16 [--kv-cache int8]
+    python -m pipeline.bench step-profile --rows 1024 --attend 320 --sweep-only  # the word kernel alone
     python -m pipeline.bench step-profile --cpu-smoke     # tiny weights on the CPU: the flow only
 
 Full-size SYNTHETIC weights (noise, never speech). On a CPU (``--cpu-smoke``) only the profile of
@@ -246,6 +247,8 @@ def parse_args(argv: list[str] | None, prog: str) -> argparse.Namespace:
     parser.add_argument("--candidates", type=int, default=32,
                         help="tokens ranked per (row, codebook) when sampling (0: a full sort)")
     parser.add_argument("--sweep", action="store_true", help="also sweep the word attention kernel")
+    parser.add_argument("--sweep-only", action="store_true",
+                        help="only that sweep (no engine is loaded: the kernel alone on random tensors)")
     parser.add_argument("--waveform", action="store_true", help="also profile Decoder+Vocos")
     parser.add_argument("--cpu-smoke", action="store_true",
                         help="tiny weights on the CPU, a few rows: the flow, no measure")
@@ -258,6 +261,9 @@ def parse_args(argv: list[str] | None, prog: str) -> argparse.Namespace:
 def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench step-profile") -> int:
     args = parse_args(argv, prog)
     on_gpu = not args.cpu_smoke
+    if args.sweep_only and on_gpu:
+        sweep_attention_kernel(args.rows, args.attend)
+        return 0
     with tempfile.TemporaryDirectory() as tmp, torch.inference_mode():
         write_synthetic_weights(Path(tmp), "tiny" if args.cpu_smoke else "full", 0)
         engine = load_engine(EngineConfig(model_dir=Path(tmp), device="cuda" if on_gpu else "cpu",
