@@ -33,6 +33,7 @@
 | TTS_JOBS_ATTENTION_KERNEL | words | the Triton attention kernel of a decode step: words (the int8 cache read as 32-bit words), single or split (for measuring) |
 | TTS_JOBS_ATTENTION_ROPE | 1 | 0: a step's RoPE and cache write in a kernel of their own before the word kernel, not inside it (word_attention.py; same codes; steps 2.61 vs 2.70 ms on an H100) |
 | TTS_JOBS_ATTENTION_ORDER | 0 | 1: the word kernel's programs start longest slot first, after a sort of the slots' lengths each step (word_attention.py; for measuring) |
+| TTS_JOBS_EARLY_LAUNCH | 0 | 1: a decode step's Triton kernels launched early after the GEMM before each (programmatic dependent launch on Hopper; triton_import.py; for measuring) |
 | TTS_JOBS_STEP_PRIORITY | 1 | 0: decode steps replayed on PyTorch's own stream, not the GPU's highest-priority one that lets Decoder+Vocos take only what the steps leave (step_graphs.py; 2.64 vs 2.70 ms on an H100) |
 | TTS_JOBS_FUSED_SAMPLING | 1 | 0: a decode step samples with some twenty PyTorch ops, not one Triton kernel (fused_sampling.py; same tokens, 81 vs 316 us a step at 1,024 rows on an H100), and records its tokens and counters with ~20 more, not one (step_counters.py) |
 | TTS_JOBS_FUSED_WAVEFORM | 1 | 0: each Decoder and Vocos block's depthwise convolution and LayerNorm run as PyTorch ops, not one Triton kernel (waveform_kernels.py) |
@@ -173,38 +174,36 @@ class Settings:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
 
-TUNING_VARIABLES = ("TTS_JOBS_DECODE_ATTENTION", "TTS_JOBS_FUSED_LAYERS", "TTS_JOBS_CUDA_GRAPHS",
-                    "TTS_JOBS_PREFILL_GRAPHS", "TTS_JOBS_DECODE_CUDNN", "TTS_JOBS_ATTENTION_BLOCK",
-                    "TTS_JOBS_ATTENTION_WARPS", "TTS_JOBS_ATTENTION_STAGES", "TTS_JOBS_ATTENTION_INT8_BITS",
-                    "TTS_JOBS_ATTENTION_KERNEL", "TTS_JOBS_CUDA_WAIT", "TTS_JOBS_FUSED_SAMPLING",
-                    "TTS_JOBS_FUSED_WAVEFORM", "TTS_JOBS_ATTENTION_ROPE", "TTS_JOBS_STEP_PRIORITY",
-                    "TTS_JOBS_ATTENTION_ORDER")
+# The engine's kernel choices (``EngineTuning``'s fields) by the variable that sets each; a variable
+# left out takes the field's default
+TUNING_FIELDS = {
+    "TTS_JOBS_DECODE_ATTENTION": "decode_attention", "TTS_JOBS_FUSED_LAYERS": "fused_layers",
+    "TTS_JOBS_CUDA_GRAPHS": "cuda_graphs", "TTS_JOBS_PREFILL_GRAPHS": "prefill_graphs",
+    "TTS_JOBS_DECODE_CUDNN": "decode_cudnn", "TTS_JOBS_ATTENTION_BLOCK": "attention_block",
+    "TTS_JOBS_ATTENTION_WARPS": "attention_warps", "TTS_JOBS_ATTENTION_STAGES": "attention_stages",
+    "TTS_JOBS_ATTENTION_INT8_BITS": "attention_int8_bits", "TTS_JOBS_ATTENTION_KERNEL": "attention_kernel",
+    "TTS_JOBS_ATTENTION_ROPE": "attention_rope", "TTS_JOBS_ATTENTION_ORDER": "attention_order",
+    "TTS_JOBS_STEP_PRIORITY": "step_priority", "TTS_JOBS_CUDA_WAIT": "host_wait",
+    "TTS_JOBS_FUSED_SAMPLING": "fused_sampling", "TTS_JOBS_FUSED_WAVEFORM": "fused_waveform",
+    "TTS_JOBS_EARLY_LAUNCH": "early_launch",
+}
 
 
 def _engine_tuning(env: Mapping[str, str]) -> EngineTuning | None:
-    """The kernel choices set in ``env``; None where none is (the engine's defaults)."""
-    if not any(name in env for name in TUNING_VARIABLES):
+    """The kernel choices set in ``env``; None where none is (the engine's defaults). A switch on
+    by default is off only at 0, one off by default on only at 1."""
+    if not any(name in env for name in TUNING_FIELDS):
         return None
     from pipeline.engine.config import EngineTuning
 
-    return EngineTuning(
-        decode_attention=env.get("TTS_JOBS_DECODE_ATTENTION", "triton"),
-        fused_layers=env.get("TTS_JOBS_FUSED_LAYERS", "1") != "0",
-        cuda_graphs=env.get("TTS_JOBS_CUDA_GRAPHS", "1") != "0",
-        prefill_graphs=env.get("TTS_JOBS_PREFILL_GRAPHS", "1") != "0",
-        decode_cudnn=env.get("TTS_JOBS_DECODE_CUDNN", "0") == "1",
-        attention_block=int(env.get("TTS_JOBS_ATTENTION_BLOCK", "32")),
-        attention_warps=int(env.get("TTS_JOBS_ATTENTION_WARPS", "1")),
-        attention_stages=int(env.get("TTS_JOBS_ATTENTION_STAGES", "1")),
-        attention_int8_bits=env.get("TTS_JOBS_ATTENTION_INT8_BITS", "1") != "0",
-        attention_kernel=env.get("TTS_JOBS_ATTENTION_KERNEL", "words"),
-        attention_rope=env.get("TTS_JOBS_ATTENTION_ROPE", "1") != "0",
-        attention_order=env.get("TTS_JOBS_ATTENTION_ORDER", "0") == "1",
-        step_priority=env.get("TTS_JOBS_STEP_PRIORITY", "1") != "0",
-        host_wait=env.get("TTS_JOBS_CUDA_WAIT", "block"),
-        fused_sampling=env.get("TTS_JOBS_FUSED_SAMPLING", "1") != "0",
-        fused_waveform=env.get("TTS_JOBS_FUSED_WAVEFORM", "1") != "0",
-    )
+    defaults = EngineTuning()
+    values: dict[str, object] = {}
+    for name, field in TUNING_FIELDS.items():
+        default, text = getattr(defaults, field), env.get(name)
+        if text is not None:
+            values[field] = ((text != "0" if default else text == "1") if isinstance(default, bool)
+                             else int(text) if isinstance(default, int) else text)
+    return EngineTuning(**values)
 
 
 def process_environment() -> dict[str, str]:

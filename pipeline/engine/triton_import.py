@@ -1,8 +1,16 @@
 """Triton, where it is installed: CUDA builds of PyTorch, and Triton's CPU interpreter under
 TRITON_INTERPRET=1 (the kernel tests). On CPU builds ``triton`` and ``tl`` are None: the kernel
-modules then define no kernels and their callers run the PyTorch ops."""
+modules then define no kernels and their callers run the PyTorch ops.
+
+Also the kernels' early launch (``EARLY_LAUNCH``): on Hopper a kernel launched with programmatic
+dependent launch may be scheduled as the kernel before it ends, instead of after its completion
+reaches the stream; it waits (``griddepcontrol.wait``, ``wait_for_prior``) before it reads
+anything that kernel wrote. A decode step runs ~150 kernels back to back, each boundary ~1-2 µs
+of an idle SM."""
 
 from __future__ import annotations
+
+from typing import Any
 
 try:  # pragma: no cover - exercised on the GPU machine (and under TRITON_INTERPRET=1)
     import triton
@@ -11,4 +19,27 @@ except ImportError:  # CPU builds of PyTorch
     triton = None
     tl = None
 
-__all__ = ["tl", "triton"]
+# EngineTuning.early_launch: the decode step's residual + RMSNorm, SiLU x up and word attention
+# kernels launched early after the GEMM before each (off until measured on an H200)
+EARLY_LAUNCH = False
+
+if triton is not None:  # pragma: no cover - Triton code
+
+    @triton.jit
+    def wait_for_prior(WAIT: tl.constexpr):
+        """Where this kernel was launched early: wait until the kernel before it has completed and
+        its writes are visible (a no-op for a kernel launched the usual way)."""
+        if WAIT:
+            tl.inline_asm_elementwise("griddepcontrol.wait; // $0", "=r", [], dtype=tl.int32,
+                                      is_pure=False, pack=1)
+
+
+def early_launch() -> dict[str, Any]:
+    """The launch options and the ``WAIT`` constant of a kernel that may launch early: early
+    only when compiled for a GPU (the CPU interpreter runs no PTX) and ``EARLY_LAUNCH`` is on."""
+    # under TRITON_INTERPRET=1 ``triton.jit`` gives an interpreted function, not a JITFunction
+    on = EARLY_LAUNCH and isinstance(wait_for_prior, triton.runtime.JITFunction)
+    return {"launch_pdl": True, "WAIT": True} if on else {"WAIT": False}
+
+
+__all__ = ["EARLY_LAUNCH", "early_launch", "tl", "triton"]

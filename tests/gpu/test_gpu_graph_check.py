@@ -49,3 +49,20 @@ def test_steps_the_other_way_give_the_eager_tokens_in_fp16(tmp_path: Path, monke
 
     assert all(way.graphs_captured > 0 for way in ways)
     assert not [way.line() for way in ways if way.agreement < AGREEMENT_NEEDED]
+
+
+@pytest.mark.parametrize(("switch", "value"), [("pipeline.engine.triton_import.EARLY_LAUNCH", True),
+                                               ("pipeline.engine.word_attention.LONGEST_FIRST", True),
+                                               ("pipeline.engine.word_attention.STAGES", 2)])
+def test_steps_with_a_measured_option_on_give_the_eager_tokens_in_fp16(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, switch: str, value: object) -> None:
+    """``TTS_JOBS_EARLY_LAUNCH=1`` (kernels launched early in the captured graphs, each waiting for
+    the GEMM before it), ``TTS_JOBS_ATTENTION_ORDER=1`` and ``TTS_JOBS_ATTENTION_STAGES=2``: the
+    graph-replayed steps give the eager loop's tokens."""
+    monkeypatch.setattr(switch, value)
+    engine = synthetic_engine(tmp_path, "full", "cuda", "fp16")
+
+    ways = [way for way in compare_ways(engine, rows=256, slots=64) if way.label == ONE_SLOT_PER_ROW]
+
+    assert all(way.graphs_captured > 0 for way in ways)
+    assert not [way.line() for way in ways if way.agreement < AGREEMENT_NEEDED]
