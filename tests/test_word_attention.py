@@ -110,6 +110,12 @@ for mine, theirs in zip(together, apart):
     assert torch.equal(mine, theirs)  # the same codes and scales written, at the same places
 assert got.dtype == torch.float16 and torch.equal(got, want)
 assert got[3].abs().max().item() == 0.0  # the ended slot attends to nothing
+torch.manual_seed(12)
+ordered = cache()  # the programs longest slot first: the same writes and attention
+wa.SCALE_WORDS = True
+assert torch.equal(wa.rope_word_attention(qkv, cos[at], sin[at], ordered[0], ordered[1], at, used, ordered[2],
+                                          ordered[3], order=wa.longest_first(used)), got)
+assert all(torch.equal(mine, theirs) for mine, theirs in zip(ordered, apart))
 print(0.0)
 """
 

@@ -261,9 +261,11 @@ def longest_first(used: torch.Tensor) -> torch.Tensor:
 
 
 def _paired(scales: torch.Tensor) -> bool:
-    """Whether the kernel reads the scales two to a word (``SCALE_WORDS``, an even capacity)."""
+    """Whether the kernel reads the scales two to a word (``SCALE_WORDS``; half-precision scales,
+    an even capacity)."""
     wanted = STAGES > 1 if SCALE_WORDS is None else SCALE_WORDS
-    return wanted and scales.stride(1) % 2 == 0 and scales.stride(0) % 2 == 0
+    return (wanted and scales.element_size() == 2 and scales.stride(1) % 2 == 0
+            and scales.stride(0) % 2 == 0)
 
 
 def _grid(rows: int, heads: int, order: torch.Tensor | None) -> tuple[int, int]:
