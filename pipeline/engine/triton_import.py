@@ -34,12 +34,16 @@ if triton is not None:  # pragma: no cover - Triton code
                                       is_pure=False, pack=1)
 
 
+def compiled() -> bool:
+    """Whether the kernels are compiled for the GPU (inline PTX and all) rather than run by
+    Triton's CPU interpreter (TRITON_INTERPRET=1 makes ``triton.jit`` give an interpreted function)."""
+    return isinstance(wait_for_prior, triton.runtime.JITFunction)
+
+
 def early_launch() -> dict[str, Any]:
     """The launch options and the ``WAIT`` constant of a kernel that may launch early: early
     only when compiled for a GPU (the CPU interpreter runs no PTX) and ``EARLY_LAUNCH`` is on."""
-    # under TRITON_INTERPRET=1 ``triton.jit`` gives an interpreted function, not a JITFunction
-    on = EARLY_LAUNCH and isinstance(wait_for_prior, triton.runtime.JITFunction)
-    return {"launch_pdl": True, "WAIT": True} if on else {"WAIT": False}
+    return {"launch_pdl": True, "WAIT": True} if EARLY_LAUNCH and compiled() else {"WAIT": False}
 
 
-__all__ = ["EARLY_LAUNCH", "early_launch", "tl", "triton"]
+__all__ = ["EARLY_LAUNCH", "compiled", "early_launch", "tl", "triton"]

@@ -10,8 +10,9 @@ where the same kernel over fp16 (16.7 instructions per position, no conversions)
 one issues 334 (``python -m pipeline.bench kernel-code``; ``tests/test_word_attention.py``): the
 keys' dot products and the values' floats as ``word_codes.py`` makes them, and each lane keeps
 its own partial sums of the values over the positions it loads (a [8, D / 4] accumulator per
-byte of a word), the lanes summed once, at the slot's end, not per block. Positions past a slot's length are read from the slot's own (allocated) capacity and masked out
-of the scores, so the word loads need no mask.
+byte of a word), the lanes summed once, at the slot's end, not per block. Positions past a
+slot's length are read from the slot's own (allocated) capacity and masked out of the scores,
+so the word loads need no mask.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import math
 
 import torch
 
-from pipeline.engine.triton_import import early_launch, tl, triton
+from pipeline.engine.triton_import import compiled, early_launch, tl, triton
 
 if triton is not None:  # pragma: no cover - the shared blocks are Triton code
     from pipeline.engine.attention_block import rotated
@@ -47,8 +48,8 @@ STAGES = 1
 # one sort of the slots' lengths a step), rather than slot by slot per head: no long slot left to
 # start as the kernel ends.
 LONGEST_FIRST = False
-# The scales read two to a 32-bit word where the capacity is even (``_block_scales``); None: with
-# pipelined loads (STAGES > 1), whose copies into shared memory take nothing narrower.
+# Half-precision scales read two to a 32-bit word where the capacity is even (``_block_scales``);
+# None: with pipelined loads (STAGES > 1), whose copies into shared memory take nothing narrower.
 SCALE_WORDS: bool | None = None
 # Tried on an H200 and taken out (gpu_checks' attention section, 1,024 slots x 128-512 positions):
 # the next block's words loaded before this one is summed (127 registers at block 32, 64 at block
@@ -275,9 +276,3 @@ def _grid(rows: int, heads: int, order: torch.Tensor | None) -> tuple[int, int]:
 def _or_any(order: torch.Tensor | None, other: torch.Tensor) -> torch.Tensor:
     """``order``, or any int32 tensor where there is none (the kernel never reads it then)."""
     return order if order is not None else other
-
-
-def compiled() -> bool:
-    """Whether the kernel is compiled for the GPU (its inline PTX) rather than run by Triton's CPU
-    interpreter (TRITON_INTERPRET=1 makes ``triton.jit`` give an interpreted function)."""
-    return isinstance(_word_attention_kernel, triton.runtime.JITFunction)
