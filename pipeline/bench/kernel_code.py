@@ -61,7 +61,7 @@ def compile_kernel(kernel: str, block: int = 32, stages: int = 1) -> KernelCode:
     # query, keys and values as words, their scales (kv_int8.SCALE_DTYPE), out, used, order, scale
     attention = ["*fp16", "*i32", "*i32", "*fp16", "*fp16", "*fp16", "*i32", "*i32", "fp32"]
     words = {"BLOCK_N": block, "HEAD_DIM": 64, "ASM": True, "STAGES": stages, "ORDERED": False,
-             "PAIRED": stages > 1}  # the scales read two to a word where the loop is pipelined
+             "PAIRED": word_attention.reads_scale_words(stages)}
     if kernel == "words":
         fn, types, const = word_attention._word_attention_kernel, attention, words
     elif kernel == "rope-words":  # qkv, cos, sin, k, v, scales, out, write_at, used, order, scale

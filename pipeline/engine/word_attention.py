@@ -261,11 +261,15 @@ def longest_first(used: torch.Tensor) -> torch.Tensor:
     return torch.argsort(used, descending=True).to(torch.int32)
 
 
+def reads_scale_words(stages: int) -> bool:
+    """Whether the kernel at ``stages`` blocks in flight reads half-precision scales two to a
+    word where the capacity is even (``SCALE_WORDS``)."""
+    return stages > 1 if SCALE_WORDS is None else SCALE_WORDS
+
+
 def _paired(scales: torch.Tensor) -> bool:
-    """Whether the kernel reads the scales two to a word (``SCALE_WORDS``; half-precision scales,
-    an even capacity)."""
-    wanted = STAGES > 1 if SCALE_WORDS is None else SCALE_WORDS
-    return (wanted and scales.element_size() == 2 and scales.stride(1) % 2 == 0
+    """Whether the kernel reads these scales two to a word."""
+    return (reads_scale_words(STAGES) and scales.element_size() == 2 and scales.stride(1) % 2 == 0
             and scales.stride(0) % 2 == 0)
 
 
