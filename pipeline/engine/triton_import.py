@@ -24,14 +24,14 @@ except ImportError:  # CPU builds of PyTorch
 EARLY_LAUNCH = False
 
 if triton is not None:  # pragma: no cover - Triton code
+    from triton.language.extra.cuda import gdc_wait
 
     @triton.jit
     def wait_for_prior(WAIT: tl.constexpr):
         """Where this kernel was launched early: wait until the kernel before it has completed and
-        its writes are visible (a no-op for a kernel launched the usual way)."""
+        its writes are visible (Triton's own ``gdc_wait``; PTX, so not under the interpreter)."""
         if WAIT:
-            tl.inline_asm_elementwise("griddepcontrol.wait; // $0", "=r", [], dtype=tl.int32,
-                                      is_pure=False, pack=1)
+            gdc_wait()
 
 
 def compiled() -> bool:
