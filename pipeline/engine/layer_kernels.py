@@ -32,6 +32,8 @@ if triton is not None:  # pragma: no cover
         row = tl.program_id(0)
         cols = tl.arange(0, BLOCK)
         inside = cols < width
+        # the weight is no earlier kernel's output: launched early, it is read while that kernel ends
+        weight = tl.load(weight_ptr + cols, mask=inside, other=0.0).to(tl.float32)
         wait_for_prior(WAIT)
         x = tl.load(x_ptr + row * stride_x + cols, mask=inside, other=0.0).to(tl.float32)
         delta = tl.load(delta_ptr + row * stride_d + cols, mask=inside, other=0.0).to(tl.float32)
@@ -41,7 +43,6 @@ if triton is not None:  # pragma: no cover
         tl.store(sum_ptr + row * stride_s + cols, total, mask=inside)
         total = total.to(tl.float32)
         mean_square = tl.sum(total * total, 0) / width
-        weight = tl.load(weight_ptr + cols, mask=inside, other=0.0).to(tl.float32)
         normed = total * tl.rsqrt(mean_square + eps)
         normed = normed.to(norm_ptr.dtype.element_ty).to(tl.float32) * weight
         tl.store(norm_ptr + row * stride_n + cols, normed.to(norm_ptr.dtype.element_ty), mask=inside)
