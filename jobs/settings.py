@@ -28,7 +28,7 @@
 | TTS_JOBS_DECODE_CUDNN | 0 | 1: cuDNN for the Decoder and Vocos convolutions (slower: it plans per shape) |
 | TTS_JOBS_ATTENTION_BLOCK | 32 | positions per loop iteration of the Triton attention kernel (for its sweep) |
 | TTS_JOBS_ATTENTION_WARPS | 1 | warps per program of the Triton attention kernel (for its sweep) |
-| TTS_JOBS_ATTENTION_STAGES | 1 | blocks of positions in flight per program of that kernel and of the word kernel: 2+ pipelines their loads (for measuring) |
+| TTS_JOBS_ATTENTION_STAGES | 2 | blocks of positions in flight per program of that kernel and of the word kernel: 2+ pipelines their loads; 1, a plain loop |
 | TTS_JOBS_CUDA_WAIT | block | how the threads that feed a GPU wait for it: block (asleep) or spin (a core spun; for measuring) |
 | TTS_JOBS_ATTENTION_KERNEL | words | the Triton attention kernel of a decode step: words (the int8 cache read as 32-bit words), single or split (for measuring) |
 | TTS_JOBS_ATTENTION_ROPE | 1 | 0: a step's RoPE and cache write in a kernel of their own before the word kernel, not inside it (word_attention.py; same codes; steps 2.61 vs 2.70 ms on an H100) |

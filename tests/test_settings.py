@@ -13,7 +13,7 @@ BASE = {"TTS_JOBS_DATA_DIR": "/tmp/tts-jobs-settings"}
 def test_the_engine_gets_its_weights_device_and_kernel_choices_from_the_settings() -> None:
     env = {**BASE, "TTS_JOBS_MODEL_DIR": "/models/chattts", "TTS_JOBS_KV_CACHE": "model", "HF_HOME": "/hf",
            "TTS_JOBS_FUSED_LAYERS": "0", "TTS_JOBS_CUDA_GRAPHS": "0", "TTS_JOBS_ATTENTION_BLOCK": "64",
-           "TTS_JOBS_ATTENTION_STAGES": "2", "TTS_JOBS_ATTENTION_INT8_BITS": "0",
+           "TTS_JOBS_ATTENTION_STAGES": "3", "TTS_JOBS_ATTENTION_INT8_BITS": "0",
            "TTS_JOBS_ATTENTION_KERNEL": "single", "TTS_JOBS_FUSED_SAMPLING": "0", "TTS_JOBS_FUSED_WAVEFORM": "0",
            "TTS_JOBS_ATTENTION_ROPE": "0", "TTS_JOBS_STEP_PRIORITY": "0", "TTS_JOBS_ATTENTION_ORDER": "1",
            "TTS_JOBS_EARLY_LAUNCH": "1", "TTS_JOBS_DECODE_CUDNN": "yes"}
@@ -23,7 +23,7 @@ def test_the_engine_gets_its_weights_device_and_kernel_choices_from_the_settings
     assert (config.model_dir, config.kv_cache, config.hf_home) == (Path("/models/chattts"), "model", Path("/hf"))
     assert config.tuning is not None
     assert (config.tuning.fused_layers, config.tuning.cuda_graphs, config.tuning.attention_block) == (False, False, 64)
-    assert config.tuning.attention_stages == 2 and not config.tuning.attention_int8_bits
+    assert config.tuning.attention_stages == 3 and not config.tuning.attention_int8_bits
     assert config.tuning.attention_kernel == "single" and not config.tuning.fused_sampling
     assert not config.tuning.fused_waveform and not config.tuning.attention_rope
     assert not config.tuning.step_priority
@@ -61,9 +61,9 @@ def test_loading_applies_the_kernel_choices_to_the_whole_process() -> None:
     finally:
         apply_tuning(EngineTuning())
     assert (gpt.DECODE_ATTENTION, step_graphs.CUDA_GRAPHS, decode_attention.WARPS,
-            decode_attention.STAGES, decode_attention.INT8_BITS) == ("triton", True, 1, 1, True)
+            decode_attention.STAGES, decode_attention.INT8_BITS) == ("triton", True, 1, 2, True)
     assert decode_attention.KERNEL == "words" and fused_sampling.ON and waveform_kernels.FUSED
-    assert not word_attention.LONGEST_FIRST and not triton_import.EARLY_LAUNCH and word_attention.STAGES == 1
+    assert not word_attention.LONGEST_FIRST and not triton_import.EARLY_LAUNCH and word_attention.STAGES == 2
     assert word_attention.ROPE_INSIDE and step_graphs.URGENT_STEPS
 
 

@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench ke
     parser.add_argument("--kernel", action="append", choices=KERNELS)
     parser.add_argument("--block", type=int, default=32, help="positions per loop iteration (default 32)")
     parser.add_argument("--stages", type=int, default=1,
-                        help="blocks in flight of the word kernels (2+: pipelined loads; default 1)")
+                        help="blocks in flight of the word kernels (default 1, the plain loop; the engine runs 2: pipelined loads)")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--waveform", action="store_true", help="Decoder+Vocos's kernels instead")
     parser.add_argument("--sampling", action="store_true", help="a decode step's fused sampling instead")

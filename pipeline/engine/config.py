@@ -62,7 +62,7 @@ class EngineTuning:
     decode_cudnn: bool = False
     attention_block: int = 32
     attention_warps: int = 1
-    attention_stages: int = 1
+    attention_stages: int = 2
     attention_int8_bits: bool = True
     attention_kernel: str = "words"
     attention_rope: bool = True

@@ -26,7 +26,7 @@ import torch
 
 import pipeline.engine.split_attention as split_attention  # noqa: PLR0402 (a package import is a circle)
 import pipeline.engine.word_attention as word_attention  # noqa: PLR0402
-from pipeline.engine.triton_import import tl, triton
+from pipeline.engine.triton_import import in_flight, tl, triton
 
 if triton is not None:  # pragma: no cover - the shared blocks are Triton code
     from pipeline.engine.attention_block import attend_block, int8_codes, int8_step, rotated
@@ -41,7 +41,8 @@ WARPS = 1
 # Measured on an H200 (step-profile --sweep, 512 slots x 80..320 positions, one layer): int8
 # cache 73.8 / 74.7 / 80.1 us at 1 / 2 / 3 stages (block 32, one warp), the engine bench 3,003 /
 # 2,995 / 2,970x: the loads of one warp per (slot, head) gain nothing from being pipelined here.
-STAGES = 1
+# 2 all the same: one setting with the word kernel (the default), which gains from it.
+STAGES = 2
 # How the kernel makes an int8 cache's codes floats: False, the conversion instruction; True, by
 # their bits (attention_block.int8_as_float: an integer add, an or, a float subtraction). Tried
 # because the sweep's int8 kernel read 2.28 TB/s where the fp16 one read 3.76 (not bound by
@@ -253,7 +254,7 @@ def decode_attention(query: torch.Tensor, keys: torch.Tensor, values: torch.Tens
         query, keys, values, key_scales, value_scales, out, used, 1.0 / math.sqrt(dim),
         query.stride(0), query.stride(1), keys.stride(0), keys.stride(1), keys.stride(2),
         key_scales.stride(0), key_scales.stride(1), out.stride(0), out.stride(1),
-        QUANTIZED=quantized, BLOCK_N=BLOCK_POSITIONS, HEAD_DIM=dim, STAGES=STAGES, INT8_BITS=INT8_BITS,
+        QUANTIZED=quantized, BLOCK_N=BLOCK_POSITIONS, HEAD_DIM=dim, STAGES=in_flight(STAGES), INT8_BITS=INT8_BITS,
         num_warps=WARPS)
     return out
 

@@ -40,10 +40,17 @@ def compiled() -> bool:
     return isinstance(wait_for_prior, triton.runtime.JITFunction)
 
 
+def in_flight(stages: int) -> int:
+    """Blocks a kernel's loop over a slot's positions keeps in flight: ``stages`` when compiled
+    (a pipelined ``tl.range``), 1 under the interpreter (a while loop: it takes no range over a
+    loaded bound)."""
+    return stages if compiled() else 1
+
+
 def early_launch() -> dict[str, Any]:
     """The launch options and the ``WAIT`` constant of a kernel that may launch early: early
     only when compiled for a GPU (the CPU interpreter runs no PTX) and ``EARLY_LAUNCH`` is on."""
     return {"launch_pdl": True, "WAIT": True} if EARLY_LAUNCH and compiled() else {"WAIT": False}
 
 
-__all__ = ["EARLY_LAUNCH", "compiled", "early_launch", "tl", "triton"]
+__all__ = ["EARLY_LAUNCH", "compiled", "early_launch", "in_flight", "tl", "triton"]

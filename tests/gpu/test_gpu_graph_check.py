@@ -36,13 +36,15 @@ def test_refilled_slots_give_the_eager_tokens_in_fp32(tmp_path: Path) -> None:
 
 
 
-@pytest.mark.parametrize("switch", ["pipeline.engine.step_graphs.URGENT_STEPS",
-                                    "pipeline.engine.word_attention.ROPE_INSIDE"])
+@pytest.mark.parametrize(("switch", "value"), [("pipeline.engine.step_graphs.URGENT_STEPS", False),
+                                               ("pipeline.engine.word_attention.ROPE_INSIDE", False),
+                                               ("pipeline.engine.word_attention.STAGES", 1)])
 def test_steps_the_other_way_give_the_eager_tokens_in_fp16(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                           switch: str) -> None:
-    """``TTS_JOBS_STEP_PRIORITY=0`` (replays on PyTorch's own stream) and ``TTS_JOBS_ATTENTION_ROPE=0``
-    (RoPE and the cache write in a kernel of their own): the same tokens as the defaults' way."""
-    monkeypatch.setattr(switch, False)
+                                                           switch: str, value: object) -> None:
+    """``TTS_JOBS_STEP_PRIORITY=0`` (replays on PyTorch's own stream), ``TTS_JOBS_ATTENTION_ROPE=0``
+    (RoPE and the cache write in a kernel of their own) and ``TTS_JOBS_ATTENTION_STAGES=1`` (the
+    word kernel's while loop): the same tokens as the defaults' way."""
+    monkeypatch.setattr(switch, value)
     engine = synthetic_engine(tmp_path, "full", "cuda", "fp16")
 
     ways = [way for way in compare_ways(engine, rows=256, slots=64) if way.label == ONE_SLOT_PER_ROW]
@@ -52,13 +54,12 @@ def test_steps_the_other_way_give_the_eager_tokens_in_fp16(tmp_path: Path, monke
 
 
 @pytest.mark.parametrize(("switch", "value"), [("pipeline.engine.triton_import.EARLY_LAUNCH", True),
-                                               ("pipeline.engine.word_attention.LONGEST_FIRST", True),
-                                               ("pipeline.engine.word_attention.STAGES", 2)])
+                                               ("pipeline.engine.word_attention.LONGEST_FIRST", True)])
 def test_steps_with_a_measured_option_on_give_the_eager_tokens_in_fp16(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, switch: str, value: object) -> None:
     """``TTS_JOBS_EARLY_LAUNCH=1`` (kernels launched early in the captured graphs, each waiting for
-    the GEMM before it), ``TTS_JOBS_ATTENTION_ORDER=1`` and ``TTS_JOBS_ATTENTION_STAGES=2``: the
-    graph-replayed steps give the eager loop's tokens."""
+    the GEMM before it) and ``TTS_JOBS_ATTENTION_ORDER=1``: the graph-replayed steps give the eager
+    loop's tokens."""
     monkeypatch.setattr(switch, value)
     engine = synthetic_engine(tmp_path, "full", "cuda", "fp16")
 
