@@ -67,7 +67,7 @@ def test_formats_measures_each_narrower_format_against_fp32() -> None:
     rows = {cells[1].strip(): cells[2:] for line in done.stdout.splitlines()
             if line.startswith("| ") and not line.startswith("| format")
             for cells in [line.split("|")]}
-    assert len(rows) == 7
+    assert len(rows) == 9 and {"int8 weights", "int8 weights and inputs"} <= set(rows)
     error = {name: float(cells[1]) for name, cells in rows.items()}
     # fewer levels in the cache, more error: the narrower formats are really simulated
     cache = [error[kv] for kv in ("int8 KV (the GPU path's)", "KV int6", "KV int5", "KV int4")]
@@ -106,3 +106,20 @@ def test_step_model_counts_what_steps_and_waveform_chunks_do_beyond_their_rows()
     before, whole = map(float, re.search(r"a chunk's worth ([\d.]+)x .*chunks' worth ([\d.]+)x", done.stdout).groups())
     assert ended > 20  # slots whose rows had ended did read their caches: a quarter more
     assert 1.0 <= engine < powers and 1.0 <= whole < before
+
+
+def test_linears_times_each_linear_of_a_layer_and_a_step_in_each_format() -> None:
+    done = bench("linears", "--cpu-smoke")
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [line.split("|")[2].strip() for line in done.stdout.splitlines() if line.startswith("| 32 |")]
+    assert rows == ["qkv", "o", "gate_up", "down", "a step (2 layers)"]
+    assert "| fp16 µs | int8 µs | int8 + scaling µs |" in done.stdout
+
+
+def test_linears_without_a_gpu_says_so_in_one_line_and_exits_2() -> None:
+    done = bench("linears", CUDA_VISIBLE_DEVICES="")
+
+    assert done.returncode == 2
+    assert done.stdout.strip().splitlines() == [
+        "linears: no CUDA device here; run it on a GPU machine, or --cpu-smoke for the flow"]

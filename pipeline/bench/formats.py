@@ -1,9 +1,10 @@
 """What narrower number formats would cost in fidelity, before any kernel is written for them:
-a KV cache of fewer bits than int8, and the GPT's linears in FP8 (e4m3, what an H100 or H200
-multiplies natively at twice fp16's rate), each simulated in the engine's PyTorch path.
+a KV cache of fewer bits than int8, and the GPT's linears in FP8 (e4m3) or int8, which an H100
+or H200 multiplies natively at twice fp16's rate, each simulated in the engine's PyTorch path.
 
 A decode step reads every live slot's whole cache (most of a step's bytes: docs/engine.md), so a
-narrower cache would speed it about in proportion; FP8 linears would halve the GEMMs' share. The
+narrower cache would speed it about in proportion; FP8 or int8 inputs and weights would halve the
+GEMMs' share (compute-bound at ~1,000 rows: weights alone in 8 bits would not). The
 fidelity bar is the engine benchmark's (top-1 ≥ 0.995 against fp32, teacher-forced on fp32's own
 tokens: ``pipeline/bench/fidelity.py``). Every row is the engine in ``--precision`` (fp16: the
 GPU path's; on the CPU it gives the GPU's own fidelity figures) with the int8 cache and one change:
@@ -11,12 +12,15 @@ GPU path's; on the CPU it gives the GPU's own fidelity figures) with the int8 ca
 - ``KV int6 / int5 / int4``: keys and values with 31, 15 or 7 levels a side (one scale per vector,
   as the int8 cache keeps; ``SlotCache.levels``); ``keys int4``: the keys alone;
 - ``FP8 weights``: each linear's weights rounded to e4m3 with one scale per output channel;
-  ``FP8 weights and inputs``: its inputs too, one scale per row (W8A8, as ``torch._scaled_mm`` runs).
+  ``FP8 weights and inputs``: its inputs too, one scale per row (W8A8, as ``torch._scaled_mm`` runs);
+- ``int8 weights`` / ``int8 weights and inputs``: the same rounded to 127 levels a side (W8A8 as
+  ``torch._int_mm`` runs, the int32 sums scaled by row and channel after).
 
 Synthetic weights are noise, not a voice: the table ranks formats, it does not promise a real
 model's figures. Everything runs on the CPU by default (~7 minutes on two cores):
 
     python -m pipeline.bench formats
+    python -m pipeline.bench formats --format "int8 weights and inputs"   # that row alone (repeatable)
     python -m pipeline.bench formats --cpu-smoke      # tiny weights in fp32, two sentences: the flow only
 """
 
@@ -46,6 +50,7 @@ if TYPE_CHECKING:
 
 FP8 = torch.float8_e4m3fn
 FP8_MAX = float(torch.finfo(FP8).max)  # 448
+INT8_MAX = 127  # symmetric: -127..127, as the int8 cache's codes
 LINEARS = ("qkv", "o", "gate_up", "down")  # every GPT layer's (gpt.FusedLlamaLayer)
 BAR = 0.995  # the engine benchmark's top-1 bar
 WORKLOAD = 1024  # sentences the fidelity sample is spread over, as the engine benchmark's
@@ -56,7 +61,8 @@ class Format:
     name: str
     key_levels: float = LEVELS
     value_levels: float = LEVELS
-    fp8: str | None = None  # the GPT's linears: "weights", "inputs" (weights and inputs), or as they are
+    linears: str | None = None  # the GPT's linears rounded to "fp8" or "int8", or as they are
+    inputs: bool = False  # their input rows rounded too (W8A8), not the weights alone
 
     @property
     def kv_bytes(self) -> float:
@@ -73,8 +79,10 @@ FORMATS = (
     Format("KV int5", 15, 15),
     Format("KV int4", 7, 7),
     Format("keys int4, values int8", 7, LEVELS),
-    Format("FP8 weights", fp8="weights"),
-    Format("FP8 weights and inputs", fp8="inputs"),
+    Format("FP8 weights", linears="fp8"),
+    Format("FP8 weights and inputs", linears="fp8", inputs=True),
+    Format("int8 weights", linears="int8"),
+    Format("int8 weights and inputs", linears="int8", inputs=True),
 )
 
 
@@ -84,18 +92,28 @@ def fp8_rounded(x: torch.Tensor, dim: int) -> torch.Tensor:
     return (x / scale).to(FP8).float() * scale
 
 
-class Fp8Linear(nn.Module):
-    """A linear whose weights (and, with ``inputs``, each input row) are rounded to e4m3 first,
-    its products summed in fp32 (as the tensor cores do)."""
+def int8_rounded(x: torch.Tensor, dim: int) -> torch.Tensor:
+    """``x`` as symmetric int8 codes hold it with one scale per slice along ``dim``."""
+    scale = x.abs().amax(dim, keepdim=True).clamp_min(1e-12) / INT8_MAX
+    return (x / scale).round().clamp(-INT8_MAX, INT8_MAX) * scale
 
-    def __init__(self, linear: nn.Linear, inputs: bool) -> None:
+
+ROUNDED = {"fp8": fp8_rounded, "int8": int8_rounded}
+
+
+class RoundedLinear(nn.Module):
+    """A linear whose weights (and, with ``inputs``, each input row) are rounded to ``kind``
+    ("fp8" or "int8") first, its products summed in fp32 (as the tensor cores do)."""
+
+    def __init__(self, linear: nn.Linear, kind: str, inputs: bool) -> None:
         super().__init__()
-        self.weight = fp8_rounded(linear.weight.detach().float(), 1)
+        self.rounded = ROUNDED[kind]
+        self.weight = self.rounded(linear.weight.detach().float(), 1)
         self.bias = None if linear.bias is None else linear.bias.detach().float()
         self.inputs = inputs
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        rows = fp8_rounded(x.float(), -1) if self.inputs else x.float()
+        rows = self.rounded(x.float(), -1) if self.inputs else x.float()
         return nn.functional.linear(rows, self.weight, self.bias).to(x.dtype)
 
 
@@ -106,15 +124,16 @@ def apply_format(engine: Engine, form: Format) -> None:
         new_slot_cache = gpt.new_slot_cache
         gpt.new_slot_cache = lambda slots, positions: replace(
             new_slot_cache(slots, positions), levels=(form.key_levels, form.value_levels))
-    if form.fp8 is not None:
+    if form.linears is not None:
         for layer in gpt.layers:
             for name in LINEARS:
-                setattr(layer, name, Fp8Linear(getattr(layer, name), form.fp8 == "inputs"))
+                setattr(layer, name, RoundedLinear(getattr(layer, name), form.linears, form.inputs))
 
 
 def measure_formats(model_dir: Path, device: str, precision: str, sentences: int, longest: int | None,
-                    say: Callable[[str], None] = print) -> list[tuple[Format, float, float]]:
-    """(format, top-1, relative logit error) for every format, against one fp32 reference."""
+                    say: Callable[[str], None] = print,
+                    formats: tuple[Format, ...] = FORMATS) -> list[tuple[Format, float, float]]:
+    """(format, top-1, relative logit error) for each of ``formats``, against one fp32 reference."""
     texts = make_workload(WORKLOAD, 0)
     picked = spread(len(texts), sentences)
     steps = [min(longest or forced_steps(texts[i]), forced_steps(texts[i])) for i in picked]
@@ -126,7 +145,7 @@ def measure_formats(model_dir: Path, device: str, precision: str, sentences: int
     say(f"reference: fp32, {len(requests)} sentences, {sum(c.shape[0] for c in ref.codes)} steps "
         f"in {time.monotonic() - began:.0f} s")
     found = []
-    for form in FORMATS:
+    for form in formats:
         engine = load_engine(EngineConfig(model_dir=model_dir, device=device, precision=precision, kv_cache="int8"))
         apply_format(engine, form)
         top1, error = fidelity.logit_agreement(ref.logits, engine.score_codes(ref.requests, ref.codes))
@@ -150,13 +169,17 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench fo
     parser.add_argument("--longest", type=int, default=None, help="most GPT steps a sentence runs (default: its forced length)")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--precision", default="fp16", help="the engine's (default fp16: the GPU path's)")
+    parser.add_argument("--format", action="append", choices=[form.name for form in FORMATS], metavar="NAME",
+                        help="only this row (repeatable; default: every row)")
     parser.add_argument("--cpu-smoke", action="store_true", help="tiny weights, two short sentences")
     args = parser.parse_args(argv)
+    formats = tuple(form for form in FORMATS if not args.format or form.name in args.format)
     if args.cpu_smoke:
         args.sentences, args.longest, args.device, args.precision = 2, 8, "cpu", "fp32"
     with tempfile.TemporaryDirectory() as tmp, torch.inference_mode():
         write_synthetic_weights(Path(tmp), "tiny" if args.cpu_smoke else "full", 0)
-        found = measure_formats(Path(tmp), args.device, args.precision, args.sentences, args.longest)
+        found = measure_formats(Path(tmp), args.device, args.precision, args.sentences, args.longest,
+                                formats=formats)
     print(table(found))
     return 0
 

@@ -1,0 +1,115 @@
+"""The GPT's four linears at a decode step's shapes, timed in each number format the tensor cores
+take: fp16 (what the engine runs), int8 inputs and weights (``torch._int_mm``, twice fp16's peak
+on an H100 or H200; its int32 sums still to be scaled by row and channel) and FP8 with row and
+channel scales (``torch._scaled_mm``, the scaling in its epilogue). At ~1,000 rows the GEMMs are
+compute-bound (0.74 ms of a 2.1-ms step on the H200), so the question before any kernel is
+written: how much of the 2x do these shapes get? ``formats`` says what each costs in fidelity.
+
+    python -m pipeline.bench linears                      # 256, 512 and 1,024 rows, on the GPU
+    python -m pipeline.bench linears --rows 1024 --rows 2048
+    python -m pipeline.bench linears --cpu-smoke          # tiny shapes on the CPU: the flow only
+
+Rows: µs per GEMM (CUDA events, 50 runs), int8's with the scaling done by PyTorch ops after it
+(an unfused upper bound: a kernel reading the int32 sums would fold it in), and a step's sum
+over the model's layers.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+import torch
+
+from pipeline.bench.gpu_timing import seconds_per_run
+
+HIDDEN, INTERMEDIATE, LAYERS = 768, 3072, 20  # ChatTTS's GPT (weights.py, "full")
+FP8 = torch.float8_e4m3fn
+
+
+def shapes(hidden: int, intermediate: int) -> dict[str, tuple[int, int]]:
+    """(in, out) features of each fused linear of a layer (gpt.FusedLlamaLayer)."""
+    return {"qkv": (hidden, 3 * hidden), "o": (hidden, hidden), "gate_up": (hidden, 2 * intermediate),
+            "down": (intermediate, hidden)}
+
+
+def row_codes(x: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """``x`` [M, K] as int8 or e4m3 codes with one float32 scale per row [M, 1]."""
+    top = 127.0 if dtype == torch.int8 else float(torch.finfo(FP8).max)
+    scale = x.float().abs().amax(-1, keepdim=True).clamp_min(1e-12) / top
+    codes = x.float() / scale
+    return (codes.round().clamp(-127, 127) if dtype == torch.int8 else codes).to(dtype), scale
+
+
+def runners(rows: int, features: tuple[int, int], device: torch.device) -> dict[str, Callable[[], torch.Tensor]]:
+    """Each format's GEMM of ``rows`` input rows by a linear of ``features``."""
+    k, n = features
+    x = torch.randn(rows, k, device=device, dtype=torch.float16)
+    weight = torch.randn(n, k, device=device, dtype=torch.float16) / k**0.5
+    x8, x_scale = row_codes(x, torch.int8)
+    w8, w_scale = row_codes(weight, torch.int8)  # [N, K]: a scale per output channel
+    found: dict[str, Callable[[], torch.Tensor]] = {
+        "fp16": lambda: torch.nn.functional.linear(x, weight),
+        "int8": lambda: torch._int_mm(x8, w8.t()),
+        "int8 + scaling": lambda: (torch._int_mm(x8, w8.t()) * x_scale * w_scale.t()).half(),
+    }
+    if device.type == "cuda":  # row-wise scales: CUDA only
+        xf, xf_scale = row_codes(x, FP8)
+        wf, wf_scale = row_codes(weight, FP8)
+        found["fp8 (scales in its epilogue)"] = lambda: torch._scaled_mm(
+            xf, wf.t(), scale_a=xf_scale, scale_b=wf_scale.t(), out_dtype=torch.float16)
+    return found
+
+
+def measure(rows_list: list[int], hidden: int, intermediate: int, device: torch.device,
+            repeats: int) -> list[tuple[int, str, str, float]]:
+    """(rows, linear, format, seconds) for every combination."""
+    found = []
+    for rows in rows_list:
+        for name, features in shapes(hidden, intermediate).items():
+            for form, run in runners(rows, features, device).items():
+                found.append((rows, name, form, seconds_per_run(run, repeats=repeats)))
+    return found
+
+
+def table(found: list[tuple[int, str, str, float]], hidden: int, intermediate: int, layers: int) -> list[str]:
+    forms = list(dict.fromkeys(form for _, _, form, _ in found))
+    lines = ["| rows | linear | " + " | ".join(f"{form} µs" for form in forms) + " | int8 / fp16 |",
+             "|---" * (len(forms) + 3) + "|"]
+    by = {(rows, name, form): seconds for rows, name, form, seconds in found}
+    for rows in dict.fromkeys(rows for rows, _, _, _ in found):
+        for name in [*shapes(hidden, intermediate), f"a step ({layers} layers)"]:
+            times = [by.get((rows, name, form)) if name in shapes(hidden, intermediate)
+                     else layers * sum(by.get((rows, n, form), 0.0) for n in shapes(hidden, intermediate))
+                     for form in forms]
+            cells = [f"{t * 1e6:.1f}" if t else "–" for t in times]
+            ratio = times[forms.index("int8")] / times[forms.index("fp16")]
+            lines.append(f"| {rows} | {name} | " + " | ".join(cells) + f" | {ratio:.2f} |")
+    return lines
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench linears") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, action="append", help="input rows (repeatable; default 256, 512, 1024)")
+    parser.add_argument("--cpu-smoke", action="store_true", help="tiny shapes on the CPU: the flow only")
+    args = parser.parse_args(argv)
+    if args.cpu_smoke:
+        rows, hidden, intermediate, layers, device = [32], 64, 128, 2, torch.device("cpu")
+    else:
+        if not torch.cuda.is_available():
+            print("linears: no CUDA device here; run it on a GPU machine, or --cpu-smoke for the flow")
+            return 2
+        rows, hidden, intermediate, layers = args.rows or [256, 512, 1024], HIDDEN, INTERMEDIATE, LAYERS
+        device = torch.device("cuda")
+    with torch.inference_mode():
+        found = measure(rows, hidden, intermediate, device, repeats=3 if args.cpu_smoke else 50)
+    name = f"{torch.cuda.get_device_name()}: µs per GEMM (CUDA events)" if device.type == "cuda" else \
+        "the CPU (the flow only, wall µs)"
+    print(f"the GPT's linears by number format on {name}")
+    print("\n".join(table(found, hidden, intermediate, layers)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
