@@ -29,6 +29,27 @@ def seconds_per_run(run: Callable[[], Any], repeats: int = 20, warm_ups: int = 3
     return start.elapsed_time(end) / 1e3 / repeats
 
 
+def graphed_seconds_per_run(run: Callable[[], Any], repeats: int = 20) -> float:
+    """As ``seconds_per_run``, but the ``repeats`` runs captured as one CUDA graph and replayed:
+    a few-µs kernel's own time, not the host's time to launch it (a launch from Python takes
+    ~10 µs, longer than a GEMM of a decode step's shape). Wall time on a CPU."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return seconds_per_run(run, repeats)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up off the capture (cuBLAS picks and allocates here)
+        for _ in range(3):
+            run()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(repeats):
+            run()
+    return seconds_per_run(graph.replay, repeats=5, warm_ups=1) / repeats
+
+
 def copy_ceiling_tbs(device: Any, gib: float = 1.0) -> float:
     """The device's memory bandwidth as a device-to-device copy of ``gib`` GiB reaches it, read and
     write counted (TB/s): the ceiling a bandwidth-bound step is measured against on this card (an
