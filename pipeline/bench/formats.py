@@ -86,19 +86,21 @@ FORMATS = (
 )
 
 
-def fp8_rounded(x: torch.Tensor, dim: int) -> torch.Tensor:
-    """``x`` as e4m3 holds it with one scale per slice along ``dim`` (its largest magnitude to 448)."""
-    scale = x.abs().amax(dim, keepdim=True).clamp_min(1e-12) / FP8_MAX
-    return (x / scale).to(FP8).float() * scale
+def codes(x: torch.Tensor, kind: str, dim: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``x`` as "int8" (symmetric, -127..127) or "fp8" (e4m3) codes with one float32 scale per
+    slice along ``dim``, its largest magnitude at the format's largest code."""
+    top = INT8_MAX if kind == "int8" else FP8_MAX
+    scale = x.float().abs().amax(dim, keepdim=True).clamp_min(1e-12) / top
+    scaled = x.float() / scale
+    if kind == "int8":
+        return scaled.round().clamp(-INT8_MAX, INT8_MAX).to(torch.int8), scale
+    return scaled.to(FP8), scale
 
 
-def int8_rounded(x: torch.Tensor, dim: int) -> torch.Tensor:
-    """``x`` as symmetric int8 codes hold it with one scale per slice along ``dim``."""
-    scale = x.abs().amax(dim, keepdim=True).clamp_min(1e-12) / INT8_MAX
-    return (x / scale).round().clamp(-INT8_MAX, INT8_MAX) * scale
-
-
-ROUNDED = {"fp8": fp8_rounded, "int8": int8_rounded}
+def rounded(x: torch.Tensor, kind: str, dim: int) -> torch.Tensor:
+    """``x`` as its ``kind`` codes (``codes``) hold it, in float32."""
+    found, scale = codes(x, kind, dim)
+    return found.float() * scale
 
 
 class RoundedLinear(nn.Module):
@@ -107,13 +109,13 @@ class RoundedLinear(nn.Module):
 
     def __init__(self, linear: nn.Linear, kind: str, inputs: bool) -> None:
         super().__init__()
-        self.rounded = ROUNDED[kind]
-        self.weight = self.rounded(linear.weight.detach().float(), 1)
+        self.kind = kind
+        self.weight = rounded(linear.weight.detach(), kind, 1)
         self.bias = None if linear.bias is None else linear.bias.detach().float()
         self.inputs = inputs
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        rows = self.rounded(x.float(), -1) if self.inputs else x.float()
+        rows = rounded(x, self.kind, -1) if self.inputs else x.float()
         return nn.functional.linear(rows, self.weight, self.bias).to(x.dtype)
 
 

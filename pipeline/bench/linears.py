@@ -22,10 +22,10 @@ from collections.abc import Callable
 
 import torch
 
+from pipeline.bench.formats import codes
 from pipeline.bench.gpu_timing import graphed_seconds_per_run
 
 HIDDEN, INTERMEDIATE, LAYERS = 768, 3072, 20  # ChatTTS's GPT (weights.py, "full")
-FP8 = torch.float8_e4m3fn
 
 
 def shapes(hidden: int, intermediate: int) -> dict[str, tuple[int, int]]:
@@ -34,29 +34,21 @@ def shapes(hidden: int, intermediate: int) -> dict[str, tuple[int, int]]:
             "down": (intermediate, hidden)}
 
 
-def row_codes(x: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    """``x`` [M, K] as int8 or e4m3 codes with one float32 scale per row [M, 1]."""
-    top = 127.0 if dtype == torch.int8 else float(torch.finfo(FP8).max)
-    scale = x.float().abs().amax(-1, keepdim=True).clamp_min(1e-12) / top
-    codes = x.float() / scale
-    return (codes.round().clamp(-127, 127) if dtype == torch.int8 else codes).to(dtype), scale
-
-
 def runners(rows: int, features: tuple[int, int], device: torch.device) -> dict[str, Callable[[], torch.Tensor]]:
     """Each format's GEMM of ``rows`` input rows by a linear of ``features``."""
     k, n = features
     x = torch.randn(rows, k, device=device, dtype=torch.float16)
     weight = torch.randn(n, k, device=device, dtype=torch.float16) / k**0.5
-    x8, x_scale = row_codes(x, torch.int8)
-    w8, w_scale = row_codes(weight, torch.int8)  # [N, K]: a scale per output channel
+    x8, x_scale = codes(x, "int8", -1)  # a scale per row
+    w8, w_scale = codes(weight, "int8", -1)  # [N, K]: a scale per output channel
     found: dict[str, Callable[[], torch.Tensor]] = {
         "fp16": lambda: torch.nn.functional.linear(x, weight),
         "int8": lambda: torch._int_mm(x8, w8.t()),
         "int8 + scaling": lambda: (torch._int_mm(x8, w8.t()) * x_scale * w_scale.t()).half(),
     }
     if device.type == "cuda":  # row-wise scales: CUDA only
-        xf, xf_scale = row_codes(x, FP8)
-        wf, wf_scale = row_codes(weight, FP8)
+        xf, xf_scale = codes(x, "fp8", -1)
+        wf, wf_scale = codes(weight, "fp8", -1)
         found["fp8 (scales in its epilogue)"] = lambda: torch._scaled_mm(
             xf, wf.t(), scale_a=xf_scale, scale_b=wf_scale.t(), out_dtype=torch.float16)
     return found
@@ -75,17 +67,16 @@ def measure(rows_list: list[int], hidden: int, intermediate: int, device: torch.
 
 def table(found: list[tuple[int, str, str, float]], hidden: int, intermediate: int, layers: int) -> list[str]:
     forms = list(dict.fromkeys(form for _, _, form, _ in found))
+    names = list(shapes(hidden, intermediate))
+    by = {(rows, name, form): seconds for rows, name, form, seconds in found}
     lines = ["| rows | linear | " + " | ".join(f"{form} µs" for form in forms) + " | int8 / fp16 |",
              "|---" * (len(forms) + 3) + "|"]
-    by = {(rows, name, form): seconds for rows, name, form, seconds in found}
     for rows in dict.fromkeys(rows for rows, _, _, _ in found):
-        for name in [*shapes(hidden, intermediate), f"a step ({layers} layers)"]:
-            times = [by.get((rows, name, form)) if name in shapes(hidden, intermediate)
-                     else layers * sum(by.get((rows, n, form), 0.0) for n in shapes(hidden, intermediate))
-                     for form in forms]
-            cells = [f"{t * 1e6:.1f}" if t else "–" for t in times]
+        per_linear = {name: [by[rows, name, form] for form in forms] for name in names}
+        step = [layers * sum(times[i] for times in per_linear.values()) for i in range(len(forms))]
+        for name, times in [*per_linear.items(), (f"a step ({layers} layers)", step)]:
             ratio = times[forms.index("int8")] / times[forms.index("fp16")]
-            lines.append(f"| {rows} | {name} | " + " | ".join(cells) + f" | {ratio:.2f} |")
+            lines.append(f"| {rows} | {name} | " + " | ".join(f"{t * 1e6:.1f}" for t in times) + f" | {ratio:.2f} |")
     return lines
 
 
