@@ -123,3 +123,22 @@ def test_linears_without_a_gpu_says_so_in_one_line_and_exits_2() -> None:
     assert done.returncode == 2
     assert done.stdout.strip().splitlines() == [
         "linears: no CUDA device here; run it on a GPU machine, or --cpu-smoke for the flow"]
+
+
+def test_halves_times_one_pool_against_two_half_pools_on_two_streams() -> None:
+    done = bench("halves", "--cpu-smoke")
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    ways = [line.split("|")[1].strip() for line in done.stdout.splitlines()[3:]]
+    assert ways == ["8 rows on one stream (the engine's way)", "its GEMMs alone (8 rows)",
+                    "its attention alone (8 slots)", "two halves of 4, one after the other",
+                    "two halves of 4 on two streams at once"]
+    assert [line.split("|")[3].strip() for line in done.stdout.splitlines()[3:4]] == ["1.00"]
+
+
+def test_halves_without_a_gpu_says_so_in_one_line_and_exits_2() -> None:
+    done = bench("halves", CUDA_VISIBLE_DEVICES="")
+
+    assert done.returncode == 2
+    assert done.stdout.strip().splitlines() == [
+        "halves: no CUDA device here; run it on a GPU machine, or --cpu-smoke for the flow"]

@@ -1,0 +1,141 @@
+"""Would two half-pools of slots, stepped on two streams at once, beat one pool stepped alone?
+
+A decode step at ~1,000 rows is two kinds of work taking turns on one stream: the GEMMs (0.74 ms
+of a 2.1-ms step on an H200, compute-bound) and the word attention over the int8 cache (~1 ms,
+bandwidth-bound). The two halves of a pool share nothing within a step (each slot attends only its
+own cache), so each half's layers can run as a chain of its own on a stream of its own: one half's
+attention beside the other's GEMMs. Smaller GEMMs are less efficient, and the GPU schedules
+blocks, not halves, so whether the overlap pays is measured here before any engine code:
+
+    python -m pipeline.bench halves                   # 1,024 rows, slots of 80..320 positions
+    python -m pipeline.bench halves --rows 512 --attend 256
+    python -m pipeline.bench halves --cpu-smoke       # tiny shapes on the CPU: the flow only
+
+A layer here is the step's four GEMMs (qkv, o, gate_up, down) and the engine's word attention over
+an int8 cache of random codes and lengths (``attend // 4 .. attend``); norms, SiLU and sampling
+are left out (~0.2 ms of a step, the same for every row). Each way is the model's layers captured
+as one CUDA graph (two streams forked and joined inside it) and replayed: ms a step.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+import torch
+
+from pipeline.bench.gpu_timing import graphed_seconds_per_run
+from pipeline.bench.linears import HIDDEN, INTERMEDIATE, LAYERS, shapes
+
+HEADS, HEAD_DIM = 12, 64
+
+
+def layers_of(rows: int, attend: int, hidden: int, intermediate: int, layers: int, heads: int, dim: int,
+              device: torch.device) -> tuple[Callable[[], None], Callable[[], None], Callable[[], None]]:
+    """The model's layers for ``rows`` slots: (all of each layer, its GEMMs alone, its attention alone)."""
+    weights = {name: torch.randn(n, k, device=device, dtype=torch.float16) / k**0.5
+               for name, (k, n) in shapes(hidden, intermediate).items()}
+    x = torch.randn(rows, hidden, device=device, dtype=torch.float16)
+    attend_once = attention(rows, attend, heads, dim, device)
+
+    def gemms(attended: torch.Tensor | None) -> None:
+        torch.nn.functional.linear(x, weights["qkv"])
+        mixed = torch.nn.functional.linear(x if attended is None else attended, weights["o"])
+        gate_up = torch.nn.functional.linear(mixed, weights["gate_up"])
+        torch.nn.functional.linear(gate_up[:, :intermediate], weights["down"])
+
+    def whole() -> None:
+        for _ in range(layers):
+            gemms(attend_once().reshape(rows, hidden))
+
+    def gemms_alone() -> None:
+        for _ in range(layers):
+            gemms(None)
+
+    def attention_alone() -> None:
+        for _ in range(layers):
+            attend_once()
+
+    return whole, gemms_alone, attention_alone
+
+
+def attention(rows: int, attend: int, heads: int, dim: int, device: torch.device) -> Callable[[], torch.Tensor]:
+    """One layer's attention of ``rows`` slots: the engine's word kernel on a GPU, the float32
+    reference over the dequantized cache on a CPU (the smoke mode: no Triton needed)."""
+    from pipeline.bench.attention import inputs, reference
+
+    tensors = inputs(rows, attend, device, heads=heads, dim=dim)
+    if device.type != "cuda":
+        return lambda: reference(*tensors).half()
+    from pipeline.engine.word_attention import word_decode_attention
+
+    return lambda: word_decode_attention(*tensors)
+
+
+def side_by_side(first: Callable[[], None], second: Callable[[], None]) -> Callable[[], None]:
+    """``first`` on the current stream and ``second`` on a side stream, both started at once and
+    joined at the end (the fork and join are captured into the graph with them)."""
+    if not torch.cuda.is_available():
+        return lambda: (first(), second())  # type: ignore[func-returns-value]
+    side = torch.cuda.Stream()
+
+    def both() -> None:
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            second()
+        first()
+        torch.cuda.current_stream().wait_stream(side)
+
+    return both
+
+
+def ways(rows: int, attend: int, hidden: int, intermediate: int, layers: int, heads: int,
+         dim: int, device: torch.device) -> dict[str, Callable[[], None]]:
+    """Each way to run a step's layers for ``rows`` slots, by the name its row of the table has."""
+    whole, gemms, attended = layers_of(rows, attend, hidden, intermediate, layers, heads, dim, device)
+    half = rows // 2
+    first, _, _ = layers_of(half, attend, hidden, intermediate, layers, heads, dim, device)
+    second, _, _ = layers_of(half, attend, hidden, intermediate, layers, heads, dim, device)
+    return {
+        f"{rows} rows on one stream (the engine's way)": whole,
+        f"its GEMMs alone ({rows} rows)": gemms,
+        f"its attention alone ({rows} slots)": attended,
+        f"two halves of {half}, one after the other": lambda: (first(), second()),  # type: ignore[func-returns-value]
+        f"two halves of {half} on two streams at once": side_by_side(first, second),
+    }
+
+
+def table(timed: dict[str, float]) -> list[str]:
+    baseline = next(iter(timed.values()))
+    lines = ["| way | ms a step | against one stream |", "|---|---|---|"]
+    lines += [f"| {name} | {seconds * 1e3:.3f} | {seconds / baseline:.2f} |" for name, seconds in timed.items()]
+    return lines
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench halves") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=1024, help="slots in the pool (default 1024)")
+    parser.add_argument("--attend", type=int, default=320, help="the longest slot's positions (default 320)")
+    parser.add_argument("--cpu-smoke", action="store_true", help="tiny shapes on the CPU: the flow only")
+    args = parser.parse_args(argv)
+    if args.cpu_smoke:
+        shape, device = (8, 16, 64, 128, 2, 4, 16), torch.device("cpu")
+    else:
+        if not torch.cuda.is_available():
+            print("halves: no CUDA device here; run it on a GPU machine, or --cpu-smoke for the flow")
+            return 2
+        shape = (args.rows, args.attend, HIDDEN, INTERMEDIATE, LAYERS, HEADS, HEAD_DIM)
+        device = torch.device("cuda")
+    with torch.inference_mode():
+        timed = {name: graphed_seconds_per_run(run, repeats=1 if args.cpu_smoke else 5)
+                 for name, run in ways(*shape, device).items()}
+    where = torch.cuda.get_device_name() if device.type == "cuda" else "the CPU (the flow only, wall time)"
+    print(f"a step's layers ({shape[4]}: GEMMs and attention) for {shape[0]} slots of "
+          f"{shape[1] // 4}..{shape[1]} positions on {where}")
+    print("\n".join(table(timed)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
