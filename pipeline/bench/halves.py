@@ -26,6 +26,7 @@ import torch
 
 from pipeline.bench.gpu_timing import graphed_seconds_per_run
 from pipeline.bench.linears import HIDDEN, INTERMEDIATE, LAYERS, shapes
+from pipeline.engine.streams import forked
 
 HEADS, HEAD_DIM = 12, 64
 
@@ -80,11 +81,10 @@ def side_by_side(first: Callable[[], None], second: Callable[[], None]) -> Calla
     side = torch.cuda.Stream()
 
     def both() -> None:
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            second()
-        first()
-        torch.cuda.current_stream().wait_stream(side)
+        with forked(side):
+            with torch.cuda.stream(side):
+                second()
+            first()
 
     return both
 
