@@ -31,11 +31,11 @@ from pipeline.engine.streams import forked
 HEADS, HEAD_DIM = 12, 64
 
 
-def layers_of(rows: int, attend: int, hidden: int, intermediate: int, layers: int, heads: int, dim: int,
+def layers_of(rows: int, attend: int, weights: dict[str, torch.Tensor], layers: int, heads: int, dim: int,
               device: torch.device) -> tuple[Callable[[], None], Callable[[], None], Callable[[], None]]:
-    """The model's layers for ``rows`` slots: (all of each layer, its GEMMs alone, its attention alone)."""
-    weights = {name: torch.randn(n, k, device=device, dtype=torch.float16) / k**0.5
-               for name, (k, n) in shapes(hidden, intermediate).items()}
+    """The model's layers for ``rows`` slots with ``weights`` (one layer's, read by every layer, as
+    the engine's halves read the same model): (all of each layer, its GEMMs alone, its attention alone)."""
+    hidden, intermediate = weights["o"].shape[0], weights["down"].shape[1]
     x = torch.randn(rows, hidden, device=device, dtype=torch.float16)
     attend_once = attention(rows, attend, heads, dim, device)
 
@@ -92,10 +92,12 @@ def side_by_side(first: Callable[[], None], second: Callable[[], None]) -> Calla
 def ways(rows: int, attend: int, hidden: int, intermediate: int, layers: int, heads: int,
          dim: int, device: torch.device) -> dict[str, Callable[[], None]]:
     """Each way to run a step's layers for ``rows`` slots, by the name its row of the table has."""
-    whole, gemms, attended = layers_of(rows, attend, hidden, intermediate, layers, heads, dim, device)
+    weights = {name: torch.randn(n, k, device=device, dtype=torch.float16) / k**0.5
+               for name, (k, n) in shapes(hidden, intermediate).items()}
+    whole, gemms, attended = layers_of(rows, attend, weights, layers, heads, dim, device)
     half = rows // 2
-    first, _, _ = layers_of(half, attend, hidden, intermediate, layers, heads, dim, device)
-    second, _, _ = layers_of(half, attend, hidden, intermediate, layers, heads, dim, device)
+    first, _, _ = layers_of(half, attend, weights, layers, heads, dim, device)
+    second, _, _ = layers_of(half, attend, weights, layers, heads, dim, device)
     return {
         f"{rows} rows on one stream (the engine's way)": whole,
         f"its GEMMs alone ({rows} rows)": gemms,
