@@ -33,8 +33,6 @@
 | TTS_JOBS_ATTENTION_KERNEL | words | the Triton attention kernel of a decode step: words (the int8 cache read as 32-bit words), single or split (for measuring) |
 | TTS_JOBS_ATTENTION_ROPE | 1 | 0: a step's RoPE and cache write in a kernel of their own before the word kernel, not inside it (word_attention.py; same codes; steps 2.61 vs 2.70 ms on an H100) |
 | TTS_JOBS_ATTENTION_ORDER | 0 | 1: the word kernel's programs start longest slot first, after a sort of the slots' lengths each step (word_attention.py; for measuring) |
-| TTS_JOBS_EARLY_LAUNCH | 0 | 1: a decode step's Triton kernels launched early after the GEMM before each (programmatic dependent launch on Hopper; triton_import.py; for measuring) |
-| TTS_JOBS_STEP_HALVES | 0 | 1: a decode step's layers for each half of the slots (256+) on a stream of its own at once, one half's attention beside the other's GEMMs (step_halves.py; for measuring) |
 | TTS_JOBS_STEP_PRIORITY | 1 | 0: decode steps replayed on PyTorch's own stream, not the GPU's highest-priority one that lets Decoder+Vocos take only what the steps leave (step_graphs.py; 2.64 vs 2.70 ms on an H100) |
 | TTS_JOBS_FUSED_SAMPLING | 1 | 0: a decode step samples with some twenty PyTorch ops, not one Triton kernel (fused_sampling.py; same tokens, 81 vs 316 us a step at 1,024 rows on an H100), and records its tokens and counters with ~20 more, not one (step_counters.py) |
 | TTS_JOBS_FUSED_WAVEFORM | 1 | 0: each Decoder and Vocos block's depthwise convolution and LayerNorm run as PyTorch ops, not one Triton kernel (waveform_kernels.py) |
@@ -186,7 +184,6 @@ TUNING_FIELDS = {
     "TTS_JOBS_ATTENTION_ROPE": "attention_rope", "TTS_JOBS_ATTENTION_ORDER": "attention_order",
     "TTS_JOBS_STEP_PRIORITY": "step_priority", "TTS_JOBS_CUDA_WAIT": "host_wait",
     "TTS_JOBS_FUSED_SAMPLING": "fused_sampling", "TTS_JOBS_FUSED_WAVEFORM": "fused_waveform",
-    "TTS_JOBS_EARLY_LAUNCH": "early_launch", "TTS_JOBS_STEP_HALVES": "step_halves",
 }
 
 

@@ -16,7 +16,7 @@ def test_the_engine_gets_its_weights_device_and_kernel_choices_from_the_settings
            "TTS_JOBS_ATTENTION_STAGES": "3", "TTS_JOBS_ATTENTION_INT8_BITS": "0",
            "TTS_JOBS_ATTENTION_KERNEL": "single", "TTS_JOBS_FUSED_SAMPLING": "0", "TTS_JOBS_FUSED_WAVEFORM": "0",
            "TTS_JOBS_ATTENTION_ROPE": "0", "TTS_JOBS_STEP_PRIORITY": "0", "TTS_JOBS_ATTENTION_ORDER": "1",
-           "TTS_JOBS_EARLY_LAUNCH": "1", "TTS_JOBS_DECODE_CUDNN": "yes", "TTS_JOBS_STEP_HALVES": "1"}
+           "TTS_JOBS_DECODE_CUDNN": "yes"}
 
     config = Settings.from_env(env).engine_config()
 
@@ -27,7 +27,7 @@ def test_the_engine_gets_its_weights_device_and_kernel_choices_from_the_settings
     assert config.tuning.attention_kernel == "single" and not config.tuning.fused_sampling
     assert not config.tuning.fused_waveform and not config.tuning.attention_rope
     assert not config.tuning.step_priority
-    assert config.tuning.attention_order and config.tuning.early_launch and config.tuning.step_halves
+    assert config.tuning.attention_order
     assert not config.tuning.decode_cudnn  # a switch off by default is on only at 1
     assert config.tuning.decode_attention == "triton"  # what was not set keeps its default
 
@@ -41,8 +41,6 @@ def test_loading_applies_the_kernel_choices_to_the_whole_process() -> None:
     import pipeline.engine.fused_sampling as fused_sampling
     import pipeline.engine.gpt as gpt
     import pipeline.engine.step_graphs as step_graphs
-    import pipeline.engine.step_halves as step_halves
-    import pipeline.engine.triton_import as triton_import
     import pipeline.engine.waveform_kernels as waveform_kernels
     import pipeline.engine.word_attention as word_attention
     from pipeline.engine.config import EngineTuning
@@ -52,11 +50,10 @@ def test_loading_applies_the_kernel_choices_to_the_whole_process() -> None:
         apply_tuning(EngineTuning(decode_attention="sdpa", cuda_graphs=False, attention_warps=4,
                                   attention_stages=3, attention_int8_bits=False, attention_kernel="split",
                                   fused_sampling=False, fused_waveform=False, attention_rope=False,
-                                  step_priority=False, attention_order=True, early_launch=True,
-                                  step_halves=True))
-        assert word_attention.LONGEST_FIRST and triton_import.EARLY_LAUNCH and word_attention.STAGES == 3
+                                  step_priority=False, attention_order=True))
+        assert word_attention.LONGEST_FIRST and word_attention.STAGES == 3
         assert not fused_sampling.ON and not waveform_kernels.FUSED and not word_attention.ROPE_INSIDE
-        assert not step_graphs.URGENT_STEPS and step_halves.ON
+        assert not step_graphs.URGENT_STEPS
         assert (gpt.DECODE_ATTENTION, step_graphs.CUDA_GRAPHS, decode_attention.WARPS,
                 decode_attention.STAGES, decode_attention.INT8_BITS) == ("sdpa", False, 4, 3, False)
         assert decode_attention.KERNEL == "split"
@@ -65,8 +62,8 @@ def test_loading_applies_the_kernel_choices_to_the_whole_process() -> None:
     assert (gpt.DECODE_ATTENTION, step_graphs.CUDA_GRAPHS, decode_attention.WARPS,
             decode_attention.STAGES, decode_attention.INT8_BITS) == ("triton", True, 1, 2, True)
     assert decode_attention.KERNEL == "words" and fused_sampling.ON and waveform_kernels.FUSED
-    assert not word_attention.LONGEST_FIRST and not triton_import.EARLY_LAUNCH and word_attention.STAGES == 2
-    assert word_attention.ROPE_INSIDE and step_graphs.URGENT_STEPS and not step_halves.ON
+    assert not word_attention.LONGEST_FIRST and word_attention.STAGES == 2
+    assert word_attention.ROPE_INSIDE and step_graphs.URGENT_STEPS
 
 
 def test_an_attention_kernel_of_no_known_name_is_refused_in_one_line_when_the_engine_loads() -> None:

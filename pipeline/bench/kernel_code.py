@@ -67,7 +67,7 @@ def compile_kernel(kernel: str, block: int = 32, stages: int = 1) -> KernelCode:
     elif kernel == "rope-words":  # qkv, cos, sin, k, v, scales, out, write_at, used, order, scale
         fn, types, const = (word_attention._rope_word_attention_kernel,
                             ["*fp16", "*fp32", "*fp32", *attention[1:6], "*i64", *attention[6:]],
-                            {"HEADS": 12, **words, "WAIT": False})
+                            {"HEADS": 12, **words})
     elif kernel == "single":
         fn, types, const = (decode_attention._decode_attention_kernel,
                             ["*fp16", "*i8", "*i8", *attention[3:7], "fp32"],  # the cache read as bytes

@@ -44,10 +44,6 @@ class EngineTuning:
     instead of two; word_attention.ROPE_INSIDE).
     attention_order: the word kernel's programs started longest slot first
     (word_attention.LONGEST_FIRST).
-    early_launch: the step's Triton kernels launched early after the GEMM before each
-    (triton_import.EARLY_LAUNCH).
-    step_halves: a decode step's layers for each half of the slots on a stream of its own, at
-    once (one half's attention beside the other's GEMMs; step_halves.ON).
     step_priority: decode steps replayed on the GPU's highest-priority stream, Decoder+Vocos's
     kernels taking what they leave (step_graphs.URGENT_STEPS).
     host_wait: how a host thread waits for the GPU: "block" (asleep) or "spin" (a core spun;
@@ -69,8 +65,6 @@ class EngineTuning:
     attention_kernel: str = "words"
     attention_rope: bool = True
     attention_order: bool = False
-    early_launch: bool = False
-    step_halves: bool = False
     step_priority: bool = True
     host_wait: str = "block"
     fused_sampling: bool = True

@@ -24,7 +24,6 @@ import pipeline.engine.decode_attention as decode_attention
 import pipeline.engine.kv_int8 as kv_int8
 import pipeline.engine.layer_kernels as layer_kernels
 import pipeline.engine.layer_ops as layer_ops
-import pipeline.engine.step_halves as step_halves
 import pipeline.engine.word_attention as word_attention
 from pipeline.engine.kv_cache import KV, KVCache, SlotCache
 
@@ -205,10 +204,9 @@ class FusedLlama(nn.Module):
         read otherwise: ``decode_attention.attended_lengths``). Every shape depends only on
         (B, attend) and nothing reads back to the host, so a CUDA graph can hold it. Returns [B, 1, C].
         """
-        rows = write_at.shape[0]
         if _use_triton(write_at, self.dtype):
-            return step_halves.in_halves(rows, write_at, lambda part: self._layers(x[part], self._triton_decode(
-                rope_at[part], cache, write_at[part], attend, None if live is None else live[part], part.start)))
+            return self._layers(x, self._triton_decode(rope_at, cache, write_at, attend, live))
+        rows = write_at.shape[0]
 
         def store(index: int, keys: torch.Tensor, values: torch.Tensor) -> _KV:
             cache.scatter(index, write_at, keys, values)
@@ -258,11 +256,10 @@ class FusedLlama(nn.Module):
         return mix
 
     def _triton_decode(self, rope_at: torch.Tensor, cache: SlotCache, write_at: torch.Tensor,
-                       attend: int, live: torch.Tensor | None, first: int = 0) -> _Mix:
+                       attend: int, live: torch.Tensor | None) -> _Mix:
         """The GPU decode path: RoPE + cache write in one kernel, then the prefix attention (or
-        all three in one: ``word_attention.ROPE_INSIDE``), for the slots from ``first`` on."""
+        all three in one: ``word_attention.ROPE_INSIDE``)."""
         rows = write_at.shape[0]
-        slots = slice(first, first + rows)
         cos, sin = self.rope_cos[rope_at], self.rope_sin[rope_at]  # float32 [B, D]
         used = decode_attention.attended_lengths(write_at, live)
 
@@ -270,8 +267,8 @@ class FusedLlama(nn.Module):
         order = word_attention.longest_first(used) if rope_inside and word_attention.LONGEST_FIRST else None
 
         def mix(index: int, qkv: torch.Tensor) -> torch.Tensor:
-            keys, values = cache.keys[index][slots], cache.values[index][slots]
-            scales = ((cache.key_scales[index][slots], cache.value_scales[index][slots])
+            keys, values = cache.keys[index][:rows], cache.values[index][:rows]
+            scales = ((cache.key_scales[index][:rows], cache.value_scales[index][:rows])
                       if cache.quantized else (None, None))
             if rope_inside:
                 return word_attention.rope_word_attention(qkv[:, 0], cos, sin, keys, values, write_at,

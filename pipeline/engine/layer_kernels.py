@@ -13,7 +13,6 @@ compute dtype once:
 - ``rope_heads(qkv, cos, sin, heads)`` -> RoPE'd q and k, and v, each [B, H, L, D] (a prefill's)
 
 Only on CUDA in half precision (``gpt.py`` decides); elsewhere ``gpt.py`` runs the PyTorch ops.
-The first two may launch early, as the GEMM before them ends (``triton_import.EARLY_LAUNCH``).
 The tests run these kernels under Triton's CPU interpreter against those ops.
 """
 
@@ -21,20 +20,16 @@ from __future__ import annotations
 
 import torch
 
-from pipeline.engine.triton_import import early_launch, tl, triton
+from pipeline.engine.triton_import import tl, triton
 
 if triton is not None:  # pragma: no cover
-    from pipeline.engine.triton_import import wait_for_prior
-
     @triton.jit
     def _add_rms_norm_kernel(x_ptr, delta_ptr, weight_ptr, sum_ptr, norm_ptr, eps, width,
-                             stride_x, stride_d, stride_s, stride_n, BLOCK: tl.constexpr, WAIT: tl.constexpr):
+                             stride_x, stride_d, stride_s, stride_n, BLOCK: tl.constexpr):
         row = tl.program_id(0)
         cols = tl.arange(0, BLOCK)
         inside = cols < width
-        # the weight is no earlier kernel's output: launched early, it is read while that kernel ends
         weight = tl.load(weight_ptr + cols, mask=inside, other=0.0).to(tl.float32)
-        wait_for_prior(WAIT)
         x = tl.load(x_ptr + row * stride_x + cols, mask=inside, other=0.0).to(tl.float32)
         delta = tl.load(delta_ptr + row * stride_d + cols, mask=inside, other=0.0).to(tl.float32)
         # rounded to the compute dtype first, as ``x + delta`` in PyTorch is: the residual stream
@@ -48,11 +43,10 @@ if triton is not None:  # pragma: no cover
         tl.store(norm_ptr + row * stride_n + cols, normed.to(norm_ptr.dtype.element_ty), mask=inside)
 
     @triton.jit
-    def _silu_mul_kernel(gate_up_ptr, out_ptr, width, stride_g, stride_o, BLOCK: tl.constexpr, WAIT: tl.constexpr):
+    def _silu_mul_kernel(gate_up_ptr, out_ptr, width, stride_g, stride_o, BLOCK: tl.constexpr):
         row = tl.program_id(0)
         cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
         inside = cols < width
-        wait_for_prior(WAIT)
         gate = tl.load(gate_up_ptr + row * stride_g + cols, mask=inside, other=0.0).to(tl.float32)
         up = tl.load(gate_up_ptr + row * stride_g + width + cols, mask=inside, other=0.0).to(tl.float32)
         # silu rounded to the compute dtype before the product, as F.silu(gate) * up does
@@ -118,7 +112,7 @@ def add_rms_norm(x: torch.Tensor, delta: torch.Tensor, weight: torch.Tensor,
     normed = torch.empty_like(rows_x)
     _add_rms_norm_kernel[(rows_x.shape[0],)](
         rows_x, rows_d, weight, total, normed, eps, width, rows_x.stride(0), rows_d.stride(0),
-        total.stride(0), normed.stride(0), BLOCK=triton.next_power_of_2(width), num_warps=4, **early_launch())
+        total.stride(0), normed.stride(0), BLOCK=triton.next_power_of_2(width), num_warps=4)
     return total.view(x.shape), normed.view(x.shape)
 
 
@@ -132,5 +126,5 @@ def silu_mul(gate_up: torch.Tensor) -> torch.Tensor:
     out = torch.empty((rows.shape[0], width), dtype=gate_up.dtype, device=gate_up.device)
     block = min(SILU_BLOCK, triton.next_power_of_2(width))
     _silu_mul_kernel[(rows.shape[0], triton.cdiv(width, block))](
-        rows, out, width, rows.stride(0), out.stride(0), BLOCK=block, num_warps=4, **early_launch())
+        rows, out, width, rows.stride(0), out.stride(0), BLOCK=block, num_warps=4)
     return out.view(*gate_up.shape[:-1], width)

@@ -20,8 +20,6 @@ import pipeline.engine.fused_sampling as fused_sampling  # noqa: PLR0402
 import pipeline.engine.gpt as gpt  # noqa: PLR0402
 import pipeline.engine.prefill as prefill  # noqa: PLR0402
 import pipeline.engine.step_graphs as step_graphs  # noqa: PLR0402
-import pipeline.engine.step_halves as step_halves  # noqa: PLR0402
-import pipeline.engine.triton_import as triton_import  # noqa: PLR0402
 import pipeline.engine.waveform as waveform  # noqa: PLR0402
 import pipeline.engine.waveform_kernels as waveform_kernels  # noqa: PLR0402
 import pipeline.engine.word_attention as word_attention  # noqa: PLR0402
@@ -132,8 +130,6 @@ def apply_tuning(tuning: EngineTuning) -> None:
     decode_attention.KERNEL = tuning.attention_kernel
     word_attention.ROPE_INSIDE = tuning.attention_rope
     word_attention.LONGEST_FIRST = tuning.attention_order
-    triton_import.EARLY_LAUNCH = tuning.early_launch
-    step_halves.ON = tuning.step_halves
     step_graphs.URGENT_STEPS = tuning.step_priority
     cuda_context.WAIT = tuning.host_wait
     fused_sampling.ON = tuning.fused_sampling

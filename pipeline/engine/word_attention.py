@@ -21,11 +21,10 @@ import math
 
 import torch
 
-from pipeline.engine.triton_import import compiled, early_launch, in_flight, tl, triton
+from pipeline.engine.triton_import import compiled, in_flight, tl, triton
 
 if triton is not None:  # pragma: no cover - the shared blocks are Triton code
     from pipeline.engine.attention_block import rotated
-    from pipeline.engine.triton_import import wait_for_prior
     from pipeline.engine.word_codes import (
         BIAS,
         SIGN_BITS,
@@ -189,9 +188,7 @@ if triton is not None:  # pragma: no cover
                                     stride_kb, stride_kh, stride_kp, stride_sb, stride_sh,
                                     stride_ob, stride_oh, HEADS: tl.constexpr,
                                     BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, ASM: tl.constexpr,
-                                    STAGES: tl.constexpr, ORDERED: tl.constexpr, PAIRED: tl.constexpr,
-                                    WAIT: tl.constexpr):
-        wait_for_prior(WAIT)  # the order and the projection come from the kernels before
+                                    STAGES: tl.constexpr, ORDERED: tl.constexpr, PAIRED: tl.constexpr):
         row, head = _program_slot(order_ptr, ORDERED)
         words = tl.arange(0, HEAD_DIM // 4)
         lanes = tl.arange(0, 4)
@@ -252,7 +249,7 @@ def rope_word_attention(qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
         key_words.stride(0), key_words.stride(1), key_words.stride(2),
         key_scales.stride(0), key_scales.stride(1), out.stride(0), out.stride(1),
         HEADS=heads, BLOCK_N=BLOCK_POSITIONS, HEAD_DIM=dim, ASM=compiled(), STAGES=in_flight(STAGES),
-        ORDERED=order is not None, PAIRED=_paired(key_scales), num_warps=WARPS, **early_launch())
+        ORDERED=order is not None, PAIRED=_paired(key_scales), num_warps=WARPS)
     return out
 
 
