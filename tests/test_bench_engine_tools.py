@@ -126,13 +126,15 @@ def test_linears_without_a_gpu_says_so_in_one_line_and_exits_2() -> None:
 
 
 def test_halves_times_one_pool_against_two_half_pools_on_two_streams() -> None:
-    done = bench("halves", "--cpu-smoke")
+    done = bench("halves", "--cpu-smoke", "--leave", "66", "--on-sms", "88")
 
     assert done.returncode == 0, done.stderr[-3000:]
     ways = [line.split("|")[1].strip() for line in done.stdout.splitlines()[3:]]
     assert ways == ["8 rows on one stream (the engine's way)", "its GEMMs alone (8 rows)",
                     "its attention alone (8 slots)", "two halves of 4, one after the other",
-                    "two halves of 4 on two streams at once"]
+                    "two halves of 4 on two streams at once", "its GEMMs alone, leaving 66 SMs",
+                    "two halves at once, their GEMMs leaving 66 SMs", "its attention alone, on 88 SMs",
+                    "two halves at once, attention on 88 SMs, GEMMs on the rest"]
     assert [line.split("|")[3].strip() for line in done.stdout.splitlines()[3:4]] == ["1.00"]
 
 
@@ -142,3 +144,29 @@ def test_halves_without_a_gpu_says_so_in_one_line_and_exits_2() -> None:
     assert done.returncode == 2
     assert done.stdout.strip().splitlines() == [
         "halves: no CUDA device here; run it on a GPU machine, or --cpu-smoke for the flow"]
+
+
+ON_SMS_CHECK = """
+import torch
+from pipeline.bench.attention import inputs
+from pipeline.bench.attention_on_sms import attention_on_sms
+from pipeline.engine.word_attention import word_decode_attention
+tensors = inputs(5, 70, torch.device("cpu"), heads=3, dim=64)
+want = word_decode_attention(*tensors)
+counter = torch.full((1,), 99, dtype=torch.int32)  # left over from a run before: zeroed first
+for programs in (1, 4, 40):  # fewer programs than items, and more
+    got = attention_on_sms(*tensors, sms=1, counter=counter, programs=programs)
+    assert torch.equal(got, want), programs
+    assert counter.item() == 15 + programs  # every item taken once, then one look each past the end
+print(0.0)
+"""
+
+
+def test_the_attention_kept_to_a_few_sms_gives_the_word_kernels_output_and_compiles_for_hopper(tmp_path) -> None:
+    from tests.test_engine_kernels import compiled_for_hopper, worst_error_under_the_interpreter
+
+    assert worst_error_under_the_interpreter(ON_SMS_CHECK) == 0.0
+    codes = compiled_for_hopper(tmp_path, "--kernel", "words", "--kernel", "words-on-sms", "--stages", "2")
+    # the engine's loop, unchanged inside the persistent one: the same instructions, no spills
+    assert codes["words-on-sms"]["loop_instructions"] == codes["words"]["loop_instructions"]
+    assert codes["words-on-sms"]["spills"] == 0 and codes["words-on-sms"]["copies"] > 0

@@ -15,6 +15,13 @@ A layer here is the step's four GEMMs (qkv, o, gate_up, down) and the engine's w
 an int8 cache of random codes and lengths (``attend // 4 .. attend``); norms, SiLU and sampling
 are left out (~0.2 ms of a step, the same for every row). Each way is the model's layers captured
 as one CUDA graph (two streams forked and joined inside it) and replayed: ms a step.
+
+On an H100 (2026-12-07) the two streams at once took 1.03x one stream's time: the word kernel's
+programs fill every SM, so a GEMM launched beside it waits for SMs to drain. ``--leave N``
+(default 33 and 66) adds the halves with cuBLAS told to leave N SMs free of each GEMM (the SM
+carveout): does the other half's attention then run on the SMs left, and at what cost to the GEMMs?
+``--on-sms N`` (default 66 and 88) keeps the attention itself to N SMs (``attention_on_sms.py``)
+and its GEMMs to the rest: the attention alone that way, and the two halves at once.
 """
 
 from __future__ import annotations
@@ -32,12 +39,14 @@ HEADS, HEAD_DIM = 12, 64
 
 
 def layers_of(rows: int, attend: int, weights: dict[str, torch.Tensor], layers: int, heads: int, dim: int,
-              device: torch.device) -> tuple[Callable[[], None], Callable[[], None], Callable[[], None]]:
+              device: torch.device, sms: int | None = None
+              ) -> tuple[Callable[[], None], Callable[[], None], Callable[[], None]]:
     """The model's layers for ``rows`` slots with ``weights`` (one layer's, read by every layer, as
-    the engine's halves read the same model): (all of each layer, its GEMMs alone, its attention alone)."""
+    the engine's halves read the same model): (all of each layer, its GEMMs alone, its attention
+    alone); ``sms``: the attention kept to that many SMs (``attention_on_sms``)."""
     hidden, intermediate = weights["o"].shape[0], weights["down"].shape[1]
     x = torch.randn(rows, hidden, device=device, dtype=torch.float16)
-    attend_once = attention(rows, attend, heads, dim, device)
+    attend_once = attention(rows, attend, heads, dim, device, sms)
 
     def gemms(attended: torch.Tensor | None) -> None:
         torch.nn.functional.linear(x, weights["qkv"])
@@ -60,14 +69,22 @@ def layers_of(rows: int, attend: int, weights: dict[str, torch.Tensor], layers: 
     return whole, gemms_alone, attention_alone
 
 
-def attention(rows: int, attend: int, heads: int, dim: int, device: torch.device) -> Callable[[], torch.Tensor]:
-    """One layer's attention of ``rows`` slots: the engine's word kernel on a GPU, the float32
-    reference over the dequantized cache on a CPU (the smoke mode: no Triton needed)."""
+def attention(rows: int, attend: int, heads: int, dim: int, device: torch.device,
+              sms: int | None = None) -> Callable[[], torch.Tensor]:
+    """One layer's attention of ``rows`` slots: the engine's word kernel on a GPU (on its first
+    ``sms`` SMs only, where given), the float32 reference over the dequantized cache on a CPU (the
+    smoke mode: no Triton needed)."""
     from pipeline.bench.attention import inputs, reference
 
     tensors = inputs(rows, attend, device, heads=heads, dim=dim)
     if device.type != "cuda":
         return lambda: reference(*tensors).half()
+    if sms is not None:
+        from pipeline.bench.attention_on_sms import PROGRAMS_PER_SM, attention_on_sms
+
+        counter = torch.zeros(1, dtype=torch.int32, device=device)
+        programs = torch.cuda.get_device_properties(device).multi_processor_count * PROGRAMS_PER_SM
+        return lambda: attention_on_sms(*tensors, sms=sms, counter=counter, programs=programs)
     from pipeline.engine.word_attention import word_decode_attention
 
     return lambda: word_decode_attention(*tensors)
@@ -89,8 +106,24 @@ def side_by_side(first: Callable[[], None], second: Callable[[], None]) -> Calla
     return both
 
 
+def leaving(sms: int, run: Callable[[], None]) -> Callable[[], None]:
+    """``run`` with every cuBLAS GEMM it launches told to leave ``sms`` SMs free (set while it is
+    captured, so its graph keeps the GEMMs' smaller grids); the setting before is put back."""
+
+    def carved() -> None:
+        before = torch._C._get_sm_carveout_experimental()
+        torch._C._set_sm_carveout_experimental(sms)
+        try:
+            run()
+        finally:
+            torch._C._set_sm_carveout_experimental(before)
+
+    return carved
+
+
 def ways(rows: int, attend: int, hidden: int, intermediate: int, layers: int, heads: int,
-         dim: int, device: torch.device) -> dict[str, Callable[[], None]]:
+         dim: int, device: torch.device, leave: tuple[int, ...] = (),
+         on_sms: tuple[int, ...] = ()) -> dict[str, Callable[[], None]]:
     """Each way to run a step's layers for ``rows`` slots, by the name its row of the table has."""
     weights = {name: torch.randn(n, k, device=device, dtype=torch.float16) / k**0.5
                for name, (k, n) in shapes(hidden, intermediate).items()}
@@ -104,7 +137,21 @@ def ways(rows: int, attend: int, hidden: int, intermediate: int, layers: int, he
         f"its attention alone ({rows} slots)": attended,
         f"two halves of {half}, one after the other": lambda: (first(), second()),  # type: ignore[func-returns-value]
         f"two halves of {half} on two streams at once": side_by_side(first, second),
-    }
+    } | {way: run for sms in leave for way, run in (
+        (f"its GEMMs alone, leaving {sms} SMs", leaving(sms, gemms)),
+        (f"two halves at once, their GEMMs leaving {sms} SMs", leaving(sms, side_by_side(first, second))))
+    } | {way: run for sms in on_sms for way, run in sharing(sms, rows, attend, weights, layers, heads, dim, device)}
+
+
+def sharing(sms: int, rows: int, attend: int, weights: dict[str, torch.Tensor], layers: int, heads: int,
+            dim: int, device: torch.device) -> list[tuple[str, Callable[[], None]]]:
+    """The ways with the attention kept to ``sms`` SMs: alone (does it still read near the copy
+    ceiling?), and two halves at once with their GEMMs leaving it those SMs."""
+    _, _, attended = layers_of(rows, attend, weights, layers, heads, dim, device, sms)
+    first, _, _ = layers_of(rows // 2, attend, weights, layers, heads, dim, device, sms)
+    second, _, _ = layers_of(rows // 2, attend, weights, layers, heads, dim, device, sms)
+    return [(f"its attention alone, on {sms} SMs", attended),
+            (f"two halves at once, attention on {sms} SMs, GEMMs on the rest", leaving(sms, side_by_side(first, second)))]
 
 
 def table(timed: dict[str, float]) -> list[str]:
@@ -119,6 +166,10 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench ha
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=1024, help="slots in the pool (default 1024)")
     parser.add_argument("--attend", type=int, default=320, help="the longest slot's positions (default 320)")
+    parser.add_argument("--leave", type=int, nargs="*", default=[33, 66],
+                        help="SMs each GEMM leaves free in the carveout ways (default 33 66; none: no such ways)")
+    parser.add_argument("--on-sms", type=int, nargs="*", default=[66, 88],
+                        help="SMs the attention is kept to in the sharing ways (default 66 88; none: no such ways)")
     parser.add_argument("--cpu-smoke", action="store_true", help="tiny shapes on the CPU: the flow only")
     args = parser.parse_args(argv)
     if args.cpu_smoke:
@@ -131,7 +182,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench ha
         device = torch.device("cuda")
     with torch.inference_mode():
         timed = {name: graphed_seconds_per_run(run, repeats=1 if args.cpu_smoke else 5)
-                 for name, run in ways(*shape, device).items()}
+                 for name, run in ways(*shape, device, tuple(args.leave), tuple(args.on_sms)).items()}
     where = torch.cuda.get_device_name() if device.type == "cuda" else "the CPU (the flow only, wall time)"
     print(f"a step's layers ({shape[4]}: GEMMs and attention) for {shape[0]} slots of "
           f"{shape[1] // 4}..{shape[1]} positions on {where}")

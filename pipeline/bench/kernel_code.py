@@ -29,7 +29,7 @@ TARGET = ("cuda", 90, 32)  # Hopper: the H100 and the H200
 # The kernels take pointers, then the float ``scale``, then integer strides: every argument but
 # ``scale`` is divisible by 16 as the engine launches them (Triton's launcher tells the compiler
 # so; here the attributes say it).
-KERNELS = ("single", "words", "rope-words")
+KERNELS = ("single", "words", "rope-words", "words-on-sms")
 
 
 @dataclass(frozen=True)
@@ -50,8 +50,9 @@ class KernelCode:
 
 def compile_kernel(kernel: str, block: int = 32, stages: int = 1) -> KernelCode:
     """``kernel``: "single" (decode_attention.py, int8 cache, codes by bits), "words"
-    (word_attention.py) or "rope-words" (the same with RoPE and the cache write inside), as the
-    engine launches them (strides divisible by 16)."""
+    (word_attention.py), "rope-words" (the same with RoPE and the cache write inside) or
+    "words-on-sms" (bench halves' persistent one on a few SMs), as the engine launches them
+    (strides divisible by 16)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -68,6 +69,11 @@ def compile_kernel(kernel: str, block: int = 32, stages: int = 1) -> KernelCode:
         fn, types, const = (word_attention._rope_word_attention_kernel,
                             ["*fp16", "*fp32", "*fp32", *attention[1:6], "*i64", *attention[6:]],
                             {"HEADS": 12, **words})
+    elif kernel == "words-on-sms":  # ..., out, used, the items' counter, scale, items, SMs kept
+        from pipeline.bench.attention_on_sms import _word_attention_on_sms
+
+        fn, types, const = (_word_attention_on_sms, [*attention, "i32", "i32"],
+                            {"HEADS": 12, **{k: v for k, v in words.items() if k != "ORDERED"}})
     elif kernel == "single":
         fn, types, const = (decode_attention._decode_attention_kernel,
                             ["*fp16", "*i8", "*i8", *attention[3:7], "fp32"],  # the cache read as bytes

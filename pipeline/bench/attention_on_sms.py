@@ -1,0 +1,73 @@
+"""The engine's word attention kept to the first N of a GPU's SMs, for ``bench halves``.
+
+Two streams' kernels overlap only where each finds SMs free: the word kernel's 12,288 programs
+fill every SM until the layer's attention ends, and a cuBLAS GEMM's block on Hopper takes a whole
+SM, so a GEMM launched beside the attention waits for it (``bench halves``: two halves at once
+1.03x one stream's time on an H100). Here the same per-(slot, head) work (``word_attention._attend``,
+the engine's own loop) is done by persistent programs: each reads the SM it landed on (``%smid``)
+and ends at once unless it is below ``sms``; those that stay take (slot, head) items from a
+counter until none is left. The other SMs are left to the other stream's GEMMs, which cuBLAS's
+SM carveout keeps to their number. Is the cache still read near the copy ceiling from fewer SMs,
+and do the GEMMs then run beside it? Measuring only: the engine keeps its own kernel.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from pipeline.engine import word_attention
+from pipeline.engine.triton_import import compiled, in_flight, tl, triton
+
+PROGRAMS_PER_SM = 8  # launched per SM of the GPU; those on the kept SMs stay (one warp each)
+
+if triton is not None:  # pragma: no cover - Triton code
+    from pipeline.engine.word_attention import _attend
+
+    @triton.jit
+    def _this_sm(ASM: tl.constexpr):
+        """The SM this program runs on (%smid); 0 under the interpreter (no PTX there)."""
+        if ASM:
+            return tl.inline_asm_elementwise("mov.u32 $0, %smid;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
+        else:
+            return 0
+
+    @triton.jit
+    def _word_attention_on_sms(q_ptr, k_ptr, v_ptr, ks_ptr, vs_ptr, o_ptr, used_ptr, next_ptr, scale, items, sms,
+                               stride_qb, stride_qh, stride_kb, stride_kh, stride_kp,
+                               stride_sb, stride_sh, stride_ob, stride_oh, HEADS: tl.constexpr,
+                               BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, ASM: tl.constexpr,
+                               STAGES: tl.constexpr, PAIRED: tl.constexpr):
+        if _this_sm(ASM) < sms:
+            words = tl.arange(0, HEAD_DIM // 4)
+            lanes = tl.arange(0, 4)
+            item = tl.atomic_add(next_ptr, 1)
+            while item < items:
+                row = item // HEADS
+                head = item % HEADS
+                q = tl.load(q_ptr + row * stride_qb + head * stride_qh + words[:, None] * 4 + lanes[None, :])
+                _attend(q.to(tl.float32), k_ptr, v_ptr, ks_ptr, vs_ptr, o_ptr + row * stride_ob + head * stride_oh,
+                        tl.load(used_ptr + row), scale, row * stride_kb + head * stride_kh, stride_kp,
+                        row * stride_sb + head * stride_sh, BLOCK_N, HEAD_DIM, ASM, STAGES, PAIRED)
+                item = tl.atomic_add(next_ptr, 1)
+
+
+def attention_on_sms(query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, used: torch.Tensor,
+                     key_scales: torch.Tensor, value_scales: torch.Tensor, sms: int, counter: torch.Tensor,
+                     programs: int) -> torch.Tensor:
+    """``word_attention.word_decode_attention``'s output, computed on SMs 0..``sms`` - 1 only by
+    ``programs`` launched programs; ``counter`` (int32 [1], the caller's) is zeroed here first, so
+    that a CUDA graph of this call replays it whole."""
+    rows, heads, dim = query.shape
+    key_words, value_words = keys.view(torch.int32), values.view(torch.int32)
+    out = torch.empty_like(query)
+    counter.zero_()
+    _word_attention_on_sms[(programs,)](
+        query, key_words, value_words, key_scales, value_scales, out, used, counter, 1.0 / math.sqrt(dim),
+        rows * heads, sms, query.stride(0), query.stride(1),
+        key_words.stride(0), key_words.stride(1), key_words.stride(2),
+        key_scales.stride(0), key_scales.stride(1), out.stride(0), out.stride(1),
+        HEADS=heads, BLOCK_N=word_attention.BLOCK_POSITIONS, HEAD_DIM=dim, ASM=compiled(), STAGES=in_flight(word_attention.STAGES),
+        PAIRED=word_attention._paired(key_scales), num_warps=word_attention.WARPS)
+    return out
