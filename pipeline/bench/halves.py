@@ -21,7 +21,9 @@ programs fill every SM, so a GEMM launched beside it waits for SMs to drain. ``-
 (default 33 and 66) adds the halves with cuBLAS told to leave N SMs free of each GEMM (the SM
 carveout): does the other half's attention then run on the SMs left, and at what cost to the GEMMs?
 ``--on-sms N`` (default 66 and 88) keeps the attention itself to N SMs (``attention_on_sms.py``)
-and its GEMMs to the rest: the attention alone that way, and the two halves at once.
+and its GEMMs to the rest: the attention alone that way, and the two halves at once. The H100's
+answers: the carveout changed nothing (3.30 ms again); the attention alone took 2.72 / 3.11 /
+3.94 ms on 110 / 88 / 66 SMs against 2.24 on all, the halves 3.40-4.37 against one stream's 3.20.
 """
 
 from __future__ import annotations
