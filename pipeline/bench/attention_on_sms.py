@@ -3,7 +3,7 @@
 Two streams' kernels overlap only where each finds SMs free: the word kernel's 12,288 programs
 fill every SM until the layer's attention ends, and a cuBLAS GEMM's block on Hopper takes a whole
 SM, so a GEMM launched beside the attention waits for it (``bench halves``: two halves at once
-1.03x one stream's time on an H100). Here the same per-(slot, head) work (``word_attention._attend``,
+1.03x one stream's time on an H100). Here the same per-(slot, head) work (``word_attention.attend_slot_head``,
 the engine's own loop) is done by persistent programs: each reads the SM it landed on (``%smid``)
 and ends at once unless it is below ``sms``; those that stay take (slot, head) items from a
 counter until none is left. The other SMs are left to the other stream's GEMMs, which cuBLAS's
@@ -25,7 +25,7 @@ from pipeline.engine.triton_import import compiled, in_flight, tl, triton
 PROGRAMS_PER_SM = 8  # launched per SM of the GPU; those on the kept SMs stay (one warp each)
 
 if triton is not None:  # pragma: no cover - Triton code
-    from pipeline.engine.word_attention import _attend
+    from pipeline.engine.word_attention import attend_slot_head
 
     @triton.jit
     def _this_sm(ASM: tl.constexpr):
@@ -42,16 +42,11 @@ if triton is not None:  # pragma: no cover - Triton code
                                BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, ASM: tl.constexpr,
                                STAGES: tl.constexpr, PAIRED: tl.constexpr):
         if _this_sm(ASM) < sms:
-            words = tl.arange(0, HEAD_DIM // 4)
-            lanes = tl.arange(0, 4)
             item = tl.atomic_add(next_ptr, 1)
             while item < items:
-                row = item // HEADS
-                head = item % HEADS
-                q = tl.load(q_ptr + row * stride_qb + head * stride_qh + words[:, None] * 4 + lanes[None, :])
-                _attend(q.to(tl.float32), k_ptr, v_ptr, ks_ptr, vs_ptr, o_ptr + row * stride_ob + head * stride_oh,
-                        tl.load(used_ptr + row), scale, row * stride_kb + head * stride_kh, stride_kp,
-                        row * stride_sb + head * stride_sh, BLOCK_N, HEAD_DIM, ASM, STAGES, PAIRED)
+                attend_slot_head(item // HEADS, item % HEADS, q_ptr, k_ptr, v_ptr, ks_ptr, vs_ptr, o_ptr, used_ptr,
+                                 scale, stride_qb, stride_qh, stride_kb, stride_kh, stride_kp, stride_sb, stride_sh,
+                                 stride_ob, stride_oh, BLOCK_N, HEAD_DIM, ASM, STAGES, PAIRED)
                 item = tl.atomic_add(next_ptr, 1)
 
 

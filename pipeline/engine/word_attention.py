@@ -137,6 +137,16 @@ if triton is not None:  # pragma: no cover
                                BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, ASM: tl.constexpr,
                                STAGES: tl.constexpr, ORDERED: tl.constexpr, PAIRED: tl.constexpr):
         row, head = _program_slot(order_ptr, ORDERED)
+        attend_slot_head(row, head, q_ptr, k_ptr, v_ptr, ks_ptr, vs_ptr, o_ptr, used_ptr, scale,
+                         stride_qb, stride_qh, stride_kb, stride_kh, stride_kp, stride_sb, stride_sh,
+                         stride_ob, stride_oh, BLOCK_N, HEAD_DIM, ASM, STAGES, PAIRED)
+
+    @triton.jit
+    def attend_slot_head(row, head, q_ptr, k_ptr, v_ptr, ks_ptr, vs_ptr, o_ptr, used_ptr, scale,
+                         stride_qb, stride_qh, stride_kb, stride_kh, stride_kp, stride_sb, stride_sh,
+                         stride_ob, stride_oh, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
+                         ASM: tl.constexpr, STAGES: tl.constexpr, PAIRED: tl.constexpr):
+        """Slot ``row``'s head ``head``: its query from ``q_ptr``, its output to ``o_ptr``."""
         words = tl.arange(0, HEAD_DIM // 4)
         lanes = tl.arange(0, 4)
         q = tl.load(q_ptr + row * stride_qb + head * stride_qh + words[:, None] * 4 + lanes[None, :])
