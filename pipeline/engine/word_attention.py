@@ -29,7 +29,7 @@ if triton is not None:  # pragma: no cover - the shared blocks are Triton code
         BIAS,
         SIGN_BITS,
         byte_floats,
-        dp4a,
+        dp4a_add,
         query_words,
         store_words,
     )
@@ -69,10 +69,55 @@ if triton is not None:  # pragma: no cover
         return tl.load(k_ptr + offsets), tl.load(v_ptr + offsets) ^ SIGN_BITS
 
     @triton.jit
-    def _lane_sums(weights, values, BLOCK_N: tl.constexpr, WORDS: tl.constexpr):
-        """sum over a block's positions of weight x value, kept per lane: [BLOCK_N / 8, 8, W]
-        summed over its first axis adds only the positions each lane holds."""
-        return tl.sum(tl.reshape(weights[:, None] * values, [BLOCK_N // 8, 8, WORDS]), 0)
+    def _key_dots(keys, coarse, fine, BLOCK_N: tl.constexpr, WORDS: tl.constexpr, ASM: tl.constexpr):
+        """Each position's dot product of its key words [BLOCK_N, W] with the query's 15-bit codes
+        (coarse and fine words [W]): the four words a lane holds summed by chained ``dp4a`` (each
+        adding the last one's sum, no adds between), then across the position's four lanes."""
+        ka, kb = tl.split(tl.reshape(keys, [BLOCK_N, WORDS // 4, 2, 2]))  # words 4a + (0, 2, 1, 3)
+        k0, k1 = tl.split(ka)
+        k2, k3 = tl.split(kb)
+        ca, cb = tl.split(tl.reshape(coarse, [WORDS // 4, 2, 2]))
+        c0, c1 = tl.split(ca)
+        c2, c3 = tl.split(cb)
+        fa, fb = tl.split(tl.reshape(fine, [WORDS // 4, 2, 2]))
+        f0, f1 = tl.split(fa)
+        f2, f3 = tl.split(fb)
+        high = dp4a_add(k3, c3[None, :], dp4a_add(k2, c2[None, :], dp4a_add(k1, c1[None, :], dp4a_add(
+            k0, c0[None, :], tl.zeros([BLOCK_N, WORDS // 4], tl.int32), ASM), ASM), ASM), ASM)
+        low = dp4a_add(k3, f3[None, :], dp4a_add(k2, f2[None, :], dp4a_add(k1, f1[None, :], dp4a_add(
+            k0, f0[None, :], high * 128, ASM), ASM), ASM), ASM)
+        return tl.sum(low, 1)
+
+    @triton.jit
+    def _lane_sums(first, weights, values, BLOCK_N: tl.constexpr, WORDS: tl.constexpr):
+        """``first`` [8, 1] plus the sum over a block's positions of weight x value, kept per lane
+        ([8, W]: each lane adds only the BLOCK_N / 8 positions it holds), one fused multiply-add a
+        position: ``first`` is where the chain starts, not a subtraction after it."""
+        GROUPS: tl.constexpr = BLOCK_N // 8
+        w = tl.permute(tl.reshape(weights, [GROUPS, 8]), (1, 0))  # [8, G]: a lane's positions on the last axis
+        v = tl.permute(tl.reshape(values, [GROUPS, 8, WORDS]), (1, 2, 0))  # [8, W, G]
+        if GROUPS == 2:
+            return _add_pair(first, w, v)
+        elif GROUPS == 4:
+            return _add_four(first, w, v, WORDS)
+        else:  # 8: blocks of 64 positions
+            wa, wb = tl.split(tl.reshape(w, [8, 4, 2]))
+            va, vb = tl.split(tl.reshape(v, [8, WORDS, 4, 2]))
+            return _add_four(_add_four(first, wa, va, WORDS), wb, vb, WORDS)
+
+    @triton.jit
+    def _add_four(out, w, v, WORDS: tl.constexpr):
+        """out + the four weighted values a lane holds (w [8, 4], v [8, W, 4]), one after the other."""
+        wa, wb = tl.split(tl.reshape(w, [8, 2, 2]))
+        va, vb = tl.split(tl.reshape(v, [8, WORDS, 2, 2]))
+        return _add_pair(_add_pair(out, wa, va), wb, vb)
+
+    @triton.jit
+    def _add_pair(out, w, v):
+        """out + the two weighted values a lane holds (w [8, 2], v [8, W, 2]): two fused multiply-adds."""
+        w0, w1 = tl.split(w)
+        v0, v1 = tl.split(v)
+        return out + w0[:, None] * v0 + w1[:, None] * v1
 
     @triton.jit
     def _program_slot(order_ptr, ORDERED: tl.constexpr):
@@ -87,18 +132,22 @@ if triton is not None:  # pragma: no cover
         return row, head
 
     @triton.jit
-    def _block_scales(s_ptr, scale_base, start, used, BLOCK_N: tl.constexpr, PAIRED: tl.constexpr):
-        """A block's scales, 0 past ``used``. PAIRED: read as 32-bit words of two (the slots'
-        capacity even), which a pipelined loop copies into shared memory with the codes (it
-        copies nothing narrower than 32 bits), so no load of its own holds up each block."""
+    def _block_scales(s_ptr, scale_base, start, used, BLOCK_N: tl.constexpr, PAIRED: tl.constexpr,
+                      MASKED: tl.constexpr):
+        """A block's scales; MASKED (or not PAIRED): 0 past ``used``. PAIRED: read as
+        32-bit words of two (the slots' capacity even), which a pipelined loop copies into shared
+        memory with the codes (it copies nothing narrower than 32 bits), so no load of its own
+        holds up each block."""
         positions = start + tl.arange(0, BLOCK_N)
         if PAIRED:
             pairs = tl.minimum(start // 2 + tl.arange(0, BLOCK_N // 2), (used - 1) // 2)
             words = tl.load(s_ptr.to(tl.pointer_type(tl.int32)) + scale_base // 2 + pairs)
             low = (words & 0xFFFF).to(tl.int16).to(tl.float16, bitcast=True)
             high = (words >> 16).to(tl.int16).to(tl.float16, bitcast=True)
-            scales = tl.where(positions < used, tl.interleave(low, high).to(tl.float32), 0.0)
-        else:
+            scales = tl.interleave(low, high).to(tl.float32)
+            if MASKED:
+                scales = tl.where(positions < used, scales, 0.0)
+        else:  # one at a time: 0 past ``used`` either way
             scales = tl.load(s_ptr + scale_base + positions, mask=positions < used, other=0.0)
         return scales
 
@@ -113,21 +162,24 @@ if triton is not None:  # pragma: no cover
         positions = start + tl.arange(0, BLOCK_N)
         inside = positions < used
         keys, values = _block_words(k_ptr, v_ptr, base, stride_kp, start, used, words, BLOCK_N)
-        dots = dp4a(keys, coarse[None, :], ASM) * 128 + dp4a(keys, fine[None, :], ASM)
-        scores = tl.sum(dots, 1).to(tl.float32) * q_scale
-        scores *= _block_scales(ks_ptr, scale_base, start, used, BLOCK_N, PAIRED)
+        dots = _key_dots(keys, coarse, fine, BLOCK_N, WORDS, ASM)
+        # scores in the keys' units (the query's step left out: q_scale > 0 keeps their order), so
+        # that the step and the maximum join the exponent as one fused multiply-add a position; a
+        # key scale past ``used`` (NaN, say) is masked with its score
+        scores = dots.to(tl.float32) * _block_scales(ks_ptr, scale_base, start, used, BLOCK_N, PAIRED, False)
         scores = tl.where(inside, scores, float("-inf"))
         new_best = tl.maximum(best, tl.max(scores, 0))
-        rescale = tl.exp2(best - new_best)
-        weights = tl.exp2(scores - new_best)
+        rescale = tl.exp2((best - new_best) * q_scale)
+        weights = tl.exp2(scores * q_scale - new_best * q_scale)
         total = total * rescale + tl.sum(weights, 0)
-        weights *= _block_scales(vs_ptr, scale_base, start, used, BLOCK_N, PAIRED)
-        offset = tl.sum(tl.reshape(weights, [BLOCK_N // 8, 8]), 0)[:, None] * BIAS
+        weights *= _block_scales(vs_ptr, scale_base, start, used, BLOCK_N, PAIRED, True)
+        # each lane's sum starts at its weights' offset taken away (see word_codes.py), not after it
+        offset = tl.sum(tl.reshape(weights, [BLOCK_N // 8, 8]), 0)[:, None] * -BIAS
         v0, v1, v2, v3 = byte_floats(values, ASM)
-        acc0 = acc0 * rescale + (_lane_sums(weights, v0, BLOCK_N, WORDS) - offset)
-        acc1 = acc1 * rescale + (_lane_sums(weights, v1, BLOCK_N, WORDS) - offset)
-        acc2 = acc2 * rescale + (_lane_sums(weights, v2, BLOCK_N, WORDS) - offset)
-        acc3 = acc3 * rescale + (_lane_sums(weights, v3, BLOCK_N, WORDS) - offset)
+        acc0 = _lane_sums(acc0 * rescale + offset, weights, v0, BLOCK_N, WORDS)
+        acc1 = _lane_sums(acc1 * rescale + offset, weights, v1, BLOCK_N, WORDS)
+        acc2 = _lane_sums(acc2 * rescale + offset, weights, v2, BLOCK_N, WORDS)
+        acc3 = _lane_sums(acc3 * rescale + offset, weights, v3, BLOCK_N, WORDS)
         return new_best, total, acc0, acc1, acc2, acc3
 
     @triton.jit

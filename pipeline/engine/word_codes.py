@@ -39,6 +39,16 @@ if triton is not None:  # pragma: no cover - Triton code
             return total
 
     @triton.jit
+    def dp4a_add(words, query_words, total, ASM: tl.constexpr):
+        """``total`` plus the sum of the four signed byte products of each pair of words: one
+        ``dp4a`` whose own addend carries a running sum (no add of its own)."""
+        if ASM:
+            return tl.inline_asm_elementwise("dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r",
+                                             [words, query_words, total], dtype=tl.int32, is_pure=True, pack=1)
+        else:
+            return total + dp4a(words, query_words, ASM)
+
+    @triton.jit
     def byte_floats(biased, ASM: tl.constexpr):
         """Each byte b of each word as the float 1 + b / 2**15 (b in the mantissa's second byte)."""
         if ASM:
