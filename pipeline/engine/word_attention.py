@@ -7,12 +7,13 @@ per cached position making int8 codes floats (extract, add, or, subtract) before
 and 2 shuffles per position summing its values across lanes: compiled for the H200 (sm_90) its
 loop issues 897 instructions per block of 32 positions, and the H200 read that cache at 2.28 TB/s
 where the same kernel over fp16 (16.7 instructions per position, no conversions) read 3.76. This
-one issues 334 (``python -m pipeline.bench kernel-code``; ``tests/test_word_attention.py``): the
-keys' dot products and the values' floats as ``word_codes.py`` makes them, and each lane keeps
-its own partial sums of the values over the positions it loads (a [8, D / 4] accumulator per
-byte of a word), the lanes summed once, at the slot's end, not per block. Positions past a
-slot's length are read from the slot's own (allocated) capacity and masked out of the scores,
-so the word loads need no mask.
+one issues 303 (356 with its loads pipelined; ``python -m pipeline.bench kernel-code``;
+``tests/test_word_attention.py``): the keys' dot products and the values' floats as
+``word_codes.py`` makes them, a lane's key words summed by chained ``dp4a``, each value one
+``prmt`` and one FFMA, and each lane keeps its own partial sums of the values over the positions
+it loads (a [8, D / 4] accumulator per byte of a word), the lanes summed once, at the slot's end,
+not per block. Positions past a slot's length are read from the slot's own (allocated)
+capacity and masked out of the scores, so the word loads need no mask.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ if triton is not None:  # pragma: no cover - the shared blocks are Triton code
         BIAS,
         SIGN_BITS,
         byte_floats,
-        dp4a_add,
+        dp4a,
         query_words,
         store_words,
     )
@@ -82,15 +83,15 @@ if triton is not None:  # pragma: no cover
         fa, fb = tl.split(tl.reshape(fine, [WORDS // 4, 2, 2]))
         f0, f1 = tl.split(fa)
         f2, f3 = tl.split(fb)
-        high = dp4a_add(k3, c3[None, :], dp4a_add(k2, c2[None, :], dp4a_add(k1, c1[None, :], dp4a_add(
+        high = dp4a(k3, c3[None, :], dp4a(k2, c2[None, :], dp4a(k1, c1[None, :], dp4a(
             k0, c0[None, :], tl.zeros([BLOCK_N, WORDS // 4], tl.int32), ASM), ASM), ASM), ASM)
-        low = dp4a_add(k3, f3[None, :], dp4a_add(k2, f2[None, :], dp4a_add(k1, f1[None, :], dp4a_add(
+        low = dp4a(k3, f3[None, :], dp4a(k2, f2[None, :], dp4a(k1, f1[None, :], dp4a(
             k0, f0[None, :], high * 128, ASM), ASM), ASM), ASM)
         return tl.sum(low, 1)
 
     @triton.jit
     def _lane_sums(first, weights, values, BLOCK_N: tl.constexpr, WORDS: tl.constexpr):
-        """``first`` [8, 1] plus the sum over a block's positions of weight x value, kept per lane
+        """``first`` ([8, W]) plus the sum over a block's positions of weight x value, kept per lane
         ([8, W]: each lane adds only the BLOCK_N / 8 positions it holds), one fused multiply-add a
         position: ``first`` is where the chain starts, not a subtraction after it."""
         GROUPS: tl.constexpr = BLOCK_N // 8
@@ -173,7 +174,8 @@ if triton is not None:  # pragma: no cover
         weights = tl.exp2(scores * q_scale - new_best * q_scale)
         total = total * rescale + tl.sum(weights, 0)
         weights *= _block_scales(vs_ptr, scale_base, start, used, BLOCK_N, PAIRED, True)
-        # each lane's sum starts at its weights' offset taken away (see word_codes.py), not after it
+        # each lane's block starts from its running sum rescaled less its weights' offset (see
+        # word_codes.py), then one FFMA a position: no sum of the block's own to subtract and add
         offset = tl.sum(tl.reshape(weights, [BLOCK_N // 8, 8]), 0)[:, None] * -BIAS
         v0, v1, v2, v3 = byte_floats(values, ASM)
         acc0 = _lane_sums(acc0 * rescale + offset, weights, v0, BLOCK_N, WORDS)

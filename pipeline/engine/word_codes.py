@@ -7,8 +7,9 @@
   (1 / 32,512 of its largest element) is below fp16's.
 - values: each code, biased to 0..255, placed by one ``prmt`` in the mantissa of 1.0 (the float
   1 + b / 2**15); a block's weighted sum of those is the weighted sum of the codes plus the weights'
-  sum times 1 + 2**-8, which is taken away per block before it joins the running sum (so the sum
-  rounds relative to the values, not to the offset).
+  sum times 1 + 2**-8, which is taken away per block: each block's products are added to the
+  running sum less that block's offset (so the sum never carries more than one block's offset,
+  and rounds relative to the values, not to the offsets of every block before).
 - writes: a vector's codes packed four to a word, its scale beside (the codes and scale
   ``decode_attention.rope_and_store`` writes).
 
@@ -27,26 +28,16 @@ if triton is not None:  # pragma: no cover - Triton code
     SIGN_BITS = tl.constexpr(-2139062144)  # 0x80808080: each byte's top bit, flipped to add 128 to its code
 
     @triton.jit
-    def dp4a(words, query_words, ASM: tl.constexpr):
-        """The sum of the four signed byte products of each pair of words."""
-        if ASM:
-            return tl.inline_asm_elementwise("dp4a.s32.s32 $0, $1, $2, 0;", "=r,r,r", [words, query_words],
-                                             dtype=tl.int32, is_pure=True, pack=1)
-        else:
-            total = words * 0
-            for byte in tl.static_range(4):
-                total += ((words << (24 - 8 * byte)) >> 24) * ((query_words << (24 - 8 * byte)) >> 24)
-            return total
-
-    @triton.jit
-    def dp4a_add(words, query_words, total, ASM: tl.constexpr):
+    def dp4a(words, query_words, total, ASM: tl.constexpr):
         """``total`` plus the sum of the four signed byte products of each pair of words: one
-        ``dp4a`` whose own addend carries a running sum (no add of its own)."""
+        ``dp4a``, whose own addend carries a running sum (chained, no adds between)."""
         if ASM:
             return tl.inline_asm_elementwise("dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r",
                                              [words, query_words, total], dtype=tl.int32, is_pure=True, pack=1)
         else:
-            return total + dp4a(words, query_words, ASM)
+            for byte in tl.static_range(4):
+                total += ((words << (24 - 8 * byte)) >> 24) * ((query_words << (24 - 8 * byte)) >> 24)
+            return total
 
     @triton.jit
     def byte_floats(biased, ASM: tl.constexpr):
