@@ -167,7 +167,7 @@ def test_the_attention_kept_to_a_few_sms_gives_the_word_kernels_output_and_compi
 
     assert worst_error_under_the_interpreter(ON_SMS_CHECK) == 0.0
     codes = compiled_for_hopper(tmp_path, "--kernel", "words", "--kernel", "words-on-sms", "--stages", "2")
-    # the engine's loop inside the persistent one: the same instructions (give or take the two or
-    # three its scheduling places otherwise), no spills
-    assert abs(codes["words-on-sms"]["loop_instructions"] - codes["words"]["loop_instructions"]) <= 4
+    # the engine's loop inside the persistent one: the same instructions (give or take the few its
+    # layouts and scheduling place otherwise), no spills
+    assert abs(codes["words-on-sms"]["loop_instructions"] / codes["words"]["loop_instructions"] - 1) < 0.05
     assert codes["words-on-sms"]["spills"] == 0 and codes["words-on-sms"]["copies"] > 0

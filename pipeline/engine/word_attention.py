@@ -135,17 +135,16 @@ if triton is not None:  # pragma: no cover
     @triton.jit
     def _block_scales(s_ptr, scale_base, start, used, BLOCK_N: tl.constexpr, PAIRED: tl.constexpr,
                       MASKED: tl.constexpr):
-        """A block's scales; MASKED (or not PAIRED): 0 past ``used``. PAIRED: read as
-        32-bit words of two (the slots' capacity even), which a pipelined loop copies into shared
-        memory with the codes (it copies nothing narrower than 32 bits), so no load of its own
-        holds up each block."""
+        """A block's scales; MASKED (or not PAIRED): 0 past ``used``. PAIRED: each position's
+        read as the 32-bit word of two that holds it (the slots' capacity even), which a pipelined
+        loop copies into shared memory with the codes (it copies nothing narrower than 32 bits), so
+        no load of its own holds up each block; each word read for both its positions, so that
+        each lands where its score is (no interleave of two halves)."""
         positions = start + tl.arange(0, BLOCK_N)
         if PAIRED:
-            pairs = tl.minimum(start // 2 + tl.arange(0, BLOCK_N // 2), (used - 1) // 2)
-            words = tl.load(s_ptr.to(tl.pointer_type(tl.int32)) + scale_base // 2 + pairs)
-            low = (words & 0xFFFF).to(tl.int16).to(tl.float16, bitcast=True)
-            high = (words >> 16).to(tl.int16).to(tl.float16, bitcast=True)
-            scales = tl.interleave(low, high).to(tl.float32)
+            held = tl.minimum(positions, used - 1)
+            words = tl.load(s_ptr.to(tl.pointer_type(tl.int32)) + scale_base // 2 + held // 2)
+            scales = (words >> ((held & 1) * 16)).to(tl.int16).to(tl.float16, bitcast=True).to(tl.float32)
             if MASKED:
                 scales = tl.where(positions < used, scales, 0.0)
         else:  # one at a time: 0 past ``used`` either way
