@@ -70,11 +70,13 @@ def test_the_word_kernel_compiles_for_hopper_with_half_the_instructions_per_posi
     assert words["dp4a"] == 32 and words["byte_loads"] == 0  # keys by dot products, words loaded whole
     assert words["per_position"] < single["per_position"] / 2
     assert words["registers"] <= 80  # 25 programs of one warp fit an SM, as the other kernel's do
-    # a lane's key words summed by chained dp4a, each value one prmt and one FFMA (10.5 before)
-    assert words["per_position"] <= 9.5
-    # with RoPE and the cache write before the loop: the same loop, no more registers, no spills
+    # a lane's key words summed by chained dp4a, two positions' values at a time by dp2a (10.5 before)
+    assert words["per_position"] <= 9
+    # with RoPE and the cache write before the loop: the same loop (give or take what the compiler
+    # schedules otherwise), no more registers, no spills
     rope = codes["rope-words"]
-    assert rope["per_position"] == words["per_position"] and rope["registers"] <= 80 and rope["spills"] == 0
+    assert abs(rope["per_position"] / words["per_position"] - 1) < 0.05
+    assert rope["registers"] <= 80 and rope["spills"] == 0
     assert words["copies"] == 0 and words["loads"] > 0  # one stage: the loop loads into registers
 
 

@@ -1,19 +1,21 @@
 """Decode attention over the int8 cache read as 32-bit words: four codes per register, the keys'
-dot products by the GPU's four-way byte dot product (``dp4a``), the values made floats by one
-byte permute each. The kernel ``decode_attention(kernel="words")`` runs.
+dot products by the GPU's four-way byte dot product (``dp4a``), the values' weighted sums by its
+two-way one (``dp2a``: 16-bit weights times byte codes). The kernel ``decode_attention(kernel="words")``
+runs.
 
 Why: the one-program-per-(slot, head) kernel (``decode_attention.py``) spends ~28 instructions
 per cached position making int8 codes floats (extract, add, or, subtract) before each multiply,
 and 2 shuffles per position summing its values across lanes: compiled for the H200 (sm_90) its
 loop issues 897 instructions per block of 32 positions, and the H200 read that cache at 2.28 TB/s
 where the same kernel over fp16 (16.7 instructions per position, no conversions) read 3.76. This
-one issues 303 (356 with its loads pipelined; ``python -m pipeline.bench kernel-code``;
-``tests/test_word_attention.py``): the keys' dot products and the values' floats as
-``word_codes.py`` makes them, a lane's key words summed by chained ``dp4a``, each value one
-``prmt`` and one FFMA, and each lane keeps its own partial sums of the values over the positions
-it loads (a [8, D / 4] accumulator per byte of a word), the lanes summed once, at the slot's end,
-not per block. Positions past a slot's length are read from the slot's own (allocated)
-capacity and masked out of the scores, so the word loads need no mask.
+one issues 280 (307 with its loads pipelined, ~20 of them only where a block raises the slot's
+maximum; ``python -m pipeline.bench kernel-code``; ``tests/test_word_attention.py``): the keys'
+and values' integer arithmetic as ``word_codes.py`` makes it, a lane's key words summed by
+chained ``dp4a``, two positions' value codes at a time by ``dp2a``, and each lane keeps its own
+partial sums of the values over the positions it loads (a [8, D / 4] accumulator per byte of a
+word), the lanes summed once, at the slot's end, not per block. Positions past a slot's length
+are read from the slot's own (allocated) capacity and masked out of the scores (their weights
+0), so the word loads need no mask.
 """
 
 from __future__ import annotations
@@ -27,12 +29,12 @@ from pipeline.engine.triton_import import compiled, in_flight, tl, triton
 if triton is not None:  # pragma: no cover - the shared blocks are Triton code
     from pipeline.engine.attention_block import rotated
     from pipeline.engine.word_codes import (
-        BIAS,
-        SIGN_BITS,
-        byte_floats,
+        byte_pairs,
+        dp2a,
         dp4a,
         query_words,
         store_words,
+        weight_halves,
     )
 
 ROPE_INSIDE = True  # EngineTuning.attention_rope: a step's RoPE and cache write in this kernel
@@ -63,11 +65,11 @@ if triton is not None:  # pragma: no cover
 
     @triton.jit
     def _block_words(k_ptr, v_ptr, base, stride_kp, start, used, words, BLOCK_N: tl.constexpr):
-        """A block's key and value words [BLOCK_N, D / 4], the values' codes biased by 128.
+        """A block's key and value words [BLOCK_N, D / 4].
         Positions past ``used`` read its last one (in bounds: no mask; their scores are masked)."""
         held = tl.minimum(start + tl.arange(0, BLOCK_N), used - 1)
         offsets = base + held[:, None] * stride_kp + words[None, :]
-        return tl.load(k_ptr + offsets), tl.load(v_ptr + offsets) ^ SIGN_BITS
+        return tl.load(k_ptr + offsets), tl.load(v_ptr + offsets)
 
     @triton.jit
     def _key_dots(keys, coarse, fine, BLOCK_N: tl.constexpr, WORDS: tl.constexpr, ASM: tl.constexpr):
@@ -90,35 +92,50 @@ if triton is not None:  # pragma: no cover
         return tl.sum(low, 1)
 
     @triton.jit
-    def _lane_sums(first, weights, values, BLOCK_N: tl.constexpr, WORDS: tl.constexpr):
-        """``first`` ([8, W]) plus the sum over a block's positions of weight x value, kept per lane
-        ([8, W]: each lane adds only the BLOCK_N / 8 positions it holds), one fused multiply-add a
-        position: ``first`` is where the chain starts, not a subtraction after it."""
+    def _value_sums(acc0, acc1, acc2, acc3, weights, values, BLOCK_N: tl.constexpr, WORDS: tl.constexpr,
+                    ASM: tl.constexpr):
+        """The running value sums (per byte of a word, [8, W] per lane) plus a block's weights
+        ([BLOCK_N], scales in) times its value codes: each lane's weights rounded to 15-bit
+        integers of its largest, the codes of two positions at a time multiplied and summed by
+        ``dp2a`` (exact integers, no float per code), made floats once a block."""
         GROUPS: tl.constexpr = BLOCK_N // 8
         w = tl.permute(tl.reshape(weights, [GROUPS, 8]), (1, 0))  # [8, G]: a lane's positions on the last axis
         v = tl.permute(tl.reshape(values, [GROUPS, 8, WORDS]), (1, 2, 0))  # [8, W, G]
+        top = tl.maximum(tl.max(weights, 0), 1e-30)  # the block's largest weight
+        w = w * (32767.0 / top)  # at most 32767 (a signed half): the largest rounds to it exactly
+        zero = tl.zeros([8, WORDS], tl.int32)
         if GROUPS == 2:
-            return _add_pair(first, w, v)
+            d0, d1, d2, d3 = _pair_products(zero, zero, zero, zero, w, v, WORDS, ASM)
         elif GROUPS == 4:
-            return _add_four(first, w, v, WORDS)
+            d0, d1, d2, d3 = _four_products(zero, zero, zero, zero, w, v, WORDS, ASM)
         else:  # 8: blocks of 64 positions
             wa, wb = tl.split(tl.reshape(w, [8, 4, 2]))
             va, vb = tl.split(tl.reshape(v, [8, WORDS, 4, 2]))
-            return _add_four(_add_four(first, wa, va, WORDS), wb, vb, WORDS)
+            d0, d1, d2, d3 = _four_products(zero, zero, zero, zero, wa, va, WORDS, ASM)
+            d0, d1, d2, d3 = _four_products(d0, d1, d2, d3, wb, vb, WORDS, ASM)
+        unit = top / 32767.0
+        return (acc0 + d0.to(tl.float32) * unit, acc1 + d1.to(tl.float32) * unit,
+                acc2 + d2.to(tl.float32) * unit, acc3 + d3.to(tl.float32) * unit)
 
     @triton.jit
-    def _add_four(out, w, v, WORDS: tl.constexpr):
-        """out + the four weighted values a lane holds (w [8, 4], v [8, W, 4]), one after the other."""
+    def _four_products(d0, d1, d2, d3, w, v, WORDS: tl.constexpr, ASM: tl.constexpr):
+        """``_pair_products`` of a lane's four positions (w [8, 4], v [8, W, 4]), two pairs."""
         wa, wb = tl.split(tl.reshape(w, [8, 2, 2]))
         va, vb = tl.split(tl.reshape(v, [8, WORDS, 2, 2]))
-        return _add_pair(_add_pair(out, wa, va), wb, vb)
+        d0, d1, d2, d3 = _pair_products(d0, d1, d2, d3, wa, va, WORDS, ASM)
+        return _pair_products(d0, d1, d2, d3, wb, vb, WORDS, ASM)
 
     @triton.jit
-    def _add_pair(out, w, v):
-        """out + the two weighted values a lane holds (w [8, 2], v [8, W, 2]): two fused multiply-adds."""
-        w0, w1 = tl.split(w)
-        v0, v1 = tl.split(v)
-        return out + w0[:, None] * v0 + w1[:, None] * v1
+    def _pair_products(d0, d1, d2, d3, w, v, WORDS: tl.constexpr, ASM: tl.constexpr):
+        """The integer sums per byte of a word (d0..d3 [8, W]) plus two positions' weights (w
+        [8, 2], integers in floats) times their codes (v [8, W, 2]): two ``prmt`` pair the
+        positions' codes of each two dimensions, four ``dp2a`` multiply and add them."""
+        wp, wq = tl.split(w)
+        vp, vq = tl.split(v)
+        halves = tl.broadcast_to(weight_halves(wp, wq)[:, None], [8, WORDS])
+        low, high = byte_pairs(vp, vq, ASM)
+        return (dp2a(halves, low, d0, False, ASM), dp2a(halves, low, d1, True, ASM),
+                dp2a(halves, high, d2, False, ASM), dp2a(halves, high, d3, True, ASM))
 
     @triton.jit
     def _program_slot(order_ptr, ORDERED: tl.constexpr):
@@ -169,18 +186,17 @@ if triton is not None:  # pragma: no cover
         scores = dots.to(tl.float32) * _block_scales(ks_ptr, scale_base, start, used, BLOCK_N, PAIRED, False)
         scores = tl.where(inside, scores, float("-inf"))
         new_best = tl.maximum(best, tl.max(scores, 0))
-        rescale = tl.exp2((best - new_best) * q_scale)
+        if new_best > best:  # the sums so far rescaled only where the maximum grew (few blocks of a slot)
+            rescale = tl.exp2((best - new_best) * q_scale)
+            total *= rescale
+            acc0 *= rescale
+            acc1 *= rescale
+            acc2 *= rescale
+            acc3 *= rescale
         weights = tl.exp2(scores * q_scale - new_best * q_scale)
-        total = total * rescale + tl.sum(weights, 0)
+        total += tl.sum(weights, 0)
         weights *= _block_scales(vs_ptr, scale_base, start, used, BLOCK_N, PAIRED, True)
-        # each lane's block starts from its running sum rescaled less its weights' offset (see
-        # word_codes.py), then one FFMA a position: no sum of the block's own to subtract and add
-        offset = tl.sum(tl.reshape(weights, [BLOCK_N // 8, 8]), 0)[:, None] * -BIAS
-        v0, v1, v2, v3 = byte_floats(values, ASM)
-        acc0 = _lane_sums(acc0 * rescale + offset, weights, v0, BLOCK_N, WORDS)
-        acc1 = _lane_sums(acc1 * rescale + offset, weights, v1, BLOCK_N, WORDS)
-        acc2 = _lane_sums(acc2 * rescale + offset, weights, v2, BLOCK_N, WORDS)
-        acc3 = _lane_sums(acc3 * rescale + offset, weights, v3, BLOCK_N, WORDS)
+        acc0, acc1, acc2, acc3 = _value_sums(acc0, acc1, acc2, acc3, weights, values, BLOCK_N, WORDS, ASM)
         return new_best, total, acc0, acc1, acc2, acc3
 
     @triton.jit
@@ -237,8 +253,7 @@ if triton is not None:  # pragma: no cover
                     q_scale, best, total, acc0, acc1, acc2, acc3, BLOCK_N, HEAD_DIM, ASM, PAIRED)
                 start += BLOCK_N
         out = out_ptr + words * 4
-        # the codes were placed 2**15 below the float's units; total >= 1 with any position, 0 with none
-        norm = 32768.0 / tl.maximum(total, 1.0)
+        norm = 1.0 / tl.maximum(total, 1.0)  # total >= 1 with any position, 0 with none
         kind = out_ptr.dtype.element_ty
         tl.store(out, (tl.sum(acc0, 0) * norm).to(kind))
         tl.store(out + 1, (tl.sum(acc1, 0) * norm).to(kind))

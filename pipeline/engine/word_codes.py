@@ -5,11 +5,11 @@
   both int8, packed four to a word), so a key word's dot product with it is two ``dp4a``: exact
   integer sums where the other kernel rounds a float product per code. The query's own rounding
   (1 / 32,512 of its largest element) is below fp16's.
-- values: each code, biased to 0..255, placed by one ``prmt`` in the mantissa of 1.0 (the float
-  1 + b / 2**15); a block's weighted sum of those is the weighted sum of the codes plus the weights'
-  sum times 1 + 2**-8, which is taken away per block: each block's products are added to the
-  running sum less that block's offset (so the sum never carries more than one block's offset,
-  and rounds relative to the values, not to the offsets of every block before).
+- values: a block's weights (scales in) rounded to 15-bit integers of the block's largest, two
+  positions' weights packed as the halves of one word; one ``prmt`` interleaves two positions'
+  codes byte by byte, so that one ``dp2a`` multiplies and adds a dimension's pair of codes by its
+  pair of weights: exact integer sums per dimension, made floats (times the block's unit) once a
+  block. The weights' rounding (1 / 65,534 of the block's largest) is below fp16's.
 - writes: a vector's codes packed four to a word, its scale beside (the codes and scale
   ``decode_attention.rope_and_store`` writes).
 
@@ -24,8 +24,7 @@ from pipeline.engine.triton_import import tl, triton
 if triton is not None:  # pragma: no cover - Triton code
     from pipeline.engine.attention_block import int8_codes, int8_step
 
-    BIAS = tl.constexpr(1.0 + 128.0 / 32768.0)  # the float a value code of 0 becomes: 1 + (0 + 128) / 2**15
-    SIGN_BITS = tl.constexpr(-2139062144)  # 0x80808080: each byte's top bit, flipped to add 128 to its code
+    ROUNDING = tl.constexpr(12582912.0)  # 1.5 x 2**23: x + this holds round(x) in its low bits (0 <= x < 2**22)
 
     @triton.jit
     def dp4a(words, query_words, total, ASM: tl.constexpr):
@@ -40,20 +39,43 @@ if triton is not None:  # pragma: no cover - Triton code
             return total
 
     @triton.jit
-    def byte_floats(biased, ASM: tl.constexpr):
-        """Each byte b of each word as the float 1 + b / 2**15 (b in the mantissa's second byte)."""
+    def dp2a(halves, codes, total, HIGH: tl.constexpr, ASM: tl.constexpr):
+        """``total`` plus the two signed 16-bit halves of ``halves`` times bytes 0 and 1 of
+        ``codes`` (HIGH: bytes 2 and 3), signed: one ``dp2a``, its addend a running sum."""
         if ASM:
-            return tl.inline_asm_elementwise(
-                "{.reg .b32 one; mov.b32 one, 0x3F800000; prmt.b32 $0, $4, one, 0x7604; "
-                "prmt.b32 $1, $4, one, 0x7614; prmt.b32 $2, $4, one, 0x7624; prmt.b32 $3, $4, one, 0x7634;}",
-                "=r,=r,=r,=r,r", [biased], dtype=(tl.float32, tl.float32, tl.float32, tl.float32),
-                is_pure=True, pack=1)
+            if HIGH:
+                return tl.inline_asm_elementwise("dp2a.hi.s32.s32 $0, $1, $2, $3;", "=r,r,r,r",
+                                                 [halves, codes, total], dtype=tl.int32, is_pure=True, pack=1)
+            else:
+                return tl.inline_asm_elementwise("dp2a.lo.s32.s32 $0, $1, $2, $3;", "=r,r,r,r",
+                                                 [halves, codes, total], dtype=tl.int32, is_pure=True, pack=1)
         else:
-            one = 0x3F800000
-            return (((biased << 8) & 0xFF00 | one).to(tl.float32, bitcast=True),
-                    (biased & 0xFF00 | one).to(tl.float32, bitcast=True),
-                    ((biased >> 8) & 0xFF00 | one).to(tl.float32, bitcast=True),
-                    ((biased >> 16) & 0xFF00 | one).to(tl.float32, bitcast=True))
+            first = 16 if HIGH else 0  # the first byte's bit
+            low_byte = (codes << (24 - first)) >> 24
+            high_byte = (codes << (16 - first)) >> 24
+            return total + ((halves << 16) >> 16) * low_byte + (halves >> 16) * high_byte
+
+    @triton.jit
+    def byte_pairs(first, second, ASM: tl.constexpr):
+        """Two words' codes interleaved byte by byte: (first's byte 0, second's byte 0, first's
+        byte 1, second's byte 1) and the same of bytes 2 and 3: a position pair's codes of two
+        dimensions in each word, as ``dp2a`` takes them. One ``prmt`` each."""
+        if ASM:
+            return tl.inline_asm_elementwise("prmt.b32 $0, $2, $3, 0x5140; prmt.b32 $1, $2, $3, 0x7362;",
+                                             "=r,=r,r,r", [first, second], dtype=(tl.int32, tl.int32),
+                                             is_pure=True, pack=1)
+        else:
+            low = (first & 0xFF) | ((second & 0xFF) << 8) | ((first & 0xFF00) << 8) | ((second >> 8) << 24)
+            high = ((first >> 16) & 0xFF) | ((second >> 8) & 0xFF00) | ((first >> 8) & 0xFF0000) | ((second >> 24) << 24)
+            return low, high
+
+    @triton.jit
+    def weight_halves(first, second):
+        """Two weights in [0, 32767] rounded to integers and packed as the 16-bit halves of a
+        word (``first`` low): each rounded by adding 1.5 x 2**23, which leaves the integer in the
+        float's low mantissa bits."""
+        low = (first + ROUNDING).to(tl.int32, bitcast=True) & 0xFFFF
+        return low | ((second + ROUNDING).to(tl.int32, bitcast=True) << 16)
 
     @triton.jit
     def rounded(x):
