@@ -95,8 +95,8 @@ if triton is not None:  # pragma: no cover
     def _value_sums(acc0, acc1, acc2, acc3, weights, values, BLOCK_N: tl.constexpr, WORDS: tl.constexpr,
                     ASM: tl.constexpr):
         """The running value sums (per byte of a word, [8, W] per lane) plus a block's weights
-        ([BLOCK_N], scales in) times its value codes: each lane's weights rounded to 15-bit
-        integers of its largest, the codes of two positions at a time multiplied and summed by
+        ([BLOCK_N], scales in) times its value codes: the weights rounded to 15-bit integers of
+        the block's largest, the codes of two positions at a time multiplied and summed by
         ``dp2a`` (exact integers, no float per code), made floats once a block."""
         GROUPS: tl.constexpr = BLOCK_N // 8
         w = tl.permute(tl.reshape(weights, [GROUPS, 8]), (1, 0))  # [8, G]: a lane's positions on the last axis
