@@ -101,3 +101,69 @@ if triton is not None:  # pragma: no cover - Triton code
         codes = int8_codes(x / step)
         tl.store(cache_ptr, tl.sum((codes & 0xFF) << (lanes[None, :] * 8), 1))
         tl.store(scale_ptr, step)
+
+    @triton.jit
+    def key_dots(keys, coarse, fine, BLOCK_N: tl.constexpr, WORDS: tl.constexpr, ASM: tl.constexpr):
+        """Each position's dot product of its key words [BLOCK_N, W] with the query's 15-bit codes
+        (coarse and fine words [W]): the four words a lane holds summed by chained ``dp4a`` (each
+        adding the last one's sum, no adds between), then across the position's four lanes."""
+        ka, kb = tl.split(tl.reshape(keys, [BLOCK_N, WORDS // 4, 2, 2]))  # words 4a + (0, 2, 1, 3)
+        k0, k1 = tl.split(ka)
+        k2, k3 = tl.split(kb)
+        ca, cb = tl.split(tl.reshape(coarse, [WORDS // 4, 2, 2]))
+        c0, c1 = tl.split(ca)
+        c2, c3 = tl.split(cb)
+        fa, fb = tl.split(tl.reshape(fine, [WORDS // 4, 2, 2]))
+        f0, f1 = tl.split(fa)
+        f2, f3 = tl.split(fb)
+        high = dp4a(k3, c3[None, :], dp4a(k2, c2[None, :], dp4a(k1, c1[None, :], dp4a(
+            k0, c0[None, :], tl.zeros([BLOCK_N, WORDS // 4], tl.int32), ASM), ASM), ASM), ASM)
+        low = dp4a(k3, f3[None, :], dp4a(k2, f2[None, :], dp4a(k1, f1[None, :], dp4a(
+            k0, f0[None, :], high * 128, ASM), ASM), ASM), ASM)
+        return tl.sum(low, 1)
+
+    @triton.jit
+    def value_sums(acc0, acc1, acc2, acc3, weights, values, BLOCK_N: tl.constexpr, WORDS: tl.constexpr,
+                    ASM: tl.constexpr):
+        """The running value sums (per byte of a word, [8, W] per lane) plus a block's weights
+        ([BLOCK_N], scales in) times its value codes: the weights rounded to 15-bit integers of
+        the block's largest, the codes of two positions at a time multiplied and summed by
+        ``dp2a`` (exact integers, no float per code), made floats once a block."""
+        GROUPS: tl.constexpr = BLOCK_N // 8
+        w = tl.permute(tl.reshape(weights, [GROUPS, 8]), (1, 0))  # [8, G]: a lane's positions on the last axis
+        v = tl.permute(tl.reshape(values, [GROUPS, 8, WORDS]), (1, 2, 0))  # [8, W, G]
+        top = tl.maximum(tl.max(weights, 0), 1e-30)  # the block's largest weight
+        w = w * (32767.0 / top)  # at most 32767 (a signed half): the largest rounds to it exactly
+        zero = tl.zeros([8, WORDS], tl.int32)
+        if GROUPS == 2:
+            d0, d1, d2, d3 = _pair_products(zero, zero, zero, zero, w, v, WORDS, ASM)
+        elif GROUPS == 4:
+            d0, d1, d2, d3 = _four_products(zero, zero, zero, zero, w, v, WORDS, ASM)
+        else:  # 8: blocks of 64 positions
+            wa, wb = tl.split(tl.reshape(w, [8, 4, 2]))
+            va, vb = tl.split(tl.reshape(v, [8, WORDS, 4, 2]))
+            d0, d1, d2, d3 = _four_products(zero, zero, zero, zero, wa, va, WORDS, ASM)
+            d0, d1, d2, d3 = _four_products(d0, d1, d2, d3, wb, vb, WORDS, ASM)
+        unit = top / 32767.0
+        return (acc0 + d0.to(tl.float32) * unit, acc1 + d1.to(tl.float32) * unit,
+                acc2 + d2.to(tl.float32) * unit, acc3 + d3.to(tl.float32) * unit)
+
+    @triton.jit
+    def _four_products(d0, d1, d2, d3, w, v, WORDS: tl.constexpr, ASM: tl.constexpr):
+        """``_pair_products`` of a lane's four positions (w [8, 4], v [8, W, 4]), two pairs."""
+        wa, wb = tl.split(tl.reshape(w, [8, 2, 2]))
+        va, vb = tl.split(tl.reshape(v, [8, WORDS, 2, 2]))
+        d0, d1, d2, d3 = _pair_products(d0, d1, d2, d3, wa, va, WORDS, ASM)
+        return _pair_products(d0, d1, d2, d3, wb, vb, WORDS, ASM)
+
+    @triton.jit
+    def _pair_products(d0, d1, d2, d3, w, v, WORDS: tl.constexpr, ASM: tl.constexpr):
+        """The integer sums per byte of a word (d0..d3 [8, W]) plus two positions' weights (w
+        [8, 2], integers in floats) times their codes (v [8, W, 2]): two ``prmt`` pair the
+        positions' codes of each two dimensions, four ``dp2a`` multiply and add them."""
+        wp, wq = tl.split(w)
+        vp, vq = tl.split(v)
+        halves = tl.broadcast_to(weight_halves(wp, wq)[:, None], [8, WORDS])
+        low, high = byte_pairs(vp, vq, ASM)
+        return (dp2a(halves, low, d0, False, ASM), dp2a(halves, low, d1, True, ASM),
+                dp2a(halves, high, d2, False, ASM), dp2a(halves, high, d3, True, ASM))
