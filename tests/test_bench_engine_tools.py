@@ -149,15 +149,18 @@ def test_halves_without_a_gpu_says_so_in_one_line_and_exits_2() -> None:
 ON_SMS_CHECK = """
 import torch
 from pipeline.bench.attention import inputs
-from pipeline.bench.attention_on_sms import attention_on_sms
+from pipeline.bench.attention_on_sms import attention_on_sms, first_sms
 from pipeline.engine.word_attention import word_decode_attention
 tensors = inputs(5, 70, torch.device("cpu"), heads=3, dim=64)
 want = word_decode_attention(*tensors)
 counter = torch.full((1,), 99, dtype=torch.int32)  # left over from a run before: zeroed first
+allowed = first_sms(1, torch.device("cpu"))  # the interpreter's programs all run on "SM 0"
 for programs in (1, 4, 40):  # fewer programs than items, and more
-    got = attention_on_sms(*tensors, sms=1, counter=counter, programs=programs)
+    got = attention_on_sms(*tensors, allowed=allowed, counter=counter, programs=programs)
     assert torch.equal(got, want), programs
     assert counter.item() == 15 + programs  # every item taken once, then one look each past the end
+attention_on_sms(*tensors, allowed=first_sms(0, torch.device("cpu")), counter=counter, programs=4)
+assert counter.item() == 0  # on an SM not allowed, no program takes an item
 print(0.0)
 """
 
@@ -171,3 +174,65 @@ def test_the_attention_kept_to_a_few_sms_gives_the_word_kernels_output_and_compi
     # layouts and scheduling place otherwise), no spills
     assert abs(codes["words-on-sms"]["loop_instructions"] / codes["words"]["loop_instructions"] - 1) < 0.05
     assert codes["words-on-sms"]["spills"] == 0 and codes["words-on-sms"]["copies"] > 0
+
+
+class _Recorded:
+    """A stream that logs what is queued on it, in order (the schedule's shape, no GPU)."""
+
+    def __init__(self, name: str, log: list[str]) -> None:
+        self.name, self.log = name, log
+
+    def wait_event(self, event: object) -> None:
+        self.log.append(f"{self.name} waits {event}")
+
+    def wait_stream(self, other: object) -> None:
+        pass
+
+
+def test_green_halves_queue_one_halfs_gemms_beside_the_others_attention(monkeypatch) -> None:
+    import contextlib
+
+    import torch
+
+    from pipeline.bench import sm_split
+
+    log: list[str] = []
+    gemm, attention = _Recorded("G", log), _Recorded("A", log)
+    on: list[_Recorded] = []
+
+    class Event:
+        made = 0
+
+        def __init__(self) -> None:
+            Event.made += 1
+            self.name = f"e{Event.made}"
+
+        def record(self, stream: _Recorded) -> None:
+            self.after = log[-1]
+
+        def __str__(self) -> str:
+            return self.after
+
+    @contextlib.contextmanager
+    def stream(chosen: _Recorded):
+        on.append(chosen)
+        yield
+        on.pop()
+
+    monkeypatch.setattr(torch.cuda, "stream", stream)
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda: _Recorded("main", log))
+
+    def step(name: str):
+        return lambda: log.append(f"{on[-1].name} {name}")
+
+    halves = [(step(f"qkv{h}"), step(f"attention{h}"), step(f"rest{h}")) for h in (0, 1)]
+    sm_split.interleaved(halves, 2, gemm, attention)()
+    queued = {name: [line.split(" ", 1)[1] for line in log if line.startswith(name + " ")] for name in ("G", "A")}
+    # the GEMM stream: a half's rest of layer 0, then its qkv of layer 1, so the other half's
+    # attention has GEMMs beside it; every attention after its half's qkv, every rest after its attention
+    assert [s for s in queued["G"] if not s.startswith("waits")] == [
+        "qkv0", "qkv1", "rest0", "qkv0", "rest1", "qkv1", "rest0", "rest1"]
+    assert [s for s in queued["A"] if not s.startswith("waits")] == ["attention0", "attention1"] * 2
+    assert queued["A"][:2] == ["waits G qkv0", "attention0"]
+    assert queued["G"][queued["G"].index("rest1") - 1] == "waits A attention1"

@@ -22,8 +22,11 @@ programs fill every SM, so a GEMM launched beside it waits for SMs to drain. ``-
 carveout): does the other half's attention then run on the SMs left, and at what cost to the GEMMs?
 ``--on-sms N`` (default 66 and 88) keeps the attention itself to N SMs (``attention_on_sms.py``)
 and its GEMMs to the rest: the attention alone that way, and the two halves at once. The H100's
-answers: the carveout changed nothing (3.30 ms again); the attention alone took 2.72 / 3.11 /
-3.94 ms on 110 / 88 / 66 SMs against 2.24 on all, the halves 3.40-4.37 against one stream's 3.20.
+answers: the carveout changed nothing (3.30 ms again); the attention alone, 24 programs an SM,
+took 2.30 / 2.31 / 2.39-2.42 ms on 132 / 88 / 66 SMs against 2.25 on all (8 programs an SM: 2.52 /
+3.11 / 3.94), yet the halves with their GEMMs carved out 3.42-3.54 against one stream's 3.22: the
+GEMMs did not keep off the attention's SMs. ``--green N`` puts the GEMMs on a green context of N
+SMs instead and interleaves the halves there (``sm_split.py``), eagerly timed.
 """
 
 from __future__ import annotations
@@ -82,11 +85,11 @@ def attention(rows: int, attend: int, heads: int, dim: int, device: torch.device
     if device.type != "cuda":
         return lambda: reference(*tensors).half()
     if sms is not None:
-        from pipeline.bench.attention_on_sms import PROGRAMS_PER_SM, attention_on_sms
+        from pipeline.bench.attention_on_sms import PROGRAMS_PER_SM, attention_on_sms, first_sms
 
-        counter = torch.zeros(1, dtype=torch.int32, device=device)
+        counter, allowed = torch.zeros(1, dtype=torch.int32, device=device), first_sms(sms, device)
         programs = torch.cuda.get_device_properties(device).multi_processor_count * PROGRAMS_PER_SM
-        return lambda: attention_on_sms(*tensors, sms=sms, counter=counter, programs=programs)
+        return lambda: attention_on_sms(*tensors, allowed=allowed, counter=counter, programs=programs)
     from pipeline.engine.word_attention import word_decode_attention
 
     return lambda: word_decode_attention(*tensors)
@@ -156,6 +159,28 @@ def sharing(sms: int, rows: int, attend: int, weights: dict[str, torch.Tensor], 
             (f"two halves at once, attention on {sms} SMs, GEMMs on the rest", leaving(sms, side_by_side(first, second)))]
 
 
+def green_timed(green: list[int], shape: tuple[int, ...], device: torch.device) -> dict[str, float]:
+    """The green-context ways (``sm_split.py``), each timed eagerly (a green context's stream in a
+    CUDA graph is not assumed): none on a CPU or where green contexts are not to be had."""
+    if not green or device.type != "cuda":
+        return {}
+    from pipeline.bench.gpu_timing import seconds_per_run
+    from pipeline.bench.sm_split import green_ways
+
+    rows, attend, hidden, intermediate, layers, heads, dim = shape
+    weights = {name: torch.randn(n, k, device=device, dtype=torch.float16) / k**0.5
+               for name, (k, n) in shapes(hidden, intermediate).items()}
+    timed: dict[str, float] = {}
+    for sms in green:
+        try:
+            found = green_ways(sms, rows, attend, weights, layers, heads, dim, device)
+        except (RuntimeError, AttributeError) as error:  # no green contexts in this torch, driver or card
+            print(f"halves: no green context of {sms} SMs here ({error})")
+            continue
+        timed |= {name: seconds_per_run(run, repeats=5) for name, run in found}
+    return timed
+
+
 def table(timed: dict[str, float]) -> list[str]:
     baseline = next(iter(timed.values()))
     lines = ["| way | ms a step | against one stream |", "|---|---|---|"]
@@ -172,6 +197,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench ha
                         help="SMs each GEMM leaves free in the carveout ways (default 33 66; none: no such ways)")
     parser.add_argument("--on-sms", type=int, nargs="*", default=[66, 88],
                         help="SMs the attention is kept to in the sharing ways (default 66 88; none: no such ways)")
+    parser.add_argument("--green", type=int, nargs="*", default=[],
+                        help="SMs of a green context that runs the GEMMs, the attention on the others (sm_split.py; "
+                             "timed eagerly; default none)")
     parser.add_argument("--cpu-smoke", action="store_true", help="tiny shapes on the CPU: the flow only")
     args = parser.parse_args(argv)
     if args.cpu_smoke:
@@ -185,6 +213,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench ha
     with torch.inference_mode():
         timed = {name: graphed_seconds_per_run(run, repeats=1 if args.cpu_smoke else 5)
                  for name, run in ways(*shape, device, tuple(args.leave), tuple(args.on_sms)).items()}
+        timed |= green_timed(args.green, shape, device)
     where = torch.cuda.get_device_name() if device.type == "cuda" else "the CPU (the flow only, wall time)"
     print(f"a step's layers ({shape[4]}: GEMMs and attention) for {shape[0]} slots of "
           f"{shape[1] // 4}..{shape[1]} positions on {where}")

@@ -69,10 +69,10 @@ def compile_kernel(kernel: str, block: int = 32, stages: int = 1) -> KernelCode:
         fn, types, const = (word_attention._rope_word_attention_kernel,
                             ["*fp16", "*fp32", "*fp32", *attention[1:6], "*i64", *attention[6:]],
                             {"HEADS": 12, **words})
-    elif kernel == "words-on-sms":  # ..., out, used, the items' counter, scale, items, SMs kept
+    elif kernel == "words-on-sms":  # ..., out, used, the items' counter, scale, items, the SMs allowed
         from pipeline.bench.attention_on_sms import _word_attention_on_sms
 
-        fn, types, const = (_word_attention_on_sms, [*attention, "i32", "i32"],
+        fn, types, const = (_word_attention_on_sms, [*attention, "i32", "*i32"],
                             {"HEADS": 12, **{k: v for k, v in words.items() if k != "ORDERED"}})
     elif kernel == "single":
         fn, types, const = (decode_attention._decode_attention_kernel,

@@ -1,0 +1,140 @@
+"""A step's layers with the GPU's SMs split between its two kinds of work, for ``bench halves
+--green N``: the GEMMs on a green context of N SMs (``torch.cuda.green_contexts``, CUDA 12.4+),
+the word attention on the SMs that context does not hold (``attention_on_sms.py``'s persistent
+programs, told which), and two half-pools interleaved so that one half's attention runs beside
+the other half's GEMMs.
+
+Why: at ~1,000 rows a step's GEMMs are compute-bound (0.85 of a 3.2-ms step's layers on an H100)
+and its attention bandwidth-bound, and the attention reads nearly as fast from half the SMs (2.39
+against 2.25 ms on 66 of an H100's 132). A step whose GEMMs ran on the SMs the attention can spare
+could hide most of them. cuBLAS's SM carveout did not keep the GEMMs off the attention's SMs
+(``halves --leave``: no change); a green context holds its kernels to its own SMs by construction.
+Measuring only, eagerly timed (a green context's stream in a CUDA graph is not assumed): whether
+the overlap pays decides whether the engine's step is ever built this way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from pipeline.engine.triton_import import compiled, tl, triton
+
+if triton is not None:  # pragma: no cover - Triton code
+    from pipeline.bench.attention_on_sms import _this_sm
+
+    @triton.jit
+    def _record_sm(out_ptr, ASM: tl.constexpr):
+        """The SM each program ran on, at its index."""
+        tl.store(out_ptr + tl.program_id(0), _this_sm(ASM))
+
+
+def green_stream(sms: int, device: torch.device) -> tuple[Any, torch.cuda.Stream, torch.Tensor]:
+    """A green context of ``sms`` SMs (kept: its stream lives as long as it does), a stream of
+    it, and the SMs its kernels land on (int32 [SMs of the device], 1 where they do), found by
+    launching 8 programs an SM on that stream and reading back where each ran."""
+    from torch.cuda.green_contexts import GreenContext
+
+    context = GreenContext.create(sms, device.index or 0)
+    made = context.Stream()
+    stream = torch.cuda.Stream(stream_id=made.stream_id, device_index=made.device_index,
+                               device_type=made.device_type)
+    count = torch.cuda.get_device_properties(device).multi_processor_count
+    landed = torch.full((8 * count,), -1, dtype=torch.int32, device=device)
+    with torch.cuda.stream(stream):
+        _record_sm[(landed.numel(),)](landed, ASM=compiled())
+    stream.synchronize()
+    held = torch.zeros(count, dtype=torch.int32, device=device)
+    held[landed.long()] = 1
+    return context, stream, held
+
+
+def half_layer(rows: int, attend: int, weights: dict[str, torch.Tensor], heads: int, dim: int,
+               device: torch.device, allowed: torch.Tensor) -> tuple[Callable[[], None], ...]:
+    """One layer of a pool of ``rows`` slots as three steps that can go to different streams:
+    its qkv GEMM, its attention (kept to the SMs ``allowed``), the o, gate_up and down GEMMs."""
+    from pipeline.bench.attention import inputs
+    from pipeline.bench.attention_on_sms import PROGRAMS_PER_SM, attention_on_sms
+
+    hidden, intermediate = weights["o"].shape[0], weights["down"].shape[1]
+    x = torch.randn(rows, hidden, device=device, dtype=torch.float16)
+    tensors = inputs(rows, attend, device, heads=heads, dim=dim)
+    counter = torch.zeros(1, dtype=torch.int32, device=device)
+    programs = allowed.numel() * PROGRAMS_PER_SM
+    attended: list[torch.Tensor] = [x]
+
+    def qkv() -> None:
+        torch.nn.functional.linear(x, weights["qkv"])
+
+    def attention() -> None:
+        attended[0] = attention_on_sms(*tensors, allowed=allowed, counter=counter, programs=programs)
+
+    def rest() -> None:
+        mixed = torch.nn.functional.linear(attended[0].reshape(rows, hidden), weights["o"])
+        gate_up = torch.nn.functional.linear(mixed, weights["gate_up"])
+        torch.nn.functional.linear(gate_up[:, :intermediate], weights["down"])
+
+    return qkv, attention, rest
+
+
+def interleaved(halves: list[tuple[Callable[[], None], ...]], layers: int, gemm_stream: torch.cuda.Stream,
+                attention_stream: torch.cuda.Stream) -> Callable[[], None]:
+    """The halves' layers with every GEMM on ``gemm_stream`` and every attention on
+    ``attention_stream``, each step after the one before it in its own half: the GEMM stream
+    queues a half's rest of layer l, then its qkv of layer l + 1, so one half's attention always
+    has the other half's GEMMs beside it."""
+
+    def after(stream: torch.cuda.Stream, step: Callable[[], None], *waits: torch.cuda.Event | None) -> torch.cuda.Event:
+        for event in waits:
+            if event is not None:
+                stream.wait_event(event)
+        with torch.cuda.stream(stream):
+            step()
+        done = torch.cuda.Event()
+        done.record(stream)
+        return done
+
+    def run() -> None:
+        current = torch.cuda.current_stream()
+        gemm_stream.wait_stream(current)
+        attention_stream.wait_stream(current)
+        queued = [after(gemm_stream, qkv) for qkv, _, _ in halves]
+        for layer in range(layers):
+            attended = [after(attention_stream, attention, queued[h]) for h, (_, attention, _) in enumerate(halves)]
+            for h, (qkv, _, rest) in enumerate(halves):
+                after(gemm_stream, rest, attended[h])
+                if layer + 1 < layers:
+                    queued[h] = after(gemm_stream, qkv)
+        current.wait_stream(gemm_stream)
+        current.wait_stream(attention_stream)
+
+    return run
+
+
+def green_ways(sms: int, rows: int, attend: int, weights: dict[str, torch.Tensor], layers: int, heads: int,
+               dim: int, device: torch.device) -> list[tuple[str, Callable[[], None]]]:
+    """The ways with the GEMMs on a green context of ``sms`` SMs: its GEMMs alone there, and the
+    two halves interleaved with their attention on the SMs the context does not hold."""
+    context, stream, held = green_stream(sms, device)
+    free = 1 - held
+    halves = [half_layer(rows // 2, attend, weights, heads, dim, device, free) for _ in range(2)]
+    whole = half_layer(rows, attend, weights, heads, dim, device, free)
+
+    def gemms_alone(_kept: Any = context) -> None:  # the context lives as long as its stream's ways
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(layers):
+                whole[0]()
+                whole[2]()
+        torch.cuda.current_stream().wait_stream(stream)
+
+    both = interleaved(halves, layers, stream, torch.cuda.Stream())
+
+    def halves_at_once(_kept: Any = context) -> None:
+        both()
+
+    spare = int(free.sum())
+    return [(f"its GEMMs alone, on a green context of {sms} SMs", gemms_alone),
+            (f"two halves interleaved, GEMMs on {sms} SMs (green), attention on the other {spare}", halves_at_once)]
