@@ -32,9 +32,10 @@ if triton is not None:  # pragma: no cover - Triton code
 
 
 def green_stream(sms: int, device: torch.device) -> tuple[Any, torch.cuda.Stream, torch.Tensor]:
-    """A green context of ``sms`` SMs (kept: its stream lives as long as it does), a stream of
-    it, and the SMs its kernels land on (int32 [SMs of the device], 1 where they do), found by
-    launching 8 programs an SM on that stream and reading back where each ran."""
+    """A green context of ``sms`` SMs (kept: its stream lives as long as it does; its SMs are
+    whole groups, 8 on Hopper, which ones the probe says), a stream of it, and the SMs its
+    kernels land on (int32 [SMs of the device], 1 where they do), found by launching 8 programs
+    an SM on that stream and reading back where each ran."""
     from torch.cuda.green_contexts import GreenContext
 
     context = GreenContext.create(sms, device.index or 0)
@@ -43,9 +44,18 @@ def green_stream(sms: int, device: torch.device) -> tuple[Any, torch.cuda.Stream
                                device_type=made.device_type)
     count = torch.cuda.get_device_properties(device).multi_processor_count
     landed = torch.full((8 * count,), -1, dtype=torch.int32, device=device)
-    with torch.cuda.stream(stream):
-        _record_sm[(landed.numel(),)](landed, ASM=compiled())
-    stream.synchronize()
+    try:
+        with torch.cuda.stream(stream):
+            _record_sm[(landed.numel(),)](landed, ASM=compiled())
+        stream.synchronize()
+    except RuntimeError:  # a driver-API launch may want the stream's own context current
+        context.set_context()
+        try:
+            with torch.cuda.stream(stream):
+                _record_sm[(landed.numel(),)](landed, ASM=compiled())
+            stream.synchronize()
+        finally:
+            context.pop_context()
     held = torch.zeros(count, dtype=torch.int32, device=device)
     held[landed.long()] = 1
     return context, stream, held
