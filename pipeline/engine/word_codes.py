@@ -124,7 +124,7 @@ if triton is not None:  # pragma: no cover - Triton code
 
     @triton.jit
     def value_sums(acc0, acc1, acc2, acc3, weights, values, BLOCK_N: tl.constexpr, WORDS: tl.constexpr,
-                    ASM: tl.constexpr):
+                   ASM: tl.constexpr):
         """The running value sums (per byte of a word, [8, W] per lane) plus a block's weights
         ([BLOCK_N], scales in) times its value codes: the weights rounded to 15-bit integers of
         the block's largest, the codes of two positions at a time multiplied and summed by
