@@ -43,25 +43,47 @@ from pipeline.engine.streams import forked
 HEADS, HEAD_DIM = 12, 64
 
 
+def layer_weights(hidden: int, intermediate: int, device: torch.device) -> dict[str, torch.Tensor]:
+    """One layer's four GEMM weights, random, by name (every layer here reads the same)."""
+    return {name: torch.randn(n, k, device=device, dtype=torch.float16) / k**0.5
+            for name, (k, n) in shapes(hidden, intermediate).items()}
+
+
+def layer_gemms(rows: int, weights: dict[str, torch.Tensor], device: torch.device
+                ) -> tuple[Callable[[], None], Callable[[torch.Tensor | None], None]]:
+    """A layer's GEMMs for ``rows`` rows, in the two parts the attention comes between: the qkv
+    projection, and the o, gate_up and down projections of the attention's output (None: of the
+    layer's own input, for the GEMMs alone)."""
+    hidden, intermediate = weights["o"].shape[0], weights["down"].shape[1]
+    x = torch.randn(rows, hidden, device=device, dtype=torch.float16)
+
+    def qkv() -> None:
+        torch.nn.functional.linear(x, weights["qkv"])
+
+    def rest(attended: torch.Tensor | None) -> None:
+        mixed = torch.nn.functional.linear(x if attended is None else attended.reshape(rows, hidden), weights["o"])
+        gate_up = torch.nn.functional.linear(mixed, weights["gate_up"])
+        torch.nn.functional.linear(gate_up[:, :intermediate], weights["down"])
+
+    return qkv, rest
+
+
 def layers_of(rows: int, attend: int, weights: dict[str, torch.Tensor], layers: int, heads: int, dim: int,
               device: torch.device, sms: int | None = None
               ) -> tuple[Callable[[], None], Callable[[], None], Callable[[], None]]:
     """The model's layers for ``rows`` slots with ``weights`` (one layer's, read by every layer, as
     the engine's halves read the same model): (all of each layer, its GEMMs alone, its attention
     alone); ``sms``: the attention kept to that many SMs (``attention_on_sms``)."""
-    hidden, intermediate = weights["o"].shape[0], weights["down"].shape[1]
-    x = torch.randn(rows, hidden, device=device, dtype=torch.float16)
+    qkv, rest = layer_gemms(rows, weights, device)
     attend_once = attention(rows, attend, heads, dim, device, sms)
 
     def gemms(attended: torch.Tensor | None) -> None:
-        torch.nn.functional.linear(x, weights["qkv"])
-        mixed = torch.nn.functional.linear(x if attended is None else attended, weights["o"])
-        gate_up = torch.nn.functional.linear(mixed, weights["gate_up"])
-        torch.nn.functional.linear(gate_up[:, :intermediate], weights["down"])
+        qkv()
+        rest(attended)
 
     def whole() -> None:
         for _ in range(layers):
-            gemms(attend_once().reshape(rows, hidden))
+            gemms(attend_once())
 
     def gemms_alone() -> None:
         for _ in range(layers):
@@ -130,8 +152,7 @@ def ways(rows: int, attend: int, hidden: int, intermediate: int, layers: int, he
          dim: int, device: torch.device, leave: tuple[int, ...] = (),
          on_sms: tuple[int, ...] = ()) -> dict[str, Callable[[], None]]:
     """Each way to run a step's layers for ``rows`` slots, by the name its row of the table has."""
-    weights = {name: torch.randn(n, k, device=device, dtype=torch.float16) / k**0.5
-               for name, (k, n) in shapes(hidden, intermediate).items()}
+    weights = layer_weights(hidden, intermediate, device)
     whole, gemms, attended = layers_of(rows, attend, weights, layers, heads, dim, device)
     half = rows // 2
     first, _, _ = layers_of(half, attend, weights, layers, heads, dim, device)
@@ -168,8 +189,7 @@ def green_timed(green: list[int], shape: tuple[int, ...], device: torch.device) 
     from pipeline.bench.sm_split import green_ways
 
     rows, attend, hidden, intermediate, layers, heads, dim = shape
-    weights = {name: torch.randn(n, k, device=device, dtype=torch.float16) / k**0.5
-               for name, (k, n) in shapes(hidden, intermediate).items()}
+    weights = layer_weights(hidden, intermediate, device)
     timed: dict[str, float] = {}
     for sms in green:
         try:

@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from pipeline.bench.halves import layer_gemms
 from pipeline.engine.triton_import import compiled, tl, triton
 
 if triton is not None:  # pragma: no cover - Triton code
@@ -67,26 +68,16 @@ def half_layer(rows: int, attend: int, weights: dict[str, torch.Tensor], heads: 
     its qkv GEMM, its attention (kept to the SMs ``allowed``), the o, gate_up and down GEMMs."""
     from pipeline.bench.attention import inputs
     from pipeline.bench.attention_on_sms import PROGRAMS_PER_SM, attention_on_sms
-
-    hidden, intermediate = weights["o"].shape[0], weights["down"].shape[1]
-    x = torch.randn(rows, hidden, device=device, dtype=torch.float16)
+    qkv, rest = layer_gemms(rows, weights, device)
     tensors = inputs(rows, attend, device, heads=heads, dim=dim)
     counter = torch.zeros(1, dtype=torch.int32, device=device)
     programs = allowed.numel() * PROGRAMS_PER_SM
-    attended: list[torch.Tensor] = [x]
-
-    def qkv() -> None:
-        torch.nn.functional.linear(x, weights["qkv"])
+    attended: list[torch.Tensor | None] = [None]
 
     def attention() -> None:
         attended[0] = attention_on_sms(*tensors, allowed=allowed, counter=counter, programs=programs)
 
-    def rest() -> None:
-        mixed = torch.nn.functional.linear(attended[0].reshape(rows, hidden), weights["o"])
-        gate_up = torch.nn.functional.linear(mixed, weights["gate_up"])
-        torch.nn.functional.linear(gate_up[:, :intermediate], weights["down"])
-
-    return qkv, attention, rest
+    return qkv, attention, lambda: rest(attended[0])
 
 
 def interleaved(halves: list[tuple[Callable[[], None], ...]], layers: int, gemm_stream: torch.cuda.Stream,
@@ -130,14 +121,14 @@ def green_ways(sms: int, rows: int, attend: int, weights: dict[str, torch.Tensor
     context, stream, held = green_stream(sms, device)
     free = 1 - held
     halves = [half_layer(rows // 2, attend, weights, heads, dim, device, free) for _ in range(2)]
-    whole = half_layer(rows, attend, weights, heads, dim, device, free)
+    qkv, rest = layer_gemms(rows, weights, device)
 
     def gemms_alone(_kept: Any = context) -> None:  # the context lives as long as its stream's ways
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
             for _ in range(layers):
-                whole[0]()
-                whole[2]()
+                qkv()
+                rest(None)
         torch.cuda.current_stream().wait_stream(stream)
 
     both = interleaved(halves, layers, stream, torch.cuda.Stream())

@@ -107,20 +107,22 @@ if triton is not None:  # pragma: no cover - Triton code
         """Each position's dot product of its key words [BLOCK_N, W] with the query's 15-bit codes
         (coarse and fine words [W]): the four words a lane holds summed by chained ``dp4a`` (each
         adding the last one's sum, no adds between), then across the position's four lanes."""
-        ka, kb = tl.split(tl.reshape(keys, [BLOCK_N, WORDS // 4, 2, 2]))  # words 4a + (0, 2, 1, 3)
-        k0, k1 = tl.split(ka)
-        k2, k3 = tl.split(kb)
-        ca, cb = tl.split(tl.reshape(coarse, [WORDS // 4, 2, 2]))
-        c0, c1 = tl.split(ca)
-        c2, c3 = tl.split(cb)
-        fa, fb = tl.split(tl.reshape(fine, [WORDS // 4, 2, 2]))
-        f0, f1 = tl.split(fa)
-        f2, f3 = tl.split(fb)
+        k0, k1, k2, k3 = _quarters(tl.reshape(keys, [BLOCK_N, WORDS // 4, 2, 2]))
+        c0, c1, c2, c3 = _quarters(tl.reshape(coarse, [WORDS // 4, 2, 2]))
+        f0, f1, f2, f3 = _quarters(tl.reshape(fine, [WORDS // 4, 2, 2]))
         high = dp4a(k3, c3[None, :], dp4a(k2, c2[None, :], dp4a(k1, c1[None, :], dp4a(
             k0, c0[None, :], tl.zeros([BLOCK_N, WORDS // 4], tl.int32), ASM), ASM), ASM), ASM)
         low = dp4a(k3, f3[None, :], dp4a(k2, f2[None, :], dp4a(k1, f1[None, :], dp4a(
             k0, f0[None, :], high * 128, ASM), ASM), ASM), ASM)
         return tl.sum(low, 1)
+
+    @triton.jit
+    def _quarters(x):
+        """x [..., 2, 2] as its four [...] parts: the words 4a + 0, 2, 1 and 3 of each lane's four."""
+        a, b = tl.split(x)
+        first, second = tl.split(a)
+        third, fourth = tl.split(b)
+        return first, second, third, fourth
 
     @triton.jit
     def value_sums(acc0, acc1, acc2, acc3, weights, values, BLOCK_N: tl.constexpr, WORDS: tl.constexpr,
