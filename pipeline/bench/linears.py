@@ -103,5 +103,30 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench li
     return 0
 
 
+def layer_weights(hidden: int, intermediate: int, device: torch.device) -> dict[str, torch.Tensor]:
+    """One layer's four GEMM weights, random, by name (every layer here reads the same)."""
+    return {name: torch.randn(n, k, device=device, dtype=torch.float16) / k**0.5
+            for name, (k, n) in shapes(hidden, intermediate).items()}
+
+
+def layer_gemms(rows: int, weights: dict[str, torch.Tensor], device: torch.device
+                ) -> tuple[Callable[[], None], Callable[[torch.Tensor | None], None]]:
+    """A layer's GEMMs for ``rows`` rows, in the two parts the attention comes between: the qkv
+    projection, and the o, gate_up and down projections of the attention's output (None: of the
+    layer's own input, for the GEMMs alone)."""
+    hidden, intermediate = weights["o"].shape[0], weights["down"].shape[1]
+    x = torch.randn(rows, hidden, device=device, dtype=torch.float16)
+
+    def qkv() -> None:
+        torch.nn.functional.linear(x, weights["qkv"])
+
+    def rest(attended: torch.Tensor | None) -> None:
+        mixed = torch.nn.functional.linear(x if attended is None else attended.reshape(rows, hidden), weights["o"])
+        gate_up = torch.nn.functional.linear(mixed, weights["gate_up"])
+        torch.nn.functional.linear(gate_up[:, :intermediate], weights["down"])
+
+    return qkv, rest
+
+
 if __name__ == "__main__":
     raise SystemExit(main())

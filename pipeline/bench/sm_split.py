@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from pipeline.bench.halves import layer_gemms
+from pipeline.bench.linears import layer_gemms
 from pipeline.engine.triton_import import compiled, tl, triton
 
 if triton is not None:  # pragma: no cover - Triton code
