@@ -32,6 +32,7 @@ SMs instead and interleaves the halves there (``sm_split.py``), eagerly timed.
 from __future__ import annotations
 
 import argparse
+import time
 from collections.abc import Callable
 
 import torch
@@ -155,25 +156,41 @@ def sharing(sms: int, rows: int, attend: int, weights: dict[str, torch.Tensor], 
             (f"two halves at once, attention on {sms} SMs, GEMMs on the rest", leaving(sms, side_by_side(first, second)))]
 
 
-def green_timed(green: list[int], shape: tuple[int, ...], device: torch.device) -> dict[str, float]:
-    """The green-context ways (``sm_split.py``), each timed eagerly (a green context's stream in a
-    CUDA graph is not assumed): none on a CPU or where green contexts are not to be had."""
+def green_timed(green: list[int], shape: tuple[int, ...], device: torch.device, graphed: bool = False) -> dict[str, float]:
+    """The green-context ways (``sm_split.py``) beside one stream's layers timed the same way:
+    eagerly (a green context's stream in a CUDA graph is not assumed; each way's host time to
+    enqueue a step printed, so a host-bound figure shows as one), or captured as one CUDA graph
+    with ``graphed``. None on a CPU or where green contexts are not to be had."""
     if not green or device.type != "cuda":
         return {}
-    from pipeline.bench.gpu_timing import seconds_per_run
     from pipeline.bench.sm_split import green_ways
 
     rows, attend, hidden, intermediate, layers, heads, dim = shape
     weights = layer_weights(hidden, intermediate, device)
-    timed: dict[str, float] = {}
+    how = "graphed" if graphed else "eager"
+    whole, _, _ = layers_of(rows, attend, weights, layers, heads, dim, device)
+    found = [(f"{rows} rows on one stream ({how})", whole)]
     for sms in green:
         try:
-            found = green_ways(sms, rows, attend, weights, layers, heads, dim, device)
+            found += green_ways(sms, rows, attend, weights, layers, heads, dim, device)
         except (RuntimeError, AttributeError) as error:  # no green contexts in this torch, driver or card
             print(f"halves: no green context of {sms} SMs here ({error})")
-            continue
-        timed |= {name: seconds_per_run(run, repeats=5) for name, run in found}
-    return timed
+    return {name: _timed(name, run, graphed) for name, run in found}
+
+
+def _timed(name: str, run: Callable[[], None], graphed: bool) -> float:
+    from pipeline.bench.gpu_timing import seconds_per_run
+
+    if graphed:
+        return graphed_seconds_per_run(run, repeats=5)
+    seconds = seconds_per_run(run, repeats=5)
+    torch.cuda.synchronize()
+    started = time.perf_counter()
+    run()
+    print(f"halves: {name}: {(time.perf_counter() - started) * 1e3:.2f} ms of host time to enqueue, "
+          f"{seconds * 1e3:.2f} ms on the GPU")
+    torch.cuda.synchronize()
+    return seconds
 
 
 def table(timed: dict[str, float]) -> list[str]:
@@ -195,6 +212,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench ha
     parser.add_argument("--green", type=int, nargs="*", default=[],
                         help="SMs of a green context that runs the GEMMs, the attention on the others (sm_split.py; "
                              "timed eagerly; default none)")
+    parser.add_argument("--green-graphed", action="store_true",
+                        help="the green ways captured as one CUDA graph instead of eagerly")
     parser.add_argument("--cpu-smoke", action="store_true", help="tiny shapes on the CPU: the flow only")
     args = parser.parse_args(argv)
     if args.cpu_smoke:
@@ -208,7 +227,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench ha
     with torch.inference_mode():
         timed = {name: graphed_seconds_per_run(run, repeats=1 if args.cpu_smoke else 5)
                  for name, run in ways(*shape, device, tuple(args.leave), tuple(args.on_sms)).items()}
-        timed |= green_timed(args.green, shape, device)
+        timed |= green_timed(args.green, shape, device, args.green_graphed)
     where = torch.cuda.get_device_name() if device.type == "cuda" else "the CPU (the flow only, wall time)"
     print(f"a step's layers ({shape[4]}: GEMMs and attention) for {shape[0]} slots of "
           f"{shape[1] // 4}..{shape[1]} positions on {where}")
