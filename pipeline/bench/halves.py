@@ -156,14 +156,16 @@ def sharing(sms: int, rows: int, attend: int, weights: dict[str, torch.Tensor], 
             (f"two halves at once, attention on {sms} SMs, GEMMs on the rest", leaving(sms, side_by_side(first, second)))]
 
 
-def green_timed(green: list[int], shape: tuple[int, ...], device: torch.device, graphed: bool = False) -> dict[str, float]:
+def green_timed(green: list[int], shape: tuple[int, ...], device: torch.device, graphed: bool = False,
+                disjoint: bool = False) -> dict[str, float]:
     """The green-context ways (``sm_split.py``) beside one stream's layers timed the same way:
     eagerly (a green context's stream in a CUDA graph is not assumed; each way's host time to
     enqueue a step printed, so a host-bound figure shows as one), or captured as one CUDA graph
-    with ``graphed``. None on a CPU or where green contexts are not to be had."""
+    with ``graphed``; ``disjoint``: the attention on a green context of its own (``disjoint_ways``).
+    None on a CPU or where green contexts are not to be had."""
     if not green or device.type != "cuda":
         return {}
-    from pipeline.bench.sm_split import green_ways
+    from pipeline.bench.sm_split import disjoint_ways, green_ways
 
     rows, attend, hidden, intermediate, layers, heads, dim = shape
     weights = layer_weights(hidden, intermediate, device)
@@ -172,8 +174,8 @@ def green_timed(green: list[int], shape: tuple[int, ...], device: torch.device, 
     found = [(f"{rows} rows on one stream ({how})", whole)]
     for sms in green:
         try:
-            found += green_ways(sms, rows, attend, weights, layers, heads, dim, device)
-        except (RuntimeError, AttributeError) as error:  # no green contexts in this torch, driver or card
+            found += (disjoint_ways if disjoint else green_ways)(sms, rows, attend, weights, layers, heads, dim, device)
+        except (RuntimeError, AttributeError, ImportError) as error:  # no green contexts in this torch, driver or card
             print(f"halves: no green context of {sms} SMs here ({error})")
     return {name: _timed(name, run, graphed) for name, run in found}
 
@@ -214,6 +216,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench ha
                              "timed eagerly; default none)")
     parser.add_argument("--green-graphed", action="store_true",
                         help="the green ways captured as one CUDA graph instead of eagerly")
+    parser.add_argument("--disjoint", action="store_true",
+                        help="the attention on a green context of the SMs the GEMMs' does not hold (cuda.bindings)")
     parser.add_argument("--cpu-smoke", action="store_true", help="tiny shapes on the CPU: the flow only")
     args = parser.parse_args(argv)
     if args.cpu_smoke:
@@ -227,7 +231,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench ha
     with torch.inference_mode():
         timed = {name: graphed_seconds_per_run(run, repeats=1 if args.cpu_smoke else 5)
                  for name, run in ways(*shape, device, tuple(args.leave), tuple(args.on_sms)).items()}
-        timed |= green_timed(args.green, shape, device, args.green_graphed)
+        timed |= green_timed(args.green, shape, device, args.green_graphed, args.disjoint)
     where = torch.cuda.get_device_name() if device.type == "cuda" else "the CPU (the flow only, wall time)"
     print(f"a step's layers ({shape[4]}: GEMMs and attention) for {shape[0]} slots of "
           f"{shape[1] // 4}..{shape[1]} positions on {where}")

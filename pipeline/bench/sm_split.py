@@ -63,19 +63,21 @@ def green_stream(sms: int, device: torch.device) -> tuple[Any, torch.cuda.Stream
 
 
 def half_layer(rows: int, attend: int, weights: dict[str, torch.Tensor], heads: int, dim: int,
-               device: torch.device, allowed: torch.Tensor) -> tuple[Callable[[], None], ...]:
+               device: torch.device, allowed: torch.Tensor | None) -> tuple[Callable[[], None], ...]:
     """One layer of a pool of ``rows`` slots as three steps that can go to different streams:
-    its qkv GEMM, its attention (kept to the SMs ``allowed``), the o, gate_up and down GEMMs."""
+    its qkv GEMM, its attention (kept to the SMs ``allowed``; the engine's kernel where None: its
+    stream's green context keeps it to its SMs), the o, gate_up and down GEMMs."""
     from pipeline.bench.attention import inputs
     from pipeline.bench.attention_on_sms import PROGRAMS_PER_SM, attention_on_sms
+    from pipeline.engine.word_attention import word_decode_attention
     qkv, rest = layer_gemms(rows, weights, device)
     tensors = inputs(rows, attend, device, heads=heads, dim=dim)
     counter = torch.zeros(1, dtype=torch.int32, device=device)
-    programs = allowed.numel() * PROGRAMS_PER_SM
     attended: list[torch.Tensor | None] = [None]
 
     def attention() -> None:
-        attended[0] = attention_on_sms(*tensors, allowed=allowed, counter=counter, programs=programs)
+        attended[0] = (word_decode_attention(*tensors) if allowed is None else attention_on_sms(
+            *tensors, allowed=allowed, counter=counter, programs=allowed.numel() * PROGRAMS_PER_SM))
 
     return qkv, attention, lambda: rest(attended[0])
 
@@ -139,3 +141,57 @@ def green_ways(sms: int, rows: int, attend: int, weights: dict[str, torch.Tensor
     spare = int(free.sum())
     return [(f"its GEMMs alone, on a green context of {sms} SMs", gemms_alone),
             (f"two halves interleaved, GEMMs on {sms} SMs (green), attention on the other {spare}", halves_at_once)]
+
+
+def disjoint_streams(sms: int, device: torch.device) -> tuple[Any, torch.cuda.ExternalStream, torch.cuda.ExternalStream, int, int]:
+    """Two green contexts that share no SM, made by the driver's own split (``cuda.bindings``):
+    ``sms`` SMs (rounded up to the card's group) and the rest; a stream of each, their SM counts,
+    and what must stay alive while they are used. ``green_stream``'s one context leaves its
+    complement to the primary context, whose kernels may still land on the green SMs: a kernel
+    kept off them by a table still has programs waiting for a place there."""
+    from cuda.bindings import driver as cu
+
+    def ok(result: tuple) -> Any:
+        error, *out = result
+        if error != cu.CUresult.CUDA_SUCCESS:
+            raise RuntimeError(f"the driver's green-context split failed: {error}")
+        return out[0] if len(out) == 1 else out
+
+    torch.cuda.init()
+    ok(cu.cuInit(0))
+    card = ok(cu.cuDeviceGet(device.index or 0))
+    whole = ok(cu.cuDeviceGetDevResource(card, cu.CUdevResourceType.CU_DEV_RESOURCE_TYPE_SM))
+    groups, _, remaining = ok(cu.cuDevSmResourceSplitByCount(1, whole, 0, sms))
+    kept, streams = [], []
+    for part in (groups[0], remaining):
+        desc = ok(cu.cuDevResourceGenerateDesc([part], 1))
+        context = ok(cu.cuGreenCtxCreate(desc, card, cu.CUgreenCtxCreate_flags.CU_GREEN_CTX_DEFAULT_STREAM))
+        made = ok(cu.cuGreenCtxStreamCreate(context, cu.CUstream_flags.CU_STREAM_NON_BLOCKING, 0))
+        kept += [context, made]
+        streams.append(torch.cuda.ExternalStream(int(made), device=device))
+    return kept, streams[0], streams[1], groups[0].sm.smCount, remaining.sm.smCount
+
+
+def disjoint_ways(sms: int, rows: int, attend: int, weights: dict[str, torch.Tensor], layers: int, heads: int,
+                  dim: int, device: torch.device) -> list[tuple[str, Callable[[], None]]]:
+    """The ways with the GEMMs on a green context of ``sms`` SMs and the attention (the engine's
+    kernel) on a green context of all the others: each alone there, and the two halves interleaved."""
+    kept, gemm_stream, attention_stream, gemm_sms, attention_sms = disjoint_streams(sms, device)
+    halves = [half_layer(rows // 2, attend, weights, heads, dim, device, None) for _ in range(2)]
+    qkv, rest = layer_gemms(rows, weights, device)
+    whole = half_layer(rows, attend, weights, heads, dim, device, None)[1]
+
+    def on(stream: torch.cuda.Stream, step: Callable[[], None]) -> Callable[[], None]:
+        def run(_kept: Any = kept) -> None:  # the contexts live as long as their ways
+            stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(stream):
+                for _ in range(layers):
+                    step()
+            torch.cuda.current_stream().wait_stream(stream)
+        return run
+
+    both = interleaved(halves, layers, gemm_stream, attention_stream)
+    return [(f"its GEMMs alone, on a green context of {gemm_sms} SMs", on(gemm_stream, lambda: (qkv(), rest(None)))),
+            (f"its attention alone, on a green context of the other {attention_sms}", on(attention_stream, whole)),
+            (f"two halves interleaved, GEMMs on {gemm_sms} SMs, attention on the other {attention_sms} (both green)",
+             lambda _kept=kept: both())]
