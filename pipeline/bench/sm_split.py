@@ -9,8 +9,12 @@ and its attention bandwidth-bound, and the attention reads nearly as fast from h
 against 2.25 ms on 66 of an H100's 132). A step whose GEMMs ran on the SMs the attention can spare
 could hide most of them. cuBLAS's SM carveout did not keep the GEMMs off the attention's SMs
 (``halves --leave``: no change); a green context holds its kernels to its own SMs by construction.
-Measuring only, eagerly timed (a green context's stream in a CUDA graph is not assumed): whether
-the overlap pays decides whether the engine's step is ever built this way.
+Measuring only (eagerly, or as one CUDA graph with ``--green-graphed``: green streams capture).
+The answer on an H100 (2026-12-07, graphed): no. Held to N SMs the GEMMs slow as 1/N (1.50 ms on
+64 against 0.84 on all 132); the halves interleaved took 3.33 ms at 64 with the attention kept
+off the green SMs by a table, and 3.30-4.09 with it on a green context of its own (``--disjoint``:
+48, 64, 72 or 80 SMs to the GEMMs) against one stream's 3.29. So the engine's step stays one
+stream.
 """
 
 from __future__ import annotations
