@@ -218,7 +218,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.bench ha
     parser.add_argument("--green-graphed", action="store_true",
                         help="the green ways captured as one CUDA graph instead of eagerly")
     parser.add_argument("--disjoint", action="store_true",
-                        help="the attention on a green context of the SMs the GEMMs' does not hold (cuda.bindings)")
+                        help="the attention on a green context of its own, the SMs the GEMMs' context does not hold "
+                             "(the driver's split through cuda.bindings)")
     parser.add_argument("--cpu-smoke", action="store_true", help="tiny shapes on the CPU: the flow only")
     args = parser.parse_args(argv)
     if args.cpu_smoke:

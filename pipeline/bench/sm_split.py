@@ -120,6 +120,20 @@ def interleaved(halves: list[tuple[Callable[[], None], ...]], layers: int, gemm_
     return run
 
 
+def on_stream(stream: torch.cuda.Stream, step: Callable[[], Any], layers: int, kept: Any) -> Callable[[], None]:
+    """``step`` run ``layers`` times on ``stream`` (a green context's), after the current stream's
+    work and before its next; ``kept``, the green contexts, live as long as the way does."""
+
+    def run(_kept: Any = kept) -> None:
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(layers):
+                step()
+        torch.cuda.current_stream().wait_stream(stream)
+
+    return run
+
+
 def green_ways(sms: int, rows: int, attend: int, weights: dict[str, torch.Tensor], layers: int, heads: int,
                dim: int, device: torch.device) -> list[tuple[str, Callable[[], None]]]:
     """The ways with the GEMMs on a green context of ``sms`` SMs: its GEMMs alone there, and the
@@ -129,17 +143,10 @@ def green_ways(sms: int, rows: int, attend: int, weights: dict[str, torch.Tensor
     halves = [half_layer(rows // 2, attend, weights, heads, dim, device, free) for _ in range(2)]
     qkv, rest = layer_gemms(rows, weights, device)
 
-    def gemms_alone(_kept: Any = context) -> None:  # the context lives as long as its stream's ways
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            for _ in range(layers):
-                qkv()
-                rest(None)
-        torch.cuda.current_stream().wait_stream(stream)
-
     both = interleaved(halves, layers, stream, torch.cuda.Stream())
+    gemms_alone = on_stream(stream, lambda: (qkv(), rest(None)), layers, context)
 
-    def halves_at_once(_kept: Any = context) -> None:
+    def halves_at_once(_kept: Any = context) -> None:  # the context lives as long as its ways
         both()
 
     spare = int(free.sum())
@@ -185,17 +192,10 @@ def disjoint_ways(sms: int, rows: int, attend: int, weights: dict[str, torch.Ten
     qkv, rest = layer_gemms(rows, weights, device)
     whole = half_layer(rows, attend, weights, heads, dim, device, None)[1]
 
-    def on(stream: torch.cuda.Stream, step: Callable[[], None]) -> Callable[[], None]:
-        def run(_kept: Any = kept) -> None:  # the contexts live as long as their ways
-            stream.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(stream):
-                for _ in range(layers):
-                    step()
-            torch.cuda.current_stream().wait_stream(stream)
-        return run
-
     both = interleaved(halves, layers, gemm_stream, attention_stream)
-    return [(f"its GEMMs alone, on a green context of {gemm_sms} SMs", on(gemm_stream, lambda: (qkv(), rest(None)))),
-            (f"its attention alone, on a green context of the other {attention_sms}", on(attention_stream, whole)),
+    return [(f"its GEMMs alone, on a green context of {gemm_sms} SMs",
+             on_stream(gemm_stream, lambda: (qkv(), rest(None)), layers, kept)),
+            (f"its attention alone, on a green context of the other {attention_sms}",
+             on_stream(attention_stream, whole, layers, kept)),
             (f"two halves interleaved, GEMMs on {gemm_sms} SMs, attention on the other {attention_sms} (both green)",
              lambda _kept=kept: both())]
