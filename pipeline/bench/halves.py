@@ -52,7 +52,9 @@ def layers_of(rows: int, attend: int, weights: dict[str, torch.Tensor], layers: 
     the engine's halves read the same model): (all of each layer, its GEMMs alone, its attention
     alone); ``sms``: the attention kept to that many SMs (``attention_on_sms``)."""
     qkv, rest = layer_gemms(rows, weights, device)
-    attend_once = attention(rows, attend, heads, dim, device, sms)
+    from pipeline.bench.attention_on_sms import first_sms
+
+    attend_once = attention(rows, attend, heads, dim, device, None if sms is None else first_sms(sms, device))
 
     def gemms(attended: torch.Tensor | None) -> None:
         qkv()
@@ -74,20 +76,19 @@ def layers_of(rows: int, attend: int, weights: dict[str, torch.Tensor], layers: 
 
 
 def attention(rows: int, attend: int, heads: int, dim: int, device: torch.device,
-              sms: int | None = None) -> Callable[[], torch.Tensor]:
-    """One layer's attention of ``rows`` slots: the engine's word kernel on a GPU (on its first
-    ``sms`` SMs only, where given), the float32 reference over the dequantized cache on a CPU (the
-    smoke mode: no Triton needed)."""
+              allowed: torch.Tensor | None = None) -> Callable[[], torch.Tensor]:
+    """One layer's attention of ``rows`` slots: the engine's word kernel on a GPU (only on the SMs
+    ``allowed``, a 0/1 table by SM, where given: ``attention_on_sms``), the float32 reference over
+    the dequantized cache on a CPU (the smoke mode: no Triton needed)."""
     from pipeline.bench.attention import inputs, reference
 
     tensors = inputs(rows, attend, device, heads=heads, dim=dim)
     if device.type != "cuda":
         return lambda: reference(*tensors).half()
-    if sms is not None:
-        from pipeline.bench.attention_on_sms import PROGRAMS_PER_SM, attention_on_sms, first_sms
+    if allowed is not None:
+        from pipeline.bench.attention_on_sms import PROGRAMS_PER_SM, attention_on_sms
 
-        counter, allowed = torch.zeros(1, dtype=torch.int32, device=device), first_sms(sms, device)
-        programs = torch.cuda.get_device_properties(device).multi_processor_count * PROGRAMS_PER_SM
+        counter, programs = torch.zeros(1, dtype=torch.int32, device=device), allowed.numel() * PROGRAMS_PER_SM
         return lambda: attention_on_sms(*tensors, allowed=allowed, counter=counter, programs=programs)
     from pipeline.engine.word_attention import word_decode_attention
 
@@ -159,20 +160,20 @@ def sharing(sms: int, rows: int, attend: int, weights: dict[str, torch.Tensor], 
 
 def green_timed(green: list[int], shape: tuple[int, ...], device: torch.device, graphed: bool = False,
                 disjoint: bool = False) -> dict[str, float]:
-    """The green-context ways (``sm_split.py``) beside one stream's layers timed the same way:
-    eagerly (a green context's stream in a CUDA graph is not assumed; each way's host time to
-    enqueue a step printed, so a host-bound figure shows as one), or captured as one CUDA graph
-    with ``graphed``; ``disjoint``: the attention on a green context of its own (``disjoint_ways``).
-    None on a CPU or where green contexts are not to be had."""
+    """The green-context ways (``sm_split.py``), timed as the rows they stand beside: eagerly,
+    after one stream's layers timed eagerly too (each way's host time to enqueue a step printed,
+    so a host-bound figure shows as one), or captured as one CUDA graph with ``graphed`` (beside
+    the table's own one stream); ``disjoint``: the attention on a green context of its own
+    (``disjoint_ways``). None on a CPU or where green contexts are not to be had."""
     if not green or device.type != "cuda":
         return {}
     from pipeline.bench.sm_split import disjoint_ways, green_ways
 
     rows, attend, hidden, intermediate, layers, heads, dim = shape
     weights = layer_weights(hidden, intermediate, device)
-    how = "graphed" if graphed else "eager"
-    whole, _, _ = layers_of(rows, attend, weights, layers, heads, dim, device)
-    found = [(f"{rows} rows on one stream ({how})", whole)]
+    found = []
+    if not graphed:
+        found.append((f"{rows} rows on one stream (eager)", layers_of(rows, attend, weights, layers, heads, dim, device)[0]))
     for sms in green:
         try:
             found += (disjoint_ways if disjoint else green_ways)(sms, rows, attend, weights, layers, heads, dim, device)
