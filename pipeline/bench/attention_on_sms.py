@@ -17,6 +17,7 @@ Measuring only: the engine keeps its own kernel.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 
@@ -77,3 +78,19 @@ def attention_on_sms(query: torch.Tensor, keys: torch.Tensor, values: torch.Tens
         HEADS=heads, BLOCK_N=word_attention.BLOCK_POSITIONS, HEAD_DIM=dim, ASM=compiled(), STAGES=in_flight(word_attention.STAGES),
         PAIRED=word_attention._paired(key_scales), num_warps=word_attention.WARPS)
     return out
+
+
+def layer_attention(rows: int, attend: int, heads: int, dim: int, device: torch.device,
+                    allowed: torch.Tensor | None = None) -> Callable[[], torch.Tensor]:
+    """One layer's attention of ``rows`` slots: the engine's word kernel on a GPU (only on the SMs
+    ``allowed``, a 0/1 table by SM, where given: ``attention_on_sms``), the float32 reference over
+    the dequantized cache on a CPU (the smoke mode: no Triton needed)."""
+    from pipeline.bench.attention import inputs, reference
+
+    tensors = inputs(rows, attend, device, heads=heads, dim=dim)
+    if device.type != "cuda":
+        return lambda: reference(*tensors).half()
+    if allowed is not None:
+        counter, programs = torch.zeros(1, dtype=torch.int32, device=device), allowed.numel() * PROGRAMS_PER_SM
+        return lambda: attention_on_sms(*tensors, allowed=allowed, counter=counter, programs=programs)
+    return lambda: word_attention.word_decode_attention(*tensors)

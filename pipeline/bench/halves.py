@@ -52,9 +52,9 @@ def layers_of(rows: int, attend: int, weights: dict[str, torch.Tensor], layers: 
     the engine's halves read the same model): (all of each layer, its GEMMs alone, its attention
     alone); ``sms``: the attention kept to that many SMs (``attention_on_sms``)."""
     qkv, rest = layer_gemms(rows, weights, device)
-    from pipeline.bench.attention_on_sms import first_sms
+    from pipeline.bench.attention_on_sms import first_sms, layer_attention
 
-    attend_once = attention(rows, attend, heads, dim, device, None if sms is None else first_sms(sms, device))
+    attend_once = layer_attention(rows, attend, heads, dim, device, None if sms is None else first_sms(sms, device))
 
     def gemms(attended: torch.Tensor | None) -> None:
         qkv()
@@ -73,26 +73,6 @@ def layers_of(rows: int, attend: int, weights: dict[str, torch.Tensor], layers: 
             attend_once()
 
     return whole, gemms_alone, attention_alone
-
-
-def attention(rows: int, attend: int, heads: int, dim: int, device: torch.device,
-              allowed: torch.Tensor | None = None) -> Callable[[], torch.Tensor]:
-    """One layer's attention of ``rows`` slots: the engine's word kernel on a GPU (only on the SMs
-    ``allowed``, a 0/1 table by SM, where given: ``attention_on_sms``), the float32 reference over
-    the dequantized cache on a CPU (the smoke mode: no Triton needed)."""
-    from pipeline.bench.attention import inputs, reference
-
-    tensors = inputs(rows, attend, device, heads=heads, dim=dim)
-    if device.type != "cuda":
-        return lambda: reference(*tensors).half()
-    if allowed is not None:
-        from pipeline.bench.attention_on_sms import PROGRAMS_PER_SM, attention_on_sms
-
-        counter, programs = torch.zeros(1, dtype=torch.int32, device=device), allowed.numel() * PROGRAMS_PER_SM
-        return lambda: attention_on_sms(*tensors, allowed=allowed, counter=counter, programs=programs)
-    from pipeline.engine.word_attention import word_decode_attention
-
-    return lambda: word_decode_attention(*tensors)
 
 
 def side_by_side(first: Callable[[], None], second: Callable[[], None]) -> Callable[[], None]:

@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from pipeline.bench.attention_on_sms import layer_attention
 from pipeline.bench.linears import layer_gemms
 from pipeline.engine.triton_import import compiled, tl, triton
 
@@ -71,10 +72,8 @@ def half_layer(rows: int, attend: int, weights: dict[str, torch.Tensor], heads: 
     """One layer of a pool of ``rows`` slots as three steps that can go to different streams:
     its qkv GEMM, its attention (kept to the SMs ``allowed``; the engine's kernel where None: its
     stream's green context keeps it to its SMs), the o, gate_up and down GEMMs."""
-    from pipeline.bench.halves import attention as attention_of
-
     qkv, rest = layer_gemms(rows, weights, device)
-    attend_once = attention_of(rows, attend, heads, dim, device, allowed)
+    attend_once = layer_attention(rows, attend, heads, dim, device, allowed)
     attended: list[torch.Tensor | None] = [None]
 
     def attention() -> None:
@@ -184,12 +183,10 @@ def disjoint_ways(sms: int, rows: int, attend: int, weights: dict[str, torch.Ten
                   dim: int, device: torch.device) -> list[tuple[str, Callable[[], None]]]:
     """The ways with the GEMMs on a green context of ``sms`` SMs and the attention (the engine's
     kernel) on a green context of all the others: each alone there, and the two halves interleaved."""
-    from pipeline.bench.halves import attention as attention_of
-
     kept, gemm_stream, attention_stream, gemm_sms, attention_sms = disjoint_streams(sms, device)
     halves = [half_layer(rows // 2, attend, weights, heads, dim, device, None) for _ in range(2)]
     qkv, rest = layer_gemms(rows, weights, device)
-    whole = attention_of(rows, attend, heads, dim, device)
+    whole = layer_attention(rows, attend, heads, dim, device)
 
     both = interleaved(halves, layers, gemm_stream, attention_stream)
     return [(f"its GEMMs alone, on a green context of {gemm_sms} SMs",
