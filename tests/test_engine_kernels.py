@@ -39,13 +39,15 @@ assert torch.equal(by_bits, by_conversion), (by_bits - by_conversion).abs().max(
 
 # RoPE + cache write against the PyTorch path (rotate_half), each slot at its own position
 from pipeline.engine.layer_ops import apply_rope as _apply_rope
+from pipeline.engine.layer_ops import rms_scale as _rms_scale
 qkv = torch.randn(B, 3 * H * D).half()
+residual = (torch.randn(B, H * D) * torch.arange(1, B + 1)[:, None]).half()  # the raw rows qkv is of
 angles = torch.arange(P).float()[:, None] / (10000 ** (torch.arange(D // 2).float() / (D // 2)))
 table_cos, table_sin = torch.cat([angles.cos()] * 2, -1), torch.cat([angles.sin()] * 2, -1)
 at = torch.tensor([0, 5, 63, 64, 100, 199])
 keys, values = torch.zeros(B, H, P, D).half(), torch.zeros(B, H, P, D).half()
-query = da.rope_and_store(qkv, table_cos[at], table_sin[at], keys, values, at)
-parts = qkv.float().view(B, 3, H, D)
+query = da.rope_and_store(qkv, residual, 1e-5, table_cos[at], table_sin[at], keys, values, at)
+parts = (qkv.float() * _rms_scale(residual, 1e-5)).view(B, 3, H, D)  # normalised by each row's RMS
 cos, sin = table_cos[at][:, None, :], table_sin[at][:, None, :]
 rows = torch.arange(B)
 want_k, want_v = _apply_rope(parts[:, 1], cos, sin), parts[:, 2]
@@ -59,7 +61,7 @@ worst = max(worst, untouched.abs().max().item())  # nothing written anywhere els
 # ... and into an int8 cache: the same codes and scales as kv_int8.quantize of the rotated key
 keys8, values8 = torch.zeros(B, H, P, D, dtype=torch.int8), torch.zeros(B, H, P, D, dtype=torch.int8)
 kscale, vscale = torch.zeros(B, H, P, dtype=kv_int8.SCALE_DTYPE), torch.zeros(B, H, P, dtype=kv_int8.SCALE_DTYPE)
-da.rope_and_store(qkv, table_cos[at], table_sin[at], keys8, values8, at, kscale, vscale)
+da.rope_and_store(qkv, residual, 1e-5, table_cos[at], table_sin[at], keys8, values8, at, kscale, vscale)
 for cache, scales, want in ((keys8, kscale, want_k), (values8, vscale, want_v)):
     codes, steps = kv_int8.quantize(want)
     worst = max(worst, (cache[rows, :, at].int() - codes.int()).abs().max().item() / 1000,
@@ -112,8 +114,8 @@ def test_the_gpu_decode_kernels_match_the_pytorch_path() -> None:
     """The Triton kernels the H200 runs, under Triton's CPU interpreter: one query per slot
     against exactly its first ``used`` positions (1, a block edge, the whole cache), from a
     half-precision and from an int8 cache (its codes made floats by the conversion or by their
-    bits: the same output); RoPE and the cache write (and int8 quantization) at each slot's own
-    position, as the PyTorch path does them."""
+    bits: the same output); the RMSNorm of the rows the projection is of, RoPE and the cache
+    write (and int8 quantization) at each slot's own position, as the PyTorch path does them."""
     assert worst_error_under_the_interpreter(KERNEL_CHECK) < 2e-3
 
 
@@ -202,10 +204,11 @@ for rows, width in ((1, 768), (5, 768), (3, 100)):  # a decode row, a few, a wid
     assert got_sum.shape == x.shape and got_norm.dtype == torch.float16
     assert torch.equal(got_sum, x + delta)  # the residual stream exactly as PyTorch rounds it
     worst = max(worst, ((got_norm.float() - want_norm).abs() / want_norm.abs().clamp(min=1)).max().item())
-for rows, inner in ((4, 3072), (2, 1000)):  # three programs a row; a ragged last block
+for rows, inner, width in ((4, 3072, 768), (2, 1000, 100)):  # three programs a row; a ragged last block
     gate_up = (torch.randn(rows, 1, 2 * inner) * 3).half()
-    got = lk.silu_mul(gate_up)
-    want = _silu_mul(gate_up.float())
+    residual = (torch.randn(rows, 1, width) * torch.tensor([0.2, 5.0, 1.0, 30.0])[:rows, None, None]).half()
+    got = lk.silu_mul(gate_up, residual, 1e-5)  # normalised by the residual rows' RMSNorm first
+    want = _silu_mul(gate_up.float(), residual.float(), 1e-5)
     assert got.shape == (rows, 1, inner)
     worst = max(worst, ((got.float() - want).abs() / want.abs().clamp(min=1)).max().item())
 print(worst)
@@ -215,8 +218,9 @@ print(worst)
 def test_the_fused_layer_kernels_match_the_pytorch_ops() -> None:
     """The residual add + RMSNorm and SiLU × up kernels the GPU runs between a layer's GEMMs,
     under Triton's CPU interpreter: the residual stream bit for bit as PyTorch adds it, the
-    normalised and gated outputs within half-precision rounding of float32 PyTorch, for widths
-    that are and are not powers of two."""
+    normalised and gated outputs (SiLU × up of a projection of raw residual rows normalised by
+    their RMS first, rows of very different RMS) within half-precision rounding of float32
+    PyTorch, for widths that are and are not powers of two."""
     assert worst_error_under_the_interpreter(LAYER_KERNEL_CHECK) < 4e-3
 
 
@@ -227,22 +231,24 @@ torch.manual_seed(7)
 worst = 0.0
 for rows, width, heads, dim, dtype in ((3, 5, 12, 64, torch.float16), (2, 7, 3, 16, torch.float32)):
     qkv = torch.randn(rows, width, 3 * heads * dim).to(dtype)
+    residual = (torch.randn(rows, width, heads * dim) * torch.rand(rows, width, 1) * 20).to(dtype)
     angles = torch.rand(rows, 1, width, dim) * 6
     cos, sin = angles.cos().to(dtype), angles.sin().to(dtype)
-    q, k, v = layer_kernels.rope_heads(qkv, cos, sin, heads)
-    parts = qkv.float().view(rows, width, 3, heads, dim).permute(2, 0, 3, 1, 4)
+    q, k, v = layer_kernels.rope_heads(qkv, residual, 1e-5, cos, sin, heads)
+    normed = qkv.float() * layer_ops.rms_scale(residual, 1e-5)  # each position by its own row's RMS
+    parts = normed.view(rows, width, 3, heads, dim).permute(2, 0, 3, 1, 4)
     want = layer_ops.apply_rope(parts[:2], cos.float(), sin.float())
     assert q.shape == k.shape == v.shape == (rows, heads, width, dim) and q.is_contiguous()
-    assert torch.equal(v, parts[2].to(dtype))  # the values moved, not changed
-    worst = max(worst, (q.float() - want[0]).abs().max().item(), (k.float() - want[1]).abs().max().item())
+    worst = max(worst, (q.float() - want[0]).abs().max().item(), (k.float() - want[1]).abs().max().item(),
+                (v.float() - parts[2]).abs().max().item())
 print(worst)
 """
 
 
 def test_a_prefills_rope_and_heads_layout_in_one_kernel_match_the_pytorch_ops() -> None:
-    """RoPE on a prefill's queries and keys and its values split into heads, in one kernel:
-    within half precision's rounding of float32 PyTorch, the values unchanged; a head count
-    that is not a power of two (ChatTTS's 12)."""
+    """A prefill's projection of raw residual rows normalised by each position's RMS, RoPE on its
+    queries and keys and its values split into heads, in one kernel: within half precision's
+    rounding of float32 PyTorch; a head count that is not a power of two (ChatTTS's 12)."""
     assert worst_error_under_the_interpreter(ROPE_HEADS_CHECK) < 8e-3
 
 

@@ -96,6 +96,7 @@ from pipeline.engine import decode_attention as da, word_attention as wa
 torch.manual_seed(11)
 B, P, H, D = 7, 100, 3, 64
 qkv = torch.randn(B, 3 * H * D).half() * 2
+residual = (torch.randn(B, H * D) * torch.arange(1, B + 1)[:, None]).half()  # the rows qkv is a projection of
 angles = torch.arange(P).float()[:, None] / (10000 ** (torch.arange(D // 2).float() / (D // 2)))
 cos, sin = torch.cat([angles.cos()] * 2, -1), torch.cat([angles.sin()] * 2, -1)
 at = torch.tensor([0, 5, 31, 32, 64, 98, 99])
@@ -107,9 +108,9 @@ torch.manual_seed(12)
 apart = cache()
 torch.manual_seed(12)
 together = cache()
-query = da.rope_and_store(qkv, cos[at], sin[at], apart[0], apart[1], at, apart[2], apart[3])
+query = da.rope_and_store(qkv, residual, 1e-5, cos[at], sin[at], apart[0], apart[1], at, apart[2], apart[3])
 want = da.decode_attention(query, apart[0], apart[1], used, apart[2], apart[3], kernel="words")
-got = wa.rope_word_attention(qkv, cos[at], sin[at], together[0], together[1], at, used, together[2], together[3])
+got = wa.rope_word_attention(qkv, residual, 1e-5, cos[at], sin[at], together[0], together[1], at, used, together[2], together[3])
 for mine, theirs in zip(together, apart):
     assert torch.equal(mine, theirs)  # the same codes and scales written, at the same places
 assert got.dtype == torch.float16 and torch.equal(got, want)
@@ -117,7 +118,7 @@ assert got[3].abs().max().item() == 0.0  # the ended slot attends to nothing
 torch.manual_seed(12)
 ordered = cache()  # the programs longest slot first: the same writes and attention
 wa.SCALE_WORDS = True
-assert torch.equal(wa.rope_word_attention(qkv, cos[at], sin[at], ordered[0], ordered[1], at, used, ordered[2],
+assert torch.equal(wa.rope_word_attention(qkv, residual, 1e-5, cos[at], sin[at], ordered[0], ordered[1], at, used, ordered[2],
                                           ordered[3], order=wa.longest_first(used)), got)
 assert all(torch.equal(mine, theirs) for mine, theirs in zip(ordered, apart))
 print(0.0)

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 FP8 = torch.float8_e4m3fn
 FP8_MAX = float(torch.finfo(FP8).max)  # 448
 INT8_MAX = 127  # symmetric: -127..127, as the int8 cache's codes
-LINEARS = ("qkv", "o", "gate_up", "down")  # every GPT layer's (gpt.FusedLlamaLayer)
+LINEARS = ("qkv", "o", "gate_up", "down")  # every GPT layer's (llama_layer.FusedLlamaLayer)
 BAR = 0.995  # the engine benchmark's top-1 bar
 WORKLOAD = 1024  # sentences the fidelity sample is spread over, as the engine benchmark's
 

@@ -65,10 +65,10 @@ def compile_kernel(kernel: str, block: int = 32, stages: int = 1) -> KernelCode:
              "PAIRED": word_attention.reads_scale_words(stages)}
     if kernel == "words":
         fn, types, const = word_attention._word_attention_kernel, attention, words
-    elif kernel == "rope-words":  # qkv, cos, sin, k, v, scales, out, write_at, used, order, scale
+    elif kernel == "rope-words":  # qkv, residual, cos, sin, k, v, scales, out, write_at, used, order, scale, eps
         fn, types, const = (word_attention._rope_word_attention_kernel,
-                            ["*fp16", "*fp32", "*fp32", *attention[1:6], "*i64", *attention[6:]],
-                            {"HEADS": 12, **words})
+                            ["*fp16", "*fp16", "*fp32", "*fp32", *attention[1:6], "*i64", *attention[6:], "fp32"],
+                            {"HEADS": 12, "BLOCK_X": 1024, **words})
     elif kernel == "words-on-sms":  # ..., out, used, the items' counter, scale, items, the SMs allowed
         from pipeline.bench.attention_on_sms import _word_attention_on_sms
 

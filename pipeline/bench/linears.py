@@ -29,7 +29,7 @@ HIDDEN, INTERMEDIATE, LAYERS = 768, 3072, 20  # ChatTTS's GPT (weights.py, "full
 
 
 def shapes(hidden: int, intermediate: int) -> dict[str, tuple[int, int]]:
-    """(in, out) features of each fused linear of a layer (gpt.FusedLlamaLayer)."""
+    """(in, out) features of each fused linear of a layer (llama_layer.FusedLlamaLayer)."""
     return {"qkv": (hidden, 3 * hidden), "o": (hidden, hidden), "gate_up": (hidden, 2 * intermediate),
             "down": (intermediate, hidden)}
 

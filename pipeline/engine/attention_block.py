@@ -5,7 +5,7 @@ loads); an int8 cache's scales multiply a key's score and a value's weight (no d
 ``EXP2``: scores are in base 2 (log2(e) folded into the query's scale by the caller). Imported
 only where Triton is (by those kernels' modules). Also what every kernel that writes the cache
 shares: RoPE on a head's vector, its scale and its int8 codes (``rotated``, ``int8_step``,
-``int8_codes``)."""
+``int8_codes``), and the RMSNorm factor of the residual row it was projected from (``rms_scale``)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,17 @@ def rotated(x_ptr, dims, partner, sign, cos, sin):
     in float32, from the cos and sin table rows already loaded."""
     x = tl.load(x_ptr + dims).to(tl.float32)
     return x * cos + sign * tl.load(x_ptr + partner).to(tl.float32) * sin
+
+
+@triton.jit
+def rms_scale(x_ptr, width, eps, BLOCK: tl.constexpr):
+    """1 / RMS of a residual row (its ``width`` values from ``x_ptr``; BLOCK a power of 2 >= width),
+    in float32: what RMSNorm multiplies the row by. A projection of the raw row by weights that
+    hold the norm's own (gpt.py folds them in), times this, is the projection of the normalised
+    row: the kernel that reads the projection normalises it, and no kernel of its own does."""
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + cols, mask=cols < width, other=0.0).to(tl.float32)
+    return tl.rsqrt(tl.sum(x * x, 0) / width + eps)
 
 
 @triton.jit

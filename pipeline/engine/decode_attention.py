@@ -29,7 +29,7 @@ import pipeline.engine.word_attention as word_attention  # noqa: PLR0402
 from pipeline.engine.triton_import import in_flight, tl, triton
 
 if triton is not None:  # pragma: no cover - the shared blocks are Triton code
-    from pipeline.engine.attention_block import attend_block, int8_codes, int8_step, rotated
+    from pipeline.engine.attention_block import attend_block, int8_codes, int8_step, rms_scale, rotated
 
 # Positions per loop iteration and warps per program of the attention kernel (measured on the
 # H200 by `python -m pipeline.bench step-profile --sweep`; docs/engine.md). Set for that sweep by
@@ -127,12 +127,12 @@ if triton is not None:  # pragma: no cover
             tl.store(cache_ptr + at, x.to(cache_ptr.dtype.element_ty))
 
     @triton.jit
-    def _rope_and_store_kernel(qkv_ptr, cos_ptr, sin_ptr, k_cache_ptr, v_cache_ptr,
-                               ks_ptr, vs_ptr, at_ptr, q_ptr,
-                               stride_qkv_b, stride_cos_b, stride_cache_b, stride_cache_h,
+    def _rope_and_store_kernel(qkv_ptr, x_ptr, cos_ptr, sin_ptr, k_cache_ptr, v_cache_ptr,
+                               ks_ptr, vs_ptr, at_ptr, q_ptr, eps,
+                               stride_qkv_b, stride_x_b, stride_cos_b, stride_cache_b, stride_cache_h,
                                stride_cache_p, stride_scale_b, stride_scale_h,
                                stride_q_b, stride_q_h, QUANTIZED: tl.constexpr,
-                               HEADS: tl.constexpr, HEAD_DIM: tl.constexpr):
+                               HEADS: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_X: tl.constexpr):
         row = tl.program_id(0)
         head = tl.program_id(1)
         half: tl.constexpr = HEAD_DIM // 2
@@ -142,9 +142,10 @@ if triton is not None:  # pragma: no cover
         cos = tl.load(cos_ptr + row * stride_cos_b + dims)
         sin = tl.load(sin_ptr + row * stride_cos_b + dims)
         base = qkv_ptr + row * stride_qkv_b + head * HEAD_DIM
-        q_rot = rotated(base, dims, partner, sign, cos, sin)
-        k_rot = rotated(base + HEADS * HEAD_DIM, dims, partner, sign, cos, sin)
-        v = tl.load(base + 2 * HEADS * HEAD_DIM + dims).to(tl.float32)
+        norm = rms_scale(x_ptr + row * stride_x_b, HEADS * HEAD_DIM, eps, BLOCK_X)  # the input's RMSNorm
+        q_rot = rotated(base, dims, partner, sign, cos, sin) * norm
+        k_rot = rotated(base + HEADS * HEAD_DIM, dims, partner, sign, cos, sin) * norm
+        v = tl.load(base + 2 * HEADS * HEAD_DIM + dims).to(tl.float32) * norm
         at = tl.load(at_ptr + row)
         slot = row * stride_cache_b + head * stride_cache_h + at * stride_cache_p + dims
         scale_at = row * stride_scale_b + head * stride_scale_h + at
@@ -200,23 +201,25 @@ def admit_prefill(prefilled: torch.Tensor, cache: torch.Tensor, scales: torch.Te
         width, QUANTIZED=quantized, BLOCK_P=block, HEAD_DIM=dim, num_warps=2)
 
 
-def rope_and_store(qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, keys: torch.Tensor,
-                   values: torch.Tensor, write_at: torch.Tensor,
+def rope_and_store(qkv: torch.Tensor, residual: torch.Tensor, eps: float, cos: torch.Tensor,
+                   sin: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, write_at: torch.Tensor,
                    key_scales: torch.Tensor | None = None,
                    value_scales: torch.Tensor | None = None) -> torch.Tensor:
-    """One decode position of B slots in one kernel: RoPE on q and k (float32 tables cos/sin
-    [B, D]), k and v written into the caches [N, H, P, D] at each slot's ``write_at`` (int8 with
-    their scales [N, H, P] when those are given). ``qkv`` is the fused projection's output
-    [B, 3 * H * D]; returns the rotated queries [B, H, D]."""
+    """One decode position of B slots in one kernel: q, k and v normalised by the RMSNorm of the
+    ``residual`` rows [B, C] they were projected from (the projection holds the norm's weight),
+    RoPE on q and k (float32 tables cos/sin [B, D]), k and v written into the caches [N, H, P, D]
+    at each slot's ``write_at`` (int8 with their scales [N, H, P] when those are given). ``qkv`` is
+    the fused projection's output [B, 3 * H * D]; returns the rotated queries [B, H, D]."""
     rows = qkv.shape[0]
     heads, dim = keys.shape[1], keys.shape[3]
     quantized, key_scales, value_scales = _scales(keys, key_scales, value_scales)
     query = torch.empty(rows, heads, dim, dtype=qkv.dtype, device=qkv.device)
     _rope_and_store_kernel[(rows, heads)](
-        qkv, cos, sin, keys, values, key_scales, value_scales, write_at, query,
-        qkv.stride(0), cos.stride(0), keys.stride(0), keys.stride(1), keys.stride(2),
+        qkv, residual, cos, sin, keys, values, key_scales, value_scales, write_at, query, eps,
+        qkv.stride(0), residual.stride(0), cos.stride(0), keys.stride(0), keys.stride(1), keys.stride(2),
         key_scales.stride(0), key_scales.stride(1), query.stride(0), query.stride(1),
-        QUANTIZED=quantized, HEADS=heads, HEAD_DIM=dim, num_warps=1)
+        QUANTIZED=quantized, HEADS=heads, HEAD_DIM=dim, BLOCK_X=triton.next_power_of_2(heads * dim),
+        num_warps=1)
     return query
 
 

@@ -26,6 +26,7 @@ import pipeline.engine.layer_kernels as layer_kernels
 import pipeline.engine.layer_ops as layer_ops
 import pipeline.engine.word_attention as word_attention
 from pipeline.engine.kv_cache import KV, KVCache, SlotCache
+from pipeline.engine.llama_layer import FusedLlamaLayer, plus_product
 
 log = logging.getLogger(__name__)
 
@@ -52,46 +53,9 @@ _Store = Callable[[int, torch.Tensor, torch.Tensor], _KV]
 # sink(layer index, keys, values [B, H, L, D]): a prefill's keys and values taken layer by layer
 # (into the decode slots' cache) instead of kept in a KVCache of every layer
 LayerSink = Callable[[int, torch.Tensor, torch.Tensor], None]
-# mix(layer index, fused qkv projection [B, L, 3C]) -> attention output [B, L, H, D]
-_Mix = Callable[[int, torch.Tensor], torch.Tensor]
-
-
-class FusedLlamaLayer(nn.Module):
-    """One Llama decoder layer with its projections fused: qkv (C -> 3C), gate_up (C -> 2I)."""
-
-    def __init__(self, hf_layer: nn.Module, eps: float) -> None:
-        super().__init__()
-        attn, mlp = hf_layer.self_attn, hf_layer.mlp
-        self.qkv = _fused_linear(attn.q_proj, attn.k_proj, attn.v_proj)
-        self.o = _copy_linear(attn.o_proj)
-        self.gate_up = _fused_linear(mlp.gate_proj, mlp.up_proj)
-        self.down = _copy_linear(mlp.down_proj)
-        self.ln_attn = nn.Parameter(hf_layer.input_layernorm.weight.detach().clone())
-        self.ln_mlp = nn.Parameter(hf_layer.post_attention_layernorm.weight.detach().clone())
-        self.eps = eps
-
-
-def _copy_linear(layer: nn.Linear) -> nn.Linear:
-    bias = None if layer.bias is None else layer.bias.detach().clone()
-    return _linear_of(layer.weight.detach().clone(), bias)
-
-
-def _fused_linear(*layers: nn.Linear) -> nn.Linear:
-    """One Linear whose output is the concatenation of ``layers``' outputs (one GEMM, not three)."""
-    has_bias = layers[0].bias is not None
-    bias = torch.cat([layer.bias.detach() for layer in layers], 0) if has_bias else None
-    return _linear_of(torch.cat([layer.weight.detach() for layer in layers], 0), bias)
-
-
-def _linear_of(weight: torch.Tensor, bias: torch.Tensor | None) -> nn.Linear:
-    """A Linear holding these tensors, built on the meta device: no random initialisation to
-    overwrite (seconds for the full model on a CPU)."""
-    with torch.device("meta"):
-        out = nn.Linear(weight.shape[1], weight.shape[0], bias=bias is not None)
-    out.weight = nn.Parameter(weight)
-    if bias is not None:
-        out.bias = nn.Parameter(bias)
-    return out
+# mix(layer index, fused qkv projection [B, L, 3C], the residual [B, L, C] it was projected from,
+# or None where it was projected from the normalised rows) -> attention output [B, L, H, D]
+_Mix = Callable[[int, torch.Tensor, torch.Tensor | None], torch.Tensor]
 
 
 class FusedLlama(nn.Module):
@@ -216,37 +180,51 @@ class FusedLlama(nn.Module):
         return self._layers(x, self._rope_store_attend(self.rope(rope_at.unsqueeze(1)), store, attention))
 
     def _layers(self, x: torch.Tensor, mix: _Mix) -> torch.Tensor:
-        """Every layer on ``x`` [B, L, C]; returns the final-norm hidden states. Each residual
-        add is fused with the RMSNorm after it (the next layer's, or the final one) and the MLP's
-        SiLU with its product, in one kernel each where ``layer_kernels`` runs (CUDA, half)."""
-        add_norm, gated = ((layer_kernels.add_rms_norm, layer_kernels.silu_mul)
-                           if _fused_layers(x, self.dtype) else (layer_ops.add_rms_norm, layer_ops.silu_mul))
-        first = self.layers[0]
+        """Every layer on ``x`` [B, L, C]; returns the final-norm hidden states. On the GPU path
+        each norm is deferred into the kernel that reads its projection and each residual add
+        rides in a GEMM (llama_layer.py): 6 kernels a layer where ``layer_kernels`` runs.
+        Elsewhere the PyTorch ops normalise first (the norms' weights are in the projections)."""
+        if not _use_triton(x, self.dtype):
+            return self._normalised_layers(x, mix)
+        gated, add_norm = ((layer_kernels.silu_mul, layer_kernels.add_rms_norm)
+                           if _fused_layers(x, self.dtype) else (layer_ops.silu_mul, layer_ops.add_rms_norm))
+        last = len(self.layers) - 1
         with sdpa_kernel(_ATTENTION_BACKENDS):
-            h = F.rms_norm(x, (self.hidden,), first.ln_attn, first.eps)
             for i, layer in enumerate(self.layers):
-                x, h = add_norm(x, self._attention(layer, h, mix, i), layer.ln_mlp, layer.eps)
-                following = self.layers[i + 1] if i + 1 < len(self.layers) else None
-                norm, eps = (following.ln_attn, following.eps) if following else (self.norm, self.eps)
-                x, h = add_norm(x, layer.down(gated(layer.gate_up(h))), norm, eps)
+                x = plus_product(x, layer.o, self._attention(layer, x, x, mix, i))
+                act = gated(layer.gate_up(x), x, self.eps)
+                if i == last:
+                    return add_norm(x, layer.down(act), self.norm, self.eps)[1]
+                x = plus_product(x, layer.down, act)
+        return F.rms_norm(x, (self.hidden,), self.norm, self.eps)  # no layers
+
+    def _normalised_layers(self, x: torch.Tensor, mix: _Mix) -> torch.Tensor:
+        with sdpa_kernel(_ATTENTION_BACKENDS):
+            h = F.rms_norm(x, (self.hidden,), None, self.eps)
+            for i, layer in enumerate(self.layers):
+                x, h = layer_ops.add_rms_norm(x, layer.o(self._attention(layer, h, None, mix, i)), None, self.eps)
+                norm = self.norm if i == len(self.layers) - 1 else None  # the final norm after the last
+                x, h = layer_ops.add_rms_norm(x, layer.down(layer_ops.silu_mul(layer.gate_up(h))), norm, self.eps)
         return h
 
-    def _attention(self, layer: FusedLlamaLayer, h: torch.Tensor, mix: _Mix,
-                   index: int) -> torch.Tensor:
-        """The attention block on the normalised input ``h`` [B, L, C] (before the residual)."""
+    def _attention(self, layer: FusedLlamaLayer, h: torch.Tensor, residual: torch.Tensor | None,
+                   mix: _Mix, index: int) -> torch.Tensor:
+        """The attention block on ``h`` [B, L, C] (the normalised input, or the ``residual`` itself)
+        before its output projection: [B, L, C]."""
         rows, steps, _ = h.shape
-        out = mix(index, layer.qkv(h))  # [B, L, H, D]
-        return layer.o(out.reshape(rows, steps, self.hidden))
+        return mix(index, layer.qkv(h), residual).reshape(rows, steps, self.hidden)
 
     def _rope_store_attend(self, rope: tuple[torch.Tensor, torch.Tensor], store: _Store,
                            attention: layer_ops.Attend) -> _Mix:
         """The plain PyTorch path: RoPE on q and k, cache write, attention; a prefill on the GPU
         in half precision takes RoPE and the heads' layout in one kernel (``layer_kernels.rope_heads``)."""
 
-        def mix(index: int, qkv: torch.Tensor) -> torch.Tensor:
-            if _fused_layers(qkv, self.dtype):
-                query, keys, values = layer_kernels.rope_heads(qkv, *rope, self.heads)  # one pass
+        def mix(index: int, qkv: torch.Tensor, residual: torch.Tensor | None) -> torch.Tensor:
+            if _fused_layers(qkv, self.dtype):  # the norm and RoPE in one pass
+                query, keys, values = layer_kernels.rope_heads(qkv, residual, self.eps, *rope, self.heads)
                 return attention(query, *store(index, keys, values))
+            if residual is not None:  # projected from the raw rows: the norm first
+                qkv = (qkv.float() * layer_ops.rms_scale(residual, self.eps)).to(qkv.dtype)
             rows, steps, _ = qkv.shape
             qkv = qkv.view(rows, steps, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
             qk = layer_ops.apply_rope(qkv[:2], *rope)  # [2, B, H, L, D]
@@ -266,15 +244,15 @@ class FusedLlama(nn.Module):
         rope_inside = word_attention.ROPE_INSIDE and cache.quantized and decode_attention.KERNEL == "words"
         order = word_attention.longest_first(used) if rope_inside and word_attention.LONGEST_FIRST else None
 
-        def mix(index: int, qkv: torch.Tensor) -> torch.Tensor:
+        def mix(index: int, qkv: torch.Tensor, residual: torch.Tensor | None) -> torch.Tensor:
             keys, values = cache.keys[index][:rows], cache.values[index][:rows]
             scales = ((cache.key_scales[index][:rows], cache.value_scales[index][:rows])
                       if cache.quantized else (None, None))
+            raw = (qkv[:, 0], residual[:, 0], self.eps)  # the norm inside: a projection of the raw rows
             if rope_inside:
-                return word_attention.rope_word_attention(qkv[:, 0], cos, sin, keys, values, write_at,
-                                                          used, *scales, order=order).unsqueeze(1)
-            query = decode_attention.rope_and_store(qkv[:, 0], cos, sin, keys, values, write_at,
-                                                    *scales)
+                return word_attention.rope_word_attention(*raw, cos, sin, keys, values, write_at, used,
+                                                          *scales, order=order).unsqueeze(1)
+            query = decode_attention.rope_and_store(*raw, cos, sin, keys, values, write_at, *scales)
             out = decode_attention.decode_attention(query, keys, values, used, *scales)
             return out.unsqueeze(1)
 

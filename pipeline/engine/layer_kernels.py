@@ -9,8 +9,10 @@ bytes (docs/engine.md). Here one program per row does each fused op in float32 a
 compute dtype once:
 
 - ``add_rms_norm(x, delta, weight)`` -> (x + delta, rms_norm(x + delta) * weight)
-- ``silu_mul(gate_up)`` -> silu(gate_up[:, :I]) * gate_up[:, I:]
-- ``rope_heads(qkv, cos, sin, heads)`` -> RoPE'd q and k, and v, each [B, H, L, D] (a prefill's)
+- ``silu_mul(gate_up, x)`` -> silu(g) * u, (g, u) = gate_up * rms_scale(x): gate_up projected from the
+  residual x itself by weights holding the norm's own, normalised here (gpt.py's deferred norms)
+- ``rope_heads(qkv, x, cos, sin, heads)`` -> the same normalisation, RoPE'd q and k, and v, each
+  [B, H, L, D] (a prefill's)
 
 Only on CUDA in half precision (``gpt.py`` decides); elsewhere ``gpt.py`` runs the PyTorch ops.
 The tests run these kernels under Triton's CPU interpreter against those ops.
@@ -23,6 +25,8 @@ import torch
 from pipeline.engine.triton_import import tl, triton
 
 if triton is not None:  # pragma: no cover
+    from pipeline.engine.attention_block import rms_scale
+
     @triton.jit
     def _add_rms_norm_kernel(x_ptr, delta_ptr, weight_ptr, sum_ptr, norm_ptr, eps, width,
                              stride_x, stride_d, stride_s, stride_n, BLOCK: tl.constexpr):
@@ -43,20 +47,22 @@ if triton is not None:  # pragma: no cover
         tl.store(norm_ptr + row * stride_n + cols, normed.to(norm_ptr.dtype.element_ty), mask=inside)
 
     @triton.jit
-    def _silu_mul_kernel(gate_up_ptr, out_ptr, width, stride_g, stride_o, BLOCK: tl.constexpr):
+    def _silu_mul_kernel(gate_up_ptr, x_ptr, out_ptr, eps, width, x_width, stride_g, stride_x, stride_o,
+                         BLOCK: tl.constexpr, BLOCK_X: tl.constexpr):
         row = tl.program_id(0)
         cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
         inside = cols < width
-        gate = tl.load(gate_up_ptr + row * stride_g + cols, mask=inside, other=0.0).to(tl.float32)
-        up = tl.load(gate_up_ptr + row * stride_g + width + cols, mask=inside, other=0.0).to(tl.float32)
+        norm = rms_scale(x_ptr + row * stride_x, x_width, eps, BLOCK_X)  # the MLP input's RMSNorm
+        gate = tl.load(gate_up_ptr + row * stride_g + cols, mask=inside, other=0.0).to(tl.float32) * norm
+        up = tl.load(gate_up_ptr + row * stride_g + width + cols, mask=inside, other=0.0).to(tl.float32) * norm
         # silu rounded to the compute dtype before the product, as F.silu(gate) * up does
         silu = (gate / (1.0 + tl.exp(-gate))).to(out_ptr.dtype.element_ty).to(tl.float32)
         tl.store(out_ptr + row * stride_o + cols, (silu * up).to(out_ptr.dtype.element_ty), mask=inside)
 
 
     @triton.jit
-    def _rope_heads_kernel(qkv_ptr, cos_ptr, sin_ptr, q_ptr, k_ptr, v_ptr, width, stride_qkv, heads,
-                           HEADS: tl.constexpr, HEAD_DIM: tl.constexpr):
+    def _rope_heads_kernel(qkv_ptr, x_ptr, cos_ptr, sin_ptr, q_ptr, k_ptr, v_ptr, eps, width, stride_qkv,
+                           stride_x, heads, HEADS: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_X: tl.constexpr):
         at = tl.program_id(0).to(tl.int64)  # one position of one row: row * width + position
         row = at // width
         position = at % width
@@ -72,34 +78,37 @@ if triton is not None:  # pragma: no cover
         v_in = k_in + heads * HEAD_DIM
         out = ((row * heads + head) * width + position) * HEAD_DIM + dims  # [B, H, L, D]
         kind = q_ptr.dtype.element_ty
+        norm = rms_scale(x_ptr + at * stride_x, heads * HEAD_DIM, eps, BLOCK_X)  # the input's RMSNorm
         q = tl.load(q_in + dims, mask=inside).to(tl.float32) * cos
         q += sign * tl.load(q_in + partner, mask=inside).to(tl.float32) * sin
-        tl.store(q_ptr + out, q.to(kind), mask=inside)
+        tl.store(q_ptr + out, (q * norm).to(kind), mask=inside)
         k = tl.load(k_in + dims, mask=inside).to(tl.float32) * cos
         k += sign * tl.load(k_in + partner, mask=inside).to(tl.float32) * sin
-        tl.store(k_ptr + out, k.to(kind), mask=inside)
-        tl.store(v_ptr + out, tl.load(v_in + dims, mask=inside), mask=inside)
+        tl.store(k_ptr + out, (k * norm).to(kind), mask=inside)
+        tl.store(v_ptr + out, (tl.load(v_in + dims, mask=inside).to(tl.float32) * norm).to(kind), mask=inside)
 
 
 def available() -> bool:
     return triton is not None
 
 
-def rope_heads(qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+def rope_heads(qkv: torch.Tensor, residual: torch.Tensor, eps: float, cos: torch.Tensor, sin: torch.Tensor,
                heads: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """A prefill's fused projection qkv [B, L, 3 * H * D] as RoPE'd queries and keys and the
-    values, each [B, H, L, D] contiguous (what SDPA and the cache read), in one pass: RoPE in
-    float32 from cos, sin [B, 1, L, D], as the decode kernels do it. The PyTorch ops
+    """A prefill's fused projection qkv [B, L, 3 * H * D] of the ``residual`` rows [B, L, C] (by
+    weights holding the input norm's) as normalised, RoPE'd queries and keys and the values, each
+    [B, H, L, D] contiguous (what SDPA and the cache read), in one pass: the RMSNorm and RoPE in
+    float32 from cos, sin [B, 1, L, D], as the decode kernels do them. The PyTorch ops
     (``layer_ops.apply_rope`` on permuted views, then copies to the heads' layout) ran six
     strided kernels a layer: ~7.6 of an H100's 23.5 ms for an admission of 256 rows x 64."""
     rows, width, _ = qkv.shape
     dim = cos.shape[-1]
-    qkv = qkv.contiguous()
+    qkv, residual = qkv.contiguous(), residual.reshape(rows * width, -1)
     cos, sin = cos.expand(rows, 1, width, dim).contiguous(), sin.expand(rows, 1, width, dim).contiguous()
     q, k, v = (torch.empty(rows, heads, width, dim, dtype=qkv.dtype, device=qkv.device) for _ in range(3))
     if rows * width:
-        _rope_heads_kernel[(rows * width,)](qkv, cos, sin, q, k, v, width, qkv.stride(1), heads,
-                                            HEADS=triton.next_power_of_2(heads), HEAD_DIM=dim, num_warps=4)
+        _rope_heads_kernel[(rows * width,)](qkv, residual, cos, sin, q, k, v, eps, width, qkv.stride(1),
+                                            residual.stride(0), heads, HEADS=triton.next_power_of_2(heads),
+                                            HEAD_DIM=dim, BLOCK_X=triton.next_power_of_2(heads * dim), num_warps=4)
     return q, k, v
 
 
@@ -119,12 +128,16 @@ def add_rms_norm(x: torch.Tensor, delta: torch.Tensor, weight: torch.Tensor,
 SILU_BLOCK = 1024  # columns per program: the MLP's 3,072 in three programs a row
 
 
-def silu_mul(gate_up: torch.Tensor) -> torch.Tensor:
-    """silu(gate) * up for the fused projection's output [..., 2I] (gate first): [..., I]."""
+def silu_mul(gate_up: torch.Tensor, residual: torch.Tensor, eps: float) -> torch.Tensor:
+    """silu(gate) * up for the fused projection's output [..., 2I] (gate first) of the
+    ``residual`` rows [..., C] by weights holding the MLP norm's, both halves normalised by the
+    rows' RMSNorm first: [..., I]."""
     width = gate_up.shape[-1] // 2
     rows = gate_up.reshape(-1, 2 * width)
+    inputs = residual.reshape(rows.shape[0], -1)
     out = torch.empty((rows.shape[0], width), dtype=gate_up.dtype, device=gate_up.device)
     block = min(SILU_BLOCK, triton.next_power_of_2(width))
     _silu_mul_kernel[(rows.shape[0], triton.cdiv(width, block))](
-        rows, out, width, rows.stride(0), out.stride(0), BLOCK=block, num_warps=4)
+        rows, inputs, out, eps, width, inputs.shape[1], rows.stride(0), inputs.stride(0), out.stride(0),
+        BLOCK=block, BLOCK_X=triton.next_power_of_2(inputs.shape[1]), num_warps=4)
     return out.view(*gate_up.shape[:-1], width)

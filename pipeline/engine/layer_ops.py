@@ -14,15 +14,25 @@ from torch import nn
 Attend = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
 
-def add_rms_norm(x: torch.Tensor, delta: torch.Tensor, weight: torch.Tensor,
-                  eps: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """The PyTorch path of ``layer_kernels.add_rms_norm``: x + delta, and its RMSNorm."""
+def add_rms_norm(x: torch.Tensor, delta: torch.Tensor, weight: torch.Tensor | None,
+                 eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """The PyTorch path of ``layer_kernels.add_rms_norm``: x + delta, and its RMSNorm (no weight:
+    the norm's weight folded into the projection that reads it, llama_layer.py)."""
     x = x + delta
     return x, F.rms_norm(x, (x.shape[-1],), weight, eps)
 
 
-def silu_mul(gate_up: torch.Tensor) -> torch.Tensor:
-    """The PyTorch path of ``layer_kernels.silu_mul``."""
+def rms_scale(x: torch.Tensor, eps: float) -> torch.Tensor:
+    """1 / RMS of each row of x [..., C] in float32, [..., 1]: the reference of the kernels'
+    ``attention_block.rms_scale``."""
+    return torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + eps)
+
+
+def silu_mul(gate_up: torch.Tensor, residual: torch.Tensor | None = None, eps: float = 0.0) -> torch.Tensor:
+    """The PyTorch path of ``layer_kernels.silu_mul``: silu(gate) * up, both normalised by the
+    RMSNorm of the ``residual`` rows first where the projection was of those (raw) rows."""
+    if residual is not None:
+        gate_up = (gate_up.float() * rms_scale(residual, eps)).to(gate_up.dtype)
     gate, up = gate_up.chunk(2, dim=-1)
     return F.silu(gate) * up
 

@@ -27,7 +27,7 @@ import torch
 from pipeline.engine.triton_import import compiled, in_flight, tl, triton
 
 if triton is not None:  # pragma: no cover - the shared blocks are Triton code
-    from pipeline.engine.attention_block import rotated
+    from pipeline.engine.attention_block import rms_scale, rotated
     from pipeline.engine.word_codes import key_dots, query_words, store_words, value_sums
 
 ROPE_INSIDE = True  # EngineTuning.attention_rope: a step's RoPE and cache write in this kernel
@@ -188,10 +188,10 @@ if triton is not None:  # pragma: no cover
         tl.store(out + 3, (tl.sum(acc3, 0) * norm).to(kind))
 
     @triton.jit
-    def _rope_word_attention_kernel(qkv_ptr, cos_ptr, sin_ptr, k_ptr, v_ptr, ks_ptr, vs_ptr, o_ptr,
-                                    at_ptr, used_ptr, order_ptr, scale, stride_qkv_b, stride_cos_b,
-                                    stride_kb, stride_kh, stride_kp, stride_sb, stride_sh,
-                                    stride_ob, stride_oh, HEADS: tl.constexpr,
+    def _rope_word_attention_kernel(qkv_ptr, x_ptr, cos_ptr, sin_ptr, k_ptr, v_ptr, ks_ptr, vs_ptr, o_ptr,
+                                    at_ptr, used_ptr, order_ptr, scale, eps, stride_qkv_b, stride_x_b,
+                                    stride_cos_b, stride_kb, stride_kh, stride_kp, stride_sb, stride_sh,
+                                    stride_ob, stride_oh, HEADS: tl.constexpr, BLOCK_X: tl.constexpr,
                                     BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, ASM: tl.constexpr,
                                     STAGES: tl.constexpr, ORDERED: tl.constexpr, PAIRED: tl.constexpr):
         row, head = _program_slot(order_ptr, ORDERED)
@@ -203,9 +203,10 @@ if triton is not None:  # pragma: no cover
         cos = tl.load(cos_ptr + row * stride_cos_b + dims)
         sin = tl.load(sin_ptr + row * stride_cos_b + dims)
         source = qkv_ptr + row * stride_qkv_b + head * HEAD_DIM
-        q = rotated(source, dims, partner, sign, cos, sin)
-        k = rotated(source + HEADS * HEAD_DIM, dims, partner, sign, cos, sin)
-        v = tl.load(source + 2 * HEADS * HEAD_DIM + dims).to(tl.float32)
+        norm = rms_scale(x_ptr + row * stride_x_b, HEADS * HEAD_DIM, eps, BLOCK_X)  # the input's RMSNorm
+        q = rotated(source, dims, partner, sign, cos, sin) * norm
+        k = rotated(source + HEADS * HEAD_DIM, dims, partner, sign, cos, sin) * norm
+        v = tl.load(source + 2 * HEADS * HEAD_DIM + dims).to(tl.float32) * norm
         at = tl.load(at_ptr + row)
         base = row * stride_kb + head * stride_kh
         scale_base = row * stride_sb + head * stride_sh
@@ -236,25 +237,28 @@ def word_decode_attention(query: torch.Tensor, keys: torch.Tensor, values: torch
     return out
 
 
-def rope_word_attention(qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
-                        keys: torch.Tensor, values: torch.Tensor, write_at: torch.Tensor,
+def rope_word_attention(qkv: torch.Tensor, residual: torch.Tensor, eps: float, cos: torch.Tensor,
+                        sin: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, write_at: torch.Tensor,
                         used: torch.Tensor, key_scales: torch.Tensor,
                         value_scales: torch.Tensor, order: torch.Tensor | None = None) -> torch.Tensor:
     """``decode_attention.rope_and_store`` and then this kernel, as one kernel (``ROPE_INSIDE``):
-    RoPE on q and k, k and v into the int8 cache at ``write_at``, the attention over [0, used).
-    The same codes, scales and output; one launch a layer fewer, and the rotated queries never
-    leave the registers. ``qkv`` [B, 3 * H * D] (the fused projection's output); returns [B, H, D]."""
+    q, k and v normalised by the RMSNorm of the ``residual`` rows [B, C] they were projected from
+    (the projection holds the norm's weight), RoPE on q and k, k and v into the int8 cache at
+    ``write_at``, the attention over [0, used). The same codes, scales and output; one launch a
+    layer fewer, and the rotated queries never leave the registers. ``qkv`` [B, 3 * H * D] (the
+    fused projection's output); returns [B, H, D]."""
     rows = qkv.shape[0]
     heads, dim = keys.shape[1], keys.shape[3]
     key_words, value_words = keys.view(torch.int32), values.view(torch.int32)
     out = torch.empty(rows, heads, dim, dtype=qkv.dtype, device=qkv.device)
     _rope_word_attention_kernel[_grid(rows, heads, order)](
-        qkv, cos, sin, key_words, value_words, key_scales, value_scales, out, write_at, used,
-        _or_any(order, used), 1.0 / math.sqrt(dim), qkv.stride(0), cos.stride(0),
+        qkv, residual, cos, sin, key_words, value_words, key_scales, value_scales, out, write_at, used,
+        _or_any(order, used), 1.0 / math.sqrt(dim), eps, qkv.stride(0), residual.stride(0), cos.stride(0),
         key_words.stride(0), key_words.stride(1), key_words.stride(2),
         key_scales.stride(0), key_scales.stride(1), out.stride(0), out.stride(1),
-        HEADS=heads, BLOCK_N=BLOCK_POSITIONS, HEAD_DIM=dim, ASM=compiled(), STAGES=in_flight(STAGES),
-        ORDERED=order is not None, PAIRED=_paired(key_scales), num_warps=WARPS)
+        HEADS=heads, BLOCK_X=triton.next_power_of_2(heads * dim), BLOCK_N=BLOCK_POSITIONS, HEAD_DIM=dim,
+        ASM=compiled(), STAGES=in_flight(STAGES), ORDERED=order is not None, PAIRED=_paired(key_scales),
+        num_warps=WARPS)
     return out
 
 

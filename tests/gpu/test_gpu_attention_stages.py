@@ -118,15 +118,16 @@ def test_rope_and_the_cache_write_inside_the_word_kernel_on_the_card(stages: int
     rows, heads, positions, dim = keys.shape
     generator = torch.Generator(device="cuda").manual_seed(3)
     qkv = torch.randn(rows, 3 * heads * dim, device="cuda", dtype=torch.float16, generator=generator)
+    residual = torch.randn(rows, heads * dim, device="cuda", dtype=torch.float16, generator=generator) * 4
     angles = torch.rand(rows, dim // 2, device="cuda", generator=generator) * 6.28
     cos, sin = torch.cat([angles.cos()] * 2, -1), torch.cat([angles.sin()] * 2, -1)
     write_at = torch.tensor([0, 30, 31, 32, 63, 99, 198, 199, 1], device="cuda")
     used = da.attended_lengths(write_at, torch.arange(rows, device="cuda") != 4)
     apart = [t.clone() for t in (keys, values, key_scales, value_scales)]
-    query = da.rope_and_store(qkv, cos, sin, apart[0], apart[1], write_at, apart[2], apart[3])
+    query = da.rope_and_store(qkv, residual, 1e-5, cos, sin, apart[0], apart[1], write_at, apart[2], apart[3])
     want = da.decode_attention(query, apart[0], apart[1], used, apart[2], apart[3], kernel="words")
     order = word_attention.longest_first(used) if stages > 1 else None
-    got = word_attention.rope_word_attention(qkv, cos, sin, keys, values, write_at, used, key_scales, value_scales,
+    got = word_attention.rope_word_attention(qkv, residual, 1e-5, cos, sin, keys, values, write_at, used, key_scales, value_scales,
                                              order=order)
     assert (keys.int() - apart[0].int()).abs().max().item() <= 1  # an FMA's rounding may move a code
     assert (values.int() - apart[1].int()).abs().max().item() <= 1
