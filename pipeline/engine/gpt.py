@@ -190,12 +190,12 @@ class FusedLlama(nn.Module):
                            if _fused_layers(x, self.dtype) else (layer_ops.silu_mul, layer_ops.add_rms_norm))
         last = len(self.layers) - 1
         with sdpa_kernel(_ATTENTION_BACKENDS):
-            for i, layer in enumerate(self.layers):
-                x = plus_product(x, layer.o, self._attention(layer, x, x, mix, i))
+            for i, layer in enumerate(self.layers):  # x is the stack's own after the first add
+                x = plus_product(x, layer.o, self._attention(layer, x, x, mix, i), in_place=i > 0)
                 act = gated(layer.gate_up(x), x, self.eps)
                 if i == last:
                     return add_norm(x, layer.down(act), self.norm, self.eps)[1]
-                x = plus_product(x, layer.down, act)
+                x = plus_product(x, layer.down, act, in_place=True)
         return F.rms_norm(x, (self.hidden,), self.norm, self.eps)  # no layers
 
     def _normalised_layers(self, x: torch.Tensor, mix: _Mix) -> torch.Tensor:
