@@ -211,6 +211,13 @@ for rows, inner, width in ((4, 3072, 768), (2, 1000, 100)):  # three programs a 
     want = _silu_mul(gate_up.float(), residual.float(), 1e-5)
     assert got.shape == (rows, 1, inner)
     worst = max(worst, ((got.float() - want).abs() / want.abs().clamp(min=1)).max().item())
+for books, vocab, width, shape in ((4, 626, 768, (5,)), (2, 10, 100, (3, 2))):  # a decode step's; a prompt's
+    table = torch.randn(books * vocab, width).half()
+    codes = torch.randint(0, vocab, (*shape, books))
+    codes[..., 0, :] = vocab - 1  # each codebook's last row
+    got = lk.code_embed(codes, table, vocab)
+    want = F.embedding(codes + torch.arange(books) * vocab, table).float().sum(-2).half()
+    assert got.shape == want.shape and torch.equal(got, want), (got.float() - want.float()).abs().max()
 print(worst)
 """
 
@@ -220,7 +227,8 @@ def test_the_fused_layer_kernels_match_the_pytorch_ops() -> None:
     under Triton's CPU interpreter: the residual stream bit for bit as PyTorch adds it, the
     normalised and gated outputs (SiLU × up of a projection of raw residual rows normalised by
     their RMS first, rows of very different RMS) within half-precision rounding of float32
-    PyTorch, for widths that are and are not powers of two."""
+    PyTorch, for widths that are and are not powers of two; a step's codebook embeddings gathered
+    and summed as PyTorch sums them, bit for bit."""
     assert worst_error_under_the_interpreter(LAYER_KERNEL_CHECK) < 4e-3
 
 

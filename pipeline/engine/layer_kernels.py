@@ -13,6 +13,8 @@ compute dtype once:
   residual x itself by weights holding the norm's own, normalised here (gpt.py's deferred norms)
 - ``rope_heads(qkv, x, cos, sin, heads)`` -> the same normalisation, RoPE'd q and k, and v, each
   [B, H, L, D] (a prefill's)
+- ``code_embed(codes, table, vocab)`` -> the sum of a row's codebook embeddings (a decode step's
+  input): the gather, float32 sum and rounding of ``TokenEmbeddings.code_embed`` in one pass, not 5
 
 Only on CUDA in half precision (``gpt.py`` decides); elsewhere ``gpt.py`` runs the PyTorch ops.
 The tests run these kernels under Triton's CPU interpreter against those ops.
@@ -88,6 +90,19 @@ if triton is not None:  # pragma: no cover
         tl.store(v_ptr + out, (tl.load(v_in + dims, mask=inside).to(tl.float32) * norm).to(kind), mask=inside)
 
 
+    @triton.jit
+    def _code_embed_kernel(codes_ptr, table_ptr, out_ptr, vocab, width, CODEBOOKS: tl.constexpr,
+                           BLOCK: tl.constexpr):
+        row = tl.program_id(0).to(tl.int64)
+        cols = tl.arange(0, BLOCK)
+        inside = cols < width
+        total = tl.zeros([BLOCK], tl.float32)
+        for book in tl.static_range(CODEBOOKS):  # codebook q's table follows q - 1's
+            code = tl.load(codes_ptr + row * CODEBOOKS + book).to(tl.int64) + book * vocab
+            total += tl.load(table_ptr + code * width + cols, mask=inside, other=0.0).to(tl.float32)
+        tl.store(out_ptr + row * width + cols, total.to(out_ptr.dtype.element_ty), mask=inside)
+
+
 def available() -> bool:
     return triton is not None
 
@@ -141,3 +156,15 @@ def silu_mul(gate_up: torch.Tensor, residual: torch.Tensor, eps: float) -> torch
         rows, inputs, out, eps, width, inputs.shape[1], rows.stride(0), inputs.stride(0), out.stride(0),
         BLOCK=block, BLOCK_X=triton.next_power_of_2(inputs.shape[1]), num_warps=4)
     return out.view(*gate_up.shape[:-1], width)
+
+
+def code_embed(codes: torch.Tensor, table: torch.Tensor, vocab: int) -> torch.Tensor:
+    """codes [..., Q] (each < ``vocab``) -> [..., C]: the sum of their rows of ``table`` [Q * vocab,
+    C] (codebook q's rows from q * vocab), summed in float32, rounded to the table's dtype once."""
+    books, width = codes.shape[-1], table.shape[-1]
+    flat = codes.reshape(-1, books).contiguous()
+    out = torch.empty(flat.shape[0], width, dtype=table.dtype, device=table.device)
+    if flat.shape[0]:
+        _code_embed_kernel[(flat.shape[0],)](flat, table, out, vocab, width, CODEBOOKS=books,
+                                             BLOCK=triton.next_power_of_2(width), num_warps=4)
+    return out.view(*codes.shape[:-1], width)
