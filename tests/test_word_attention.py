@@ -14,8 +14,8 @@ import torch
 from pipeline.engine import decode_attention as da, kv_int8
 from tests.attention_reference import reference_attention
 torch.manual_seed(5)
-B, P, H, D = 7, 200, 2, 64  # a capacity that is no multiple of the kernel's 32-position block
-used = torch.tensor([1, 31, 32, 33, 130, 199, 200], dtype=torch.int32)
+B, P, H, D = 7, 136, 2, 64  # a capacity that is no multiple of the kernel's 32-position block
+used = torch.tensor([1, 31, 32, 33, 100, 135, 136], dtype=torch.int32)
 keys, values = torch.randn(B, H, P, D), torch.randn(B, H, P, D) + 0.05
 (kq, ks), (vq, vs) = kv_int8.quantize(keys), kv_int8.quantize(values)
 kq[0, 0, 0, :2], vq[0, 0, 0, :2] = torch.tensor([-128, 127], dtype=torch.int8), torch.tensor([127, -128], dtype=torch.int8)
@@ -26,12 +26,12 @@ for sharpness in (0.0, 1.0, 8.0):  # even attention (outputs near zero), a model
     want = reference_attention(q.double(), exact_k, exact_v, used).double()
     got = da.decode_attention(q, kq, vq, used, ks, vs, kernel="words").double()
     worst = max(worst, ((got - want).norm() / want.norm()).item())
-    # past each slot's length: other codes and NaN scales change nothing
-    noisy = [t.clone() for t in (kq, vq, ks, vs)]
-    for b, n in enumerate(used.tolist()):
-        for t in noisy:
-            t[b, :, n:] = torch.randint(-128, 128, t[b, :, n:].shape).to(t.dtype) if t.dtype == torch.int8 else float("nan")
-    assert torch.equal(da.decode_attention(q, *noisy[:2], used, *noisy[2:], kernel="words").double(), got)
+# past each slot's length: other codes and NaN scales change nothing
+noisy = [t.clone() for t in (kq, vq, ks, vs)]
+for b, n in enumerate(used.tolist()):
+    for t in noisy:
+        t[b, :, n:] = torch.randint(-128, 128, t[b, :, n:].shape).to(t.dtype) if t.dtype == torch.int8 else float("nan")
+assert torch.equal(da.decode_attention(q, *noisy[:2], used, *noisy[2:], kernel="words").double(), got)
 # other blocks, the scales read two to a word, the slots' programs in another order: the same attention
 from pipeline.engine import word_attention as wa
 for block in (16, 64):
@@ -43,9 +43,9 @@ wa.SCALE_WORDS = True
 paired = wa.word_decode_attention(q, kq, vq, used, ks, vs).double()
 assert torch.equal(paired, got) and wa._paired(ks)
 assert torch.equal(wa.word_decode_attention(q, *noisy[:2], used, *noisy[2:]).double(), got)  # NaN scales past the end
-odd = [t[:, :, :199].contiguous() for t in (kq, vq, ks, vs)]  # an odd capacity: the scales one at a time
-assert not wa._paired(odd[2]) and torch.equal(wa.word_decode_attention(q, *odd[:2], used.clamp(max=199), *odd[2:]).double(),
-                                                da.decode_attention(q, *odd[:2], used.clamp(max=199), *odd[2:], kernel="words").double())
+odd = [t[:, :, :135].contiguous() for t in (kq, vq, ks, vs)]  # an odd capacity: the scales one at a time
+assert not wa._paired(odd[2]) and torch.equal(wa.word_decode_attention(q, *odd[:2], used.clamp(max=135), *odd[2:]).double(),
+                                                da.decode_attention(q, *odd[:2], used.clamp(max=135), *odd[2:], kernel="words").double())
 assert torch.equal(wa.word_decode_attention(q, kq, vq, used, ks, vs, order=wa.longest_first(used)).double(), got)
 wa.SCALE_WORDS = None
 # fp16 queries, as the engine runs it: the same output as the other kernel within half precision
