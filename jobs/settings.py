@@ -22,7 +22,7 @@
 | TTS_JOBS_LOG_LEVEL | INFO | log level of the command line and of the workers' own lines |
 | TTS_JOBS_KV_CACHE | auto | the decode slots' keys and values: auto (int8 on the GPU's fp16/bf16 path), int8, model |
 | TTS_JOBS_DECODE_ATTENTION | triton | decode-step attention on CUDA in half precision: triton or sdpa (EngineTuning, for measuring) |
-| TTS_JOBS_FUSED_LAYERS | 1 | 0: the PyTorch ops instead of the fused residual/RMSNorm and SiLU kernels (for measuring) |
+| TTS_JOBS_FUSED_LAYERS | 1 | 0: the PyTorch ops instead of the SiLU x up (its input's RMSNorm inside) and final add + RMSNorm kernels (for measuring) |
 | TTS_JOBS_CUDA_GRAPHS | 1 | 0: decode steps and Decoder+Vocos chunks run eagerly, not replayed from CUDA graphs (for measuring) |
 | TTS_JOBS_PREFILL_GRAPHS | 1 | 0: admissions' prefills run eagerly, not replayed from CUDA graphs (for measuring) |
 | TTS_JOBS_DECODE_CUDNN | 0 | 1: cuDNN for the Decoder and Vocos convolutions (slower: it plans per shape) |

@@ -27,7 +27,8 @@ class EngineTuning:
 
     decode_attention: the decode step's attention on CUDA in half precision: "triton"
     (decode_attention.py) or "sdpa" (masked SDPA, also the CPU and fp32 path).
-    fused_layers: residual + RMSNorm and SiLU x up fused (layer_kernels.py) on the Triton path.
+    fused_layers: SiLU x up (its input's RMSNorm inside) and the final residual + RMSNorm as Triton
+    kernels (layer_kernels.py) on the Triton path.
     cuda_graphs: decode steps and Decoder+Vocos chunks replayed from CUDA graphs (step_graphs.py,
     waveform_graphs.py); False runs them eagerly.
     prefill_graphs: admissions' prefills replayed from CUDA graphs (prefill.py); False runs them eagerly.

@@ -42,8 +42,8 @@ DECODE_ATTENTION = "triton"
 # speed and fidelity of each: docs/engine.md.
 KV_CACHE = "auto"
 KV_CACHE_CHOICES = ("auto", "int8", "model")
-# Residual adds fused with RMSNorm, SiLU with its product (layer_kernels.py) where the Triton
-# decode path runs: "1" (default) or "0" (the PyTorch ops, for an A/B in one process).
+# The GPU path's small ops between GEMMs as Triton kernels (layer_kernels.py: SiLU x up normalising
+# its input, the last add + the final RMSNorm): True (default) or False (the PyTorch ops, for an A/B).
 FUSED_LAYERS = True
 
 
