@@ -13,7 +13,8 @@ def disagreements(device: str, vocab: int, rows: int = 6, codebooks: int = 2) ->
     """(tokens the two ways drew differently, tokens drawn) over greedy, sampled and penalised
     pools whose rows each have their own temperature, top-p, top-k, penalty, seed and step, with
     EOS the likeliest token and masked for some rows, the best tokens in the window, and three
-    near-equal leaders (where top-p keeps one, the rule of at least three keeps them all)."""
+    near-equal leaders (where top-p keeps one, the rule of at least three keeps them all); half
+    the pools hand the kernel half-precision logits (the engine's), the ops their float32 values."""
     generator = torch.Generator().manual_seed(3)
     eos, cells = vocab - 1, noise_cells(codebooks, vocab, torch.device(device))
     differing = total = 0
@@ -36,8 +37,11 @@ def disagreements(device: str, vocab: int, rows: int = 6, codebooks: int = 2) ->
             step = torch.randint(0, 500, (rows,), generator=generator).to(device)
             allow = torch.tensor([i % 2 == 0 for i in range(rows)], device=device)
             logits, window = logits.to(device), window.to(device)
+            half = number % 2 == 1  # the engine's: the heads' half-precision logits, read as float32
+            logits = logits.half().float() if half else logits
             want = sample(logits.clone(), sampling, window, allow, eos, step, cells)
-            got = fused_sampling.sample_fused(logits.clone(), sampling, window, allow, eos, step, cells)
+            got = fused_sampling.sample_fused(logits.half() if half else logits.clone(), sampling, window,
+                                              allow, eos, step, cells)
             differing += int((want != got).sum())
             total += want.numel()
     return differing, total

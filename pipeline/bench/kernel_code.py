@@ -134,7 +134,7 @@ def compile_sampling_kernel() -> KernelRegisters:
     return compile_registers("fused sampling", fused_sampling._sample_kernel,
                              {"EOS": 625, "PADDED": 1024, "WINDOW": REPETITION_WINDOW, "GREEDY": False,
                               "PENALISED": True, "CANDIDATES": 32}, fused_sampling.WARPS,
-                             {**pointers, "logits_ptr": "*fp32", "temperature_ptr": "*fp32", "top_p_ptr": "*fp32",
+                             {**pointers, "logits_ptr": "*fp16", "temperature_ptr": "*fp32", "top_p_ptr": "*fp32",
                               "penalty_ptr": "*fp32", "allow_ptr": "*i1"})
 
 

@@ -233,7 +233,7 @@ class Engine(EngineMemory):
     def _code_space(self) -> TokenSpace:
         emb = self._parts.embeddings
         return TokenSpace(codebooks=emb.codebooks, vocab=emb.vocab, eos=emb.vocab - 1,
-                          embed=emb.code_embed, logits=emb.code_logits)
+                          embed=emb.code_embed, logits=emb.code_logits, head=emb.code_head_logits)
 
     @property
     def _torch_device(self) -> torch.device:

@@ -34,7 +34,8 @@ def available() -> bool:
 
 def sample_fused(logits: torch.Tensor, sampling: RowSampling, window: torch.Tensor, allow: torch.Tensor,
                  eos: int, row_step: torch.Tensor, cells: torch.Tensor, warps: int | None = None) -> torch.Tensor:
-    """Tokens [B, Q] drawn from raw ``logits`` [B, Q, V] (float32) as ``sampling.sample`` draws
+    """Tokens [B, Q] drawn from raw ``logits`` [B, Q, V] (float32, or the model's half precision,
+    read as float32: the same values) as ``sampling.sample`` draws
     them: divided by each row's temperature, penalised over its ``window`` [B, Q, 16] where
     ``sampling.penalised``, EOS masked where ``allow`` [B] is False, then top-p / top-k and the
     row's Gumbel noise at its ``row_step`` over ``cells`` [1, Q, V] (argmax where greedy)."""
@@ -68,7 +69,8 @@ if triton is not None:  # pragma: no cover
         before choosing: / temperature, the repetition penalty, EOS masked (-inf past the end)."""
         token = tl.arange(0, PADDED)
         inside = token < vocab
-        x = tl.load(logits_ptr + (row * codebooks + code) * vocab + token, mask=inside, other=float("-inf"))
+        x = tl.load(logits_ptr + (row * codebooks + code) * vocab + token, mask=inside,
+                    other=float("-inf")).to(tl.float32)
         x = x / tl.load(temperature_ptr + row)
         if PENALISED:
             # one window entry at a time: a [vocabulary, window] comparison would hold 16 values a

@@ -61,7 +61,11 @@ class TokenEmbeddings(nn.Module):
 
     def code_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """[B, C] -> float32 [B, Q, V]."""
-        return F.linear(hidden, self.code_head).float().view(-1, self.codebooks, self.vocab)
+        return self.code_head_logits(hidden).float()
+
+    def code_head_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """[B, C] -> [B, Q, V] in the heads' dtype."""
+        return F.linear(hidden, self.code_head).view(-1, self.codebooks, self.vocab)
 
     def text_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """[B, C] -> float32 [B, 1, V_text]."""
