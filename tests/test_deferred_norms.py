@@ -1,8 +1,9 @@
 """The GPU path's layers (llama_layer.py): each RMSNorm's weight folded into the projection that
 reads it, the norm itself done by the kernel that reads the projection, the residual adds in the
 GEMMs. Run here on the CPU in half precision under Triton's interpreter, the GPU path's own
-kernels and all, against upstream's Llama in float32: a prefill, and decode steps that write and
-read the int8 slot cache, give its hidden states, with norms whose weights are far from ones."""
+kernels and all (and with its small ops as PyTorch ops), against upstream's Llama in float32: a
+prefill, and decode steps that write and read the int8 slot cache, give its hidden states, with
+norms whose weights are far from ones."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ hf = LlamaModel(config).eval()
 for name, param in hf.named_parameters():
     if "norm" in name:  # a norm's weight must reach its projection: not ones
         param.data.uniform_(0.25, 2.0)
-B, L = 3, 6
+B, L = 3, 4
 x = torch.randn(B, L, 128) * 3.0  # a residual stream far from unit RMS
 with torch.no_grad():
     want = hf(inputs_embeds=x, use_cache=False).last_hidden_state
@@ -35,14 +36,16 @@ with torch.no_grad():
         return ((got.float() - expected).norm() / expected.norm()).item()
 
     causal = torch.ones(L, L, dtype=torch.bool).tril().expand(B, 1, L, L)
-    prefill = model(x.half(), model.rope(torch.arange(L).expand(B, L)), additive_mask(causal, torch.float16),
-                    model.new_cache(B, L))
-    worst = max(worst, error(prefill, want))
-    cache = model.new_slot_cache(B, 16)
-    for step in range(L):  # one position a step into the int8 slot cache, attending to all before it
-        at = torch.full((B,), step, dtype=torch.long)
-        hidden = model.forward_slots(x[:, step:step + 1].half(), at, cache, at, 16)
-        worst = max(worst, error(hidden[:, 0], want[:, step]))
+    for fused in (True, False):  # the small ops as Triton kernels, then as PyTorch ops (TTS_JOBS_FUSED_LAYERS=0)
+        gpt.FUSED_LAYERS = fused
+        prefill = model(x.half(), model.rope(torch.arange(L).expand(B, L)), additive_mask(causal, torch.float16),
+                        model.new_cache(B, L))
+        worst = max(worst, error(prefill, want))
+        cache = model.new_slot_cache(B, 16)
+        for step in range(L):  # one position a step into the int8 slot cache, attending to all before it
+            at = torch.full((B,), step, dtype=torch.long)
+            hidden = model.forward_slots(x[:, step:step + 1].half(), at, cache, at, 16)
+            worst = max(worst, error(hidden[:, 0], want[:, step]))
 print(worst)
 """
 

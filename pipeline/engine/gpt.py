@@ -199,6 +199,8 @@ class FusedLlama(nn.Module):
         return F.rms_norm(x, (self.hidden,), self.norm, self.eps)  # no layers
 
     def _normalised_layers(self, x: torch.Tensor, mix: _Mix) -> torch.Tensor:
+        """The PyTorch path: each residual add, then its RMSNorm (weightless: the weight is in the
+        next projection), then the projections of the normalised rows."""
         with sdpa_kernel(_ATTENTION_BACKENDS):
             h = F.rms_norm(x, (self.hidden,), None, self.eps)
             for i, layer in enumerate(self.layers):
