@@ -125,6 +125,23 @@ def test_linears_without_a_gpu_says_so_in_one_line_and_exits_2() -> None:
         "linears: no CUDA device here; run it on a GPU machine, or --cpu-smoke for the flow"]
 
 
+def test_gated_down_gives_the_engines_mlp_output_from_one_kernel() -> None:
+    done = bench("gated-down", "--cpu-smoke", TRITON_INTERPRET="1")
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [line.split("|")[1:-1] for line in done.stdout.splitlines() if line.startswith("| 10 |")]
+    assert [row[1].strip().split(",")[0] for row in rows] == ["engine: SiLU x up", "one kernel"]
+    assert float(rows[1][4]) < 1e-3  # the same sums as SiLU x up and the GEMM adding the residual
+
+
+def test_gated_down_without_a_gpu_says_so_in_one_line_and_exits_2() -> None:
+    done = bench("gated-down", CUDA_VISIBLE_DEVICES="")
+
+    assert done.returncode == 2
+    assert done.stdout.strip().splitlines() == [
+        "gated-down: no CUDA device here; run it on a GPU machine, or --cpu-smoke for the flow"]
+
+
 def test_halves_times_one_pool_against_two_half_pools_on_two_streams() -> None:
     done = bench("halves", "--cpu-smoke", "--leave", "66", "--on-sms", "88")
 

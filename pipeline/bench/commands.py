@@ -48,6 +48,8 @@ TOOLS = {
                     "what a narrower KV cache or FP8 / int8 linears would cost in fidelity (simulated, any device)"),
     "linears": Tool("pipeline.bench.linears",
                     "the GPT's linears at a step's shapes in fp16, int8 and FP8: what each format's GEMMs take"),
+    "gated-down": Tool("pipeline.bench.gated_down",
+                       "the MLP's SiLU x up, down GEMM and residual add as one Triton GEMM against the engine's two kernels"),
     "halves": Tool("pipeline.bench.halves",
                    "a step's layers for all slots on one stream against two half-pools on two streams at once"),
     "step-profile": Tool("pipeline.bench.step_profile", "where one decode step's GPU time goes"),
