@@ -5,7 +5,8 @@ loads); an int8 cache's scales multiply a key's score and a value's weight (no d
 ``EXP2``: scores are in base 2 (log2(e) folded into the query's scale by the caller). Imported
 only where Triton is (by those kernels' modules). Also what every kernel that writes the cache
 shares: RoPE on a head's vector, its scale and its int8 codes (``rotated``, ``int8_step``,
-``int8_codes``), and the RMSNorm factor of the residual row it was projected from (``rms_scale``)."""
+``int8_codes``), and the RMSNorm factor of the residual row it was projected from (``rms_scale``,
+``normed_qkv``)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,19 @@ def rms_scale(x_ptr, width, eps, BLOCK: tl.constexpr):
     cols = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + cols, mask=cols < width, other=0.0).to(tl.float32)
     return tl.rsqrt(tl.sum(x * x, 0) / width + eps)
+
+
+@triton.jit
+def normed_qkv(source, x_ptr, eps, dims, partner, sign, cos, sin, HEADS: tl.constexpr, HEAD_DIM: tl.constexpr,
+               BLOCK_X: tl.constexpr):
+    """One head's q and k (RoPE'd) and v from a fused qkv projection row at ``source`` of the raw
+    residual row at ``x_ptr``, each times that row's RMSNorm factor (``rms_scale``), in float32:
+    what every kernel that takes a decode step's projection starts with."""
+    norm = rms_scale(x_ptr, HEADS * HEAD_DIM, eps, BLOCK_X)
+    q = rotated(source, dims, partner, sign, cos, sin) * norm
+    k = rotated(source + HEADS * HEAD_DIM, dims, partner, sign, cos, sin) * norm
+    v = tl.load(source + 2 * HEADS * HEAD_DIM + dims).to(tl.float32) * norm
+    return q, k, v
 
 
 @triton.jit

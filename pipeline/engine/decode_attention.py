@@ -29,7 +29,7 @@ import pipeline.engine.word_attention as word_attention  # noqa: PLR0402
 from pipeline.engine.triton_import import in_flight, tl, triton
 
 if triton is not None:  # pragma: no cover - the shared blocks are Triton code
-    from pipeline.engine.attention_block import attend_block, int8_codes, int8_step, rms_scale, rotated
+    from pipeline.engine.attention_block import attend_block, int8_codes, int8_step, normed_qkv
 
 # Positions per loop iteration and warps per program of the attention kernel (measured on the
 # H200 by `python -m pipeline.bench step-profile --sweep`; docs/engine.md). Set for that sweep by
@@ -141,11 +141,8 @@ if triton is not None:  # pragma: no cover
         sign = tl.where(dims < half, -1.0, 1.0)
         cos = tl.load(cos_ptr + row * stride_cos_b + dims)
         sin = tl.load(sin_ptr + row * stride_cos_b + dims)
-        base = qkv_ptr + row * stride_qkv_b + head * HEAD_DIM
-        norm = rms_scale(x_ptr + row * stride_x_b, HEADS * HEAD_DIM, eps, BLOCK_X)  # the input's RMSNorm
-        q_rot = rotated(base, dims, partner, sign, cos, sin) * norm
-        k_rot = rotated(base + HEADS * HEAD_DIM, dims, partner, sign, cos, sin) * norm
-        v = tl.load(base + 2 * HEADS * HEAD_DIM + dims).to(tl.float32) * norm
+        q_rot, k_rot, v = normed_qkv(qkv_ptr + row * stride_qkv_b + head * HEAD_DIM, x_ptr + row * stride_x_b,
+                                     eps, dims, partner, sign, cos, sin, HEADS, HEAD_DIM, BLOCK_X)
         at = tl.load(at_ptr + row)
         slot = row * stride_cache_b + head * stride_cache_h + at * stride_cache_p + dims
         scale_at = row * stride_scale_b + head * stride_scale_h + at

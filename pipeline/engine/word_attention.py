@@ -27,7 +27,7 @@ import torch
 from pipeline.engine.triton_import import compiled, in_flight, tl, triton
 
 if triton is not None:  # pragma: no cover - the shared blocks are Triton code
-    from pipeline.engine.attention_block import rms_scale, rotated
+    from pipeline.engine.attention_block import normed_qkv
     from pipeline.engine.word_codes import key_dots, query_words, store_words, value_sums
 
 ROPE_INSIDE = True  # EngineTuning.attention_rope: a step's RoPE and cache write in this kernel
@@ -202,11 +202,8 @@ if triton is not None:  # pragma: no cover
         sign = tl.where(dims < HEAD_DIM // 2, -1.0, 1.0)
         cos = tl.load(cos_ptr + row * stride_cos_b + dims)
         sin = tl.load(sin_ptr + row * stride_cos_b + dims)
-        source = qkv_ptr + row * stride_qkv_b + head * HEAD_DIM
-        norm = rms_scale(x_ptr + row * stride_x_b, HEADS * HEAD_DIM, eps, BLOCK_X)  # the input's RMSNorm
-        q = rotated(source, dims, partner, sign, cos, sin) * norm
-        k = rotated(source + HEADS * HEAD_DIM, dims, partner, sign, cos, sin) * norm
-        v = tl.load(source + 2 * HEADS * HEAD_DIM + dims).to(tl.float32) * norm
+        q, k, v = normed_qkv(qkv_ptr + row * stride_qkv_b + head * HEAD_DIM, x_ptr + row * stride_x_b, eps,
+                             dims, partner, sign, cos, sin, HEADS, HEAD_DIM, BLOCK_X)
         at = tl.load(at_ptr + row)
         base = row * stride_kb + head * stride_kh
         scale_base = row * stride_sb + head * stride_sh
